@@ -1,0 +1,281 @@
+"""Read the book: Markdown → regions (bound figures, unbound numbers), each with file and line.
+
+A figure is bound with standard link syntax, so the raw text stays readable anywhere:
+`[16.6](claim:decode.ceiling.dgx_spark.bf16)`, or with a stated value where the text
+is words: `[four per cent](claim:formats.e4m3.zeroed "0.04")`. A title of `disputed`
+(alone, or after the value: `"264; disputed"`) marks a figure the book prints from a
+source while showing that it does not hold.
+
+Code blocks, inline code, math and HTML are not prose and are not scanned, except
+fenced blocks whose info string starts with `output`: those are a snippet's "what
+you should see" text, where figures are bound like anywhere else.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from claims.figures import FigureSyntaxError, Printed, parse
+
+BINDING = re.compile(
+    r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)"
+)
+_CLAIM_LINK_START = re.compile(r"\]\(\s*claim:")
+NUMBER = re.compile(r"(?<![\w.\-/^$])(?:-(?=\d))?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w]|\.\d|-\w|,\d)")
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INLINE_SKIPS = (
+    re.compile(r"(`+)(?:(?!\1).)+?\1"),
+    re.compile(r"\$\$.+?\$\$"),
+    re.compile(r"(?<![\\\w])\$(?!\s)[^$\n]+?(?<!\s)\$"),
+    re.compile(r"\\\(.+?\\\)"),
+    re.compile(r"<!--.*?-->"),
+    re.compile(r"</?[a-zA-Z][^>]*>"),
+    re.compile(r"\]\((?!claim:)[^)]*\)"),
+    re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$"),
+    re.compile(r"\{[#.][^}]*\}"),
+    re.compile(r"^\s*--8<--.*$"),
+    re.compile(r"&#?\w+;"),
+)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A printed figure bound to a claim: the unit of checking in the book."""
+
+    file: str
+    line: int
+    column: int
+    text: str
+    claim_id: str
+    title: str | None
+    disputed: bool
+    printed: Printed | None
+    error: str | None = None
+    in_output: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def stated(self) -> str:
+        """The text the value was read from: the title's value if any, else the link text."""
+        value = _title_value(self.title)
+        return value if value is not None else self.text
+
+
+@dataclass(frozen=True)
+class Unbound:
+    """A number in prose or in an output block that no binding claims."""
+
+    file: str
+    line: int
+    column: int
+    text: str
+    context: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Page:
+    """One Markdown file of the book, read into regions."""
+
+    file: str
+    bindings: list[Binding] = field(default_factory=list)
+    unbound: list[Unbound] = field(default_factory=list)
+    malformed: list[Binding] = field(default_factory=list)
+
+
+def _title_value(title: str | None) -> str | None:
+    if title is None:
+        return None
+    parts = [p.strip() for p in title.split(";")]
+    values = [p for p in parts if p.lower() != "disputed"]
+    return values[0] if values and values[0] else None
+
+
+def _mask(text: str, start: int, end: int) -> str:
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _prose_mask(line: str) -> str:
+    for pattern in _INLINE_SKIPS:
+        line = pattern.sub(lambda m: " " * len(m.group(0)), line)
+    return line
+
+
+def read_page(path: Path, root: Path) -> Page:
+    """Parse one Markdown file into its bindings, unbound numbers and malformed bindings."""
+    rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    page = Page(rel)
+    fence: str | None = None
+    output_block = False
+    in_math = False
+    in_comment = False
+    lines = path.read_text(encoding="utf-8").splitlines()
+    front_matter = bool(lines) and lines[0].strip() == "---"
+    for number, raw in enumerate(lines, 1):
+        if front_matter:
+            if number > 1 and raw.strip() in ("---", "..."):
+                front_matter = False
+            continue
+        fence_match = _FENCE.match(raw)
+        if fence is not None:
+            if fence_match and fence_match.group("fence").startswith(fence) and not fence_match.group("info").strip():
+                fence, output_block = None, False
+                continue
+            if not output_block:
+                continue
+        elif fence_match:
+            fence = fence_match.group("fence")
+            output_block = fence_match.group("info").strip().lower().startswith("output")
+            continue
+        if in_comment:
+            if "-->" in raw:
+                in_comment = False
+            continue
+        if raw.strip().startswith("<!--") and "-->" not in raw:
+            in_comment = True
+            continue
+        if raw.strip() == "$$" or (raw.strip().startswith("$$") and raw.count("$$") == 1):
+            in_math = not in_math
+            continue
+        if in_math:
+            continue
+        _read_line(page, rel, number, raw, output_block)
+    return page
+
+
+def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> None:
+    text = raw if in_output else _prose_mask(raw)
+    for match in BINDING.finditer(raw):
+        start, end = match.span()
+        if not in_output and text[start:end].strip() != raw[start:end].strip():
+            continue
+        title = match.group("title")
+        disputed = title is not None and any(p.strip().lower() == "disputed" for p in title.split(";"))
+        claim_id = match.group("id")
+        stated = _title_value(title)
+        source = stated if stated is not None else match.group("text")
+        printed, error = None, None
+        if not claim_id:
+            error = "binding has an empty claim id: expected [text](claim:topic.name)"
+        else:
+            try:
+                printed = parse(source)
+            except FigureSyntaxError as e:
+                hint = "" if stated is not None else ' (a figure in words needs its value as the link title: [four per cent](claim:id "0.04"))'
+                error = f"{e}{hint}"
+        binding = Binding(rel, number, start + 1, match.group("text"), claim_id, title, disputed, printed, error, in_output)
+        (page.malformed if error else page.bindings).append(binding)
+        text = _mask(text, start, end)
+    for leftover in _CLAIM_LINK_START.finditer(text):
+        page.malformed.append(
+            Binding(rel, number, leftover.start() + 1, raw.strip(), "", None, False, None,
+                    "malformed binding: expected [printed text](claim:dotted.id) or "
+                    '[text](claim:dotted.id "value"); found ' + repr(raw[max(0, leftover.start() - 30): leftover.end() + 40].strip()),
+                    in_output)
+        )
+        text = _mask(text, leftover.start(), len(text))
+    for match in NUMBER.finditer(text):
+        page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """One allow-list entry: numbers inside matches of `pattern` are not figures, for `reason`."""
+
+    pattern: re.Pattern[str]
+    reason: str
+    files: tuple[str, ...]
+    line: int
+
+    def covers(self, item: Unbound, source_line: str) -> bool:
+        if not any(fnmatch.fnmatch(item.file, f) for f in self.files):
+            return False
+        start = item.column - 1
+        return any(m.start() <= start and start + len(item.text) <= m.end() for m in self.pattern.finditer(source_line))
+
+
+class AllowListError(ValueError):
+    """The allow-list itself is malformed."""
+
+
+def read_allowlist(path: Path) -> list[Allowance]:
+    """Read `book/allowlist.toml`: [[allow]] tables with `pattern`, `reason`, optional `files`."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise AllowListError(f"{path}: does not parse: {e}") from None
+    entries: list[Allowance] = []
+    starts = [i for i, line in enumerate(text.splitlines(), 1) if line.strip() == "[[allow]]"]
+    for index, entry in enumerate(data.get("allow", [])):
+        line = starts[index] if index < len(starts) else 0
+        if not entry.get("reason", "").strip():
+            raise AllowListError(f"{path}:{line}: allow-list entry {entry.get('pattern')!r} has no reason")
+        try:
+            pattern = re.compile(entry["pattern"])
+        except (KeyError, re.error) as e:
+            raise AllowListError(f"{path}:{line}: allow-list entry needs a valid `pattern` regex: {e}") from None
+        entries.append(Allowance(pattern, entry["reason"], tuple(entry.get("files", ["*"])), line))
+    return entries
+
+
+def book_pages(book_dir: Path) -> list[Path]:
+    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.parts)
+
+
+@dataclass
+class Book:
+    """The whole book read once: pages, the bindings by claim, and the allow-list."""
+
+    root: Path
+    pages: list[Page]
+    allowlist: list[Allowance]
+
+    @classmethod
+    def read(cls, book_dir: Path, root: Path | None = None) -> "Book":
+        root = root or book_dir.parent
+        pages = [read_page(p, root) for p in book_pages(book_dir)]
+        return cls(root, pages, read_allowlist(book_dir / "allowlist.toml"))
+
+    def bindings(self) -> Iterator[Binding]:
+        for page in self.pages:
+            yield from page.bindings
+
+    def by_claim(self) -> dict[str, list[Binding]]:
+        out: dict[str, list[Binding]] = {}
+        for b in self.bindings():
+            out.setdefault(b.claim_id, []).append(b)
+        return out
+
+    def unbound(self) -> list[tuple[Unbound, Allowance | None]]:
+        """Every unbound number with the allow-list entry that excuses it, if one does."""
+        lines_cache: dict[str, list[str]] = {}
+        out = []
+        for page in self.pages:
+            lines = lines_cache.setdefault(page.file, (self.root / page.file).read_text(encoding="utf-8").splitlines())
+            for item in page.unbound:
+                source = lines[item.line - 1]
+                allowance = next((a for a in self.allowlist if a.covers(item, source)), None)
+                out.append((item, allowance))
+        return out
+
+    def unused_allowances(self) -> list[Allowance]:
+        used = {id(a) for _, a in self.unbound() if a is not None}
+        return [a for a in self.allowlist if id(a) not in used]
+
+
+def iter_numbers(text: str) -> Iterable[str]:
+    """The numbers the scanner would flag in one line of prose (for tests and tools)."""
+    return [m.group(0) for m in NUMBER.finditer(_prose_mask(text))]

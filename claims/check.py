@@ -1,0 +1,239 @@
+"""The engine: compute a claim on a backend, compare the book's figures with it, record both.
+
+Knows nothing of pytest; the plugin asks it questions and reports its answers.
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Iterable
+
+from claims import inputs
+from claims.backends import NO_BACKEND, Backend
+from claims.bindings import Binding, Book
+from claims.figures import as_number
+from claims.machine import Machine
+from claims.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
+from claims.results import ResultsFile, now, to_json
+
+COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
+
+
+@dataclass
+class Outcome:
+    """What one claim computed on one backend, with the inputs it read."""
+
+    claim: Claim
+    backend: str
+    state: str
+    value: Any = None
+    message: str = ""
+    inputs: list[inputs.Input] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One printed figure judged against one backend's value."""
+
+    binding: Binding
+    backend: str
+    status: str
+    message: str
+
+
+def show(value: Any) -> str:
+    """A computed value for a message: enough digits to see why it does not round to the figure."""
+    number = as_number(value)
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(show(v) for v in value) + ")"
+    if number is None:
+        return repr(value)
+    if isinstance(number, float):
+        return repr(number)
+    if number.denominator == 1:
+        return f"{int(number):,}"
+    return f"{float(number):.6g}"
+
+
+def _valid_value(value: Any) -> str | None:
+    if value is None:
+        return "returned None; a claim returns its value (a number, a tuple, a bool or a string)"
+    number = as_number(value)
+    if isinstance(number, float) and math.isnan(number):
+        return "returned NaN"
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            problem = _valid_value(item)
+            if problem:
+                return problem
+        return None
+    if number is None and not isinstance(value, (bool, str)) and not hasattr(value, "tolist"):
+        return f"returned a {type(value).__name__}, which is not a value a figure can be compared with"
+    return None
+
+
+def evaluate(claim: Claim, backend: Backend) -> Outcome:
+    """Compute one claim on one backend; never raises for the claim's own faults."""
+    start = time.perf_counter()
+    with inputs.recording() as reads:
+        try:
+            value = claim.evaluate(backend if claim.needs_backend else None)
+        except NotOnBackend as e:
+            return Outcome(claim, backend.name, SKIPPED, message=f"{backend.name}: {e}", inputs=list(reads))
+        except InvariantFailed as e:
+            return Outcome(claim, backend.name, FAILED, message=f"invariant does not hold: {e}", inputs=list(reads),
+                           seconds=time.perf_counter() - start)
+        except KeyboardInterrupt:
+            raise
+        except inputs.InputError as e:
+            return Outcome(claim, backend.name, FAILED, message=f"bad input: {e}", inputs=list(reads))
+        except Exception as e:
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            return Outcome(claim, backend.name, FAILED,
+                           message=f"raised {type(e).__name__}: {e} (at {frame.filename}:{frame.lineno})",
+                           inputs=list(reads), seconds=time.perf_counter() - start)
+    problem = _valid_value(value)
+    if problem:
+        return Outcome(claim, backend.name, FAILED, message=problem, inputs=list(reads))
+    return Outcome(claim, backend.name, COMPUTED, value=value, inputs=list(reads), seconds=time.perf_counter() - start)
+
+
+def _holds_within(claim: Claim, binding: Binding, value: Any) -> bool:
+    assert binding.printed is not None
+    if binding.printed.holds(value):
+        return True
+    if claim.tolerance is None or binding.printed.is_tuple:
+        return False
+    printed, computed = as_number(binding.printed.value), as_number(value)
+    if not isinstance(printed, Fraction) or not isinstance(computed, Fraction):
+        return False
+    return abs(computed - printed) <= Fraction(claim.tolerance) * abs(printed)
+
+
+def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
+    """Compare one printed figure with one backend's outcome."""
+    claim = outcome.claim
+    if outcome.state == SKIPPED:
+        return Verdict(binding, outcome.backend, "skipped", outcome.message)
+    if outcome.state == FAILED:
+        return Verdict(binding, outcome.backend, "failed",
+                       f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
+    if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
+        return Verdict(binding, outcome.backend, "verified",
+                       f"measured {show(outcome.value)} here; the printed {binding.text} is for {claim.printed_on} "
+                       f"and is compared only there (this machine: {machine.slug})")
+    holds = _holds_within(claim, binding, outcome.value)
+    if binding.disputed:
+        if holds:
+            return Verdict(binding, outcome.backend, "failed",
+                           f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
+                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark")
+        return Verdict(binding, outcome.backend, "disputed",
+                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} on {outcome.backend}")
+    if holds:
+        return Verdict(binding, outcome.backend, "verified", "")
+    return Verdict(binding, outcome.backend, "stale", stale_message(binding, outcome))
+
+
+def stale_message(binding: Binding, outcome: Outcome) -> str:
+    """The compiler-style line for a stale figure: where, which claim, printed, computed, from what."""
+    stated = f" (stated as {binding.stated!r})" if binding.stated != binding.text else ""
+    line = (f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale on {outcome.backend}: "
+            f"computed {show(outcome.value)}")
+    if outcome.claim.tolerance is not None:
+        line += f" (tolerance {outcome.claim.tolerance:.0%})"
+    if outcome.inputs:
+        line += "\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)
+    elif outcome.claim.kind is Kind.LIBRARY:
+        line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
+    return line
+
+
+STATUS_ORDER = ("failed", "stale", "disputed", "verified", "skipped")
+
+
+def worst(statuses: Iterable[str]) -> str:
+    found = set(statuses)
+    return next((s for s in STATUS_ORDER if s in found), "verified")
+
+
+class Verifier:
+    """One run's engine: computes each (claim, backend) once and judges every figure against it."""
+
+    def __init__(self, registry: Registry, book: Book, backends: dict[str, Backend], machine: Machine) -> None:
+        self.registry = registry
+        self.book = book
+        self.backends = backends
+        self.machine = machine
+        self.bindings = book.by_claim()
+        self._outcomes: dict[tuple[str, str], Outcome] = {}
+        self.judged: dict[tuple[str, str], Outcome] = {}
+
+    def backends_for(self, claim: Claim) -> list[Backend]:
+        """The backends a claim is computed on, available or not (absent ones are skipped)."""
+        if not claim.needs_backend:
+            return [NO_BACKEND]
+        return [b for name, b in self.backends.items() if claim.runs_on(name)]
+
+    def outcome(self, claim: Claim, backend: Backend) -> Outcome:
+        key = (claim.id, backend.name)
+        if key not in self._outcomes:
+            if not backend.available:
+                self._outcomes[key] = Outcome(claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}")
+            else:
+                self._outcomes[key] = evaluate(claim, backend)
+        self.judged[key] = self._outcomes[key]
+        return self._outcomes[key]
+
+    def verdicts(self, claim: Claim, backend: Backend) -> list[Verdict]:
+        result = self.outcome(claim, backend)
+        return [judge(b, result, self.machine) for b in self.bindings.get(claim.id, [])]
+
+    def status(self, claim: Claim, backend: Backend) -> tuple[str, list[Verdict]]:
+        result = self.outcome(claim, backend)
+        verdicts = self.verdicts(claim, backend)
+        if result.state == SKIPPED:
+            return "skipped", verdicts
+        if result.state == FAILED:
+            return "failed", verdicts
+        return worst(v.status for v in verdicts), verdicts
+
+    def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
+        """The results-file record of one (claim, backend)."""
+        result = self.outcome(claim, backend)
+        status, verdicts = self.status(claim, backend)
+        messages = [result.message] if result.message else []
+        messages += [v.message for v in verdicts if v.message and v.status != "verified"]
+        notes = sorted({v.message for v in verdicts if v.status == "verified" and v.message})
+        return {
+            "status": status,
+            "kind": claim.kind.value,
+            "value": to_json(result.value),
+            "figures": [
+                {"file": v.binding.file, "line": v.binding.line, "printed": v.binding.text,
+                 "stated": v.binding.stated, "status": v.status}
+                for v in verdicts
+            ],
+            "message": "\n".join(messages + notes),
+            "inputs": [str(i) for i in result.inputs],
+            "source": f"{claim.source_file}:{claim.source_line}",
+            "citation": claim.source,
+            "hardware": claim.hardware,
+            "date": now(),
+            "seconds": round(result.seconds, 4),
+            "version": self.backends[backend.name].version if backend.name in self.backends else None,
+        }
+
+    def results(self, slug: str, environment: dict[str, Any], outputs: dict[str, dict[str, Any]]) -> ResultsFile:
+        """Every (claim, backend) judged in this run, as a results file to merge."""
+        records: dict[str, dict[str, Any]] = {}
+        for claim_id, backend_name in sorted(self.judged):
+            claim = self.registry[claim_id]
+            backend = self.backends.get(backend_name, NO_BACKEND)
+            records.setdefault(claim_id, {})[backend_name] = self.record(claim, backend)
+        machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": dict(self.machine.info)}
+        return ResultsFile(slug, machine, environment, records, outputs)

@@ -1,0 +1,164 @@
+"""Stated inputs (model configs, vendor figures) read with their provenance.
+
+Every read is recorded against the claim being computed, so a stale figure's message
+can name the inputs it came from, and a perturbed input can be traced to the claims
+that depend on it. Files live in `claims/data/`; vendor figures are TOML tables with
+a `value`, a `unit` and the `source` they were taken from.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class InputError(Exception):
+    """A data file is missing, malformed, or lacks the key a claim asked for."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One value read from a data file: where it is and what it said."""
+
+    file: str
+    key: str
+    value: Any
+    line: int
+    source: str | None = None
+
+    def __str__(self) -> str:
+        cited = f" ({self.source})" if self.source else ""
+        return f"claims/data/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+
+
+_reads: contextvars.ContextVar[list[Input] | None] = contextvars.ContextVar("reads", default=None)
+_overrides: dict[tuple[str, str], Any] = {}
+_cache: dict[str, tuple[str, Any]] = {}
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Input]]:
+    """Collect every input read inside the block, in order, without duplicates."""
+    reads: list[Input] = []
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+@contextlib.contextmanager
+def overridden(file: str, key: str, value: Any) -> Iterator[None]:
+    """Replace one input for the duration of the block (mutation tests use this)."""
+    _overrides[(file, key)] = value
+    try:
+        yield
+    finally:
+        del _overrides[(file, key)]
+
+
+def _record(item: Input) -> None:
+    reads = _reads.get()
+    if reads is not None and item not in reads:
+        reads.append(item)
+
+
+def _load(file: str) -> tuple[str, Any]:
+    if file not in _cache:
+        path = DATA_DIR / file
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"claims/data/{file}: no such data file") from None
+        try:
+            parsed = tomllib.loads(text) if file.endswith(".toml") else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"claims/data/{file}: does not parse: {e}") from None
+        _cache[file] = (text, parsed)
+    return _cache[file]
+
+
+def _line_of(text: str, key: str) -> int:
+    leaf = re.escape(key.split(".")[-1])
+    table = re.escape(key.split(".")[0])
+    patterns = (rf"^\s*\[{re.escape(key)}\]", rf'^\s*"?{leaf}"?\s*[=:]', rf"^\s*\[{table}\]")
+    for pattern in patterns:
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(pattern, line):
+                return number
+    return 1
+
+
+def data_files() -> list[str]:
+    """Every data file a claim can read, relative to `claims/data/`."""
+    return sorted(
+        str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json")
+    )
+
+
+def table(file: str) -> dict[str, Any]:
+    """The parsed contents of a data file, unrecorded (for listings and profiles)."""
+    return _load(file)[1]
+
+
+def vendor(file: str, key: str) -> Any:
+    """A stated figure from a TOML data file, recorded as an input of the current claim.
+
+    `key` names a table that holds `value` (and `unit`, `source`), dotted for nesting:
+    `vendor("hardware/dgx_spark.toml", "memory_bandwidth")`.
+    """
+    text, parsed = _load(file)
+    node: Any = parsed
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise InputError(f"claims/data/{file}: no entry {key!r} (found: {', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})")
+        node = node[part]
+    if not isinstance(node, Mapping) or "value" not in node:
+        raise InputError(f"claims/data/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+    value = _overrides.get((file, key), node["value"])
+    _record(Input(file, key, value, _line_of(text, key), node.get("source")))
+    return value
+
+
+def exact(value: Any) -> Fraction:
+    """A stated decimal as an exact fraction, so `273 / 16.4` is not a float's guess."""
+    if isinstance(value, Fraction):
+        return value
+    return Fraction(str(value))
+
+
+class _TrackedConfig(dict):
+    """A model's config.json whose every key lookup is recorded as an input."""
+
+    def __init__(self, file: str, text: str, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self._file, self._text = file, text
+
+    def __getitem__(self, key: str) -> Any:
+        value = _overrides.get((self._file, key), super().__getitem__(key))
+        _record(Input(self._file, key, value, _line_of(self._text, key)))
+        return value
+
+
+def model_config(model: str) -> dict[str, Any]:
+    """The shipped `config.json` of a model, with every key read recorded."""
+    file = f"models/{model}/config.json"
+    text, parsed = _load(file)
+    merged = {k: _overrides.get((file, k), v) for k, v in parsed.items()}
+    return _TrackedConfig(file, text, merged)
+
+
+def model_config_all(model: str) -> dict[str, Any]:
+    """The whole config, recorded as one input: for libraries that read every key."""
+    config = model_config(model)
+    for key in config:
+        config[key]
+    return dict(config)

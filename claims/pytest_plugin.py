@@ -1,0 +1,349 @@
+"""pytest wiring: options, collection of the book's figures, markers, the summary, the results file.
+
+The work lives in `claims.check`, `claims.bindings`, `claims.results`; this module only
+connects them to pytest.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from claims import backends as backends_mod
+from claims import hookspecs
+from claims import machine as machine_mod
+from claims.bindings import AllowListError, Binding, Book, Page
+from claims.check import Verifier, worst
+from claims.registry import REGISTRY, Claim, Kind, RegistryError, load_topics
+from claims.results import ResultsError, merge_into, now
+from claims.rewrite import rewrite_stale
+
+STATE = pytest.StashKey["RunState"]()
+
+
+class RunState:
+    """What one pytest run knows: the book, the claims, the backends, the machine."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        root = Path(config.rootpath)
+        self.book_dir = root / config.getini("claims_book_dir")
+        self.results_dir = Path(config.getoption("claims_results_dir") or root / config.getini("claims_results_dir"))
+        self.snippets_dir = self.book_dir / "snippets"
+        self.root = root
+        self.load_errors: list[str] = []
+        for package in config.getini("claims_topics"):
+            try:
+                self.load_errors += load_topics(package)
+            except RegistryError as e:
+                self.load_errors.append(str(e))
+        try:
+            self.book = Book.read(self.book_dir, root) if self.book_dir.is_dir() else Book(root, [], [])
+        except AllowListError as e:
+            self.load_errors.append(str(e))
+            self.book = Book(root, [], [])
+        info = machine_mod.fingerprint()
+        replaced = config.hook.pytest_claims_machine_info(machine_info=info)
+        info = replaced if replaced is not None else info
+        slug = config.getoption("claims_machine") or info.pop("slug", None)
+        self.machine = machine_mod.identify(info, slug)
+        self.backends = backends_mod.detect()
+        self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.started = time.time()
+
+    def applies_to(self, claim: Claim, backend: str) -> list[str]:
+        """Hardware markers of the book's machines on which this (claim, backend) would run."""
+        out = []
+        for marker, profile in machine_mod.profiles().items():
+            if claim.hardware not in (None, marker):
+                continue
+            if backend != "none" and profile.backends and backend not in profile.backends:
+                continue
+            out.append(marker)
+        return out
+
+    def marks(self, claim: Claim, backend: str) -> list[pytest.MarkDecorator]:
+        names = {claim.kind.value}
+        if claim.kind is Kind.MEASURED:
+            names.add("measured")
+        if backend == "none":
+            names.add("cpu")
+        else:
+            names.add(self.backends[backend].marker)
+        names.update(self.applies_to(claim, backend))
+        return [getattr(pytest.mark, n) for n in sorted(names)]
+
+    def hardware_skip(self, claim: Claim) -> str | None:
+        if claim.hardware and claim.hardware not in self.machine.markers:
+            profile = machine_mod.profiles().get(claim.hardware)
+            needs = profile.name if profile else claim.hardware
+            return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
+        return None
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("claims", "verified book")
+    group.addoption(
+        "--rewrite-stale-figures", action="store_true", default=False,
+        help="Rewrite every stale figure in the book in place, at its printed precision, from the "
+        "value computed in this run. Figures that hold are never touched.",
+    )
+    group.addoption(
+        "--machine", dest="claims_machine", metavar="SLUG", default=None,
+        help="Record results under this machine slug instead of the one derived from the fingerprint.",
+    )
+    group.addoption(
+        "--results-dir", dest="claims_results_dir", metavar="DIR", default=None,
+        help="Write results/<machine>.json under DIR instead of the project's results/ folder.",
+    )
+    group.addoption(
+        "--no-results", dest="claims_no_results", action="store_true", default=False,
+        help="Verify without writing this machine's results file.",
+    )
+    parser.addini("claims_book_dir", "Folder of the book's Markdown pages, relative to the rootdir.", default="book")
+    parser.addini("claims_results_dir", "Folder of the per-machine results files, relative to the rootdir.", default="results")
+    parser.addini("claims_topics", "Packages whose modules declare the claims.", type="linelist", default=["claims.topics"])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[STATE] = RunState(config)
+
+
+def state(config: pytest.Config) -> RunState:
+    return config.stash[STATE]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    run = state(config)
+    present = ", ".join(f"{b.name} {b.version}" for b in run.backends.values() if b.available)
+    absent = "; ".join(f"{b.name}: {b.reason}" for b in run.backends.values() if not b.available)
+    return [
+        f"claims: {len(REGISTRY)} claims, {sum(1 for _ in run.book.bindings())} bound figures in {len(run.book.pages)} pages",
+        f"machine: {run.machine.describe()}",
+        f"backends: {present or 'none'}",
+        f"absent: {absent or 'none'}",
+    ]
+
+
+@pytest.fixture
+def claims_run(request: pytest.FixtureRequest) -> RunState:
+    """The run's engine state: verifier, book, machine, backends."""
+    return state(request.config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "claim_case" not in metafunc.fixturenames:
+        return
+    run = state(metafunc.config)
+    cases = []
+    for claim in REGISTRY:
+        for backend in run.verifier.backends_for(claim):
+            marks = run.marks(claim, backend.name)
+            skip = run.hardware_skip(claim)
+            if skip is None and not backend.available:
+                skip = f"{backend.name} is not here: {backend.reason}; this machine has {backends_mod.summary()}"
+            if skip:
+                marks.append(pytest.mark.skip(reason=skip))
+            cases.append(pytest.param((claim, backend), id=f"{claim.id}[{backend.name}]", marks=marks))
+    metafunc.parametrize("claim_case", cases)
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    run = state(parent.config)
+    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) and "snippets" not in file_path.parts:
+        return BookPage.from_parent(parent, path=file_path)
+    if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
+        return SnippetFile.from_parent(parent, path=file_path)
+    return None
+
+
+class BookPage(pytest.File):
+    """A page of the book: one item per bound figure, plus the unbound-number check."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        run = state(self.config)
+        rel = str(self.path.relative_to(run.root))
+        page = next((p for p in run.book.pages if p.file == rel), None) or Page(rel)
+        for binding in page.malformed:
+            yield MalformedItem.from_parent(self, name=f"line {binding.line}: malformed", binding=binding)
+        for binding in page.bindings:
+            claim = REGISTRY.get(binding.claim_id)
+            item = FigureItem.from_parent(self, name=f"line {binding.line}: {binding.text} ({binding.claim_id})", binding=binding)
+            if claim is not None:
+                backends_used = [b.name for b in run.verifier.backends_for(claim)]
+                names = set()
+                for b in backends_used:
+                    names.update(m.name for m in run.marks(claim, b))
+                for n in sorted(names):
+                    item.add_marker(n)
+                skip = run.hardware_skip(claim)
+                if skip:
+                    item.add_marker(pytest.mark.skip(reason=skip))
+            yield item
+        yield UnboundItem.from_parent(self, name="every number is bound", page=page)
+
+
+class BookItem(pytest.Item):
+    line = 0
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line - 1, self.name
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, BookFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class BookFailure(AssertionError):
+    """A failure whose message is already a compiler-style report."""
+
+
+class FigureItem(BookItem):
+    def __init__(self, *, binding: Binding, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.binding = binding
+        self.line = binding.line
+
+    def runtest(self) -> None:
+        run = state(self.config)
+        claim = REGISTRY.get(self.binding.claim_id)
+        if claim is None:
+            near = REGISTRY.near(self.binding.claim_id)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
+                              f"{self.binding.claim_id!r}{hint}")
+        verdicts = []
+        for backend in run.verifier.backends_for(claim):
+            result = run.verifier.outcome(claim, backend)
+            from claims.check import judge
+
+            verdicts.append(judge(self.binding, result, run.machine))
+        bad = [v for v in verdicts if v.status in ("stale", "failed")]
+        if bad:
+            raise BookFailure("\n".join(v.message for v in bad))
+        if all(v.status == "skipped" for v in verdicts):
+            pytest.skip("; ".join(v.message for v in verdicts))
+
+
+class MalformedItem(BookItem):
+    def __init__(self, *, binding: Binding, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.binding = binding
+        self.line = binding.line
+
+    def runtest(self) -> None:
+        raise BookFailure(f"{self.binding.where}:{self.binding.column}: {self.binding.error}")
+
+
+class UnboundItem(BookItem):
+    def __init__(self, *, page: Page, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.page = page
+        self.line = 1
+
+    def runtest(self) -> None:
+        run = state(self.config)
+        lines = [
+            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as [{u.text}](claim:...) "
+            f"or add it to book/allowlist.toml with a reason\n    {u.context}"
+            for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
+        ]
+        if lines:
+            raise BookFailure("\n".join(lines))
+
+
+class SnippetFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        yield SnippetItem.from_parent(self, name="runs as a script")
+
+
+class SnippetItem(BookItem):
+    """A lab snippet runs as a reader would run it, and its output is kept per machine."""
+
+    line = 1
+
+    def runtest(self) -> None:
+        run = state(self.config)
+        env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(self.path)], capture_output=True, text=True, timeout=600,
+                              cwd=self.path.parent, env=env)
+        seconds = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise BookFailure(f"{self.path.relative_to(run.root)}: exited {proc.returncode}\n{proc.stderr[-3000:]}")
+        run.outputs[self.path.name] = {"text": proc.stdout, "date": now(), "seconds": round(seconds, 3)}
+
+
+def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:
+    """The body of tests/test_book.py: the claim computes on the backend, and its figures hold."""
+    status, verdicts = run.verifier.status(claim, backend)
+    result = run.verifier.outcome(claim, backend)
+    if status == "skipped":
+        pytest.skip(result.message)
+    if status in ("failed", "stale"):
+        lines = [result.message] if result.message else []
+        lines += [v.message for v in verdicts if v.status in ("failed", "stale")]
+        raise BookFailure("\n".join(lines))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = state(session.config)
+    if session.config.getoption("rewrite_stale_figures"):
+        changed = rewrite_stale(run.verifier, run.root)
+        if changed:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter:
+                reporter.write_line(f"rewrote {len(changed)} stale figure(s): " + ", ".join(changed))
+    if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
+        return
+    environment = {
+        "date": now(),
+        "os": run.machine.info.get("os"),
+        "driver": run.machine.info.get("driver"),
+        "versions": {k: run.machine.info.get(k) for k in ("python", "numpy", "torch", "mlx", "ml_dtypes", "transformers", "gguf", "sympy")},
+        "backends": {b.name: (b.version if b.available else None) for b in run.backends.values()},
+    }
+    update = run.verifier.results(run.machine.slug, environment, run.outputs)
+    path = run.results_dir / f"{run.machine.slug}.json"
+    warnings: list[str] = []
+    try:
+        merge_into(path, update, warn=warnings.append)
+    except ResultsError as e:
+        warnings.append(f"results not written: {e}")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in warnings:
+        if reporter:
+            reporter.write_line(line, red=True)
+    run.written = path
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    run = state(config)
+    if not run.verifier.judged:
+        return
+    table: dict[str, dict[str, int]] = {}
+    for claim_id, backend_name in run.verifier.judged:
+        claim = REGISTRY[claim_id]
+        backend = run.verifier.backends.get(backend_name) or backends_mod.NO_BACKEND
+        status, _ = run.verifier.status(claim, backend)
+        row = table.setdefault(backend_name, {})
+        row[status] = row.get(status, 0) + 1
+    columns = ("verified", "stale", "failed", "disputed", "skipped")
+    terminalreporter.section("verified book")
+    terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))
+    for backend_name in sorted(table, key=lambda n: ("none", *backends_mod.NAMES).index(n)):
+        row = table[backend_name]
+        terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>10}" for c in columns))
+    written = getattr(run, "written", None)
+    if written:
+        terminalreporter.write_line(f"results: {written} (machine {run.machine.slug})")

@@ -1,0 +1,217 @@
+"""The claim registry: every checkable statement of the book, under a stable dotted id.
+
+A claim computes; it never stores the answer. The book's printed figures are the
+expected values, and they live in the book, not here.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+
+
+class Kind(str, Enum):
+    """How a claim's value comes about, which decides where and how it is checked."""
+
+    EXACT = "exact"
+    LIBRARY = "library"
+    MEASURED = "measured"
+    QUOTED = "quoted"
+
+
+class NotOnBackend(Exception):
+    """Raised by a claim when a backend cannot compute it (a missing dtype, say).
+
+    The message says what is missing; the test shows as skipped with it.
+    """
+
+
+class InvariantFailed(AssertionError):
+    """Raised by a claim whose computation contradicts a property it must have."""
+
+
+class RegistryError(Exception):
+    """A claim was declared wrongly: a bad or duplicated id, a bad family."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement, and the function that computes its value."""
+
+    id: str
+    kind: Kind
+    compute: Callable[..., Any]
+    doc: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    backends: tuple[str, ...] | None = None
+    hardware: str | None = None
+    source: str | None = None
+    printed_on: str | None = None
+    tolerance: float | None = None
+    source_file: str = ""
+    source_line: int = 0
+
+    @property
+    def topic(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def needs_backend(self) -> bool:
+        """Exact and quoted claims are arithmetic, computed once on no backend."""
+        return self.kind in (Kind.LIBRARY, Kind.MEASURED)
+
+    def runs_on(self, backend: str) -> bool:
+        if not self.needs_backend:
+            return backend == "none"
+        return self.backends is None or backend in self.backends
+
+    def evaluate(self, backend: Any = None) -> Any:
+        if self.needs_backend:
+            return self.compute(backend, **self.params)
+        return self.compute(**self.params)
+
+
+class Registry:
+    """All claims by id. Topic modules fill it at import time through `claim`."""
+
+    def __init__(self) -> None:
+        self._claims: dict[str, Claim] = {}
+
+    def add(self, item: Claim) -> None:
+        if not ID_PATTERN.match(item.id):
+            raise RegistryError(
+                f"{item.source_file}:{item.source_line}: claim id {item.id!r} is not a dotted "
+                "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')"
+            )
+        if item.id in self._claims:
+            first = self._claims[item.id]
+            raise RegistryError(
+                f"{item.source_file}:{item.source_line}: claim id {item.id!r} is declared twice; "
+                f"first at {first.source_file}:{first.source_line}"
+            )
+        self._claims[item.id] = item
+
+    def __getitem__(self, claim_id: str) -> Claim:
+        return self._claims[claim_id]
+
+    def __contains__(self, claim_id: object) -> bool:
+        return claim_id in self._claims
+
+    def __iter__(self) -> Iterator[Claim]:
+        return iter(sorted(self._claims.values(), key=lambda c: c.id))
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def get(self, claim_id: str) -> Claim | None:
+        return self._claims.get(claim_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._claims)
+
+    def near(self, claim_id: str, n: int = 3) -> list[str]:
+        """Ids that look like a mistyped one, for error messages."""
+        import difflib
+
+        return difflib.get_close_matches(claim_id, self._claims, n=n, cutoff=0.6)
+
+
+REGISTRY = Registry()
+
+
+def _relative(path: str) -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return path
+
+
+def claim(
+    claim_id: str,
+    *,
+    kind: Kind | str,
+    over: Mapping[str, Sequence[Any]] | None = None,
+    backends: Iterable[str] | None = None,
+    hardware: str | None = None,
+    source: str | None = None,
+    printed_on: str | None = None,
+    tolerance: float | None = None,
+    registry: Registry = REGISTRY,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a claim, or a family of claims when `over` names parameters.
+
+    `claim_id` may hold `{name}` fields filled from each combination of `over`, so
+    one function gives `formats.finfo.float16.eps`, `formats.finfo.bfloat16.eps`, ...
+    Library and measured claims take the backend as their first argument.
+    `printed_on` is the hardware marker a measured figure was printed for, and
+    `tolerance` the relative margin it is checked with there.
+    """
+    kind = Kind(kind)
+    if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
+        raise RegistryError(f"measured claim {claim_id!r} printed on {printed_on} needs a tolerance")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        file = _relative(inspect.getsourcefile(fn) or "?")
+        line = inspect.getsourcelines(fn)[1]
+        doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+        names = list(over or {})
+        for combo in itertools.product(*(over or {}).values()):
+            params = dict(zip(names, combo))
+            try:
+                cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
+            except KeyError as e:
+                raise RegistryError(f"{file}:{line}: claim id {claim_id!r} names {e}, not in `over`") from None
+            registry.add(
+                Claim(
+                    id=cid,
+                    kind=kind,
+                    compute=fn,
+                    doc=doc,
+                    params=params,
+                    backends=tuple(backends) if backends is not None else None,
+                    hardware=hardware,
+                    source=source,
+                    printed_on=printed_on,
+                    tolerance=tolerance,
+                    source_file=file,
+                    source_line=line,
+                )
+            )
+        return fn
+
+    return register
+
+
+def _id_part(value: Any) -> str:
+    """The id segment for a family parameter: its `id` attribute, else its text."""
+    text = getattr(value, "id", None) or str(value)
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+
+
+def load_topics(package: str = "claims.topics") -> list[str]:
+    """Import every topic module once, which fills the registry.
+
+    A module that fails to import does not stop the others: its error comes back as
+    one line naming the module, and the run reports it as a failure.
+    """
+    errors: list[str] = []
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        name = f"{package}.{info.name}"
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # any fault in one topic module is reported, not fatal
+            import traceback
+
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            errors.append(f"{_relative(frame.filename)}:{frame.lineno}: {name} does not import: {type(e).__name__}: {e}")
+    return errors

@@ -1,0 +1,179 @@
+"""Number formats: what the bits of each floating-point format buy, derived and as libraries report it.
+
+Each format is a bit layout (sign, exponent, mantissa) with a bias and a rule for its
+top exponent code. From the layout alone, exactly (sympy): the step above 1.0 is
+2^-mantissa, the smallest normal is 2^(1 - bias), and the largest finite value
+depends on what the top exponent code is spent on:
+
+- IEEE style (FP32, FP16, BF16, E5M2): the top code is inf and NaN, so the largest
+  exponent is 2^e - 2 - bias and the largest value (2 - 2^-m) · 2^emax;
+- "fn" style (E4M3): only the all-ones pattern is NaN, so the top code holds values
+  too and the largest is (2 - 2 · 2^-m) · 2^(2^e - 1 - bias);
+- no specials (E2M1): every code is a number, the largest (2 - 2^-m) · 2^(2^e - 1 - bias).
+
+The library claims ask numpy (with ml_dtypes), torch and MLX, and each must agree with
+the derivation exactly: a library answer that differs fails as a broken invariant.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import sympy
+
+from claims.backends import Backend
+from claims.registry import InvariantFailed, NotOnBackend, claim
+
+
+@dataclass(frozen=True)
+class Format:
+    """A floating-point format's bit layout and how it spends its top exponent code."""
+
+    id: str
+    label: str
+    sign: int
+    exponent: int
+    mantissa: int
+    bias: int
+    specials: str  # "ieee", "fn" (NaN only, no inf) or "none"
+    torch_name: str | None
+    numpy_name: str | None
+    mlx_name: str | None
+
+    @property
+    def bits(self) -> int:
+        return self.sign + self.exponent + self.mantissa
+
+    @property
+    def storage_bits(self) -> int:
+        """Bits one element occupies in memory (TF32 lives in a 32-bit slot)."""
+        return 32 if self.id == "tf32" else self.bits
+
+    def eps(self) -> sympy.Rational:
+        return sympy.Rational(1, 2**self.mantissa)
+
+    def smallest_normal(self) -> sympy.Rational:
+        return sympy.Integer(2) ** (1 - self.bias)
+
+    def smallest_subnormal(self) -> sympy.Rational:
+        return self.smallest_normal() * self.eps()
+
+    def largest(self) -> sympy.Rational:
+        two = sympy.Integer(2)
+        if self.specials == "ieee":
+            emax = 2**self.exponent - 2 - self.bias
+            return (2 - two ** -self.mantissa) * two**emax
+        emax = 2**self.exponent - 1 - self.bias
+        if self.specials == "fn":
+            return (2 - 2 * two ** -self.mantissa) * two**emax
+        return (2 - two ** -self.mantissa) * two**emax
+
+    def derived(self, field: str) -> sympy.Rational:
+        return {"eps": self.eps, "max": self.largest, "smallest_normal": self.smallest_normal,
+                "smallest_subnormal": self.smallest_subnormal}[field]()
+
+
+FORMATS: dict[str, Format] = {
+    f.id: f
+    for f in (
+        Format("fp32", "FP32", 1, 8, 23, 127, "ieee", "float32", "float32", "float32"),
+        Format("tf32", "TF32", 1, 8, 10, 127, "ieee", None, None, None),
+        Format("fp16", "FP16", 1, 5, 10, 15, "ieee", "float16", "float16", "float16"),
+        Format("bf16", "BF16", 1, 8, 7, 127, "ieee", "bfloat16", "bfloat16", "bfloat16"),
+        Format("e4m3", "FP8 E4M3", 1, 4, 3, 7, "fn", "float8_e4m3fn", "float8_e4m3fn", None),
+        Format("e5m2", "FP8 E5M2", 1, 5, 2, 15, "ieee", "float8_e5m2", "float8_e5m2", None),
+        Format("e2m1", "E2M1 (FP4)", 1, 2, 1, 1, "none", "float4_e2m1fn_x2", "float4_e2m1fn", None),
+    )
+}
+
+FINFO_FORMATS = ("fp32", "bf16", "fp16", "e4m3", "e5m2")
+FINFO_FIELDS = ("eps", "max", "smallest_normal")
+
+
+def dtype_of(backend: Backend, fmt: Format) -> Any:
+    """The backend's dtype object for a format, or NotOnBackend naming what is missing."""
+    if backend.library == "numpy":
+        import numpy as np
+
+        if fmt.numpy_name in ("float32", "float16"):
+            return getattr(np, fmt.numpy_name)
+        import ml_dtypes
+
+        if fmt.numpy_name and hasattr(ml_dtypes, fmt.numpy_name):
+            return getattr(ml_dtypes, fmt.numpy_name)
+        raise NotOnBackend(f"numpy with ml_dtypes {ml_dtypes.__version__} has no dtype for {fmt.label}")
+    if backend.library == "torch":
+        import torch
+
+        if fmt.torch_name and hasattr(torch, fmt.torch_name):
+            return getattr(torch, fmt.torch_name)
+        raise NotOnBackend(f"torch {torch.__version__} has no dtype for {fmt.label}")
+    import mlx.core as mx
+
+    if fmt.mlx_name and hasattr(mx, fmt.mlx_name):
+        return getattr(mx, fmt.mlx_name)
+    raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.label} dtype")
+
+
+def finfo(backend: Backend, fmt: Format) -> Any:
+    """The backend's finfo object for a format."""
+    dtype = dtype_of(backend, fmt)
+    if backend.library == "numpy":
+        import ml_dtypes
+        import numpy as np
+
+        return np.finfo(dtype) if fmt.numpy_name in ("float32", "float16") else ml_dtypes.finfo(dtype)
+    return backend.module.finfo(dtype)
+
+
+def _finfo_field(info: Any, field: str) -> float:
+    if field == "smallest_normal":
+        value = getattr(info, "smallest_normal", None)
+        if value is None:
+            value = getattr(info, "tiny", None)
+        if value is None:
+            raise NotOnBackend(f"{type(info).__name__} reports no smallest normal value")
+        return float(value)
+    return float(getattr(info, field))
+
+
+@claim("formats.{fmt}.derived.{field}", kind="exact", over={"fmt": list(FORMATS.values()), "field": ("eps", "max", "smallest_normal", "smallest_subnormal")})
+def derived_field(fmt: Format, field: str) -> sympy.Rational:
+    """A format's eps, largest value or smallest normal, derived exactly from its bit layout."""
+    return fmt.derived(field)
+
+
+@claim("formats.{fmt}.{part}", kind="exact", over={"fmt": list(FORMATS.values()), "part": ("bits", "layout", "bias", "bytes")})
+def layout_part(fmt: Format, part: str) -> Any:
+    """A format's width, (sign, exponent, mantissa) layout, exponent bias, and bytes per element."""
+    if part == "bits":
+        return fmt.bits
+    if part == "layout":
+        return (fmt.sign, fmt.exponent, fmt.mantissa)
+    if part == "bias":
+        return fmt.bias
+    return sympy.Rational(fmt.storage_bits, 8)
+
+
+@claim("formats.finfo.{fmt}.{field}", kind="library", over={"fmt": [FORMATS[f] for f in FINFO_FORMATS], "field": FINFO_FIELDS})
+def finfo_field(backend: Backend, fmt: Format, field: str) -> float:
+    """What a library's finfo reports for a format, which must equal the bit-layout derivation."""
+    value = _finfo_field(finfo(backend, fmt), field)
+    derived = fmt.derived(field)
+    if Fraction(value) != Fraction(int(derived.p), int(derived.q)):
+        raise InvariantFailed(f"{backend.name} reports {field} = {value!r} for {fmt.label}; the bit layout "
+                              f"{fmt.sign, fmt.exponent, fmt.mantissa} with bias {fmt.bias} gives {derived} = {float(derived)!r}")
+    return value
+
+
+@claim("formats.finfo.{fmt}.bits", kind="library", over={"fmt": [FORMATS[f] for f in FINFO_FORMATS]})
+def finfo_bits(backend: Backend, fmt: Format) -> int:
+    """The width a library reports for a format's elements."""
+    info = finfo(backend, fmt)
+    bits = getattr(info, "bits", None)
+    if bits is None:
+        bits = dtype_of(backend, fmt).size * 8
+    if int(bits) != fmt.bits:
+        raise InvariantFailed(f"{backend.name} reports {bits} bits for {fmt.label}; the layout has {fmt.bits}")
+    return int(bits)
