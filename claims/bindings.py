@@ -24,8 +24,10 @@ from claims.figures import FigureSyntaxError, Printed, parse
 BINDING = re.compile(
     r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)"
 )
-_CLAIM_LINK_START = re.compile(r"\]\(\s*claim:")
-NUMBER = re.compile(r"(?<![\w.\-/^$])(?:-(?=\d))?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w]|\.\d|-\w|,\d)")
+_CLAIM_LINK_START = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
+NUMBER = re.compile(
+    r"(?<![\w.\-/^$])(?:-(?=\d))?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w]|\.\d|-\w|,\d)"
+)
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _INLINE_SKIPS = (
     re.compile(r"(`+)(?:(?!\1).)+?\1"),
@@ -183,7 +185,7 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
                     '[text](claim:dotted.id "value"); found ' + repr(raw[max(0, leftover.start() - 30): leftover.end() + 40].strip()),
                     in_output)
         )
-        text = _mask(text, leftover.start(), len(text))
+        text = _mask(text, leftover.start(), leftover.end())
     for match in NUMBER.finditer(text):
         page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
 

@@ -96,7 +96,7 @@ def _as_sequence(value: Any) -> list[Any] | None:
 
 def as_number(value: Any) -> Fraction | float | None:
     """A claim's scalar as a Fraction (exact) or a float (inf, nan); None if not a number."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, (bool, str, bytes)) or value is None:
         return None
     if isinstance(value, Fraction):
         return value

@@ -114,7 +114,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("claims_topics", "Packages whose modules declare the claims.", type="linelist", default=["claims.topics"])
 
 
+KIND_MARKERS = {
+    "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, or no backend at all)",
+    "cuda": "needs a CUDA device through torch",
+    "mps": "needs Apple's Metal Performance Shaders device through torch",
+    "mlx": "computed with MLX (mlx:cpu or mlx:gpu)",
+    "measured": "depends on the machine (a time, a bandwidth, an allocation)",
+    "exact": "arithmetic from stated inputs, computed once on no backend",
+    "library": "what a numerics library answers, computed on every backend present",
+    "quoted": "a figure taken from a cited source",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for name, text in KIND_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    for marker, profile in machine_mod.profiles().items():
+        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
     config.stash[STATE] = RunState(config)
 
 
@@ -291,9 +307,9 @@ def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> N
     if status == "skipped":
         pytest.skip(result.message)
     if status in ("failed", "stale"):
-        lines = [result.message] if result.message else []
+        lines = [f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}"] if result.message else []
         lines += [v.message for v in verdicts if v.status in ("failed", "stale")]
-        raise BookFailure("\n".join(lines))
+        pytest.fail("\n".join(lines), pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -347,3 +363,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     written = getattr(run, "written", None)
     if written:
         terminalreporter.write_line(f"results: {written} (machine {run.machine.slug})")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Point a skipped figure's report at the book's file and line, not at this module."""
+    report = yield
+    if isinstance(item, BookItem) and report.skipped and isinstance(report.longrepr, tuple):
+        _, _, reason = report.longrepr
+        report.longrepr = (str(item.path), item.line, reason)
+    return report

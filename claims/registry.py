@@ -5,6 +5,7 @@ expected values, and they live in the book, not here.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import itertools
@@ -117,6 +118,17 @@ class Registry:
     def ids(self) -> list[str]:
         return sorted(self._claims)
 
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator["Registry"]:
+        """Empty the registry for the block and restore it after (for runs inside a run)."""
+        saved = dict(self._claims)
+        self._claims.clear()
+        try:
+            yield self
+        finally:
+            self._claims.clear()
+            self._claims.update(saved)
+
     def near(self, claim_id: str, n: int = 3) -> list[str]:
         """Ids that look like a mistyped one, for error messages."""
         import difflib
@@ -204,7 +216,10 @@ def load_topics(package: str = "claims.topics") -> list[str]:
     one line naming the module, and the run reports it as a failure.
     """
     errors: list[str] = []
-    pkg = importlib.import_module(package)
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError as e:
+        return [f"claims_topics names {package!r}, which does not import: {e}"]
     for info in pkgutil.iter_modules(pkg.__path__):
         name = f"{package}.{info.name}"
         try:

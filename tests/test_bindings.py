@@ -1,0 +1,111 @@
+"""The book reader: bindings with file and line, unbound numbers, what is not prose."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from claims.bindings import AllowListError, Book, iter_numbers, read_allowlist, read_page
+
+SAMPLES = Path(__file__).parent / "samples"
+
+
+@pytest.fixture(scope="module")
+def page():
+    return read_page(SAMPLES / "reader.md", SAMPLES.parent)
+
+
+def test_bindings_carry_file_line_and_claim(page) -> None:
+    found = {(b.line, b.text, b.claim_id) for b in page.bindings}
+    assert (8, "16.6", "decode.ceiling.dgx_spark.bf16") in found
+    assert (13, "9.77 × 10^-4", "formats.finfo.fp16.eps") in found
+    assert (18, "65,504", "formats.finfo.fp16.max") in found
+    assert (20, "448", "formats.finfo.e4m3.max") in found
+    assert all(b.file == "samples/reader.md" for b in page.bindings)
+
+
+def test_words_take_their_value_from_the_title(page) -> None:
+    words = next(b for b in page.bindings if b.text == "four per cent")
+    assert words.stated == "0.04"
+    assert words.printed is not None and words.printed.holds(0.04)
+
+
+def test_output_blocks_are_scanned_other_code_is_not(page) -> None:
+    output = next(b for b in page.bindings if b.claim_id == "shapes.weight.bytes")
+    assert output.in_output and output.printed is not None and output.printed.holds(201_326_592)
+    texts = {(u.line, u.text) for u in page.unbound}
+    assert (29, "7") in texts
+    assert not any(u.text in ("4096", "12288", "10") for u in page.unbound)
+
+
+def test_unbound_numbers_in_prose_tables_and_admonitions(page) -> None:
+    texts = {(u.line, u.text) for u in page.unbound}
+    assert (14, "7.81e-03") in texts
+    assert (18, "42") in texts
+    assert (6, "1") in texts  # the heading's number is prose too
+
+
+def test_names_links_front_matter_and_math_are_not_figures(page) -> None:
+    lines = {u.line for u in page.unbound}
+    assert 2 not in lines and 3 not in lines  # front matter
+    assert 21 not in lines  # link target and image path
+    assert 22 not in lines  # inline code and inline math
+    assert 32 not in lines  # model and format names
+    assert 39 not in lines  # display math
+
+
+def test_disputed_mark(page) -> None:
+    disputed = next(b for b in page.bindings if b.text == "264")
+    assert disputed.disputed and disputed.printed is not None
+
+
+def test_malformed_bindings_are_reported_with_place(page) -> None:
+    errors = {(b.line, b.error.split(":")[0]) for b in page.malformed if b.error}
+    assert any(line == 36 for line, _ in errors)
+    assert not any(u.line == 36 for u in page.unbound)  # a broken binding's text is not reported twice
+    assert any("not a printed number" in (b.error or "") for b in page.malformed)
+    assert all(b.file == "samples/reader.md" for b in page.malformed)
+
+
+def test_allowlist_needs_a_reason(tmp_path: Path) -> None:
+    (tmp_path / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = ""\n')
+    with pytest.raises(AllowListError, match="no reason"):
+        read_allowlist(tmp_path / "allowlist.toml")
+
+
+def test_allowlist_excuses_only_inside_its_match(tmp_path: Path) -> None:
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "p.md").write_text("Part 12 covers it, and 12 more.\n")
+    (book / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = "course part numbers"\n'
+                                         '[[allow]]\npattern = "never matches"\nreason = "stale entry"\n')
+    read = Book.read(book, tmp_path)
+    verdicts = [(u.column, a is not None) for u, a in read.unbound()]
+    assert verdicts == [(6, True), (24, False)]
+    assert [a.reason for a in read.unused_allowances()] == ["stale entry"]
+
+
+words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll"), max_codepoint=127), min_size=1, max_size=8)
+
+
+@given(number=st.integers(min_value=0, max_value=10**9), before=words, after=words)
+def test_a_number_standing_alone_is_found(number: int, before: str, after: str) -> None:
+    assert iter_numbers(f"{before} {number:,} {after}") == [f"{number:,}"]
+
+
+@given(number=st.integers(min_value=0, max_value=10**6), name=words)
+def test_a_number_inside_a_name_is_not(number: int, name: str) -> None:
+    assert iter_numbers(f"{name}{number}") == []
+    assert iter_numbers(f"{name}{number}-{name}") == []
+    assert iter_numbers(f"`{number}`") == []
+
+
+@given(value=st.integers(min_value=0, max_value=10**6), claim_id=st.from_regex(r"[a-z]{1,6}(\.[a-z0-9_]{1,6}){1,3}", fullmatch=True))
+def test_every_binding_round_trips(tmp_path_factory: pytest.TempPathFactory, value: int, claim_id: str) -> None:
+    folder = tmp_path_factory.mktemp("b")
+    (folder / "p.md").write_text(f"See [{value:,}](claim:{claim_id}) here.\n")
+    page = read_page(folder / "p.md", folder)
+    assert [(b.text, b.claim_id, b.line) for b in page.bindings] == [(f"{value:,}", claim_id, 1)]
+    assert page.unbound == [] and page.malformed == []

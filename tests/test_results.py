@@ -1,0 +1,99 @@
+"""The results store: merging keeps every record, writes are atomic, bad files are refused loudly."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from claims.results import SCHEMA_VERSION, ResultsError, ResultsFile, merge_into, read, read_all, validate
+
+
+def _file(slug: str, **records: str) -> ResultsFile:
+    return ResultsFile(
+        slug,
+        machine={"slug": slug},
+        environment={"date": "2026-11-29T00:00:00+00:00"},
+        records={cid: {"numpy": {"status": status, "value": 1.0, "figures": []}} for cid, status in records.items()},
+    )
+
+
+def test_two_subsets_leave_one_file_with_both(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    merge_into(path, _file("m", **{"b.two": "stale"}))
+    merged = read(path)
+    assert set(merged.records) == {"a.one", "b.two"}
+    assert merged.records["b.two"]["numpy"]["status"] == "stale"
+
+
+def test_a_later_run_replaces_only_its_own_records(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    merge_into(path, _file("m", **{"a.one": "verified", "b.two": "verified"}))
+    merge_into(path, _file("m", **{"a.one": "stale"}))
+    merged = read(path)
+    assert merged.records["a.one"]["numpy"]["status"] == "stale"
+    assert merged.records["b.two"]["numpy"]["status"] == "verified"
+
+
+def test_files_are_stable_for_diffs(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    merge_into(path, _file("m", **{"b.two": "verified", "a.one": "verified"}))
+    text = path.read_text()
+    data = json.loads(text)
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_a_corrupt_file_is_kept_aside_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text('{"schema_version": 1, "records": {')
+    warnings: list[str] = []
+    merge_into(path, _file("m", **{"a.one": "verified"}), warn=warnings.append)
+    aside = list(tmp_path.glob("m.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text().startswith('{"schema_version": 1')
+    assert "not valid JSON" in warnings[0] and str(path) in warnings[0]
+    assert set(read(path).records) == {"a.one"}
+
+
+def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    original = json.dumps({"schema_version": SCHEMA_VERSION + 1, "slug": "m", "records": {}})
+    path.write_text(original)
+    with pytest.raises(ResultsError, match="update the project"):
+        merge_into(path, _file("m", **{"a.one": "verified"}))
+    assert path.read_text() == original
+
+
+def test_an_older_schema_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"slug": "m", "records": [{"claim": "a.one", "backend": "numpy", "status": "verified", "value": 2}]}))
+    migrated = read(path)
+    assert migrated.records == {"a.one": {"numpy": {"status": "verified", "value": 2}}}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "problem"),
+    [
+        (lambda d: d.update(slug="../../etc/passwd"), "not a safe machine name"),
+        (lambda d: d["records"]["a.one"]["numpy"].update(status="great"), "is not one of"),
+        (lambda d: d["records"]["a.one"].update({"gpu:9": {"status": "verified"}}), "unknown backend"),
+        (lambda d: d["records"].update({"no.such.claim": {}}), "names no claim"),
+        (lambda d: d.update(records=[]), "'records' must be an object"),
+    ],
+)
+def test_validation_names_each_problem(mutate, problem: str) -> None:
+    data = _file("m", **{"a.one": "verified"}).to_dict()
+    mutate(data)
+    problems = validate(data, "results/m.json", known_claims={"a.one"})
+    assert any(problem in p for p in problems), problems
+    assert all(p.startswith("results/m.json") for p in problems)
+
+
+def test_readers_warn_and_skip_a_bad_file(tmp_path: Path) -> None:
+    merge_into(tmp_path / "good.json", _file("good", **{"a.one": "verified"}))
+    (tmp_path / "bad.json").write_text("not json")
+    warnings: list[str] = []
+    found = read_all(tmp_path, warnings.append)
+    assert list(found) == ["good"]
+    assert len(warnings) == 1 and "bad.json:1" in warnings[0]
