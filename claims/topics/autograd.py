@@ -1,0 +1,242 @@
+"""Autograd: reverse mode is the exact chain rule, it is cheap for many inputs and one output,
+and switching it off records nothing.
+
+Exactness: the same functions are written once and evaluated three ways (sympy
+differentiates them symbolically; torch and MLX differentiate them in reverse mode in
+FP32), and the library gradients must equal sympy's to a few FP32 units in the last
+place. Cost: the gradient of a loss of n parameters takes one reverse pass but n
+forward-mode passes, counted by how often the loss is evaluated. Memory: the tensors
+autograd saves for the backward pass are counted through
+`torch.autograd.graph.saved_tensors_hooks`, with grad mode on and under `torch.no_grad()`.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+import sympy
+
+from claims.backends import Backend
+from claims.registry import InvariantFailed, NotOnBackend, claim
+
+TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
+AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")
+FP32_EPS = 2.0**-23
+ULPS = 8  # FP32 units of the gradient's largest component allowed between a library and sympy
+
+
+@dataclass(frozen=True)
+class Example:
+    """A scalar function of several inputs, written once for sympy, torch and MLX alike."""
+
+    id: str
+    body: Callable[..., Any]  # body(math_module, *inputs); math_module offers sin, exp, log, tanh
+    point: tuple[Fraction, ...]
+
+    def symbolic_gradient(self) -> tuple[sympy.Expr, ...]:
+        symbols = sympy.symbols(f"x0:{len(self.point)}")
+        expr = self.body(sympy, *symbols)
+        values = dict(zip(symbols, (sympy.Rational(p.numerator, p.denominator) for p in self.point)))
+        return tuple(sympy.diff(expr, s).subs(values).evalf(30) for s in symbols)
+
+
+EXAMPLES: dict[str, Example] = {
+    e.id: e
+    for e in (
+        Example("f", lambda m, x, y: x**2 * y + m.sin(x * y), (Fraction(3, 2), Fraction(-1, 2))),
+        Example("g", lambda m, x, y, z: m.exp(x) * y / (1 + z**2), (Fraction(1, 2), Fraction(2), Fraction(-3, 2))),
+        Example("h", lambda m, a, b, c, d: m.log(1 + a**2 + b**2) * m.tanh(c) + a * d,
+                (Fraction(3, 10), Fraction(-6, 5), Fraction(4, 5), Fraction(5, 2))),
+    )
+}
+
+
+def _need_autodiff(backend: Backend) -> None:
+    if backend.library == "numpy":
+        raise NotOnBackend("numpy has no automatic differentiation")
+
+
+def reverse_gradient(backend: Backend, example: Example) -> tuple[float, ...]:
+    """The gradient by reverse mode in FP32: torch's .backward(), or MLX's mx.grad."""
+    _need_autodiff(backend)
+    point = [float(p) for p in example.point]
+    if backend.library == "torch":
+        import torch
+
+        inputs = [torch.tensor(p, dtype=torch.float32, device=backend.device, requires_grad=True) for p in point]
+        example.body(torch, *inputs).backward()
+        return tuple(float(x.grad.item()) for x in inputs)
+    import mlx.core as mx
+
+    grads = mx.grad(lambda *xs: example.body(mx, *xs), argnums=tuple(range(len(point))))(
+        *(backend.tensor(p, mx.float32) for p in point))
+    return tuple(float(g.item()) for g in grads)
+
+
+@claim("autograd.exact.{example}.sympy", kind="exact", over={"example": tuple(EXAMPLES)})
+def symbolic(example: str) -> tuple[sympy.Float, ...]:
+    """The gradient at the example's point, from sympy's symbolic derivatives."""
+    return EXAMPLES[example].symbolic_gradient()
+
+
+@claim("autograd.exact.{example}.reverse", kind="library", over={"example": tuple(EXAMPLES)}, backends=AUTODIFF)
+def reverse(backend: Backend, example: str) -> tuple[float, ...]:
+    """The same gradient by reverse mode; it must equal sympy's to FP32 precision."""
+    found = reverse_gradient(backend, EXAMPLES[example])
+    exact = [float(g) for g in EXAMPLES[example].symbolic_gradient()]
+    scale = max(abs(g) for g in exact)
+    worst = max(abs(a - b) for a, b in zip(found, exact))
+    if worst > ULPS * FP32_EPS * scale:
+        raise InvariantFailed(f"{backend.name} gives {found} for {example}; sympy gives {exact}: "
+                              f"off by {worst:.3g}, more than {ULPS} FP32 units of {scale:.3g}")
+    return found
+
+
+PARAMETERS, SAMPLES = 16, 8
+
+
+def _regression() -> tuple[Any, Any, Any, Any]:
+    """Rows, targets and weights of a least-squares loss, and its gradient in closed form (float64)."""
+    import numpy as np
+
+    rows = np.array([[((3 * i + 5 * j) % 7 - 3) / 4 for j in range(PARAMETERS)] for i in range(SAMPLES)])
+    target = np.array([(i % 3) - 1.0 for i in range(SAMPLES)])
+    weights = np.array([((j % 5) - 2) / 8 for j in range(PARAMETERS)])
+    exact = 2 / SAMPLES * rows.T @ (rows @ weights - target)
+    return rows, target, weights, exact
+
+
+def _count_passes(backend: Backend, mode: str) -> int:
+    """Evaluations of the loss needed for its whole gradient, in reverse or forward mode."""
+    _need_autodiff(backend)
+    import numpy as np
+
+    rows, target, weights, exact = _regression()
+    module = backend.module
+    x, y = backend.tensor(rows.tolist(), module.float32), backend.tensor(target.tolist(), module.float32)
+    calls = 0
+
+    def loss(w: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        residual = x @ w - y
+        return (residual * residual).mean()
+
+    basis = np.eye(PARAMETERS).tolist()
+    if backend.library == "torch":
+        import torch
+
+        if mode == "reverse":
+            w = backend.tensor(weights.tolist(), torch.float32).requires_grad_(True)
+            loss(w).backward()
+            grad = w.grad.tolist()
+        else:
+            w = backend.tensor(weights.tolist(), torch.float32)
+            grad = [torch.func.jvp(loss, (w,), (backend.tensor(e, torch.float32),))[1].item() for e in basis]
+    else:
+        import mlx.core as mx
+
+        w = backend.tensor(weights.tolist(), mx.float32)
+        if mode == "reverse":
+            grad = mx.grad(loss)(w).tolist()
+        else:
+            grad = [mx.jvp(loss, [w], [backend.tensor(e, mx.float32)])[1][0].item() for e in basis]
+    if not np.allclose(grad, exact, rtol=1e-5, atol=1e-6):
+        raise InvariantFailed(f"{mode} mode gives the gradient {grad}; the closed form 2/m·Xᵀ(Xw − y) gives {exact.tolist()}")
+    return calls
+
+
+@claim("autograd.passes.inputs", kind="exact")
+def passes_inputs() -> int:
+    """Parameters of the least-squares loss whose gradient is counted."""
+    return len(_regression()[2])
+
+
+@claim("autograd.passes.{mode}", kind="library", over={"mode": ("reverse", "forward")}, backends=AUTODIFF)
+def passes(backend: Backend, mode: str) -> int:
+    """Loss evaluations one full gradient costs: one in reverse mode, one per input in forward mode."""
+    return _count_passes(backend, mode)
+
+
+BATCH, WIDTH = 64, 256
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What autograd kept from one forward pass: saved activations and graph nodes."""
+
+    saved_tensors: int
+    saved_bytes: int
+    graph_nodes: int
+
+
+def _graph_nodes(root: Any) -> int:
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return len(seen)
+
+
+def record(backend: Backend, mode: str) -> Recording:
+    """Run a two-layer MLP forward with grad mode on or under torch.no_grad(); count what is saved.
+
+    Saved parameters are not counted: the model holds them anyway.
+    """
+    if backend.library == "numpy":
+        raise NotOnBackend("numpy has no automatic differentiation, so it records nothing to switch off")
+    if backend.library == "mlx":
+        raise NotOnBackend("MLX records no graph while it evaluates: it differentiates a function when asked "
+                           "(mx.grad), so there is no grad mode to switch off")
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH)).to(backend.device)
+    x = torch.randn(BATCH, WIDTH, generator=generator).to(backend.device)
+    parameters = {p.data_ptr() for p in model.parameters()}
+    saved: list[int] = []
+
+    def pack(t: Any) -> Any:
+        if t.data_ptr() not in parameters:
+            saved.append(t.numel() * t.element_size())
+        return t
+
+    context = torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), context:
+        loss = model(x).pow(2).mean()
+    if mode == "no_grad" and loss.grad_fn is not None:
+        raise InvariantFailed(f"the loss computed under torch.no_grad() has grad_fn {loss.grad_fn}")
+    return Recording(len(saved), sum(saved), _graph_nodes(loss.grad_fn))
+
+
+MODES = ("grad", "no_grad")
+
+
+@claim("autograd.recorded.{mode}.saved_tensors", kind="library", over={"mode": MODES})
+def saved_tensors(backend: Backend, mode: str) -> int:
+    """Activations autograd saves for the backward pass of the MLP's loss."""
+    return record(backend, mode).saved_tensors
+
+
+@claim("autograd.recorded.{mode}.saved_bytes", kind="library", over={"mode": MODES})
+def saved_bytes(backend: Backend, mode: str) -> int:
+    """Bytes of those saved activations: memory held until .backward() frees it."""
+    return record(backend, mode).saved_bytes
+
+
+@claim("autograd.recorded.{mode}.graph_nodes", kind="library", over={"mode": MODES})
+def graph_nodes(backend: Backend, mode: str) -> int:
+    """Nodes of the backward graph reachable from the loss's grad_fn (none without one)."""
+    return record(backend, mode).graph_nodes
+
+
+@claim("autograd.recorded.activation_bytes", kind="exact")
+def activation_bytes() -> int:
+    """Bytes of one FP32 activation of the MLP: batch × width × 4."""
+    return BATCH * WIDTH * 4

@@ -1,0 +1,138 @@
+"""Casts: what one value becomes in FP32, BF16 and FP16, and the update BF16 loses.
+
+Each cast starts from the value as FP32 (the snippet's `torch.tensor(value)`), rounds it
+into the format on the backend, and reads it back. Every backend's answer must equal
+round-to-nearest-even onto the format's grid, computed exactly from its bit layout here,
+so a library that rounds differently fails as a broken invariant rather than as a
+stale figure.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from claims.backends import Backend
+from claims.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS, Format, dtype_of
+
+CASES: dict[str, float] = {
+    "near_one": 1.001,  # a value just above 1.0
+    "small_gradient": 1e-8,  # a gradient of the size that underflows in FP16
+    "large_activation": 70000.0,  # an activation above FP16's largest value
+}
+CAST_FORMATS = ("fp32", "bf16", "fp16")
+WEIGHT, UPDATE = 0.5, 0.0001  # the lost update: a weight of 0.5 and a step of 1e-4
+
+
+def nearest(value: float, fmt: Format) -> float:
+    """Round a value to the nearest point of a format's grid, ties to even, exactly.
+
+    The grid is the bit layout's: spacing 2^(e - mantissa) in the binade of 2^e, with
+    e no smaller than the smallest normal's exponent (below that, subnormals share its
+    spacing). A result past the largest finite value is inf for IEEE-style formats.
+    """
+    x = Fraction(value)
+    if x == 0:
+        return 0.0
+    sign, a = (-1 if x < 0 else 1), abs(x)
+    exponent = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** exponent > a:
+        exponent -= 1
+    exponent = max(exponent, 1 - fmt.bias)
+    quantum = Fraction(2) ** (exponent - fmt.mantissa)
+    rounded = round(a / quantum) * quantum  # Fraction.__round__ breaks ties to even
+    largest = fmt.largest()
+    if rounded > Fraction(int(largest.p), int(largest.q)):
+        if fmt.specials != "ieee":
+            raise ValueError(f"{fmt.label} has no inf; {value!r} overflows it")
+        return sign * math.inf
+    return float(sign * rounded)
+
+
+def _as_float32(value: float) -> float:
+    return float(np.float32(value))
+
+
+def round_trip(backend: Backend, value: float, fmt: Format) -> float:
+    """Cast an FP32 value into `fmt` on the backend and back to FP32, as a Python float."""
+    dtype = dtype_of(backend, fmt)
+    if backend.library == "numpy":
+        with np.errstate(over="ignore"):
+            return float(np.asarray(value, dtype=np.float32).astype(dtype).astype(np.float32))
+    if backend.library == "torch":
+        import torch
+
+        x = torch.tensor(value, dtype=torch.float32, device=backend.device)
+        return float(x.to(dtype).to(torch.float32).item())
+    import mlx.core as mx
+
+    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
+        x = mx.array(value, dtype=mx.float32)
+        return float(x.astype(dtype).astype(mx.float32).item())
+
+
+@claim("casts.{case}.{fmt}", kind="library", over={"case": tuple(CASES), "fmt": [FORMATS[f] for f in CAST_FORMATS]})
+def cast(backend: Backend, case: str, fmt: Format) -> float:
+    """What one value becomes when cast to a format and read back: BF16 loses digits, FP16 loses range."""
+    value = _as_float32(CASES[case])
+    got = round_trip(backend, value, fmt)
+    want = nearest(value, fmt)
+    if got != want:
+        raise InvariantFailed(f"{backend.name} casts {value!r} to {fmt.label} as {got!r}; rounding to the nearest "
+                              f"point of the {fmt.sign, fmt.exponent, fmt.mantissa} grid (ties to even) gives {want!r}")
+    return got
+
+
+def add_in(backend: Backend, fmt: Format, weight: float, update: float) -> float:
+    """`weight + update` with the weight stored in `fmt` and the sum stored back in it."""
+    dtype = dtype_of(backend, fmt)
+    if backend.library == "numpy":
+        w = np.asarray(weight, dtype=dtype)
+        return float((w + np.asarray(update, dtype=np.float32)).astype(dtype).astype(np.float32))
+    if backend.library == "torch":
+        import torch
+
+        w = torch.tensor(weight, dtype=dtype, device=backend.device)
+        return float((w + update).to(torch.float32).item())
+    import mlx.core as mx
+
+    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
+        w = mx.array(weight, dtype=dtype)
+        return float((w + update).astype(dtype).astype(mx.float32).item())
+
+
+@claim("casts.lost_update.{fmt}", kind="library", over={"fmt": [FORMATS[f] for f in ("bf16", "fp32")]})
+def lost_update(backend: Backend, fmt: Format) -> float:
+    """0.5 + 0.0001 stored in a format: BF16 keeps 0.5, because 1e-4 is below half its step at 0.5."""
+    got = add_in(backend, fmt, WEIGHT, UPDATE)
+    want = nearest(nearest(WEIGHT, fmt) + _as_float32(UPDATE), fmt)
+    if got != want:
+        raise InvariantFailed(f"{backend.name}: {WEIGHT} + {UPDATE} in {fmt.label} gives {got!r}; exact rounding "
+                              f"of the sum onto the format's grid gives {want!r}")
+    return got
+
+
+def spacing_at(value: float, fmt: Format) -> Fraction:
+    """The gap between a value and the next point of a format's grid above it, exactly."""
+    x = Fraction(nearest(value, fmt))
+    exponent = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** exponent > x:
+        exponent -= 1
+    return Fraction(2) ** (max(exponent, 1 - fmt.bias) - fmt.mantissa)
+
+
+def table(backend: Backend) -> dict[str, Any]:
+    """The casts and the lost update on one backend, as plain numbers (for snapshots)."""
+    out: dict[str, Any] = {}
+    for case, value in CASES.items():
+        for fmt_id in CAST_FORMATS:
+            try:
+                out[f"{case}.{fmt_id}"] = round_trip(backend, _as_float32(value), FORMATS[fmt_id])
+            except NotOnBackend:
+                out[f"{case}.{fmt_id}"] = "absent"
+    for fmt_id in ("bf16", "fp32"):
+        out[f"lost_update.{fmt_id}"] = add_in(backend, FORMATS[fmt_id], WEIGHT, UPDATE)
+    return out

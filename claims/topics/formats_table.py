@@ -1,0 +1,158 @@
+"""The rest of the format table: integer grids, the E2M1 grid, significant digits and dynamic range.
+
+`claims.topics.formats` holds each floating-point format's layout, bytes, eps, largest
+and smallest values; this module adds what the chapter's table and its discussion say
+beyond them:
+
+- INT8 and INT4 as the libraries' `iinfo` reports them: the largest code (qmax), the
+  number of steps in the grid, bits and bytes;
+- E2M1's eight magnitudes, derived from its layout (1 sign, 2 exponent, 1 mantissa bit,
+  bias 1, no specials) and enumerated from what the libraries decode;
+- decimal significant digits, the significand's bits times log10(2);
+- dynamic range in powers of two, largest over smallest subnormal, which is what
+  NVIDIA's mixed-precision guide counts ("including denormals").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy
+
+from claims.backends import Backend
+from claims.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS, Format
+
+
+@dataclass(frozen=True)
+class IntFormat:
+    """A signed integer code format, as each library names it."""
+
+    id: str
+    bits: int
+    numpy_name: str  # numpy itself for int8, ml_dtypes for int4
+    torch_name: str | None
+    mlx_name: str | None
+
+
+INT_FORMATS = {f.id: f for f in (IntFormat("int8", 8, "int8", "int8", "int8"), IntFormat("int4", 4, "int4", "int4", None))}
+
+
+def iinfo(backend: Backend, fmt: IntFormat) -> Any:
+    """The backend's iinfo for an integer format, or NotOnBackend naming what is missing."""
+    if backend.library == "numpy":
+        if hasattr(np, fmt.numpy_name):
+            return np.iinfo(getattr(np, fmt.numpy_name))
+        import ml_dtypes
+
+        if not hasattr(ml_dtypes, fmt.numpy_name):
+            raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no {fmt.numpy_name}")
+        return ml_dtypes.iinfo(getattr(ml_dtypes, fmt.numpy_name))
+    if backend.library == "torch":
+        import torch
+
+        dtype = getattr(torch, fmt.torch_name or "", None)
+        if dtype is None:
+            raise NotOnBackend(f"torch {torch.__version__} has no {fmt.id} dtype")
+        try:
+            return torch.iinfo(dtype)
+        except TypeError as e:
+            raise NotOnBackend(f"torch {torch.__version__} has an {fmt.id} dtype but torch.iinfo does not answer for it ({e})") from None
+    import mlx.core as mx
+
+    dtype = getattr(mx, fmt.mlx_name or "", None)
+    if dtype is None:
+        raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.id} dtype")
+    return mx.iinfo(dtype)
+
+
+@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmax", "steps", "bytes")})
+def int_field(backend: Backend, fmt: str, field: str) -> Any:
+    """An integer code format's width, largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
+    spec = INT_FORMATS[fmt]
+    info = iinfo(backend, spec)
+    low, high = int(info.min), int(info.max)
+    if (low, high) != (-(2 ** (spec.bits - 1)), 2 ** (spec.bits - 1) - 1):
+        raise InvariantFailed(f"{backend.name} reports {fmt} as {low}..{high}; {spec.bits} two's-complement bits hold "
+                              f"{-(2 ** (spec.bits - 1))}..{2 ** (spec.bits - 1) - 1}")
+    steps = high - low + 1
+    return {"bits": spec.bits, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
+
+
+def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
+    """Every non-negative value of a no-specials format, from its layout alone.
+
+    Exponent code 0 is subnormal: m / 2^mantissa x 2^(1 - bias). Codes above it are
+    normal: (1 + m / 2^mantissa) x 2^(code - bias).
+    """
+    values = set()
+    for code in range(2**fmt.exponent):
+        for m in range(2**fmt.mantissa):
+            fraction = Fraction(m, 2**fmt.mantissa)
+            if code == 0:
+                values.add(fraction * Fraction(2) ** (1 - fmt.bias))
+            else:
+                values.add((1 + fraction) * Fraction(2) ** (code - fmt.bias))
+    return tuple(sorted(values))
+
+
+def _decoded_e2m1(backend: Backend) -> list[float]:
+    """The values the backend decodes from all sixteen E2M1 codes."""
+    if backend.library == "numpy":
+        import ml_dtypes
+
+        if not hasattr(ml_dtypes, "float4_e2m1fn"):
+            raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no float4_e2m1fn")
+        return np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32).tolist()
+    if backend.library == "mlx":
+        import mlx.core as mx
+
+        # MXFP4 with a unit scale (E8M0 code 127 is 2^0) decodes each nibble as its bare E2M1 value
+        with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
+            nibbles = np.arange(32, dtype=np.uint32) % 16
+            packed = (nibbles.reshape(4, 8) << (4 * np.arange(8, dtype=np.uint32))).sum(axis=1).astype(np.uint32)
+            out = mx.dequantize(mx.array(packed.reshape(1, 4)), mx.array([[127]], dtype=mx.uint8),
+                                group_size=32, bits=4, mode="mxfp4", dtype=mx.float32)
+            return np.array(out).reshape(-1)[:16].tolist()
+    import torch
+
+    raise NotOnBackend(f"torch {torch.__version__} stores E2M1 only packed in pairs (float4_e2m1fn_x2) and cannot cast it")
+
+
+@claim("formats.e2m1.grid", kind="library", backends=("numpy", "mlx:cpu", "mlx:gpu", "torch:cpu", "torch:cuda", "torch:mps"))
+def e2m1_grid(backend: Backend) -> tuple[float, ...]:
+    """E2M1's magnitudes, 0, 0.5, 1, 1.5, 2, 3, 4, 6, decoded by the backend and equal to the layout's."""
+    derived = e2m1_magnitudes(FORMATS["e2m1"])
+    decoded = _decoded_e2m1(backend)
+    magnitudes = sorted({abs(v) for v in decoded})
+    if [Fraction(v) for v in magnitudes] != list(derived):
+        raise InvariantFailed(f"{backend.name} decodes E2M1's magnitudes as {magnitudes}; the layout (1, 2, 1) with bias 1 "
+                              f"gives {[float(v) for v in derived]}")
+    if sorted(decoded) != sorted([float(v) for v in derived] + [-float(v) for v in derived]):
+        raise InvariantFailed(f"{backend.name} decodes the sixteen E2M1 codes as {decoded}; expected each magnitude with both signs")
+    return tuple(magnitudes)
+
+
+@claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "bf16", "fp16", "e4m3", "e5m2")]})
+def digits(fmt: Format) -> float:
+    """Decimal significant digits a format keeps: its significand's bits (mantissa + the implicit 1) times log10(2)."""
+    return (fmt.mantissa + 1) * math.log10(2)
+
+
+@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "bf16", "fp16")]})
+def binades(fmt: Format) -> float:
+    """Dynamic range in powers of two, subnormals included: log2(largest / smallest subnormal)."""
+    ratio = fmt.largest() / fmt.smallest_subnormal()
+    return float(sympy.log(ratio, 2).evalf(30))
+
+
+@claim("formats.mixed_adam.bytes_per_param", kind="exact")
+def training_bytes() -> sympy.Rational:
+    """Bytes per parameter of mixed-precision Adam training: BF16 weights and gradients, FP32 copy and two FP32 moments."""
+    bf16, fp32 = FORMATS["bf16"], FORMATS["fp32"]
+    parts = {"bf16 weights": bf16, "bf16 gradients": bf16, "fp32 primary copy": fp32,
+             "fp32 first moment": fp32, "fp32 second moment": fp32}
+    return sympy.Rational(sum(f.storage_bits for f in parts.values()), 8)

@@ -1,0 +1,293 @@
+"""The memory hierarchy in numbers: each level's size and bandwidth, and what reading a model from it costs.
+
+Per-SM figures come from the CUDA programming guide's table by compute capability
+(`claims/data/cuda_sm.toml`); device memories from the hardware profiles; links and
+modules from `claims/data/links.toml`, where every derived rate is checked by arithmetic
+(two channels × transfers × bytes, a quarter of an x16 link for four lanes, bits ÷ 8).
+On a machine with a CUDA device the driver's own per-SM figures are read and compared
+with the guide's row for the device's compute capability.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Callable
+
+from claims.backends import Backend
+from claims.inputs import exact, table, vendor
+from claims.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.decode import bandwidth_gbps
+from claims.topics.models import checkpoint_gb
+
+BITS_PER_BYTE = 8
+KIB = 1024
+MS_PER_S = 1000
+SPLIT_VRAM_GB = Fraction(12)  # the split example: what fits on the card, the rest in system memory
+CAPABILITIES = ("cc_8_0", "cc_9_0", "cc_10_0", "cc_12_x")
+
+
+def link(key: str) -> Fraction:
+    """A link or module figure from links.toml."""
+    return exact(vendor("links.toml", key))
+
+
+def nvme_gbps(generation: int) -> Fraction:
+    """A four-lane NVMe link's ceiling: the x16 per-direction figure scaled to four lanes."""
+    x16 = link(f"pcie_gen{generation}_x16_per_direction")
+    return x16 * link("nvme_lanes") / link("pcie_lanes_x16")
+
+
+def ddr5_gbps() -> Fraction:
+    """Two channels of DDR5-5600: channels × million transfers per second × bytes per transfer."""
+    return link("desktop_memory_channels") * link("ddr5_5600_transfer_rate") * link("ddr5_channel_bytes") / 1000
+
+
+def ethernet_10gbe_gbps() -> Fraction:
+    return link("ethernet_10gbe") / BITS_PER_BYTE
+
+
+def spark_network_gbps() -> Fraction:
+    return exact(vendor("hardware/dgx_spark.toml", "network")) / BITS_PER_BYTE
+
+
+# Levels of the read-time table, fastest first: the bandwidth decode would read the weights at.
+LEVELS: dict[str, Callable[[], Fraction]] = {
+    "hbm3_h100": lambda: bandwidth_gbps("h100"),
+    "gddr7_rtx5090": lambda: bandwidth_gbps("rtx5090"),
+    "lpddr5x_m4_max": lambda: bandwidth_gbps("m4_max"),
+    "lpddr5x_dgx_spark": lambda: bandwidth_gbps("dgx_spark"),
+    "pcie_gen5_x16": lambda: link("pcie_gen5_x16_per_direction"),
+    "pcie_gen3_x16": lambda: link("pcie_gen3_x16"),
+    "nvme_gen4": lambda: nvme_gbps(4),
+    "ethernet_10gbe": ethernet_10gbe_gbps,
+}
+
+
+def sm_figure(capability: str, field: str) -> Fraction:
+    return exact(vendor("cuda_sm.toml", f"{capability}.{field}"))
+
+
+def compute_capability(machine: str) -> str:
+    return str(vendor(f"hardware/{machine}.toml", "compute_capability"))
+
+
+@claim("hierarchy.registers.per_sm_k", kind="quoted", source="CUDA C++ Programming Guide, compute capability 12.x")
+def registers_k() -> Fraction:
+    """32-bit registers per SM at compute capability 12.x, in units of 1,024 ('64 K')."""
+    return sm_figure("cc_12_x", "registers_per_sm") / KIB
+
+
+@claim("hierarchy.registers.per_sm_kb", kind="exact")
+def registers_kb() -> Fraction:
+    """The register file per SM at 12.x in KB: registers × 32 bits ÷ 8 ÷ 1,024."""
+    bits = exact(vendor("cuda_sm.toml", "register_bits"))
+    return sm_figure("cc_12_x", "registers_per_sm") * bits / BITS_PER_BYTE / KIB
+
+
+@claim("hierarchy.shared_memory.{capability}", kind="quoted", over={"capability": CAPABILITIES},
+       source="CUDA C++ Programming Guide, Technical Specifications per Compute Capability")
+def shared_memory(capability: str) -> Fraction:
+    """Shared memory per SM in KB at a compute capability.
+
+    The 12.x row is the book's for the RTX 50 series and the DGX Spark's GB10: their
+    hardware profiles must give a 12.x capability.
+    """
+    if capability == "cc_12_x":
+        for machine in ("rtx5090", "dgx_spark"):
+            found = compute_capability(machine)
+            if not found.startswith("12."):
+                raise InvariantFailed(f"hardware/{machine}.toml gives compute capability {found}, not 12.x")
+    return sm_figure(capability, "shared_memory_per_sm")
+
+
+@claim("hierarchy.capacity.rtx5090", kind="quoted", source="NVIDIA GeForce RTX 5090 product page")
+def rtx5090_capacity() -> Fraction:
+    """The RTX 5090's GDDR7 in GB."""
+    return exact(vendor("hardware/rtx5090.toml", "memory_capacity"))
+
+
+@claim("hierarchy.capacity.unified", kind="quoted", source="hardware profiles of the three unified-memory tracks")
+def unified_capacity() -> Fraction:
+    """The largest unified pool of the Spark, the Ryzen AI Max+ 395 and the M4 Max, in GB: one figure for all three."""
+    sizes = {m: exact(vendor(f"hardware/{m}.toml", "memory_capacity")) for m in ("dgx_spark", "ryzen_ai_max", "m4_max")}
+    if len(set(sizes.values())) != 1:
+        raise InvariantFailed(f"the unified-memory profiles differ in capacity: {sizes}; the table prints one figure")
+    return next(iter(sizes.values()))
+
+
+@claim("hierarchy.pcie.gen3_x16", kind="quoted", source="CUDA C++ Best Practices Guide")
+def pcie_gen3() -> Fraction:
+    """An x16 Gen3 link in GB/s."""
+    return link("pcie_gen3_x16")
+
+
+@claim("hierarchy.pcie.gen{generation}_per_direction", kind="quoted", over={"generation": (4, 5)},
+       source="NVIDIA Hopper architecture in-depth post")
+def pcie_per_direction(generation: int) -> Fraction:
+    """An x16 link's rate in each direction, GB/s."""
+    return link(f"pcie_gen{generation}_x16_per_direction")
+
+
+@claim("hierarchy.pcie.h100_total", kind="quoted", source="NVIDIA H100 page, specifications")
+def pcie_h100() -> Fraction:
+    """The H100 page's PCIe Gen5 figure, GB/s: it must be the two directions of an x16 link summed."""
+    quoted = exact(vendor("hardware/h100.toml", "pcie_bandwidth"))
+    both = 2 * link("pcie_gen5_x16_per_direction")
+    if quoted != both:
+        raise InvariantFailed(f"the H100 page's {quoted} GB/s is not two directions of {both / 2} GB/s")
+    return quoted
+
+
+@claim("hierarchy.ddr5.{part}", kind="exact", over={"part": ("channels", "transfer_rate", "bytes_per_transfer", "gbps")})
+def ddr5(part: str) -> Fraction:
+    """Two channels of DDR5-5600 and their ceiling, 2 × 5,600 million transfers × 8 bytes, in GB/s."""
+    keys = {"channels": "desktop_memory_channels", "transfer_rate": "ddr5_5600_transfer_rate",
+            "bytes_per_transfer": "ddr5_channel_bytes"}
+    return ddr5_gbps() if part == "gbps" else link(keys[part])
+
+
+@claim("hierarchy.nvme.lane_ratio", kind="exact")
+def nvme_lane_ratio() -> Fraction:
+    """Sixteen lanes of an x16 link against an NVMe drive's four."""
+    return link("pcie_lanes_x16") / link("nvme_lanes")
+
+
+@claim("hierarchy.nvme.gen{generation}", kind="exact", over={"generation": (4, 5)})
+def nvme(generation: int) -> Fraction:
+    """A four-lane NVMe link's ceiling in GB/s: the per-direction x16 figure over the lane ratio."""
+    return nvme_gbps(generation)
+
+
+@claim("hierarchy.network.{port}.{unit}", kind="exact",
+       over={"port": ("ethernet_10gbe", "spark"), "unit": ("gbit", "gbyte")})
+def network(port: str, unit: str) -> Fraction:
+    """A network port's line rate in Gb/s, and in GB/s (bits ÷ 8)."""
+    gbit = link("ethernet_10gbe") if port == "ethernet_10gbe" else exact(vendor("hardware/dgx_spark.toml", "network"))
+    return gbit if unit == "gbit" else gbit / BITS_PER_BYTE
+
+
+@claim("hierarchy.read.{level}.{field}", kind="exact",
+       over={"level": tuple(LEVELS), "field": ("bandwidth", "ms", "ceiling")})
+def read_once(level: str, field: str) -> Fraction:
+    """Reading Qwen3-8B's 16.4 GB once from a level: its bandwidth, the milliseconds, the tokens/s ceiling."""
+    bandwidth = LEVELS[level]()
+    size = checkpoint_gb()
+    return {"bandwidth": bandwidth, "ms": size / bandwidth * MS_PER_S, "ceiling": bandwidth / size}[field]
+
+
+@claim("hierarchy.step.{step}", kind="exact", over={"step": ("vram_to_pcie", "ddr5_to_nvme", "nvme_to_10gbe")})
+def step(step: str) -> Fraction:
+    """How many times slower one level is than the one above it, on the path a model's bytes take."""
+    return {
+        "vram_to_pcie": lambda: bandwidth_gbps("rtx5090") / link("pcie_gen5_x16_per_direction"),
+        "ddr5_to_nvme": lambda: ddr5_gbps() / nvme_gbps(4),
+        "nvme_to_10gbe": lambda: nvme_gbps(4) / ethernet_10gbe_gbps(),
+    }[step]()
+
+
+def split_parts() -> dict[str, tuple[Fraction, Fraction]]:
+    """The split example: (GB, GB/s) in the RTX 5090's VRAM and in system memory over PCIe Gen5."""
+    total = checkpoint_gb()
+    return {
+        "vram": (SPLIT_VRAM_GB, bandwidth_gbps("rtx5090")),
+        "system": (total - SPLIT_VRAM_GB, link("pcie_gen5_x16_per_direction")),
+    }
+
+
+@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("vram", "system"), "field": ("gb", "ms")})
+def split_part(part: str, field: str) -> Fraction:
+    """One part of the split model: its GB, and the milliseconds it takes to read per token."""
+    gigabytes, bandwidth = split_parts()[part]
+    return gigabytes if field == "gb" else gigabytes / bandwidth * MS_PER_S
+
+
+@claim("hierarchy.split.{field}", kind="exact", over={"field": ("ms", "ceiling", "byte_share", "time_share")})
+def split_total(field: str) -> Fraction:
+    """The split model as a whole: ms per token, the ceiling, and the slow part's share of bytes and of time."""
+    parts = split_parts()
+    times = {name: gb / bw for name, (gb, bw) in parts.items()}
+    seconds = sum(times.values())
+    gigabytes = sum(gb for gb, _ in parts.values())
+    return {
+        "ms": seconds * MS_PER_S,
+        "ceiling": 1 / seconds,
+        "byte_share": parts["system"][0] / gigabytes,
+        "time_share": times["system"] / seconds,
+    }[field]
+
+
+TRACK_FIGURES: dict[str, Callable[[], Fraction]] = {
+    "n_vram_min": lambda: exact(vendor("tracks.toml", "track_n.smallest_vram")),
+    "n_vram_max": lambda: exact(vendor("hardware/rtx5090.toml", "memory_capacity")),
+    "n_rtx_pro_6000": lambda: exact(vendor("tracks.toml", "track_n.rtx_pro_6000_vram")),
+    "n_bandwidth_min": lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
+    "n_bandwidth_max": lambda: bandwidth_gbps("rtx5090"),
+    "s_memory": lambda: exact(vendor("hardware/dgx_spark.toml", "memory_capacity")),
+    "s_bandwidth": lambda: bandwidth_gbps("dgx_spark"),
+    "x_memory_min": lambda: exact(vendor("tracks.toml", "track_x.smallest_memory")),
+    "x_memory_max": lambda: exact(vendor("hardware/ryzen_ai_max.toml", "memory_capacity")),
+    "x_bandwidth": lambda: bandwidth_gbps("ryzen_ai_max"),
+    "m_memory_min": lambda: exact(vendor("tracks.toml", "track_m.smallest_memory")),
+    "m_memory_max": lambda: exact(vendor("tracks.toml", "track_m.largest_memory")),
+    "m_bandwidth_min": lambda: exact(vendor("tracks.toml", "track_m.slowest_bandwidth")),
+    "m_bandwidth_max": lambda: exact(vendor("tracks.toml", "track_m.fastest_bandwidth")),
+}
+# Each range must hold the track's own machine: (low, high, the machine's figure).
+TRACK_RANGES = {
+    "n_vram": ("n_vram_min", "n_vram_max", lambda: exact(vendor("hardware/rtx5080.toml", "memory_capacity"))),
+    "n_bandwidth": ("n_bandwidth_min", "n_bandwidth_max", lambda: bandwidth_gbps("rtx5080")),
+    "m_memory": ("m_memory_min", "m_memory_max", lambda: exact(vendor("hardware/m4_max.toml", "memory_capacity"))),
+    "m_bandwidth": ("m_bandwidth_min", "m_bandwidth_max", lambda: bandwidth_gbps("m4_max")),
+}
+
+
+@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(TRACK_FIGURES)},
+       source="claims/data/tracks.toml and the hardware profiles")
+def track_figure(figure: str) -> Fraction:
+    """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
+    value = TRACK_FIGURES[figure]()
+    for name, (low_key, high_key, member) in TRACK_RANGES.items():
+        if figure in (low_key, high_key):
+            low, high, inside = TRACK_FIGURES[low_key](), TRACK_FIGURES[high_key](), member()
+            if not low <= inside <= high:
+                raise InvariantFailed(f"the {name} range {low} to {high} does not hold its profiled machine's {inside}")
+    return value
+
+
+def _capability_row(major: int, minor: int) -> str:
+    rows = table("cuda_sm.toml")
+    for key in (f"cc_{major}_{minor}", f"cc_{major}_x"):
+        if key in rows:
+            return key
+    raise NotOnBackend(f"claims/data/cuda_sm.toml has no row for compute capability {major}.{minor}")
+
+
+DEVICE_FIELDS = {
+    "shared_memory_per_sm": ("shared_memory_per_multiprocessor", KIB),
+    "shared_memory_per_block_optin": ("shared_memory_per_block_optin", KIB),
+    "registers_per_sm": ("regs_per_multiprocessor", 1),
+}
+
+
+@claim("hierarchy.cuda_device.{field}", kind="measured", backends=("torch:cuda",), over={"field": tuple(DEVICE_FIELDS)})
+def cuda_device(backend: Backend, field: str) -> Fraction:
+    """What this machine's CUDA driver reports per SM, which must equal the guide's row for its compute capability.
+
+    Shared memory comes back in KB (1,024 bytes), registers as a count.
+    """
+    import torch
+
+    if torch.version.hip:
+        raise NotOnBackend("a ROCm device has no CUDA compute capability to look up")
+    props = torch.cuda.get_device_properties(torch.device(backend.device))
+    attribute, unit = DEVICE_FIELDS[field]
+    raw = getattr(props, attribute, None)
+    if raw is None:
+        raise NotOnBackend(f"torch {torch.__version__} does not expose {attribute} in its device properties")
+    row = _capability_row(int(props.major), int(props.minor))
+    found = Fraction(int(raw), unit)
+    guide = sm_figure(row, field)
+    if found != guide:
+        raise InvariantFailed(f"{props.name} (compute capability {props.major}.{props.minor}) reports {attribute} = "
+                              f"{int(raw):,}, which is {found} in the guide's unit; claims/data/cuda_sm.toml [{row}] "
+                              f"gives {guide}")
+    return found

@@ -1,0 +1,165 @@
+"""The figures of the chapter's bandwidth questions (1, 4 and 5), right answers and wrong options alike.
+
+Question 1: switching Qwen3-8B from BF16 (16.4 GB) to Q4_K_M (5.0 GB) on 273 GB/s.
+Question 4: prefill time when the prompt doubles from 2,048 to 4,096 tokens.
+Question 5: a 20 GB model on a 16 GB card at 1,792 GB/s, the other 4 GB behind PCIe Gen5
+at 64 GB/s per direction. The question's givens (20 GB, 16 GB) are its own; bandwidths,
+file sizes and formats come from the same inputs as the chapter's tables.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from claims.registry import claim
+from claims.topics.decode import bandwidth_gbps, ceiling
+from claims.topics.flops import PROMPT_TOKENS, forward_flops_per_param
+from claims.topics.formats import FORMATS
+from claims.topics.hierarchy import MS_PER_S, link
+from claims.topics.models import GB, checkpoint_gb, gguf_bits_per_weight, q4_k_m_gb, total_params
+
+Q1_MACHINE = "dgx_spark"
+Q1_NOMINAL_BITS = 4  # the "4" in Q4: the bits a naive reading of the name assumes
+Q5_MODEL_GB = Fraction(20)
+Q5_VRAM_GB = Fraction(16)
+
+
+# Question 1 ---------------------------------------------------------------------------------
+
+@claim("questions.q1.bandwidth", kind="quoted", source="hardware/dgx_spark.toml")
+def q1_bandwidth() -> Fraction:
+    """Q1's machine bandwidth, 273 GB/s (the DGX Spark's vendor figure)."""
+    return bandwidth_gbps(Q1_MACHINE)
+
+
+@claim("questions.q1.file_gb.{fmt}", kind="quoted", over={"fmt": ("bf16", "q4_k_m")}, source="models/qwen3-8b/files.toml")
+def q1_file(fmt: str) -> Fraction:
+    """Q1's file sizes: 16.4 GB at BF16, 5.0 GB at Q4_K_M."""
+    return checkpoint_gb() if fmt == "bf16" else q4_k_m_gb()
+
+
+@claim("questions.q1.ceiling.{fmt}", kind="exact", over={"fmt": ("bf16", "q4_k_m")})
+def q1_ceiling(fmt: str) -> Fraction:
+    """Q1's decode ceilings: 273 / 16.4 = 16.6 ('about 17') and 273 / 5.0 = 54.6 ('about 55') tokens/s."""
+    return ceiling(bandwidth_gbps(Q1_MACHINE), q1_file(fmt))
+
+
+@claim("questions.q1.ratio", kind="exact")
+def q1_ratio() -> Fraction:
+    """Q1's gain from the switch, the ratio of the file sizes: 16.4 / 5.0 = 3.3."""
+    return checkpoint_gb() / q4_k_m_gb()
+
+
+@claim("questions.q1.nominal_bits.{fmt}", kind="exact", over={"fmt": ("bf16", "q4")})
+def q1_nominal_bits(fmt: str) -> int:
+    """Q1's wrong option's bit widths: 16 for BF16, 4 as the name Q4 suggests."""
+    return FORMATS["bf16"].bits if fmt == "bf16" else Q1_NOMINAL_BITS
+
+
+@claim("questions.q1.nominal_factor", kind="exact")
+def q1_nominal_factor() -> Fraction:
+    """Q1's wrong option: 'a factor of four', 16 bits over 4."""
+    return Fraction(FORMATS["bf16"].bits, Q1_NOMINAL_BITS)
+
+
+@claim("questions.q1.nominal_share", kind="exact")
+def q1_nominal_share() -> Fraction:
+    """Q1's wrong option: '4 bits is a quarter of 16', 0.25."""
+    return Fraction(Q1_NOMINAL_BITS, FORMATS["bf16"].bits)
+
+
+@claim("questions.q1.nominal_ceiling", kind="exact")
+def q1_nominal_ceiling() -> Fraction:
+    """Q1's wrong option's ceiling: the BF16 ceiling times four, 66.6 ('about 67') tokens/s."""
+    return q1_ceiling("bf16") * q1_nominal_factor()
+
+
+@claim("questions.q1.bytes_per_param", kind="exact")
+def q1_bytes_per_param() -> Fraction:
+    """Q1's explanation: the Q4_K_M file is 5.0 GB over the exact parameter count, 0.61 bytes per parameter."""
+    return q4_k_m_gb() * GB / total_params()
+
+
+@claim("questions.q1.q4_k_bits_per_weight", kind="exact")
+def q1_q4_k_bits() -> Fraction:
+    """Q1's explanation: Q4_K's 4.5 bits per weight, from gguf's block size (144 bytes per 256 weights)."""
+    return gguf_bits_per_weight("Q4_K")
+
+
+# Question 4 ---------------------------------------------------------------------------------
+
+@claim("questions.q4.tokens.{prompt}", kind="exact", over={"prompt": ("short", "long")})
+def q4_tokens(prompt: str) -> int:
+    """Q4's prompts: 2,048 tokens, and twice that, 4,096."""
+    return PROMPT_TOKENS if prompt == "short" else 2 * PROMPT_TOKENS
+
+
+def _prefill_flops(tokens: int) -> Fraction:
+    return forward_flops_per_param() * Fraction(total_params()) * tokens
+
+
+@claim("questions.q4.time_ratio", kind="exact")
+def q4_time_ratio() -> Fraction:
+    """Q4's answer 'about 2T': compute-bound prefill time scales with 2 × parameters × tokens."""
+    return _prefill_flops(q4_tokens("long")) / _prefill_flops(q4_tokens("short"))
+
+
+@claim("questions.q4.attention_ratio", kind="exact")
+def q4_attention_ratio() -> Fraction:
+    """Q4's wrong option 'about 4T': the attention term grows with the square of the length."""
+    return Fraction(q4_tokens("long"), q4_tokens("short")) ** 2
+
+
+# Question 5 ---------------------------------------------------------------------------------
+
+def _q5_parts() -> dict[str, tuple[Fraction, Fraction]]:
+    """(GB, GB/s) of Q5's two places: the card's VRAM and system memory over PCIe Gen5."""
+    return {
+        "vram": (Q5_VRAM_GB, bandwidth_gbps("rtx5090")),
+        "system": (Q5_MODEL_GB - Q5_VRAM_GB, link("pcie_gen5_x16_per_direction")),
+    }
+
+
+@claim("questions.q5.gb.{place}", kind="exact", over={"place": ("model", "vram", "system")})
+def q5_gigabytes(place: str) -> Fraction:
+    """Q5's sizes: the 20 GB model, the 16 GB on the card, the 4 GB left in system memory."""
+    return Q5_MODEL_GB if place == "model" else _q5_parts()[place][0]
+
+
+@claim("questions.q5.bandwidth.{place}", kind="quoted", over={"place": ("vram", "system")},
+       source="hardware/rtx5090.toml; links.toml")
+def q5_bandwidth(place: str) -> Fraction:
+    """Q5's bandwidths: 1,792 GB/s on the card, 64 GB/s per direction over PCIe Gen5 x16."""
+    return _q5_parts()[place][1]
+
+
+@claim("questions.q5.ms.{place}", kind="exact", over={"place": ("vram", "system", "total")})
+def q5_ms(place: str) -> Fraction:
+    """Q5's milliseconds per token: 16 / 1,792 = 8.9 ('9 ms'), 4 / 64 = 62.5, together 71.4."""
+    times = {name: gb / bw * MS_PER_S for name, (gb, bw) in _q5_parts().items()}
+    return sum(times.values()) if place == "total" else times[place]
+
+
+@claim("questions.q5.ceiling", kind="exact")
+def q5_ceiling() -> Fraction:
+    """Q5's answer: one token per 71.4 ms, a ceiling of 14 tokens/s."""
+    return MS_PER_S / q5_ms("total")
+
+
+@claim("questions.q5.all_vram_ceiling", kind="exact")
+def q5_all_vram() -> Fraction:
+    """Q5's comparison: a card holding all 20 GB allows 1,792 / 20 = 89.6 ('about 90') tokens/s."""
+    return bandwidth_gbps("rtx5090") / Q5_MODEL_GB
+
+
+@claim("questions.q5.half_ceiling", kind="exact")
+def q5_half() -> Fraction:
+    """Q5's wrong option 'about 45: half the speed', half of the all-VRAM ceiling."""
+    return q5_all_vram() / 2
+
+
+@claim("questions.q5.slow_share.{of}", kind="exact", over={"of": ("bytes", "time")})
+def q5_slow_share(of: str) -> Fraction:
+    """Q5's slow part: a fifth of the bytes, seven eighths of the time."""
+    if of == "bytes":
+        return (Q5_MODEL_GB - Q5_VRAM_GB) / Q5_MODEL_GB
+    return q5_ms("system") / q5_ms("total")

@@ -1,0 +1,255 @@
+"""Stability idioms, checked on every library: the max-subtracted softmax, log-sum-exp, log space,
+the ε of normalisation layers, seeds, and the order of a sum.
+
+The softmax example is the logits (100, 99, 98): e^100 is about 2.7 × 10^43, beyond
+FP32's largest value, so the textbook formula gives inf / inf = NaN, while subtracting
+the largest logit first gives the same probabilities with no overflow. sympy gives the
+exact values the libraries must reach.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from fractions import Fraction
+from typing import Any, Iterator
+
+import sympy
+
+from claims.backends import Backend
+from claims.inputs import model_config
+from claims.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS, Format
+
+LOGITS = (100, 99, 98)
+TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
+MLX = ("mlx:cpu", "mlx:gpu")
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """numpy warns on overflow; the overflow is the point here."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        yield
+
+
+def _vector(backend: Backend, values: tuple[float, ...], dtype_name: str = "float32") -> Any:
+    return backend.tensor([float(v) for v in values], getattr(backend.module, dtype_name))
+
+
+def _floats(array: Any) -> list[float]:
+    return [float(v) for v in array.tolist()]
+
+
+@claim("stability.exp100.exact", kind="exact")
+def exp100() -> sympy.Float:
+    """e^100, exactly enough to print: far beyond FP32's largest value."""
+    return sympy.exp(LOGITS[0]).evalf(30)
+
+
+@claim("stability.exp100.{fmt}", kind="library", over={"fmt": (FORMATS["fp32"], FORMATS["fp16"])})
+def exp100_in(backend: Backend, fmt: Format) -> float:
+    """exp(100) computed in a format by the library: it overflows to inf."""
+    with _quiet():
+        return _floats(backend.module.exp(_vector(backend, (LOGITS[0],), fmt.numpy_name)))[0]
+
+
+@claim("stability.exp_limit.{fmt}", kind="exact", over={"fmt": (FORMATS["fp32"], FORMATS["fp16"], FORMATS["bf16"])})
+def exp_limit(fmt: Format) -> float:
+    """The largest logit whose exponential a format still holds: ln of its largest value."""
+    return float(sympy.log(fmt.largest()).evalf(30))
+
+
+@claim("stability.softmax.exact", kind="exact")
+def softmax_exact() -> tuple[sympy.Float, ...]:
+    """softmax(100, 99, 98) from sympy: e^(x_i) / Σ e^(x_j), exactly."""
+    total = sum(sympy.exp(x) for x in LOGITS)
+    return tuple((sympy.exp(x) / total).evalf(30) for x in LOGITS)
+
+
+@claim("stability.softmax.naive_finite", kind="library")
+def softmax_naive_finite(backend: Backend) -> int:
+    """How many entries of the textbook softmax, exp(x) / sum(exp(x)) in FP32, are finite numbers."""
+    x = _vector(backend, LOGITS)
+    with _quiet():
+        e = backend.module.exp(x)
+        probabilities = _floats(e / e.sum())
+    return sum(1 for p in probabilities if math.isfinite(p))
+
+
+@claim("stability.softmax.stable", kind="library")
+def softmax_stable(backend: Backend) -> tuple[float, ...]:
+    """The softmax with the largest logit subtracted first, in FP32; it must equal sympy's."""
+    x = _vector(backend, LOGITS)
+    e = backend.module.exp(x - x.max())
+    found = tuple(_floats(e / e.sum()))
+    expected = [float(p) for p in softmax_exact()]
+    if max(abs(a - b) for a, b in zip(found, expected)) > 1e-6:
+        raise InvariantFailed(f"{backend.name}: the shifted softmax gives {found}; sympy gives {expected}")
+    return found
+
+
+@claim("stability.logsumexp.exact", kind="exact")
+def logsumexp_exact() -> sympy.Float:
+    """log Σ e^(x_i) for the example's logits, exactly."""
+    return sympy.log(sum(sympy.exp(x) for x in LOGITS)).evalf(30)
+
+
+@claim("stability.logsumexp.naive", kind="library")
+def logsumexp_naive(backend: Backend) -> float:
+    """log(sum(exp(x))) computed as written, in FP32: the sum is already inf."""
+    with _quiet():
+        return float(backend.module.log(backend.module.exp(_vector(backend, LOGITS)).sum()).item())
+
+
+@claim("stability.logsumexp.shifted", kind="library")
+def logsumexp_shifted(backend: Backend) -> float:
+    """m + log Σ e^(x_i − m) with m the largest logit, in FP32; equal to the exact value."""
+    x = _vector(backend, LOGITS)
+    m = x.max()
+    found = float((m + backend.module.log(backend.module.exp(x - m).sum())).item())
+    if abs(found - float(logsumexp_exact())) > 1e-4:
+        raise InvariantFailed(f"{backend.name}: shifted log-sum-exp gives {found}; sympy gives {logsumexp_exact()}")
+    return found
+
+
+@claim("stability.logsumexp.library", kind="library")
+def logsumexp_library(backend: Backend) -> float:
+    """The library's own log-sum-exp (numpy: logaddexp.reduce), which does the shift for you."""
+    x = _vector(backend, LOGITS)
+    if backend.library == "numpy":
+        import numpy as np
+
+        return float(np.logaddexp.reduce(x))
+    if backend.library == "torch":
+        return float(backend.module.logsumexp(x, dim=0).item())
+    return float(backend.module.logsumexp(x).item())
+
+
+@claim("stability.cross_entropy", kind="library", backends=(*TORCH, *MLX))
+def cross_entropy(backend: Backend) -> float:
+    """The library's cross-entropy of the logits against the first class: log-sum-exp minus 100, finite."""
+    if backend.library == "torch":
+        import torch.nn.functional as F
+
+        logits = _vector(backend, LOGITS).reshape(1, -1)
+        return float(F.cross_entropy(logits, backend.tensor([0], backend.module.int64)).item())
+    import mlx.nn as nn
+
+    return float(nn.losses.cross_entropy(_vector(backend, LOGITS).reshape(1, -1), backend.tensor([0], backend.module.int32)).item())
+
+
+FACTORS, PROBABILITY = 50, 1e-3
+
+
+@claim("stability.log_space.product", kind="library")
+def probability_product(backend: Backend) -> float:
+    """The product of 50 probabilities of 0.001, multiplied out in FP32: it underflows to zero."""
+    x = _vector(backend, (PROBABILITY,) * FACTORS)
+    return float(x.prod().item())
+
+
+@claim("stability.log_space.log_sum", kind="library")
+def probability_log_sum(backend: Backend) -> float:
+    """The same product kept as a sum of logs in FP32: an ordinary number."""
+    found = float(backend.module.log(_vector(backend, (PROBABILITY,) * FACTORS)).sum().item())
+    if abs(found - FACTORS * math.log(PROBABILITY)) > 1e-3:
+        raise InvariantFailed(f"{backend.name}: the sum of logs is {found}; 50 · ln(0.001) is {FACTORS * math.log(PROBABILITY)}")
+    return found
+
+
+@claim("stability.norm_eps.layernorm", kind="library", backends=(*TORCH, *MLX))
+def layernorm_eps(backend: Backend) -> float:
+    """The ε a LayerNorm gets when none is given."""
+    if backend.library == "torch":
+        return float(backend.module.nn.LayerNorm(8).eps)
+    import mlx.nn as nn
+
+    return float(nn.LayerNorm(8).eps)
+
+
+@claim("stability.norm_eps.qwen3", kind="exact")
+def qwen3_rms_eps() -> Fraction:
+    """The ε Qwen3's RMSNorm layers use, from its config.json."""
+    return Fraction(str(model_config("qwen3-8b")["rms_norm_eps"]))
+
+
+@claim("stability.norm_eps.{setting}_finite", kind="library", over={"setting": ("without", "with")}, backends=(*TORCH, *MLX))
+def constant_row(backend: Backend, setting: str) -> int:
+    """Finite outputs of LayerNorm on a constant row of 8 (variance zero), with ε = 0 and with the default."""
+    row = [[0.5] * 8]
+    if backend.library == "torch":
+        layer = backend.module.nn.LayerNorm(8, **({"eps": 0.0} if setting == "without" else {})).to(backend.device)
+        out = layer(backend.tensor(row, backend.module.float32)).tolist()[0]
+    else:
+        import mlx.nn as nn
+
+        try:
+            layer = nn.LayerNorm(8, **({"eps": 0.0} if setting == "without" else {}))
+        except ValueError as e:
+            raise NotOnBackend(f"mlx.nn.LayerNorm refuses to run without ε: {e}") from None
+        out = layer(backend.tensor(row, backend.module.float32)).tolist()[0]
+    return sum(1 for v in out if math.isfinite(v))
+
+
+SAMPLES = 1000
+
+
+def _random(backend: Backend, seed: int) -> list[float]:
+    """SAMPLES standard normal FP32 draws from the library's generator, seeded."""
+    if backend.library == "numpy":
+        import numpy as np
+
+        return np.random.default_rng(seed).standard_normal(SAMPLES, dtype=np.float32).tolist()
+    if backend.library == "torch":
+        import torch
+
+        generator = torch.Generator(device=backend.device).manual_seed(seed)
+        return torch.randn(SAMPLES, generator=generator, device=backend.device).tolist()
+    import mlx.core as mx
+
+    return mx.random.normal((SAMPLES,), key=mx.random.key(seed)).tolist()
+
+
+@claim("stability.seed.{case}_differing", kind="library", over={"case": ("same", "other")})
+def seeded(backend: Backend, case: str) -> Fraction:
+    """The share of draws that differ between two runs: seeded alike, and seeded differently."""
+    first = _random(backend, 0)
+    second = _random(backend, 0 if case == "same" else 1)
+    return Fraction(sum(1 for a, b in zip(first, second) if a != b), SAMPLES)
+
+
+SMALL_TERMS = 16  # copies of 2^-24, FP32's half step at 1.0
+
+
+def _ordered_sum(backend: Backend, reverse: bool) -> float:
+    """1 plus SMALL_TERMS copies of 2^-24, added one at a time in FP32, in either order."""
+    terms = [1.0] + [2.0**-24] * SMALL_TERMS
+    if reverse:
+        terms.reverse()
+    values = _vector(backend, tuple(terms))
+    total = values[0]
+    for i in range(1, len(terms)):
+        total = total + values[i]
+    return float(total.item())
+
+
+@claim("stability.order.small_terms", kind="exact")
+def small_terms() -> int:
+    """How many copies of 2^-24 the summation-order example adds to 1."""
+    return SMALL_TERMS
+
+
+@claim("stability.order.{direction}", kind="library", over={"direction": ("large_first", "small_first")})
+def ordered_sum(backend: Backend, direction: str) -> float:
+    """The same numbers summed large first (each small term rounds away) or small first (they add up)."""
+    return _ordered_sum(backend, direction == "small_first")
+
+
+@claim("stability.order.difference", kind="library")
+def order_difference(backend: Backend) -> float:
+    """How far apart the two orders land: SMALL_TERMS × 2^-24 = 2^-20."""
+    return _ordered_sum(backend, True) - _ordered_sum(backend, False)
+
+
