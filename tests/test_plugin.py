@@ -44,7 +44,7 @@ def book(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "book").mkdir()
     (pytester.path / "book" / "page.md").write_text(PAGE)
     (pytester.path / "tests").mkdir()
-    (pytester.path / "tests" / "test_book.py").write_text(TEST_BOOK)
+    (pytester.path / "tests" / "test_sample_book.py").write_text(TEST_BOOK)
     return pytester
 
 

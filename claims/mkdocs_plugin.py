@@ -1,0 +1,252 @@
+"""MkDocs adapter: hands each page to `claims.render` and adds the machines and plots pages.
+
+Kept thin on purpose (the site generator may change): the rendering lives in
+`claims.render`, `claims.site_machines` and `claims.site_plots`, which know nothing
+of MkDocs. Problems (an unknown claim, a malformed binding, a results file that
+does not read) are logged as warnings with file:line, so `mkdocs build --strict`
+fails on them, and listed once more in a summary at the end; a plain build shows a
+visible marker at the figure instead.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page as MkPage
+
+from claims import render, site_machines, site_plots
+from claims.bindings import AllowListError, Book, read_page
+from claims.registry import REGISTRY, load_topics
+from claims.results import SLUG_PATTERN, ResultsFile, read_all
+
+log = get_plugin_logger(__name__)
+
+
+class ClaimsConfig(base.Config):
+    """The plugin's options in mkdocs.yml."""
+
+    results_dir = c.Type(str, default="results")  # per-machine results files, relative to mkdocs.yml
+    on_missing = c.Choice(("mark", "fail"), default="mark")  # a figure no machine verified: mark it, or fail the build
+    machines_page = c.Type(str, default="machines.md")  # generated pages, by their path in the site
+    plots_page = c.Type(str, default="plots.md")
+    stand_ins = c.Type(bool, default=True)  # a nav entry not written yet gets a "being written" page
+
+
+class ClaimsPlugin(BasePlugin[ClaimsConfig]):
+    """Renders every bound figure from `results/`, and generates the machines and plots pages."""
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        self.root = Path(config.config_file_path or ".").resolve().parent
+        self.docs = Path(config.docs_dir).resolve()
+        self.problems: list[render.Problem] = []
+        self.unverified: list[str] = []
+        self.figures = 0
+        self.rendered: dict[str, render.RenderedPage] = {}
+        self.generated: dict[str, render.GeneratedPage] = {}
+        for line in load_topics():
+            self._problem(render.Problem(line.split(": ", 1)[0], line.split(": ", 1)[-1]))
+        results_dir = (self.root / self.config.results_dir).resolve()
+        self.results: dict[str, ResultsFile] = {}
+        if results_dir.is_dir():
+            self.results = {}
+            for stem, results in read_all(results_dir, self._results_problem).items():
+                if SLUG_PATTERN.match(stem):
+                    self.results[stem] = results
+                else:
+                    self._problem(render.Problem(f"{self.config.results_dir}/{stem}.json", "the file name is not a "
+                                                 "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
+        else:
+            log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
+        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near)
+        return config
+
+    def _problem(self, problem: render.Problem) -> None:
+        self.problems.append(problem)
+        log.warning(str(problem))
+
+    def _results_problem(self, text: str) -> None:
+        for line in text.replace(str(self.root) + "/", "").splitlines():
+            where, _, what = line.partition(": ")
+            self._problem(render.Problem(_with_line(where, what, self.root), what))
+
+    def on_files(self, files: Files, config: MkDocsConfig) -> Files:
+        try:
+            self.book = Book.read(self.docs, self.root)
+        except AllowListError as e:
+            self._problem(render.Problem(str(self.docs / "allowlist.toml"), str(e)))
+            self.book = Book(self.root, [], [])
+        for page_name in (self.config.machines_page, self.config.plots_page):
+            if files.get_file_from_path(page_name) is not None:
+                self._problem(render.Problem(page_name, "the claims plugin generates this page; the book has a file "
+                                                        "of the same name, which is kept instead"))
+                continue
+            files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
+        if self.config.stand_ins:
+            missing = [(src, title) for src, title in _nav_pages(config.nav or [])
+                       if src.endswith(".md") and files.get_file_from_path(src) is None]
+            anchors = _anchors_into({src for src, _ in missing}, files)
+            for src, title in missing:
+                log.info(f"{src} is in the nav but not written yet; a stand-in page takes its place")
+                files.append(File.generated(config, src, content=_stand_in(title or posixpath.basename(src),
+                                                                            anchors.get(src, []))))
+        return files
+
+    def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        src = page.file.src_uri
+        if src == self.config.machines_page:
+            return self._machines(page, files)
+        if src == self.config.plots_page:
+            return self._plots()
+        if page.file.generated_by or not page.file.abs_src_path:
+            return markdown
+        path = Path(page.file.abs_src_path).resolve()
+        book_page = read_page(path, self.root)
+        source = path.read_text(encoding="utf-8")
+        offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
+        rendered = render.render_markdown(markdown, book_page, self.context, offset)
+        for problem in rendered.problems:
+            self._problem(problem)
+        self.figures += len(rendered.views)
+        for binding in rendered.missing:
+            what = f"figure {binding.text} ({binding.claim_id}) is verified on no machine yet"
+            self.unverified.append(f"{binding.where}: {what}")
+            if self.config.on_missing == "fail":
+                self._problem(render.Problem(binding.where, f"{what} (on_missing: fail)"))
+        self.rendered[src] = rendered
+        return rendered.markdown
+
+    def on_page_content(self, html: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        src = page.file.src_uri
+        if src in self.generated:
+            return render.fill_blocks(html, self.generated[src].blocks)
+        rendered = self.rendered.get(src)
+        if rendered is None:
+            return html
+        html, problems = render.fill(html, rendered, rendered.file)
+        for problem in problems:
+            self._problem(problem)
+        if rendered.titles:
+            page.title = render.plain_title(page.title or "", rendered)
+            for item in _toc_items(page.toc):
+                item.title = render.plain_title(item.title, rendered)
+                item.id = render.plain_anchor(item.id, rendered)
+        return html
+
+    def _machines(self, page: MkPage, files: Files) -> str:
+        chapters: dict[str, site_machines.Chapter] = {}
+        for book_page in self.book.pages:
+            path = self.root / book_page.file
+            if not path.is_relative_to(self.docs):
+                continue
+            file = files.get_file_from_path(path.relative_to(self.docs).as_posix())
+            if file is None or not file.page:
+                continue
+            title = _title_of(path) or file.src_uri
+            chapters[book_page.file] = site_machines.Chapter(book_page.file, title, file.url_relative_to(page.file))
+        plots = files.get_file_from_path(self.config.plots_page)
+        sources = {c.id: f"{c.source_file}:{c.source_line}" for c in REGISTRY}
+        generated = site_machines.render_machines(
+            self.results, self.book, REGISTRY.ids(), chapters, sources, self.context.repo_url,
+            posixpath.relpath(plots.src_uri, posixpath.dirname(page.file.src_uri) or ".") if plots else None,
+        )
+        self.generated[page.file.src_uri] = generated
+        return generated.markdown
+
+    def _plots(self) -> str:
+        self.generated[self.config.plots_page] = site_plots.render_plots_page(self.results)
+        return self.generated[self.config.plots_page].markdown
+
+    def on_post_build(self, config: MkDocsConfig) -> None:
+        log.info(f"{self.figures} figures rendered from {len(self.results)} results file(s); "
+                 f"{len(self.unverified)} not yet verified on any machine")
+        if self.unverified:
+            log.debug("not yet verified:\n  " + "\n  ".join(self.unverified))
+        if self.problems:
+            log.warning(f"{len(self.problems)} problem(s) with the book's figures or results:\n  "
+                        + "\n  ".join(str(p) for p in self.problems))
+        if self.config.on_missing == "fail" and self.unverified:
+            raise PluginError(f"{len(self.unverified)} figure(s) verified on no machine, with on_missing: fail; "
+                              "see the list above")
+
+
+def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
+    """Every Markdown page the nav names, with its title where the nav gives one."""
+    out: list[tuple[str, str | None]] = []
+    for item in nav:
+        if isinstance(item, str):
+            out.append((item, None))
+        elif isinstance(item, dict):
+            for title, value in item.items():
+                if isinstance(value, str):
+                    out.append((value, title))
+                elif isinstance(value, list):
+                    out += _nav_pages(value)
+    return out
+
+
+_LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
+
+
+def _anchors_into(targets: set[str], files: Files) -> dict[str, list[str]]:
+    """The anchors written pages already link to in pages not written yet."""
+    out: dict[str, list[str]] = {}
+    for file in files.documentation_pages():
+        if not file.abs_src_path:
+            continue
+        text = Path(file.abs_src_path).read_text(encoding="utf-8")
+        for match in _LINK.finditer(text):
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(file.src_uri), match.group("path")))
+            if target in targets and match.group("anchor") not in out.setdefault(target, []):
+                out[target].append(match.group("anchor"))
+    return out
+
+
+def _stand_in(title: str, anchors: list[str]) -> str:
+    """A page that is in the nav but not written yet, keeping the places other pages link to."""
+    text = (f"# {title}\n\n!!! note \"Being written\"\n\n"
+            "    This chapter is being written. Its figures appear here, each with what "
+            "every machine computed, as soon as the page lands.\n")
+    if anchors:
+        text += ("\nSections other chapters already point to: "
+                 + ", ".join(f'<span id="{a}">{a.replace("-", " ")}</span>' for a in anchors) + ".\n")
+    return text
+
+
+def _toc_items(toc: Any) -> list[Any]:
+    out = []
+    for item in toc or []:
+        out.append(item)
+        out += _toc_items(item.children)
+    return out
+
+
+def _title_of(path: Path) -> str | None:
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+    except OSError:
+        return None
+    return None
+
+
+def _with_line(where: str, what: str, root: Path) -> str:
+    """`file:line` for a results-file problem: the line of the record it names, when it names one."""
+    if ":" in Path(where).name or not what.startswith("records["):
+        return where
+    key = what.split("]", 1)[0][len("records["):].strip("'\"")
+    try:
+        for number, line in enumerate((root / where).read_text(encoding="utf-8").splitlines(), 1):
+            if f'"{key}"' in line:
+                return f"{where}:{number}"
+    except OSError:
+        pass
+    return where

@@ -1,0 +1,661 @@
+"""Bindings + results → HTML: what a reader sees at each printed figure.
+
+A page's Markdown goes in with its bindings (from `claims.bindings`) and every
+machine's results file; out come Markdown in which each binding is a placeholder
+token, and the HTML each token stands for. The site generator converts the Markdown
+and `fill` puts the HTML back, so no `claim:` link ever reaches the generator.
+
+Nothing here computes a claim: a figure's status comes from the records that
+machines wrote. Where a record judged the figure as printed (same file, line and
+text), its verdict stands; where the text has changed since, the recorded value is
+compared with the new text the way the engine compares them. Every string read from
+a results file is untrusted (results arrive by pull request) and is escaped.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import PurePosixPath
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+from claims.bindings import BINDING, Binding, Page
+from claims.check import COMPUTED, Outcome, judge
+from claims.machine import Machine
+from claims.registry import Claim
+from claims.results import STATUSES, ResultsFile
+
+UNVERIFIED = "unverified"
+DISPLAY_ORDER = ("failed", "stale", "disputed", "verified", UNVERIFIED)
+LABELS = {
+    "verified": "verified",
+    "stale": "stale",
+    "failed": "failed",
+    "disputed": "disputed",
+    "skipped": "skipped",
+    UNVERIFIED: "not yet verified",
+    "error": "error",
+}
+MEANINGS = {
+    "verified": "every machine that ran it computed a value that rounds to the printed figure",
+    "stale": "a machine computed a value that no longer rounds to the printed figure",
+    "failed": "the claim did not compute, or a property it must have did not hold",
+    "disputed": "the book prints a source's figure; the computation does not give it",
+    UNVERIFIED: "no machine has recorded a result for this claim yet",
+    "error": "this figure's binding is broken; the build reports where",
+}
+SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
+_LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INCLUDE = re.compile(r"""--8<--\s*["']?(?P<path>[^"'\s]+\.py)\b""")
+_POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
+MAX_TEXT = 400
+
+
+def esc(value: Any) -> str:
+    """Text for HTML, quotes included: every string from a results file passes through here."""
+    return html.escape(str(value), quote=True)
+
+
+def short(value: Any, limit: int = MAX_TEXT) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the build must report: where (file:line) and what."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+# ---------------------------------------------------------------------------
+# Values and statuses as recorded
+
+
+def from_json(value: Any) -> Any:
+    """A recorded value back as the engine had it: exact fractions exact, `inf`/`nan` as floats."""
+    if isinstance(value, dict) and isinstance(value.get("exact"), str):
+        try:
+            return Fraction(value["exact"])
+        except (ValueError, ZeroDivisionError):
+            return value.get("float")
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    if isinstance(value, str) and value.strip().lower() in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
+def show_value(value: Any) -> str:
+    """A recorded value as a reader wants it: grouped integers, exact fractions with their decimal."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, dict) and "exact" in value:
+        decimal = value.get("float")
+        tail = f" ≈ {decimal:.6g}" if isinstance(decimal, (int, float)) and not isinstance(decimal, bool) else ""
+        return short(f"{value['exact']}{tail}", 120)
+    if isinstance(value, list):
+        return short("(" + ", ".join(show_value(v) for v in value) + ")", 200)
+    return short(value, 200)
+
+
+def worst(statuses: Iterable[str]) -> str:
+    """The status a reader sees: the worst across machines; skipped counts as no result."""
+    found = set(statuses)
+    return next((s for s in DISPLAY_ORDER if s in found), UNVERIFIED)
+
+
+def number(value: Any) -> float | None:
+    """A recorded scalar as a float, for plots; None for anything else."""
+    value = from_json(value)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float, Fraction)):
+        result = float(value)
+        return result if result == result and abs(result) != float("inf") else None
+    return None
+
+
+def machine_of(results: ResultsFile) -> Machine:
+    """The machine a results file speaks for, as the engine's judge needs it."""
+    markers = results.machine.get("markers") if isinstance(results.machine, dict) else None
+    markers = tuple(m for m in markers if isinstance(m, str)) if isinstance(markers, list) else ()
+    info = results.machine.get("fingerprint") if isinstance(results.machine, dict) else None
+    return Machine(info if isinstance(info, dict) else {}, results.slug, markers)
+
+
+def claim_status_on(per_backend: Mapping[str, Any]) -> str:
+    """A claim's status on one machine: the worst over its backends; skipped only if all are."""
+    statuses = [r.get("status") for r in per_backend.values() if isinstance(r, dict)]
+    statuses = [s if s in STATUSES else "failed" for s in statuses]
+    if not statuses:
+        return UNVERIFIED
+    ran = [s for s in statuses if s != "skipped"]
+    return worst(ran) if ran else "skipped"
+
+
+# ---------------------------------------------------------------------------
+# One figure
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one machine recorded for a figure's claim on one backend, and the figure's status there."""
+
+    machine: str
+    backend: str
+    status: str
+    value: Any
+    date: str
+    version: str
+    message: str
+    rejudged: bool = False
+
+
+@dataclass(frozen=True)
+class FigureView:
+    """Everything shown at one printed figure."""
+
+    binding: Binding
+    status: str
+    measurements: tuple[Measurement, ...]
+    claim: Claim | None
+    source: str | None
+
+
+def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The record's verdict on exactly this printed figure, if it judged this text at this place."""
+    for entry in record.get("figures") or []:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("file") != binding.file or entry.get("line") != binding.line:
+            continue
+        if entry.get("printed") != binding.text or entry.get("stated", binding.stated) != binding.stated:
+            continue
+        status = entry.get("status")
+        if status not in STATUSES:
+            continue
+        if (status == "disputed" and not binding.disputed) or (status == "stale" and binding.disputed):
+            continue
+        return entry
+    return None
+
+
+def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
+            record: Mapping[str, Any]) -> Measurement:
+    """The figure's status on one (machine, backend), from that machine's record."""
+    raw_status = record.get("status")
+    value = record.get("value")
+    message = record.get("message") if isinstance(record.get("message"), str) else ""
+    date = record.get("date") if isinstance(record.get("date"), str) else ""
+    version = record.get("version") if isinstance(record.get("version"), str) else ""
+    base = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
+    if raw_status == "skipped":
+        return Measurement(status="skipped", message=message, **base)
+    entry = _entry_for(binding, record)
+    if entry is not None:
+        return Measurement(status=str(entry["status"]), message=message, **base)
+    if raw_status == "failed" and value is None:
+        return Measurement(status="failed", message=message, **base)
+    if claim is not None and value is not None and binding.printed is not None:
+        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value))
+        verdict = judge(binding, outcome, machine_of(results))
+        note = (f"the text changed since this run; its recorded value {show_value(value)} "
+                + ("rounds to the printed figure" if verdict.status == "verified" else f"makes the figure {verdict.status}"))
+        return Measurement(status=verdict.status, message=note, rejudged=True, **base)
+    return Measurement(status=raw_status if raw_status in STATUSES else "failed", message=message, **base)
+
+
+def claim_source(claim: Claim | None, records: Iterable[Mapping[str, Any]]) -> str | None:
+    """Where the claim's code lives, `path.py:line`: the registry's, else a record's if well formed."""
+    if claim is not None and claim.source_file and claim.source_line:
+        return f"{claim.source_file}:{claim.source_line}"
+    for record in records:
+        source = record.get("source")
+        if isinstance(source, str) and SOURCE_PATTERN.match(source) and ".." not in source:
+            return source
+    return None
+
+
+def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, ResultsFile]) -> FigureView:
+    """Judge one printed figure from every machine's records."""
+    found: list[Measurement] = []
+    records: list[Mapping[str, Any]] = []
+    for slug in sorted(results):
+        per_backend = results[slug].records.get(binding.claim_id)
+        if not isinstance(per_backend, dict):
+            continue
+        for backend in sorted(per_backend):
+            record = per_backend[backend]
+            if isinstance(record, dict):
+                records.append(record)
+                found.append(measure(binding, claim, results[slug], backend, record))
+    status = worst(m.status for m in found if m.status != "skipped")
+    return FigureView(binding, status, tuple(found), claim, claim_source(claim, records))
+
+
+def source_link(source: str | None, repo_url: str | None) -> str:
+    """A link to the claim's code on the repository, or the bare place when no link can be made."""
+    if not source:
+        return ""
+    match = SOURCE_PATTERN.match(source)
+    if not match or ".." in PurePosixPath(match.group("path")).parts:
+        return f'<span class="vb-panel__source">{esc(short(source, 120))}</span>'
+    if not repo_url:
+        return f'<span class="vb-panel__source">computed by <code>{esc(source)}</code></span>'
+    href = f"{repo_url.rstrip('/')}/blob/main/{quote(match.group('path'))}#L{match.group('line')}"
+    return (f'<span class="vb-panel__source">computed by <a href="{esc(href)}">'
+            f'<code>{esc(source)}</code></a></span>')
+
+
+def pretty(text: str) -> str:
+    """Escaped figure text with powers set as superscripts: 10^-7 → 10⁻⁷ (display only)."""
+    escaped = esc(text)
+    return _POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped)
+
+
+BACKEND_LABELS = {"none": "exact arithmetic"}
+
+
+def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None) -> str:
+    """A machine's heading in the panel: its name, the date of its records, python's version."""
+    dates = sorted({m.date[:10] for m in items if m.date})
+    env = results.environment if results is not None and isinstance(results.environment, dict) else {}
+    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    python = versions.get("python") if isinstance(versions.get("python"), str) else ""
+    meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
+    return (f'<span class="vb-machine__name">{esc(slug)}</span>'
+            f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>')
+
+
+def _row_note(m: Measurement) -> str:
+    """What a row needs said beyond its value: why it failed, or that it was judged from the record."""
+    if m.status == "failed" and m.message:
+        return short(m.message.splitlines()[0], 300)
+    if m.rejudged and m.status != "verified":
+        return short(m.message, 300)
+    return ""
+
+
+def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str) -> str:
+    """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
+
+    Its own element name (`vb-panel`, phrasing content like a span) keeps it whole out of the
+    search index, whose parser matches excluded elements by tag name.
+    """
+    b = view.binding
+    parts = [
+        f'<vb-panel class="vb-panel" id="{uid}" data-search-exclude>',
+        '<span class="vb-panel__head">',
+        f'<span class="vb-badge" data-status="{view.status}">{LABELS[view.status]}</span> ',
+        f'<code class="vb-panel__id">{esc(b.claim_id)}</code>',
+        "</span>",
+    ]
+    if view.claim is not None and view.claim.doc:
+        parts.append(f'<span class="vb-panel__doc">{esc(short(view.claim.doc, 300))}</span>')
+    printed = f"Printed <b>{pretty(b.text)}</b>"
+    if b.stated != b.text:
+        printed += f", read as {esc(b.stated)}"
+    if b.disputed:
+        printed += ", marked disputed by the book"
+    parts.append(f'<span class="vb-panel__printed">{printed}: {esc(MEANINGS.get(view.status, ""))}.</span>')
+    if not view.measurements:
+        parts.append('<span class="vb-panel__none">No machine has recorded this claim yet: '
+                     "run the suite on yours to verify it.</span>")
+    by_machine: dict[str, list[Measurement]] = {}
+    for m in view.measurements:
+        by_machine.setdefault(m.machine, []).append(m)
+    shown: set[str] = set()
+    for slug, items in by_machine.items():
+        ran = [m for m in items if m.status != "skipped"]
+        machine_status = worst(m.status for m in ran) if ran else "skipped"
+        parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{machine_status}">')
+        parts.append(_machine_line(slug, items, results.get(slug)))
+        for m in ran:
+            version = f" {esc(short(m.version, 40))}" if m.version else ""
+            backend = esc(BACKEND_LABELS.get(m.backend, m.backend))
+            parts.append(
+                f'<span class="vb-row" data-status="{m.status}" data-backend="{esc(m.backend)}">'
+                f'<span class="vb-row__backend">{backend}{version}</span>'
+                f'<span class="vb-row__value">{esc(show_value(m.value))}</span>'
+                f'<span class="vb-row__status">{LABELS.get(m.status, "failed")}</span>'
+                "</span>"
+            )
+            note = _row_note(m)
+            if note and note not in shown:
+                shown.add(note)
+                parts.append(f'<span class="vb-row__message">{esc(note)}</span>')
+        skipped = [m for m in items if m.status == "skipped"]
+        if skipped:
+            reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
+            names = ", ".join(esc(m.backend) for m in skipped)
+            parts.append(f'<span class="vb-row__skipped" title="{esc(short(reasons, 600))}">'
+                         f"not run here: {names}</span>")
+        parts.append("</span>")
+    parts.append(source_link(view.source, repo_url))
+    parts.append("</vb-panel>")
+    return "".join(parts)
+
+
+def render_figure(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
+                  in_code: bool = False) -> str:
+    """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
+    b = view.binding
+    text = esc(b.text) if in_code else pretty(b.text)
+    sr = f" ({LABELS[view.status]} figure)"
+    return (
+        f'<span class="vb-fig" data-claim="{esc(b.claim_id)}" data-status="{view.status}" tabindex="0" '
+        f'aria-describedby="{uid}">'
+        f'<span class="vb-fig__text">{text}</span>'
+        f'<span class="vb-fig__mark" aria-hidden="true"></span>'
+        f'<span class="vb-sr" data-search-exclude>{esc(sr)}</span>'
+        f"{render_panel(view, results, repo_url, uid)}"
+        "</span>"
+    )
+
+
+def render_error(text: str, message: str, claim_id: str = "", in_code: bool = False) -> str:
+    """A visible marker where a binding is broken (plain builds; strict builds fail instead)."""
+    shown = esc(text) if in_code else pretty(text)
+    message = message.replace("](claim:", "] (claim ")  # the build log has the exact syntax; the page shows no link
+    claim_attr = f' data-claim-error="{esc(claim_id)}"' if claim_id else ' data-claim-error=""'
+    return (
+        f'<span class="vb-fig" data-status="error"{claim_attr} tabindex="0" title="{esc(short(message, 300))}">'
+        f'<span class="vb-fig__text">{shown}</span><span class="vb-fig__mark" aria-hidden="true"></span>'
+        f'<span class="vb-sr" data-search-exclude> (broken figure: {esc(short(message, 300))})</span></span>'
+    )
+
+
+# ---------------------------------------------------------------------------
+# One page
+
+
+@dataclass
+class Context:
+    """What every page's rendering needs: the results, the claims, where the code lives."""
+
+    results: Mapping[str, ResultsFile]
+    claims: Callable[[str], Claim | None]
+    repo_url: str | None = None
+    near: Callable[[str], Sequence[str]] = lambda _: ()
+
+
+@dataclass
+class RenderedPage:
+    """A page's Markdown with placeholder tokens, the HTML for each token, and what went wrong."""
+
+    markdown: str
+    file: str = ""
+    fragments: dict[str, str] = field(default_factory=dict)
+    blocks: dict[str, str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    views: list[FigureView] = field(default_factory=list)
+    missing: list[Binding] = field(default_factory=list)
+    titles: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class GeneratedPage:
+    """A page the site adds (machines, plots): Markdown with tokens, and the HTML for each token."""
+
+    markdown: str
+    blocks: dict[str, str] = field(default_factory=dict)
+
+
+def fill_blocks(html_text: str, blocks: Mapping[str, str]) -> str:
+    """Put each block of a generated page in place of its placeholder paragraph."""
+    for token, block in blocks.items():
+        html_text = html_text.replace(f"<p>{token}</p>", block).replace(token, block)
+    return html_text
+
+
+class _Tokens:
+    """Placeholder tokens: letters and digits only, so Markdown leaves them as they are."""
+
+    def __init__(self, seed: str) -> None:
+        self.salt = hashlib.sha1(seed.encode("utf-8")).hexdigest()[:10].upper()
+        self.count = 0
+
+    def next(self) -> str:
+        self.count += 1
+        return f"VBCLAIM{self.salt}N{self.count}Z"
+
+
+def snippet_of(info: str, last_include: str | None) -> str | None:
+    """The snippet an output block shows: `output name.py` in its info string, else the last include."""
+    words = info.strip().split()
+    for word in words[1:]:
+        if word.endswith(".py"):
+            return PurePosixPath(word.strip("\"'")).name
+    return PurePosixPath(last_include).name if last_include else None
+
+
+def render_markdown(markdown: str, page: Page, context: Context, line_offset: int = 0) -> RenderedPage:
+    """Replace every binding of `page` in `markdown` by a token, and output blocks by tabs.
+
+    `line_offset` is how many lines of the file precede `markdown` (front matter the
+    site generator has already taken off), so bindings' file lines find their place.
+    """
+    tokens = _Tokens(page.file + "\0" + markdown)
+    out = RenderedPage(markdown, page.file)
+    lines = markdown.split("\n")
+    by_line: dict[int, list[Binding]] = {}
+    for b in [*page.bindings, *page.malformed]:
+        by_line.setdefault(b.line - line_offset - 1, []).append(b)
+    result: list[str] = []
+    index = 0
+    last_include: str | None = None
+    fence: str | None = None
+    while index < len(lines):
+        raw = lines[index]
+        include = _INCLUDE.search(raw)
+        if include:
+            last_include = include.group("path")
+        match = _FENCE.match(raw)
+        if fence is not None:
+            if match and match.group("fence").startswith(fence) and not match.group("info").strip():
+                fence = None
+            result.append(raw)
+            index += 1
+            continue
+        if match and match.group("info").strip().lower().startswith("output"):
+            end = _closing(lines, index, match.group("fence"))
+            result.extend(_output_block(lines, index, end, match, by_line, context, tokens, out,
+                                        snippet_of(match.group("info"), last_include)))
+            index = end + 1
+            continue
+        if match:
+            fence = match.group("fence")
+            result.append(raw)
+            index += 1
+            continue
+        result.append(_inline(raw, by_line.get(index, []), context, tokens, out))
+        index += 1
+    out.markdown = "\n".join(result)
+    return out
+
+
+def _closing(lines: list[str], start: int, fence: str) -> int:
+    for i in range(start + 1, len(lines)):
+        match = _FENCE.match(lines[i])
+        if match and match.group("fence").startswith(fence) and not match.group("info").strip():
+            return i
+    return len(lines) - 1
+
+
+def _span(raw: str, b: Binding) -> tuple[int, int] | None:
+    """Where binding `b` sits on its line, checked against the text actually given."""
+    start = b.column - 1
+    match = BINDING.match(raw, start)
+    if match and match.group("id") == b.claim_id and match.group("text") == b.text:
+        return match.span()
+    leftover = _LEFTOVER.search(raw, max(0, start - 1))
+    if b.error and leftover:
+        open_at = raw.rfind("[", 0, leftover.start() + 1)
+        return (open_at if open_at >= 0 and leftover.group(0).startswith("]") else leftover.start(), leftover.end())
+    return None
+
+
+def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_code: bool) -> str:
+    if b.error:
+        out.problems.append(Problem(b.where, b.error))
+        return render_error(b.text if b.claim_id else "broken figure", b.error, b.claim_id, in_code)
+    claim = context.claims(b.claim_id)
+    if claim is None:
+        near = list(context.near(b.claim_id))
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        message = f"figure {b.text} binds to unknown claim {b.claim_id!r}{hint}"
+        out.problems.append(Problem(b.where, message))
+        return render_error(b.text, message, b.claim_id, in_code)
+    view = figure_view(b, claim, context.results)
+    out.views.append(view)
+    if view.status == UNVERIFIED:
+        out.missing.append(b)
+    return render_figure(view, context.results, context.repo_url, uid, in_code)
+
+
+def _uid(token: str) -> str:
+    return "vbp-" + token[len("VBCLAIM"):].lower()
+
+
+def _inline(raw: str, bindings: list[Binding], context: Context, tokens: _Tokens, out: RenderedPage) -> str:
+    for b in sorted(bindings, key=lambda x: x.column, reverse=True):
+        span = _span(raw, b)
+        if span is None:
+            out.problems.append(Problem(b.where, f"figure {b.text} ({b.claim_id}) is not where the book has it; "
+                                                 "the page changed during the build"))
+            continue
+        token = tokens.next()
+        out.fragments[token] = _figure_html(b, context, out, _uid(token), False)
+        out.titles[token] = b.text
+        raw = raw[: span[0]] + token + raw[span[1]:]
+    return raw
+
+
+def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], by_line: dict[int, list[Binding]],
+                  context: Context, tokens: _Tokens, out: RenderedPage, snippet: str | None) -> list[str]:
+    """An output block as content tabs: the book's text with its figures, then each machine's output."""
+    indent = match.group("indent")
+    body: list[str] = []
+    plain: list[str] = []
+    for i in range(start + 1, end):
+        raw = lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip()
+        shift = len(lines[i]) - len(raw)
+        pieces: list[str] = []
+        plain_pieces: list[str] = []
+        cursor = 0
+        spans = []
+        for b in by_line.get(i, []):
+            span = _span(lines[i], b)
+            if span is None:
+                out.problems.append(Problem(b.where, f"figure {b.text} ({b.claim_id}) is not where the book has it"))
+                continue
+            spans.append((span[0] - shift, span[1] - shift, b))
+        for s, e, b in sorted(spans, key=lambda x: x[0]):
+            pieces.append(esc(raw[cursor:s]))
+            plain_pieces.append(raw[cursor:s])
+            pieces.append(_figure_html(b, context, out, _uid(tokens.next()), True))
+            plain_pieces.append(b.text)
+            cursor = e
+        pieces.append(esc(raw[cursor:]))
+        plain_pieces.append(raw[cursor:])
+        body.append("".join(pieces))
+        plain.append("".join(plain_pieces))
+    book_token = tokens.next()
+    out.blocks[book_token] = _code_block("\n".join(body), "\n".join(plain), "vb-output vb-output--book")
+    machines = []
+    if snippet:
+        for slug in sorted(context.results):
+            outputs = context.results[slug].outputs
+            entry = outputs.get(snippet) if isinstance(outputs, dict) else None
+            if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+                machines.append((slug, entry))
+    if not machines:
+        return [f"{indent}{book_token}"]
+    result = [f'{indent}===! "The book"', "", f"{indent}    {book_token}", ""]
+    for slug, entry in machines:
+        token = tokens.next()
+        text = short(entry["text"].rstrip("\n"), 20000)
+        date = entry.get("date") if isinstance(entry.get("date"), str) else ""
+        seconds = entry.get("seconds")
+        took = f", ran in {seconds:.2f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else ""
+        caption = (f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
+                   f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>")
+        out.blocks[token] = caption + _code_block(esc(text), text, "vb-output vb-output--machine")
+        label = esc(slug).replace("\\", "&#92;")
+        result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
+    return result
+
+
+def _code_block(inner_html: str, plain: str, classes: str) -> str:
+    return (f'<div class="highlight {classes}" data-copy="{esc(plain)}"><pre><code>{inner_html}</code></pre></div>')
+
+
+_CLAIM_HREF = re.compile(r'<a\b[^>]*\bhref="\s*claim:(?P<id>[^"]*)"[^>]*>(?P<text>.*?)</a>', re.DOTALL)
+
+
+_TOKEN = re.compile(r"(?:<p>)?(?P<token>VBCLAIM[0-9A-F]{10}N\d+Z)(?:</p>)?")
+_LOWER_TOKEN = re.compile(r"vbclaim[0-9a-f]{10}n\d+z")
+
+
+def fill(html_text: str, rendered: RenderedPage, where: str) -> tuple[str, list[Problem]]:
+    """Put each token's HTML in place; report tokens the conversion lost and `claim:` links that slipped through."""
+    problems: list[Problem] = []
+    found: set[str] = set()
+
+    def put(m: re.Match[str]) -> str:
+        token = m.group("token")
+        found.add(token)
+        if token in rendered.blocks:  # a block replaces its whole placeholder paragraph
+            return rendered.blocks[token]
+        inner = rendered.fragments.get(token, token)
+        return m.group(0).replace(token, inner)
+
+    html_text = _TOKEN.sub(put, html_text)
+    for token in rendered.blocks.keys() - found:
+        problems.append(Problem(where, "an output block was lost in conversion (is it inside raw HTML?)"))
+    for token in rendered.fragments.keys() - found:
+        problems.append(Problem(where, f"figure {rendered.titles.get(token, '?')} was lost in conversion "
+                                       "(a binding inside raw HTML or a link?)"))
+    lower = {token.lower(): _slug(text) for token, text in rendered.titles.items()}
+    html_text = _LOWER_TOKEN.sub(lambda m: lower.get(m.group(0), m.group(0)), html_text)  # a figure in a heading's anchor
+
+    def slipped(m: re.Match[str]) -> str:
+        message = f"a claim: link was not read as a binding: claim:{html.unescape(m.group('id'))}"
+        problems.append(Problem(where, message))
+        return render_error(re.sub(r"<[^>]+>", "", m.group("text")), message, html.unescape(m.group("id")))
+
+    html_text = _CLAIM_HREF.sub(slipped, html_text)
+    return html_text, problems
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "-", text.lower()).strip("-")
+
+
+def plain_anchor(anchor: str, rendered: RenderedPage) -> str:
+    """A heading's anchor with figure tokens back as the printed text, as the table of contents needs it."""
+    for token, text in rendered.titles.items():
+        anchor = anchor.replace(token.lower(), _slug(text))
+    return anchor
+
+
+def plain_title(title: str, rendered: RenderedPage) -> str:
+    """A heading or TOC title with figure tokens back as their printed text."""
+    for token, text in rendered.titles.items():
+        title = title.replace(token, esc(text))
+    return title

@@ -1,0 +1,213 @@
+"""The machines page: who verified the book, on what, and what each found, claim by claim.
+
+Plain functions from results files (untrusted: every string is escaped) and the book's
+bindings to Markdown with placeholder tokens and the HTML they stand for, like
+`claims.render` does for a chapter.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from claims.bindings import Book
+from claims.registry import ID_PATTERN
+from claims.render import (LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value,
+                           source_link)
+from claims.results import ResultsFile
+
+COUNTED = ("verified", "stale", "failed", "disputed", "skipped")
+FINGERPRINT_FIELDS = (
+    ("cpu", "CPU"), ("arch", "architecture"), ("cores", "logical cores"), ("memory_gb", "memory (GB)"),
+    ("gpu", "accelerator"), ("gpu_memory_gb", "accelerator memory (GB)"), ("compute_capability", "compute capability"),
+    ("driver", "driver"), ("os", "operating system"),
+)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A page of the book as the matrix filter names it."""
+
+    file: str
+    title: str
+    href: str
+
+
+def _token(seed: str, n: int) -> str:
+    return f"VBPAGE{hashlib.sha1(seed.encode()).hexdigest()[:10].upper()}N{n}Z"
+
+
+def claim_counts(results: ResultsFile) -> dict[str, int]:
+    """How many claims a machine found in each status (a claim's worst over its backends)."""
+    counts = {s: 0 for s in COUNTED}
+    for per_backend in results.records.values():
+        if isinstance(per_backend, dict):
+            status = claim_status_on(per_backend)
+            if status in counts:
+                counts[status] += 1
+    return counts
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    if isinstance(value, (str, int, float)):
+        return short(value, 120)
+    return None
+
+
+def _fingerprint(results: ResultsFile) -> str:
+    machine = results.machine if isinstance(results.machine, dict) else {}
+    fp = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
+    env = results.environment if isinstance(results.environment, dict) else {}
+    rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
+    markers = machine.get("markers")
+    if isinstance(markers, list) and markers:
+        rows.append(("matches the book's", ", ".join(str(m) for m in markers if isinstance(m, str))))
+    rows.append(("latest run", _scalar(env.get("date"))))
+    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    rows.append(("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if _scalar(v)) or None))
+    backends = env.get("backends") if isinstance(env.get("backends"), dict) else {}
+    present = [f"{k} {v}" for k, v in backends.items() if _scalar(v)]
+    absent = [str(k) for k, v in backends.items() if not _scalar(v)]
+    rows.append(("backends present", ", ".join(present) or None))
+    rows.append(("backends absent", ", ".join(absent) or None))
+    cells = "".join(f"<tr><th scope=\"row\">{esc(label)}</th><td>{esc(short(value, 300))}</td></tr>"
+                    for label, value in rows if value)
+    return f'<table class="vb-fingerprint"><tbody>{cells}</tbody></table>'
+
+
+def _counts_html(counts: Mapping[str, int]) -> str:
+    items = "".join(
+        f'<li data-status="{s}"><span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>' for s in COUNTED
+    )
+    return f'<ul class="vb-counts">{items}</ul>'
+
+
+def _overview(results: Mapping[str, ResultsFile]) -> str:
+    head = "".join(f"<th scope=\"col\">{LABELS[s]}</th>" for s in COUNTED)
+    rows = []
+    for slug in sorted(results):
+        rf = results[slug]
+        fp = rf.machine.get("fingerprint") if isinstance(rf.machine, dict) else None
+        fp = fp if isinstance(fp, dict) else {}
+        what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
+        date = _scalar(rf.environment.get("date") if isinstance(rf.environment, dict) else None) or ""
+        counts = claim_counts(rf)
+        cells = "".join(f'<td data-status="{s}">{counts[s]}</td>' for s in COUNTED)
+        rows.append(f'<tr><th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
+                    f"<td>{esc(what)}</td><td>{esc(date[:10])}</td>{cells}</tr>")
+    return (f'<table class="vb-overview"><thead><tr><th scope="col">machine</th><th scope="col">hardware</th>'
+            f'<th scope="col">latest run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def anchor(slug: str) -> str:
+    """The id of a machine's section."""
+    return "machine-" + (re.sub(r"[^a-z0-9]+", "-", slug.lower()).strip("-") or "unnamed")
+
+
+def markdown_text(text: str) -> str:
+    """Untrusted text for a Markdown heading: HTML escaped, Markdown's own punctuation backslashed."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>])", r"\\\1", esc(text))
+
+
+def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
+    per_backend = rf.records.get(claim_id)
+    if not isinstance(per_backend, dict) or not per_backend:
+        return UNVERIFIED, (f'<td data-status="{UNVERIFIED}" title="no record on this machine">'
+                            '<span class="vb-cell">—</span></td>')
+    status = claim_status_on(per_backend)
+    detail = "; ".join(
+        f"{backend}: {show_value(r.get('value'))} ({r.get('status') if isinstance(r.get('status'), str) else '?'})"
+        for backend, r in sorted(per_backend.items()) if isinstance(r, dict)
+    )
+    return status, (f'<td data-status="{status}" title="{esc(short(detail, 600))}">'
+                    f'<span class="vb-cell">{LABELS.get(status, "failed")}</span></td>')
+
+
+def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
+            chapters: Mapping[str, Chapter], sources: Mapping[str, str], repo_url: str | None) -> str:
+    slugs = sorted(results)
+    printed: dict[str, list[str]] = {}
+    for binding in book.bindings():
+        files = printed.setdefault(binding.claim_id, [])
+        if binding.file not in files:
+            files.append(binding.file)
+    ids = set(claim_ids) | set(printed)
+    for rf in results.values():
+        ids |= {cid for cid in rf.records if isinstance(cid, str) and ID_PATTERN.match(cid)}
+    chapter_keys = {file: f"c{i}" for i, file in enumerate(chapters)}
+    known = set(claim_ids)
+    rows = []
+    for claim_id in sorted(ids):
+        files = printed.get(claim_id, [])
+        keys = " ".join(chapter_keys.get(f, "c-other") for f in files) or "none"
+        where = ", ".join(
+            f'<a href="{esc(chapters[f].href)}">{esc(chapters[f].title)}</a>' if f in chapters else esc(f) for f in files
+        ) or '<span class="vb-muted">not printed</span>'
+        statuses, cells = [], []
+        for slug in slugs:
+            status, cell = _cell(claim_id, results[slug])
+            statuses.append(status)
+            cells.append(cell)
+        note = "" if claim_id in known else ' <span class="vb-muted">(no longer a claim of this book)</span>'
+        link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else ""
+        rows.append(
+            f'<tr data-chapters="{keys}" data-statuses="{" ".join(sorted(set(statuses)))}">'
+            f'<th scope="row"><code>{esc(claim_id)}</code>{note}{link}</th><td>{where}</td>{"".join(cells)}</tr>'
+        )
+    options = "".join(f'<option value="{chapter_keys[f]}">{esc(c.title)}</option>' for f, c in chapters.items())
+    status_options = "".join(
+        f'<option value="{s}">{LABELS[s]}</option>' for s in ("verified", "stale", "failed", "disputed", "skipped", UNVERIFIED)
+    )
+    head = "".join(f'<th scope="col"><a href="#{esc(anchor(s))}">{esc(s)}</a></th>' for s in slugs)
+    return (
+        '<div class="vb-matrix" data-vb-matrix>'
+        '<div class="vb-matrix__filters">'
+        '<label>Chapter <select data-vb-filter="chapter"><option value="">all chapters</option>'
+        f'{options}<option value="none">not printed in the book</option></select></label> '
+        '<label>Status <select data-vb-filter="status"><option value="">any status</option>'
+        f"{status_options}</select></label> "
+        f'<span class="vb-matrix__count" data-vb-count aria-live="polite">{len(rows)} claims</span>'
+        "</div>"
+        '<div class="vb-matrix__scroll"><table class="vb-matrix__table">'
+        f'<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div></div>'
+    )
+
+
+def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
+                    chapters: Mapping[str, Chapter], sources: Mapping[str, str] | None = None,
+                    repo_url: str | None = None, plots_href: str | None = None) -> GeneratedPage:
+    """The machines page: one section per machine, then the claims × machines matrix."""
+    seed = "machines:" + ",".join(sorted(results))
+    n = 0
+    blocks: dict[str, str] = {}
+
+    def put(fragment: str) -> str:
+        nonlocal n
+        n += 1
+        token = _token(seed, n)
+        blocks[token] = fragment
+        return token
+
+    lines = ["# Machines", ""]
+    if not results:
+        lines += ["No machine has verified the book yet: every figure shows as not yet verified. "
+                  "Run the suite on yours and its results file appears here.", ""]
+    else:
+        plots = f" The [plots]({plots_href}) draw what they measured." if plots_href else ""
+        lines += [
+            f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
+            f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
+            f"as skipped.{plots}", "", put(_overview(results)), "",
+        ]
+        for slug in sorted(results):
+            lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
+                      put(_counts_html(claim_counts(results[slug])) + _fingerprint(results[slug])), ""]
+    lines += ["## Claims × machines { #claims-by-machine }", "",
+              "Every claim of the book against every machine: hover a cell for each backend's value. "
+              "Filter by the chapter that prints a claim, or by status.", "",
+              put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url)), ""]
+    return GeneratedPage("\n".join(lines), blocks)

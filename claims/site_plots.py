@@ -1,0 +1,322 @@
+"""Plots of what the machines measured, drawn at build time from their results files.
+
+Nothing is computed here but the drawing: every number plotted is a value some
+machine recorded. A plot whose records are absent is left out with a note saying
+which claims it waits for. SVGs are drawn with text and axes in a sentinel colour
+that becomes `currentColor`, so inline in the page they take the palette's text
+colour and read on white and on dark slate alike.
+"""
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from claims.registry import ID_PATTERN
+from claims.render import GeneratedPage, esc, number
+from claims.results import ResultsFile
+
+TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
+FORMATS = ("bf16", "q4_k_m")
+FORMAT_LABELS = {"bf16": "BF16", "q4_k_m": "Q4_K_M"}
+MATMUL_DTYPES = ("fp32", "fp16", "bf16")  # drawing order: BF16 on top where peaks coincide
+SWEEP_BATCHES = (1, 8, 64, 256)
+INTENSITY = re.compile(r"^flops\.(?:intensity\.(?P<name>[a-z0-9_.]+)|job\.(?P<job>[a-z0-9_]+)\.intensity)$")
+
+INK = "#0a0b0c"    # text, ticks, spines: becomes currentColor
+GRID = "#0a0b0d"   # grid lines: currentColor at low opacity
+SERIES = {"bf16": "#3b82f6", "fp16": "#10b981", "fp32": "#f59e0b", "q4_k_m": "#f97316"}
+CYCLE = ("#3b82f6", "#f97316", "#10b981", "#a855f7", "#ef4444", "#14b8a6")
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One chart: its title, its SVG (None when its records are absent) and a caption or note."""
+
+    key: str
+    title: str
+    svg: str | None
+    note: str
+
+
+def values(results: ResultsFile, claim_id: str) -> dict[str, float]:
+    """The numeric value each backend recorded for a claim on one machine."""
+    per_backend = results.records.get(claim_id)
+    if not isinstance(per_backend, dict):
+        return {}
+    out = {}
+    for backend, record in sorted(per_backend.items()):
+        if isinstance(record, dict) and record.get("status") != "skipped":
+            value = number(record.get("value"))
+            if value is not None and value > 0:
+                out[str(backend)] = value
+    return out
+
+
+def first_value(results: Mapping[str, ResultsFile], claim_id: str) -> float | None:
+    """An exact claim's value from whichever machine recorded it (all agree by construction)."""
+    for slug in sorted(results):
+        found = values(results[slug], claim_id)
+        if found:
+            return next(iter(found.values()))
+    return None
+
+
+def intensities(results: Mapping[str, ResultsFile]) -> dict[str, float]:
+    """The book's jobs, by name, at the arithmetic intensity (FLOP per byte) their claims recorded.
+
+    Claims `flops.intensity.<job>` or `flops.job.<job>.intensity`.
+    """
+    out: dict[str, float] = {}
+    for slug in sorted(results):
+        for claim_id in sorted(results[slug].records):
+            match = INTENSITY.match(claim_id) if isinstance(claim_id, str) and ID_PATTERN.match(claim_id) else None
+            if match:
+                value = first_value({slug: results[slug]}, claim_id)
+                if value is not None:
+                    out.setdefault(match.group("name") or match.group("job"), value)
+    return out
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style(key: str) -> dict[str, Any]:
+    from cycler import cycler
+
+    return {
+        "svg.fonttype": "none", "svg.hashsalt": key, "font.size": 10,
+        "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": INK, "xtick.color": INK, "ytick.color": INK,
+        "axes.facecolor": "none", "figure.facecolor": "none", "savefig.facecolor": "none",
+        "axes.spines.top": False, "axes.spines.right": False, "axes.titleweight": "bold",
+        "axes.grid": True, "grid.color": GRID, "grid.alpha": 0.18, "grid.linewidth": 0.6,
+        "legend.frameon": False, "axes.prop_cycle": cycler(color=CYCLE),
+    }
+
+
+def to_svg(fig: Any, title: str) -> str:
+    """A figure as inline SVG: no XML prologue, ids kept unique, ink in the page's text colour."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+                bbox_inches="tight", transparent=True)
+    _pyplot().close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
+    svg = re.sub(r'<g id="[^"]*"', "<g", svg)
+    svg = svg.replace(INK, "currentColor").replace(GRID, "currentColor")
+    svg = re.sub(r"font-family: [^;\"]*", "font-family: inherit", svg)
+    svg = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
+                 lambda m: f'<svg {m.group(1)}class="vb-plot__svg" role="img" aria-label="{_attr(title)}"', svg, count=1)
+    return svg.strip()
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def _plain_ticks(ax: Any) -> None:
+    """Tick labels as plain numbers (0.25, 1, 4, 1,000), not powers: a reader compares them with the text."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2g}"
+
+
+def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
+    """Attainable GFLOP/s against FLOP per byte, from one machine's measured bandwidth and peaks."""
+    key, title = f"roofline-{results.slug}", f"Roofline measured on {results.slug}"
+    bandwidth = values(results, "probe.bandwidth.read") or values(results, "probe.bandwidth.copy")
+    peaks = {dtype: values(results, f"probe.matmul.{dtype}") for dtype in MATMUL_DTYPES}
+    backends = [b for b in bandwidth if any(b in p for p in peaks.values())]
+    if not backends:
+        return Plot(key, title, None, f"{results.slug} has not recorded both a bandwidth (probe.bandwidth.read or "
+                                      "probe.bandwidth.copy) and a matmul peak (probe.matmul.*) on one backend yet.")
+    plt = _pyplot()
+    with plt.rc_context(_style(key)):
+        fig, ax = plt.subplots(figsize=(7.2, 4.2))
+        ridges = [peaks[d][b] / bandwidth[b] for b in backends for d in MATMUL_DTYPES if b in peaks[d]]
+        low = min([0.25, *[v / 2 for v in jobs.values()]])
+        high = max([max(ridges) * 8, 64, *[v * 2 for v in jobs.values()]])
+        xs = [low * (high / low) ** (i / 200) for i in range(201)]
+        top_roof: tuple[str, str] | None = None
+        for i, backend in enumerate(backends):
+            for dtype in MATMUL_DTYPES:
+                if backend not in peaks[dtype]:
+                    continue
+                peak, bw = peaks[dtype][backend], bandwidth[backend]
+                ridge_recorded = values(results, f"probe.ridge.{dtype}").get(backend)
+                ridge = ridge_recorded or peak / bw
+                ax.plot(xs, [min(peak, bw * x) for x in xs], color=SERIES[dtype],
+                        linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.8,
+                        label=f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
+                if low <= ridge <= high:
+                    ax.plot([ridge], [min(peak, bw * ridge)], marker="o", markersize=4, color=SERIES[dtype])
+                if top_roof is None or (dtype == "bf16" and top_roof[1] != "bf16") or (
+                        dtype == top_roof[1] and peak > peaks[dtype][top_roof[0]]):
+                    top_roof = (backend, dtype)
+        if top_roof is not None:
+            backend, dtype = top_roof
+            peak, bw = peaks[dtype][backend], bandwidth[backend]
+            for j, (name, intensity) in enumerate(sorted(jobs.items(), key=lambda kv: kv[1])):
+                attainable = min(peak, bw * intensity)
+                ax.axvline(intensity, color=GRID, alpha=0.35, linewidth=0.8, linestyle=":")
+                ax.plot([intensity], [attainable], marker="D", markersize=5, color=INK)
+                right = math.log(high / intensity) < math.log(high / low) / 5  # near the right edge: label leftwards
+                ax.annotate(name, (intensity, attainable), textcoords="offset points", fontsize=8.5,
+                            xytext=(-6 if right else 6, -14 if j % 2 else 6), ha="right" if right else "left")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlim(low, high)
+        _plain_ticks(ax)
+        ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+        ax.set_ylabel("attainable GFLOP/s")
+        ax.set_title(title, loc="left", fontsize=11)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
+        svg = to_svg(fig, title)
+    jobs_note = ("Diamonds: the book's jobs at the intensity their claims recorded (" +
+                 ", ".join(f"{k} {_fmt(v)}" for k, v in sorted(jobs.items(), key=lambda kv: kv[1])) + ")."
+                 if jobs else "The book's jobs are not placed: no results file records their intensity "
+                              "(flops.job.*.intensity) yet.")
+    return Plot(key, title, svg, "Lines: min(peak, bandwidth × intensity) for each backend and precision measured; "
+                                 f"dots mark the ridge points. {jobs_note}")
+
+
+def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
+    """Batch-1 decode ceilings: the four tracks from vendor bandwidth, and what machines measured."""
+    key, title = "decode-ceilings", "Decode ceiling, tokens/s at batch 1"
+    rows: list[tuple[str, dict[str, float], bool]] = []
+    for track in TRACKS:
+        found = {fmt: first_value(results, f"decode.ceiling.{track}.{fmt}") for fmt in FORMATS}
+        if any(v is not None for v in found.values()):
+            rows.append((track, {k: v for k, v in found.items() if v is not None}, False))
+    for slug in sorted(results):
+        per_fmt = {fmt: values(results[slug], f"probe.decode_ceiling.qwen3_8b.{fmt}") for fmt in FORMATS}
+        for backend in sorted({b for v in per_fmt.values() for b in v}):
+            rows.append((f"{slug} · {backend}", {f: per_fmt[f][backend] for f in FORMATS if backend in per_fmt[f]}, True))
+    if not rows:
+        return Plot(key, title, None, "No results file records decode.ceiling.{track}.{fmt} or "
+                                      "probe.decode_ceiling.qwen3_8b.{fmt} yet.")
+    plt = _pyplot()
+    with plt.rc_context(_style(key)):
+        fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.55 * len(rows)))
+        height = 0.38
+        for r, (label, found, measured) in enumerate(rows):
+            for f, fmt in enumerate(FORMATS):
+                if fmt not in found:
+                    continue
+                y = r + (f - 0.5) * height
+                ax.barh(y, found[fmt], height=height * 0.92, color=SERIES[fmt], alpha=0.55 if measured else 0.95,
+                        linewidth=0,
+                        label=FORMAT_LABELS[fmt] if not any(fmt in x[1] for x in rows[:r]) else None)
+                ax.text(found[fmt], y, f" {_fmt(found[fmt])}", va="center", fontsize=8.5)
+        ax.set_yticks(range(len(rows)), [label for label, _, _ in rows])
+        split = next((r for r, row in enumerate(rows) if row[2]), None)
+        if split:
+            ax.axhline(split - 0.5, color=GRID, alpha=0.5, linewidth=0.8, linestyle="--")
+        ax.invert_yaxis()
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel("tokens per second (Qwen3-8B weights, one token at a time)")
+        ax.set_title(title, loc="left", fontsize=11)
+        ax.margins(x=0.12)
+        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
+        svg = to_svg(fig, title)
+    vendor = "the ceiling from each track's vendor bandwidth (claims decode.ceiling.*)"
+    measured = "the ceiling each machine measured (probe.decode_ceiling.qwen3_8b.*), per backend"
+    if split:
+        note = f"Above the dashed line, full colour: {vendor}. Below it, paler: {measured}."
+    else:
+        note = (f"Paler bars: {measured}; no results file records decode.ceiling.* yet." if rows[0][2]
+                else f"Bars: {vendor}. No machine has measured its own ceiling yet (probe.decode_ceiling.qwen3_8b.*).")
+    return Plot(key, title, svg, note)
+
+
+def sweep(results: ResultsFile) -> Plot:
+    """The intensity sweep on one machine: throughput and weight traffic as the batch grows."""
+    key, title = f"sweep-{results.slug}", f"Batch sweep measured on {results.slug}"
+    gflops = {b: values(results, f"probe.sweep.{b}.gflops") for b in SWEEP_BATCHES}
+    traffic = {b: values(results, f"probe.sweep.{b}.weight_gbs") for b in SWEEP_BATCHES}
+    backends = sorted({k for v in [*gflops.values(), *traffic.values()] for k in v})
+    if not backends:
+        return Plot(key, title, None, f"{results.slug} has not recorded probe.sweep.{{batch}}.gflops or "
+                                      f"probe.sweep.{{batch}}.weight_gbs yet.")
+    plt = _pyplot()
+    with plt.rc_context(_style(key)):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4))
+        for i, backend in enumerate(backends):
+            for ax, series in ((left, gflops), (right, traffic)):
+                points = [(b, series[b][backend]) for b in SWEEP_BATCHES if backend in series[b]]
+                if points:
+                    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=4,
+                            color=CYCLE[i % len(CYCLE)], label=backend, linewidth=1.6)
+        for ax, label in ((left, "GFLOP/s"), (right, "weight GB/s")):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(SWEEP_BATCHES, [str(b) for b in SWEEP_BATCHES])
+            ax.set_xlabel("batch (tokens per weight read)")
+            ax.set_ylabel(label)
+        left.set_title(title, loc="left", fontsize=11)
+        left.legend(fontsize=8)
+        fig.tight_layout()
+        svg = to_svg(fig, title)
+    return Plot(key, title, svg, "Left: throughput of the layer's matmul as the batch grows; right: the weight "
+                                 "bytes it streams per second. Growing the batch raises the FLOP per byte read.")
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    plots: tuple[Plot, ...]
+
+
+def all_plots(results: Mapping[str, ResultsFile]) -> list[Section]:
+    """Every plot of the book, by section, in page order."""
+    jobs = intensities(results)
+    slugs = sorted(results)
+    return [
+        Section("Roofline per machine", tuple(roofline(results[s], jobs) for s in slugs)),
+        Section("Decode ceilings", (decode_ceilings(results),)),
+        Section("Batch sweep per machine", tuple(sweep(results[s]) for s in slugs)),
+    ]
+
+
+def plot_html(plot: Plot) -> str:
+    """A plot as a figure with its caption, or its note where it is left out."""
+    if plot.svg is None:
+        return f'<p class="vb-plot__missing" data-plot="{esc(plot.key)}">{esc(plot.note)}</p>'
+    return (f'<figure class="vb-plot" data-plot="{esc(plot.key)}">{plot.svg}'
+            f"<figcaption>{esc(plot.note)}</figcaption></figure>")
+
+
+def render_plots_page(results: Mapping[str, ResultsFile]) -> GeneratedPage:
+    """The plots page: each section's charts, or the note saying what each one waits for."""
+    page = GeneratedPage("")
+    lines = ["# Plots", "", "Every chart below is drawn from the results files machines committed; nothing is "
+             "computed to draw it. A chart whose records are missing says which claims it waits for.", ""]
+    for n, section in enumerate(all_plots(results)):
+        lines += [f"## {section.title}", ""]
+        if not section.plots:
+            lines += ["No machine has committed results yet.", ""]
+        for m, plot in enumerate(section.plots):
+            token = f"VBPLOTS{n}X{m}Z"
+            page.blocks[token] = plot_html(plot)
+            lines += [token, ""]
+    page.markdown = "\n".join(lines)
+    return page

@@ -1,0 +1,316 @@
+"""Rendering figures from results: status from every machine's records, one element per figure, nothing unescaped."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from fractions import Fraction
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claims import render, site_machines, site_plots
+from claims.bindings import Book, read_page
+from claims.figures import parse
+from claims.registry import Claim, Kind
+from claims.results import ResultsFile
+
+CLAIMS = {
+    "t.ceiling": Claim("t.ceiling", Kind.EXACT, lambda: Fraction(331, 20), "A ceiling in tokens/s.",
+                       source_file="claims/topics/t.py", source_line=12),
+    "t.max": Claim("t.max", Kind.LIBRARY, lambda b: 65504, "Largest float16.",
+                   source_file="claims/topics/t.py", source_line=30),
+    "t.quoted": Claim("t.quoted", Kind.QUOTED, lambda: 250, "A vendor's figure.",
+                      source_file="claims/topics/t.py", source_line=40),
+}
+PAGE = """# A page
+
+The ceiling is [16.6](claim:t.ceiling) tokens/s, the largest [65,504](claim:t.max).
+A source says [264](claim:t.quoted "disputed").
+
+```python
+--8<-- "book/snippets/shapes.py"
+```
+
+```output
+max=[65,504](claim:t.max)
+```
+"""
+
+
+def record(status: str, value: Any, figures: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"status": status, "value": value, "figures": figures or [], "message": "", "date": "2026-11-28T10:00:00+00:00",
+            "version": "2.4.6", "source": "claims/topics/t.py:12", "kind": "exact", **extra}
+
+
+def machine(slug: str, records: dict[str, dict[str, Any]], outputs: dict[str, Any] | None = None) -> ResultsFile:
+    return ResultsFile(slug, {"slug": slug, "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
+                       {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}}, records, outputs or {})
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Any:
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "page.md").write_text(PAGE, encoding="utf-8")
+    return read_page(book / "page.md", tmp_path)
+
+
+def context(results: dict[str, ResultsFile]) -> render.Context:
+    return render.Context(results, CLAIMS.get, "https://github.com/o/r")
+
+
+def figures_of(page: Any, claim_id: str) -> list[dict[str, Any]]:
+    return [{"file": b.file, "line": b.line, "printed": b.text, "stated": b.stated, "status": "verified"}
+            for b in page.bindings if b.claim_id == claim_id]
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, to check what a browser would build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def elements(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = Elements()
+    parser.feed(html)
+    return parser.tags
+
+
+def test_no_record_anywhere_is_not_yet_verified(page: Any) -> None:
+    b = page.bindings[0]
+    view = render.figure_view(b, CLAIMS["t.ceiling"], {})
+    assert view.status == "unverified"
+    html = render.render_figure(view, {}, None, "p1")
+    assert 'data-status="unverified"' in html and "not yet verified" in html
+
+
+def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(page: Any) -> None:
+    b = next(x for x in page.bindings if x.claim_id == "t.max" and not x.in_output)
+    good = {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}}
+    bad_figures = [dict(f, status="stale") for f in figures_of(page, "t.max")]
+    bad = {"t.max": {"mlx:cpu": record("stale", 65505, bad_figures, message="computed 65,505")}}
+    results = {"alpha": machine("alpha", good), "beta": machine("beta", bad)}
+    view = render.figure_view(b, CLAIMS["t.max"], results)
+    assert view.status == "stale"
+    assert {(m.machine, m.backend, m.status) for m in view.measurements} == {
+        ("alpha", "numpy", "verified"), ("beta", "mlx:cpu", "stale")}
+    html = render.render_figure(view, results, "https://github.com/o/r", "p1")
+    assert "65,504" in html and "65,505" in html and "alpha" in html and "beta" in html
+    assert 'href="https://github.com/o/r/blob/main/claims/topics/t.py#L30"' in html
+
+
+def test_changed_text_is_judged_against_the_recorded_value(page: Any) -> None:
+    b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
+    entry = figures_of(page, "t.ceiling")[0] | {"printed": "16.5", "stated": "16.5"}
+    results = {"alpha": machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
+                                                                          [entry])}})}
+    view = render.figure_view(b, CLAIMS["t.ceiling"], results)
+    assert view.status == "verified" and view.measurements[0].rejudged
+
+    changed = dataclasses.replace(b, text="16.7", printed=parse("16.7"))
+    view = render.figure_view(changed, CLAIMS["t.ceiling"], results)
+    assert view.status == "stale"
+    assert "16.55" in view.measurements[0].message
+
+
+def test_disputed_figure_shows_disputed(page: Any) -> None:
+    b = next(x for x in page.bindings if x.claim_id == "t.quoted")
+    assert b.disputed
+    results = {"alpha": machine("alpha", {"t.quoted": {"none": record("disputed", 250)}})}
+    view = render.figure_view(b, CLAIMS["t.quoted"], results)
+    assert view.status == "disputed"
+    assert "marked disputed by the book" in render.render_figure(view, results, None, "p")
+
+
+def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
+    b = next(x for x in page.bindings if x.claim_id == "t.max")
+    results = {"alpha": machine("alpha", {"t.max": {"torch:cuda": record("skipped", None, message="no CUDA here")}})}
+    view = render.figure_view(b, CLAIMS["t.max"], results)
+    assert view.status == "unverified"
+    assert "not run here: torch:cuda" in render.render_figure(view, results, None, "p")
+
+
+def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any) -> None:
+    results = {"alpha": machine("alpha", {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}},
+                                {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5}})}
+    rendered = render.render_markdown(PAGE, page, context(results))
+    assert "claim:" not in rendered.markdown
+    assert '===! "The book"' in rendered.markdown and '=== "alpha"' in rendered.markdown
+    html = "\n".join(f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n"))
+    filled, problems = render.fill(html, rendered, "book/page.md")
+    assert not problems
+    claims = [a["data-claim"] for _, a in elements(filled) if "data-claim" in a]
+    assert sorted(claims) == sorted(b.claim_id for b in page.bindings)
+    assert "max=65504" in filled  # the machine's own output, in its tab
+    assert "claim:" not in filled
+
+
+def test_explicit_snippet_name_in_the_info_string(tmp_path: Path) -> None:
+    text = "# P\n\n```output other.py\nx=[65,504](claim:t.max)\n```\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    results = {"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})}
+    rendered = render.render_markdown(text, page, context(results))
+    assert '=== "alpha"' in rendered.markdown
+
+
+def test_front_matter_offsets_lines(tmp_path: Path) -> None:
+    text = "---\ntitle: x\n---\n\n# P\n\nIt is [65,504](claim:t.max).\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    markdown = "# P\n\nIt is [65,504](claim:t.max).\n"
+    rendered = render.render_markdown(markdown, page, context({}), line_offset=4)
+    assert not rendered.problems and "claim:" not in rendered.markdown
+
+
+def test_unknown_and_malformed_bindings_are_problems_with_place(tmp_path: Path) -> None:
+    text = "# P\n\nA [16.6](claim:t.nope) and [sixteen](claim:t.max) here.\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    rendered = render.render_markdown(text, page, context({}))
+    wheres = sorted(str(p) for p in rendered.problems)
+    assert len(wheres) == 2 and all(w.startswith("p.md:3: ") for w in wheres)
+    assert any("unknown claim 't.nope'" in w for w in wheres)
+    filled, _ = render.fill(rendered.markdown, rendered, "p.md")
+    assert "](claim:" not in filled and 'href="claim:' not in filled
+    assert filled.count('data-status="error"') == 2
+
+
+def test_a_figure_in_a_heading_leaves_a_clean_title_and_anchor(tmp_path: Path) -> None:
+    text = "# P\n\n## Largest [65,504](claim:t.max) here\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    rendered = render.render_markdown(text, page, context({}))
+    token = next(iter(rendered.titles))
+    heading = f'<h2 id="largest-{token.lower()}-here">Largest {token} here</h2>'
+    filled, problems = render.fill(heading, rendered, "p.md")
+    assert not problems and 'id="largest-65-504-here"' in filled and "data-claim" in filled
+    assert render.plain_title(f"Largest {token} here", rendered) == "Largest 65,504 here"
+    assert render.plain_anchor(f"largest-{token.lower()}-here", rendered) == "largest-65-504-here"
+
+
+def test_a_claim_link_that_slips_through_is_caught() -> None:
+    rendered = render.RenderedPage("")
+    html, problems = render.fill('<p><a href="claim:x.y">1</a></p>', rendered, "p.md")
+    assert "href" not in html and problems and "claim:x.y" in problems[0].message
+
+
+HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+
+
+def hostile_results(page: Any) -> dict[str, ResultsFile]:
+    evil = record("stale", HOSTILE, [dict(f, status="stale") for f in figures_of(page, "t.max")],
+                  message=HOSTILE, date=HOSTILE, version=HOSTILE, source=f"claims/topics/t.py:1{HOSTILE}")
+    rf = machine("alpha", {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
+                 {"shapes.py": {"text": HOSTILE, "date": HOSTILE, "seconds": HOSTILE}})
+    rf.machine["fingerprint"] = {"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}
+    rf.machine["markers"] = [HOSTILE]
+    rf.environment = {"date": HOSTILE, "versions": {"python": HOSTILE, HOSTILE: HOSTILE}, "backends": {HOSTILE: HOSTILE}}
+    return {"alpha": rf}
+
+
+def assert_inert(html: str) -> None:
+    for tag, attrs in elements(html):
+        assert tag not in ("script", "img", "iframe", "object"), f"<{tag}> reached the page"
+        assert not any(name.startswith("on") for name in attrs), f"event handler on <{tag}>: {attrs}"
+        for name in ("href", "src"):
+            assert not (attrs.get(name) or "").strip().lower().startswith("javascript:")
+
+
+def test_strings_from_a_results_file_are_escaped_in_figures(page: Any) -> None:
+    results = hostile_results(page)
+    rendered = render.render_markdown(PAGE, page, context(results))
+    html = "\n".join(f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n"))
+    filled, _ = render.fill(html, rendered, "book/page.md")
+    assert "&lt;script&gt;" in filled
+    assert_inert(filled)
+
+
+def test_strings_from_a_results_file_are_escaped_on_the_machines_page(tmp_path: Path, page: Any) -> None:
+    results = hostile_results(page)
+    book = Book(tmp_path, [page], [])
+    generated = site_machines.render_machines(results, book, list(CLAIMS), {}, {"t.max": "claims/topics/t.py:30"},
+                                              "https://github.com/o/r", "plots.md")
+    html = render.fill_blocks(generated.markdown, generated.blocks)
+    assert "&lt;script&gt;" in html
+    assert_inert(html)
+
+
+def test_strings_from_a_results_file_are_escaped_in_plots(page: Any) -> None:
+    rf = copy.deepcopy(hostile_results(page)["alpha"])
+    rf.records.update({
+        "probe.bandwidth.read": {"numpy": record("verified", 20.0)},
+        "probe.matmul.fp32": {"numpy": record("verified", 150.0)},
+        "flops.job.decode_bf16.intensity": {"none": record("verified", {"exact": "1/1", "float": 1.0})},
+    })
+    plot = site_plots.roofline(rf, site_plots.intensities({"alpha": rf}))
+    assert plot.svg is not None
+    assert_inert(site_plots.plot_html(plot))
+
+
+def test_a_hostile_machine_name_stays_text_through_markdown(page: Any) -> None:
+    """Tab labels and headings are Markdown: a results file's name must not become HTML there."""
+    import markdown
+
+    name = '<img src=x onerror=alert(1)>"_*'
+    results = {name: machine("alpha", {}, {"shapes.py": {"text": "x"}})}
+    extensions = ["attr_list", "pymdownx.superfences", "pymdownx.tabbed", "toc"]
+    rendered = render.render_markdown(PAGE, page, context(results))
+    filled, _ = render.fill(markdown.markdown(rendered.markdown, extensions=extensions), rendered, "book/page.md")
+    assert "&lt;img" in filled
+    assert_inert(filled)
+    generated = site_machines.render_machines(results, Book(Path("."), [page], []), list(CLAIMS), {})
+    html = render.fill_blocks(markdown.markdown(generated.markdown, extensions=extensions), generated.blocks)
+    assert "&lt;img" in html
+    assert_inert(html)
+
+
+def test_plots_without_records_are_left_out_with_a_note() -> None:
+    sections = site_plots.all_plots({"alpha": machine("alpha", {})})
+    plots = [p for s in sections for p in s.plots]
+    assert plots and all(p.svg is None and p.note for p in plots)
+    assert "probe.bandwidth" in plots[0].note
+
+
+def test_plots_are_drawn_from_records_in_the_page_colour() -> None:
+    records: dict[str, dict[str, Any]] = {
+        "probe.bandwidth.read": {"numpy": record("verified", 20.0), "torch:cpu": record("verified", 18.0)},
+        "probe.matmul.fp32": {"numpy": record("verified", 150.0)},
+        "probe.matmul.bf16": {"torch:cpu": record("verified", 60.0)},
+        "probe.decode_ceiling.qwen3_8b.bf16": {"numpy": record("verified", 1.2)},
+        "decode.ceiling.dgx_spark.bf16": {"none": record("verified", {"exact": "273/16", "float": 17.06})},
+        "flops.job.decode_bf16.intensity": {"none": record("verified", 1)},
+        "flops.job.prefill_bf16.intensity": {"none": record("verified", 512)},
+    }
+    for batch in site_plots.SWEEP_BATCHES:
+        records[f"probe.sweep.{batch}.gflops"] = {"numpy": record("verified", 10.0 * batch)}
+    rf = machine("alpha", records)
+    assert site_plots.intensities({"alpha": rf}) == {"decode_bf16": 1.0, "prefill_bf16": 512.0}
+    for plot in (site_plots.roofline(rf, site_plots.intensities({"alpha": rf})),
+                 site_plots.decode_ceilings({"alpha": rf}), site_plots.sweep(rf)):
+        assert plot.svg is not None and plot.svg.startswith("<svg"), plot.note
+        assert "currentColor" in plot.svg and site_plots.INK not in plot.svg
+        assert 'width="' not in plot.svg.split(">", 1)[0]
+
+
+def test_machine_counts_use_the_worst_status_per_claim() -> None:
+    rf = machine("alpha", {
+        "a.one": {"numpy": record("verified", 1), "torch:cpu": record("stale", 2)},
+        "a.two": {"torch:cuda": record("skipped", None)},
+        "a.three": {"none": record("verified", 3)},
+    })
+    assert site_machines.claim_counts(rf) == {"verified": 1, "stale": 1, "failed": 0, "disputed": 0, "skipped": 1}
+
+
+def test_show_value_keeps_exact_values_readable() -> None:
+    assert render.show_value({"exact": "1/128", "float": 0.0078125}) == "1/128 ≈ 0.0078125"
+    assert render.show_value(8190427136) == "8,190,427,136"
+    assert render.show_value([4096, 12288]) == "(4,096, 12,288)"
+    assert render.from_json({"exact": "1/128", "float": 0.0078125}) == Fraction(1, 128)

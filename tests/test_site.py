@@ -1,0 +1,482 @@
+"""The built site: every figure carries its status, the panels show each machine, nothing leaves the site.
+
+Builds run `mkdocs build --strict` as a subprocess against the committed `results/`;
+the browser tests drive the result in Debian's Chromium through Playwright and save
+screenshots under `artifacts/screenshots/` for a person to look at.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from claims import render
+from claims.bindings import Book
+from claims.registry import REGISTRY, load_topics
+from claims.results import read_all
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+STATUSES = {"verified", "stale", "failed", "disputed", "unverified"}
+MKDOCS = [sys.executable, "-m", "mkdocs"]
+TOP = {"x": 0, "y": 0, "width": 1280, "height": 2400}  # screenshots: the first screens of a page
+
+
+def build(project: Path, site: Path, strict: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Build the site of `project` (a folder holding mkdocs.yml) into `site`, from the project's root."""
+    command = [*MKDOCS, "build", "-f", str(project / "mkdocs.yml"), "-d", str(site)] + (["--strict"] if strict else [])
+    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})})
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname}: {record.getMessage()}")
+
+
+def build_here(project: Path, site: Path, strict: bool = True) -> tuple[bool, str]:
+    """Build `project` in this process (the claims are already loaded): whether it passed, and its log."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    collect = _Collect()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(collect)
+    cwd = Path.cwd()
+    os.chdir(project)
+    try:
+        config = load_config(str(project / "mkdocs.yml"), site_dir=str(site), strict=strict)
+        mkdocs_build(config)
+        passed = True
+    except MkDocsException as e:
+        collect.lines.append(f"ABORT: {e}")
+        passed = False
+    finally:
+        os.chdir(cwd)
+        logger.removeHandler(collect)
+    return passed, "\n".join(collect.lines)
+
+
+def copy_project(dest: Path) -> Path:
+    """A copy of what a build reads: mkdocs.yml, the book, the committed results."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "mkdocs.yml", dest / "mkdocs.yml")
+    shutil.copytree(ROOT / "book", dest / "book")
+    shutil.copytree(ROOT / "results", dest / "results", ignore=shutil.ignore_patterns("*.lock"))
+    return dest
+
+
+def page_url(md: str) -> str:
+    """The URL path MkDocs gives a page (use_directory_urls)."""
+    path = md.removeprefix("book/").removesuffix(".md")
+    if path == "index":
+        return ""
+    return path.removesuffix("/index") + "/"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    result = build(ROOT, site)
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
+    return site
+
+
+@pytest.fixture(scope="module")
+def book() -> Book:
+    return Book.read(ROOT / "book", ROOT)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.fixture(scope="module")
+def base_url(built: Path) -> Iterator[str]:
+    server, url = serve(built)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium package to run the browser tests")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield chromium
+        chromium.close()
+
+
+class Visit:
+    """A browser page that records console errors, page errors and requests that leave the site."""
+
+    def __init__(self, browser: Any, base_url: str, scheme: str = "light") -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+        self.page = self.context.new_page()
+        self.base = base_url
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        host = urlparse(base_url).netloc
+        self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        # a request cut short by the next navigation is not a fault of the site; a 4xx/5xx is
+        self.page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "")
+                     else self.errors.append(f"request failed: {r.url} ({r.failure})"))
+        self.page.on("response", lambda r: self.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+
+        def guard(route: Any) -> None:
+            url = route.request.url
+            if url.startswith(("data:", "blob:")) or urlparse(url).netloc == host:
+                route.continue_()
+            else:
+                self.outside.append(url)
+                route.abort()
+
+        self.page.route("**/*", guard)
+
+    def open(self, path: str, settle: bool = False) -> Any:
+        """Load a page; `settle` waits until the network is idle (the search index, late requests)."""
+        self.page.goto(self.base + path, wait_until="networkidle" if settle else "load")
+        return self.page
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser: Any, base_url: str) -> Iterator[Visit]:
+    v = Visit(browser, base_url)
+    yield v
+    v.close()
+
+
+def nav_pages(built: Path) -> list[str]:
+    return sorted(str(p.relative_to(built).parent).replace(".", "") for p in built.rglob("index.html")
+                  if not p.relative_to(built).parts[0] in ("assets", "search"))
+
+
+def chapter_with_figures(book: Book) -> str:
+    """The page to photograph: the first chapter with figures, else the home page."""
+    pages = [p for p in book.pages if p.bindings]
+    chapters = [p for p in pages if not p.file.endswith("book/index.md")]
+    return (chapters or pages)[0].file
+
+
+def verified_figure(book: Book) -> tuple[Any, Any]:
+    """A figure in prose that the committed results verify, to change a digit of."""
+    load_topics()
+    results = read_all(ROOT / "results", lambda _: None)
+    for page in book.pages:
+        for b in page.bindings:
+            if b.in_output or b.title is not None or not re.search(r"\d", b.text):
+                continue
+            if render.figure_view(b, REGISTRY.get(b.claim_id), results).status == "verified":
+                return page, b
+    pytest.skip("no figure of the book is verified by the committed results yet")
+
+
+@pytest.mark.browser
+def test_every_page_loads_clean_and_marks_every_figure(built: Path, visit: Visit, book: Book) -> None:
+    """No console errors, no request beyond the site, math typeset, one status mark per binding."""
+    bindings = {page_url(p.file): len(p.bindings) for p in book.pages}
+    for n, path in enumerate(nav_pages(built)):
+        url = f"{path}/" if path else ""
+        page = visit.open(url, settle=n == 0)
+        assert not visit.errors, f"/{url}: {visit.errors}"
+        assert not visit.outside, f"/{url} asked another host for {visit.outside}"
+        assert page.locator("h1").count() >= 1, f"/{url} has no title"
+        if page.locator(".arithmatex").count():
+            page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
+                                   ".every(e => e.querySelector('.katex'))", timeout=10000)
+        figures = page.locator("[data-claim]")
+        expected = bindings.get(url, 0)
+        assert figures.count() == expected, f"/{url}: {figures.count()} figures on the page, {expected} bindings in the text"
+        statuses = set(figures.evaluate_all("els => els.map(e => e.dataset.status)"))
+        assert statuses <= STATUSES, f"/{url}: statuses {statuses - STATUSES}"
+        assert page.locator("[data-claim] > .vb-fig__mark").count() == expected
+        assert page.locator("a[href^='claim:']").count() == 0
+        text = page.evaluate(
+            "() => { const c = document.querySelector('.md-content').cloneNode(true);"
+            " c.querySelectorAll('code, pre').forEach(e => e.remove()); return c.textContent; }")
+        assert "](claim:" not in text and "VBCLAIM" not in text, f"/{url}: raw binding text on the page"
+    assert sum(bindings.values()) == 0 or any(bindings.values())
+
+
+@pytest.mark.browser
+def test_the_panel_shows_each_machines_value_on_hover_and_on_focus(visit: Visit, book: Book) -> None:
+    results = sorted(p.stem for p in (ROOT / "results").glob("*.json"))
+    page = next(p for p in book.pages if p.bindings)
+    browser_page = visit.open(page_url(page.file))
+    figure = browser_page.locator("[data-claim]").first
+    panel = figure.locator(".vb-panel")
+    assert not panel.is_visible()
+    figure.hover()
+    panel.wait_for(state="visible")
+    assert figure.get_attribute("data-claim") in panel.inner_text()
+    recorded = [m for m in results if panel.locator(f'[data-machine="{m}"]').count()]
+    if figure.get_attribute("data-status") != "unverified":
+        assert recorded, "a verified figure's panel names no machine"
+        rows = panel.locator(".vb-row")
+        assert rows.count() >= 1 and rows.first.locator(".vb-row__value").inner_text().strip() not in ("", "—")
+    link = panel.locator(".vb-panel__source a")
+    if link.count():  # the pointer can travel from the figure into the panel, to the claim's code
+        box = link.bounding_box()
+        assert box
+        browser_page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=12)
+        browser_page.wait_for_timeout(300)
+        assert panel.is_visible() and "/blob/main/claims/" in (link.get_attribute("href") or "")
+    browser_page.mouse.move(0, 0)
+    panel.wait_for(state="hidden")
+    browser_page.keyboard.press("Tab")
+    for _ in range(60):
+        if browser_page.evaluate("() => !!document.activeElement.closest('[data-claim]')"):
+            break
+        browser_page.keyboard.press("Tab")
+    focused = browser_page.locator("[data-claim]:focus-within")
+    assert focused.count() == 1, "no figure can be reached with the keyboard"
+    focused.locator(".vb-panel").wait_for(state="visible")
+    assert focused.get_attribute("tabindex") == "0"
+    browser_page.keyboard.press("Escape")
+    focused.locator(".vb-panel").wait_for(state="hidden")
+
+
+@pytest.mark.browser
+def test_a_tap_opens_the_panel_and_a_tap_elsewhere_closes_it(browser: Any, base_url: str, book: Book) -> None:
+    page = next(p for p in book.pages if p.bindings)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    try:
+        phone = context.new_page()
+        phone.goto(base_url + page_url(page.file), wait_until="load")
+        figure = phone.locator("[data-claim]").first
+        figure.scroll_into_view_if_needed()
+        figure.tap()
+        panel = figure.locator(".vb-panel")
+        panel.wait_for(state="visible")
+        box = panel.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, "the panel leaves the screen"
+        phone.locator("h1").first.tap()
+        panel.wait_for(state="hidden")
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_the_machines_page_and_the_plots_render(visit: Visit, built: Path) -> None:
+    results = sorted(p.stem for p in (ROOT / "results").glob("*.json"))
+    page = visit.open("machines/")
+    for slug in results:
+        assert page.locator("h2", has_text=slug).count() == 1, f"no section for {slug}"
+    rows = page.locator(".vb-matrix__table tbody tr")
+    total = rows.count()
+    assert total > 0
+    page.select_option('[data-vb-filter="status"]', "stale")
+    shown = page.locator(".vb-matrix__table tbody tr:not([hidden])").count()
+    assert shown == page.locator('.vb-matrix__table tbody tr[data-statuses~="stale"]').count()
+    page.select_option('[data-vb-filter="status"]', "")
+    assert page.locator(".vb-matrix__table tbody tr:not([hidden])").count() == total
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "machines.png"), full_page=True, clip=TOP)
+
+    plots = visit.open("plots/")
+    drawn = plots.locator("figure.vb-plot svg")
+    notes = plots.locator(".vb-plot__missing")
+    assert drawn.count() + notes.count() >= 1 + 2 * len(results)
+    for i in range(drawn.count()):
+        box = drawn.nth(i).bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 150
+    assert not visit.errors
+
+
+@pytest.mark.browser
+def test_screenshots_of_a_chapter_in_both_palettes(browser: Any, base_url: str, book: Book) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    chapter = chapter_with_figures(book)
+    for scheme in ("light", "dark"):
+        v = Visit(browser, base_url, scheme)
+        page = v.open(page_url(chapter))
+        expected = "slate" if scheme == "dark" else "default"
+        assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == expected
+        page.screenshot(path=str(SCREENSHOTS / f"chapter-{scheme}.png"), full_page=True, clip=TOP)
+        recorded = page.locator('[data-claim]:not([data-status="unverified"])')
+        figure = recorded.first if recorded.count() else page.locator("[data-claim]").first
+        figure.scroll_into_view_if_needed()
+        figure.hover()
+        figure.locator(".vb-panel").wait_for(state="visible")
+        page.wait_for_timeout(250)  # the panel fades in
+        page.screenshot(path=str(SCREENSHOTS / f"chapter-{scheme}-panel.png"))
+        assert not v.errors and not v.outside
+        v.close()
+
+
+@pytest.mark.browser
+def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book) -> None:
+    """A copy of the book with one printed digit changed, built against the same results."""
+    project = copy_project(tmp_path / "project")
+    page, target = verified_figure(book)
+    digit = re.search(r"\d", target.text)
+    assert digit
+    changed = target.text[: digit.start()] + str((int(digit.group()) + 1) % 10) + target.text[digit.end():]
+    source = project / page.file
+    lines = source.read_text(encoding="utf-8").split("\n")
+    line = lines[target.line - 1]
+    old = f"[{target.text}](claim:{target.claim_id})"
+    assert old in line
+    lines[target.line - 1] = line.replace(old, f"[{changed}](claim:{target.claim_id})", 1)
+    source.write_text("\n".join(lines), encoding="utf-8")
+
+    site = tmp_path / "site"
+    passed, log = build_here(project, site, strict=False)  # pages being written may warn; staleness is not a warning
+    assert passed, log
+    server, url = serve(site)
+    try:
+        v = Visit(browser, url)
+        browser_page = v.open(page_url(page.file))
+        figure = browser_page.locator(f'[data-claim="{target.claim_id}"]', has_text=changed.split(" ")[0]).first
+        assert figure.get_attribute("data-status") == "stale"
+        assert "stale" in figure.locator(".vb-sr").inner_text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        figure.scroll_into_view_if_needed()
+        figure.focus()
+        figure.locator(".vb-panel").wait_for(state="visible")
+        browser_page.wait_for_timeout(250)
+        browser_page.screenshot(path=str(SCREENSHOTS / "stale-figure.png"))
+        v.close()
+    finally:
+        server.shutdown()
+
+
+def probe_records(slug: str, scale: float) -> dict[str, dict[str, Any]]:
+    """Measured records as a machine with `scale` times a small CPU's speed would write them (a test fixture)."""
+    def record(value: float) -> dict[str, Any]:
+        return {"status": "verified", "kind": "measured", "value": value, "figures": [], "message": "",
+                "source": "claims/topics/measured.py:1", "date": "2026-11-28T10:00:00+00:00", "version": "2.4.6"}
+
+    records: dict[str, dict[str, Any]] = {
+        "probe.bandwidth.read": {"numpy": record(20.0 * scale)},
+        "probe.matmul.fp32": {"numpy": record(150.0 * scale)},
+        "probe.matmul.bf16": {"numpy": record(60.0 * scale)},
+        "probe.decode_ceiling.qwen3_8b.bf16": {"numpy": record(1.2 * scale)},
+        "probe.decode_ceiling.qwen3_8b.q4_k_m": {"numpy": record(3.9 * scale)},
+        "flops.job.decode_bf16.intensity": {"none": record(1.0) | {"kind": "exact"}},
+        "flops.job.prefill_bf16.intensity": {"none": record(512.0) | {"kind": "exact"}},
+    }
+    for batch in (1, 8, 64, 256):
+        records[f"probe.sweep.{batch}.gflops"] = {"numpy": record(min(60.0, 20.0 * batch) * scale)}
+        records[f"probe.sweep.{batch}.weight_gbs"] = {"numpy": record(min(60.0, 20.0 * batch) * scale / batch)}
+    return records
+
+
+@pytest.mark.browser
+def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser: Any, book: Book,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed results plus a second machine with measurements, as a temp results folder."""
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results", results, ignore=shutil.ignore_patterns("*.lock"))
+    first = sorted(results.glob("*.json"))[0]
+    data = json.loads(first.read_text(encoding="utf-8"))
+    data["records"].update(probe_records(data["slug"], 1.0))
+    first.write_text(json.dumps(data), encoding="utf-8")
+    data["slug"] = data["machine"]["slug"] = "second-machine"
+    data["records"].update(probe_records("second-machine", 25.0))
+    data["outputs"] = {name: {"text": f"printed by {name} on the second machine\n", "date": "2026-11-28", "seconds": 0.1}
+                       for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))}
+    (results / "second-machine.json").write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setenv("CLAIMS_RESULTS_DIR", str(results))
+    site = tmp_path / "site"
+    passed, log = build_here(ROOT, site, strict=False)
+    assert passed, log
+    server, url = serve(site)
+    try:
+        v = Visit(browser, url)
+        plots = v.open("plots/")
+        drawn = plots.locator("figure.vb-plot svg")
+        assert drawn.count() == 5, plots.locator(".vb-plot__missing").all_inner_texts()  # 2 rooflines, 1 bar chart, 2 sweeps
+        for i in range(drawn.count()):
+            box = drawn.nth(i).bounding_box()
+            assert box and box["width"] > 300 and box["height"] > 150
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        plots.screenshot(path=str(SCREENSHOTS / "plots.png"), full_page=True, clip=TOP)
+
+        page, target = verified_figure(book)
+        chapter = v.open(page_url(page.file))
+        figure = chapter.locator(f'[data-claim="{target.claim_id}"]').first
+        figure.hover()
+        panel = figure.locator(".vb-panel")
+        panel.wait_for(state="visible")
+        for slug in (first.stem, "second-machine"):
+            assert panel.locator(f'[data-machine="{slug}"] .vb-row').count() >= 1, f"no row for {slug}"
+        tabs = chapter.locator(".tabbed-set")
+        if tabs.count():
+            assert tabs.first.locator("label", has_text="second-machine").count() == 1
+        assert not v.errors and not v.outside
+        v.close()
+    finally:
+        server.shutdown()
+
+
+def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    index = project / "book" / "index.md"
+    text = index.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    lines += ["", "A figure bound to nothing: [16.6](claim:no.such.claim), and one in words: [sixteen](claim:formats.finfo.fp16.bits)."]
+    index.write_text("\n".join(lines), encoding="utf-8")
+    (project / "results" / "broken.json").write_text('{"schema_version": 1,\n "slug": "broken",\n "records": {', encoding="utf-8")
+    line = len(lines)
+
+    passed, log = build_here(project, tmp_path / "strict")
+    assert not passed
+    assert f"book/index.md:{line}: figure 16.6 binds to unknown claim 'no.such.claim'" in log
+    assert f"book/index.md:{line}: 'sixteen' is not a printed number" in log
+    assert re.search(r"results/broken\.json:\d+: not valid JSON", log)
+    assert "problem(s) with the book's figures or results" in log
+
+    passed, log = build_here(project, tmp_path / "plain", strict=False)
+    assert passed, log
+    assert f"WARNING: claims: book/index.md:{line}: figure 16.6 binds to unknown claim" in log
+    html = (tmp_path / "plain" / "index.html").read_text(encoding="utf-8")
+    assert html.count('data-status="error"') == 2
+    assert 'href="claim:' not in html and "](claim:" not in html
+
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("on_missing: mark", "on_missing: fail"), encoding="utf-8")
+    (project / "results" / "broken.json").unlink()
+    lines[-1] = "A figure no machine has run: [16](claim:formats.finfo.bf16.bits)."
+    index.write_text("\n".join(lines), encoding="utf-8")
+    for results in (project / "results").glob("*.json"):
+        data = json.loads(results.read_text(encoding="utf-8"))
+        data["records"].pop("formats.finfo.bf16.bits", None)
+        results.write_text(json.dumps(data), encoding="utf-8")
+    passed, log = build_here(project, tmp_path / "fail", strict=False)
+    assert not passed
+    assert f"book/index.md:{line}: figure 16 (formats.finfo.bf16.bits) is verified on no machine yet" in log
