@@ -4,6 +4,7 @@ Knows nothing of pytest; the plugin asks it questions and reports its answers.
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 import traceback
@@ -59,10 +60,23 @@ def show(value: Any) -> str:
     return f"{float(number):.6g}"
 
 
+MESSAGE_LIMIT = 4000
+
+
 def _valid_value(value: Any) -> str | None:
     if value is None:
         return "returned None; a claim returns its value (a number, a tuple, a bool or a string)"
-    number = as_number(value)
+    if not isinstance(value, (list, tuple, str, bytes)) and callable(getattr(value, "tolist", None)):
+        try:
+            listed = value.tolist()
+        except Exception as e:  # an array that cannot be listed is not a value either
+            return f"returned a {type(value).__name__} that does not convert to a value ({type(e).__name__}: {e})"
+        if isinstance(listed, list):
+            return _valid_value(listed)
+    try:
+        number = as_number(value)
+    except Exception as e:  # a custom object whose conversion raises
+        return f"returned a {type(value).__name__} that does not convert to a number ({type(e).__name__}: {e})"
     if isinstance(number, float) and math.isnan(number):
         return "returned NaN"
     if isinstance(value, (list, tuple)):
@@ -76,6 +90,36 @@ def _valid_value(value: Any) -> str | None:
     return None
 
 
+def _short(text: str) -> str:
+    """A message kept to a readable length: a huge exception text must not swamp the report or the file."""
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + f"... ({len(text) - MESSAGE_LIMIT} more characters)"
+
+
+def _text(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # an exception whose own text raises still gets reported
+        return f"<{type(error).__name__} whose message cannot be read>"
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in _text(error).lower()
+
+
+def _release_device_memory() -> None:
+    """After an out-of-memory error, give the cached blocks back so the next claim starts clean."""
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # a device that is gone cannot be cleaned; the next claim reports it
+        pass
+
+
 def evaluate(claim: Claim, backend: Backend) -> Outcome:
     """Compute one claim on one backend; never raises for the claim's own faults."""
     start = time.perf_counter()
@@ -83,18 +127,24 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
         try:
             value = claim.evaluate(backend if claim.needs_backend else None)
         except NotOnBackend as e:
-            return Outcome(claim, backend.name, SKIPPED, message=f"{backend.name}: {e}", inputs=list(reads))
+            return Outcome(claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads))
         except InvariantFailed as e:
-            return Outcome(claim, backend.name, FAILED, message=f"invariant does not hold: {e}", inputs=list(reads),
+            return Outcome(claim, backend.name, FAILED, message=_short(f"invariant does not hold: {_text(e)}"), inputs=list(reads),
                            seconds=time.perf_counter() - start)
         except KeyboardInterrupt:
             raise
         except inputs.InputError as e:
-            return Outcome(claim, backend.name, FAILED, message=f"bad input: {e}", inputs=list(reads))
-        except Exception as e:
+            return Outcome(claim, backend.name, FAILED, message=_short(f"bad input: {_text(e)}"), inputs=list(reads))
+        except (Exception, SystemExit) as e:
             frame = traceback.extract_tb(e.__traceback__)[-1]
-            return Outcome(claim, backend.name, FAILED,
-                           message=f"raised {type(e).__name__}: {e} (at {frame.filename}:{frame.lineno})",
+            where = f"(at {frame.filename}:{frame.lineno})"
+            if _out_of_memory(e):
+                _release_device_memory()
+                text = (f"ran out of device memory on {backend.name} {where}: {type(e).__name__}: {_short(_text(e))}; "
+                        "this claim alone is failed, the others run on")
+            else:
+                text = f"raised {type(e).__name__}: {_short(_text(e))} {where}"
+            return Outcome(claim, backend.name, FAILED, message=text,
                            inputs=list(reads), seconds=time.perf_counter() - start)
     problem = _valid_value(value)
     if problem:
@@ -114,6 +164,17 @@ def _holds_within(claim: Claim, binding: Binding, value: Any) -> bool:
     return abs(computed - printed) <= Fraction(claim.tolerance) * abs(printed)
 
 
+def _type_mismatch(binding: Binding, value: Any) -> str | None:
+    """Why a computed value cannot be compared with a printed number at all (a string for a number, say)."""
+    assert binding.printed is not None
+    if binding.printed.is_tuple or isinstance(value, (list, tuple)):
+        return None
+    if as_number(value) is None and not callable(getattr(value, "tolist", None)):
+        return (f"the claim returned a {type(value).__name__} ({_short(repr(value))[:200]}), "
+                "and a printed number can only be compared with a number")
+    return None
+
+
 def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     """Compare one printed figure with one backend's outcome."""
     claim = outcome.claim
@@ -126,6 +187,10 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
         return Verdict(binding, outcome.backend, "verified",
                        f"measured {show(outcome.value)} here; the printed {binding.text} is for {claim.printed_on} "
                        f"and is compared only there (this machine: {machine.slug})")
+    mismatch = _type_mismatch(binding, outcome.value)
+    if mismatch:
+        return Verdict(binding, outcome.backend, "failed",
+                       f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked on {outcome.backend}: {mismatch}")
     holds = _holds_within(claim, binding, outcome.value)
     if binding.disputed:
         if holds:
@@ -234,6 +299,15 @@ class Verifier:
         for claim_id, backend_name in sorted(self.judged):
             claim = self.registry[claim_id]
             backend = self.backends.get(backend_name, NO_BACKEND)
-            records.setdefault(claim_id, {})[backend_name] = self.record(claim, backend)
-        machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": dict(self.machine.info)}
-        return ResultsFile(slug, machine, environment, records, outputs)
+            try:
+                record = self.record(claim, backend)
+                json.dumps(record, allow_nan=False)
+            except Exception as e:  # one record that cannot be written must not cost the others
+                record = {"status": FAILED, "kind": claim.kind.value, "value": None, "figures": [],
+                          "message": _short(f"the record of {claim_id} on {backend_name} cannot be written: "
+                                            f"{type(e).__name__}: {_text(e)}"),
+                          "inputs": [], "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
+                          "hardware": claim.hardware, "date": now(), "seconds": 0.0, "version": None}
+            records.setdefault(claim_id, {})[backend_name] = record
+        machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": to_json(dict(self.machine.info))}
+        return ResultsFile(slug, machine, to_json(environment), records, outputs)

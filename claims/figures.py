@@ -72,7 +72,8 @@ class Printed:
             return number == self.value
         if isinstance(number, float) and not math.isfinite(number):
             return False
-        slack = abs(Fraction(number)) * Fraction(1, 10**12)
+        # A few units in the last place of a float64: finer figures are checked to every printed digit.
+        slack = abs(Fraction(number)) * Fraction(1, 2**51)
         return self.low - slack <= Fraction(number) <= self.high + slack
 
     def render(self, computed: Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,10 +18,11 @@ import pytest
 from claims import backends as backends_mod
 from claims import hookspecs
 from claims import machine as machine_mod
-from claims.bindings import AllowListError, Binding, Book, Page
+from claims import offline
+from claims.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from claims.check import Verifier, worst
 from claims.registry import REGISTRY, Claim, Kind, RegistryError, load_topics
-from claims.results import ResultsError, merge_into, now
+from claims.results import ResultsError, dumps, merge_into, now
 from claims.rewrite import rewrite_stale
 
 STATE = pytest.StashKey["RunState"]()
@@ -41,11 +43,7 @@ class RunState:
                 self.load_errors += load_topics(package)
             except RegistryError as e:
                 self.load_errors.append(str(e))
-        try:
-            self.book = Book.read(self.book_dir, root) if self.book_dir.is_dir() else Book(root, [], [])
-        except AllowListError as e:
-            self.load_errors.append(str(e))
-            self.book = Book(root, [], [])
+        self.book = self._read_book() if self.book_dir.is_dir() else Book(root, [], [])
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
@@ -55,6 +53,34 @@ class RunState:
         self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
         self.outputs: dict[str, dict[str, Any]] = {}
         self.started = time.time()
+        self.worker_statuses: dict[tuple[str, str], str] = {}
+        self.worker_written: set[str] = set()
+
+    def _read_book(self) -> Book:
+        """The book, page by page: a page that cannot be read is one load error, the others are checked."""
+        pages = []
+        for path in book_pages(self.book_dir):
+            try:
+                pages.append(read_page(path, self.root))
+            except (OSError, UnicodeDecodeError) as e:
+                self.load_errors.append(f"{path.relative_to(self.root)}:1: page cannot be read: {e}")
+        try:
+            allowlist = read_allowlist(self.book_dir / "allowlist.toml")
+        except (AllowListError, OSError, UnicodeDecodeError) as e:
+            self.load_errors.append(str(e))
+            allowlist = []
+        return Book(self.root, pages, allowlist)
+
+    def statuses(self) -> dict[tuple[str, str], str]:
+        """The status of every (claim, backend) judged in this run, on this process or its workers."""
+        out = dict(self.worker_statuses)
+        for claim_id, backend_name in self.verifier.judged:
+            claim = REGISTRY[claim_id]
+            backend = self.verifier.backends.get(backend_name) or backends_mod.NO_BACKEND
+            status, _ = self.verifier.status(claim, backend)
+            key = (claim_id, backend_name)
+            out[key] = worst((status, out[key])) if key in out else status
+        return out
 
     def applies_to(self, claim: Claim, backend: str) -> list[str]:
         """Hardware markers of the book's machines on which this (claim, backend) would run."""
@@ -131,7 +157,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     for marker, profile in machine_mod.profiles().items():
         config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
+    offline.set_hub_offline()
+    offline.install()
     config.stash[STATE] = RunState(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    offline.uninstall()
 
 
 def state(config: pytest.Config) -> RunState:
@@ -258,7 +290,8 @@ class MalformedItem(BookItem):
         self.line = binding.line
 
     def runtest(self) -> None:
-        raise BookFailure(f"{self.binding.where}:{self.binding.column}: {self.binding.error}")
+        bound = f"figure {self.binding.text} ({self.binding.claim_id}): " if self.binding.claim_id else ""
+        raise BookFailure(f"{self.binding.where}:{self.binding.column}: {bound}{self.binding.error}")
 
 
 class UnboundItem(BookItem):
@@ -292,8 +325,9 @@ class SnippetItem(BookItem):
         run = state(self.config)
         env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(self.path)], capture_output=True, text=True, timeout=600,
-                              cwd=self.path.parent, env=env)
+        with tempfile.TemporaryDirectory(prefix="snippet-") as workdir:
+            proc = subprocess.run([sys.executable, str(self.path)], capture_output=True, text=True, timeout=600,
+                                  cwd=workdir, env=env)
         seconds = time.perf_counter() - started
         if proc.returncode != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {proc.returncode}\n{proc.stderr[-3000:]}")
@@ -320,6 +354,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
             if reporter:
                 reporter.write_line(f"rewrote {len(changed)} stale figure(s): " + ", ".join(changed))
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
+        workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
     environment = {
@@ -334,42 +371,78 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     warnings: list[str] = []
     try:
         merge_into(path, update, warn=warnings.append)
-    except ResultsError as e:
-        warnings.append(f"results not written: {e}")
+        run.written = path
+        if workeroutput is not None:
+            workeroutput["claims_written"] = str(path)
+    except (ResultsError, OSError) as e:
+        warnings.append(f"results not merged into {path}: {e}")
+        warnings.append(_keep_unmerged(path, update))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in warnings:
         if reporter:
             reporter.write_line(line, red=True)
-    run.written = path
+        else:
+            print(line, file=sys.stderr)
+
+
+def _keep_unmerged(path: Path, update: Any) -> str:
+    """Where a run whose merge was refused keeps its records, so a refusal loses nothing."""
+    aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    try:
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        aside.write_text(dumps(update), encoding="utf-8")
+    except (OSError, ValueError) as e:
+        return f"this run's records could not be kept either: {e}"
+    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """On the xdist controller: take in what a worker judged, for one summary of the whole run."""
+    run = state(node.config)
+    output = getattr(node, "workeroutput", None) or {}
+    for claim_id, backend_name, status in output.get("claims_statuses", []):
+        key = (claim_id, backend_name)
+        run.worker_statuses[key] = worst((status, run.worker_statuses[key])) if key in run.worker_statuses else status
+    if output.get("claims_written"):
+        run.worker_written.add(output["claims_written"])
+
+
+def summary_table(statuses: dict[tuple[str, str], str]) -> dict[str, dict[str, int]]:
+    """Counts by backend and status, for the terminal summary."""
+    table: dict[str, dict[str, int]] = {}
+    for (_, backend_name), status in statuses.items():
+        row = table.setdefault(backend_name, {})
+        row[status] = row.get(status, 0) + 1
+    return table
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = state(config)
-    if not run.verifier.judged:
+    table = summary_table(run.statuses())
+    if not table:
         return
-    table: dict[str, dict[str, int]] = {}
-    for claim_id, backend_name in run.verifier.judged:
-        claim = REGISTRY[claim_id]
-        backend = run.verifier.backends.get(backend_name) or backends_mod.NO_BACKEND
-        status, _ = run.verifier.status(claim, backend)
-        row = table.setdefault(backend_name, {})
-        row[status] = row.get(status, 0) + 1
     columns = ("verified", "stale", "failed", "disputed", "skipped")
+    order = ("none", *backends_mod.NAMES)
     terminalreporter.section("verified book")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))
-    for backend_name in sorted(table, key=lambda n: ("none", *backends_mod.NAMES).index(n)):
+    for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
         row = table[backend_name]
         terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>10}" for c in columns))
     written = getattr(run, "written", None)
-    if written:
-        terminalreporter.write_line(f"results: {written} (machine {run.machine.slug})")
+    for path in sorted({str(written)} if written else run.worker_written):
+        terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Point a skipped figure's report at the book's file and line, not at this module."""
+    """Point a skip at what was skipped (the book's line, the claim's source), not at this module."""
     report = yield
-    if isinstance(item, BookItem) and report.skipped and isinstance(report.longrepr, tuple):
+    if report.skipped and isinstance(report.longrepr, tuple) and call.when == "call":
         _, _, reason = report.longrepr
-        report.longrepr = (str(item.path), item.line, reason)
+        if isinstance(item, BookItem):
+            report.longrepr = (str(item.path), item.line, reason)
+        elif hasattr(item, "callspec") and "claim_case" in item.callspec.params:
+            claim = item.callspec.params["claim_case"][0]
+            report.longrepr = (claim.source_file, claim.source_line, reason)
     return report

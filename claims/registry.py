@@ -85,6 +85,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
+        self.errors: list[str] = []
 
     def add(self, item: Claim) -> None:
         if not ID_PATTERN.match(item.id):
@@ -121,13 +122,15 @@ class Registry:
     @contextlib.contextmanager
     def isolated(self) -> Iterator["Registry"]:
         """Empty the registry for the block and restore it after (for runs inside a run)."""
-        saved = dict(self._claims)
+        saved, saved_errors = dict(self._claims), list(self.errors)
         self._claims.clear()
+        self.errors.clear()
         try:
             yield self
         finally:
             self._claims.clear()
             self._claims.update(saved)
+            self.errors[:] = saved_errors
 
     def near(self, claim_id: str, n: int = 3) -> list[str]:
         """Ids that look like a mistyped one, for error messages."""
@@ -182,22 +185,24 @@ def claim(
                 cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
             except KeyError as e:
                 raise RegistryError(f"{file}:{line}: claim id {claim_id!r} names {e}, not in `over`") from None
-            registry.add(
-                Claim(
-                    id=cid,
-                    kind=kind,
-                    compute=fn,
-                    doc=doc,
-                    params=params,
-                    backends=tuple(backends) if backends is not None else None,
-                    hardware=hardware,
-                    source=source,
-                    printed_on=printed_on,
-                    tolerance=tolerance,
-                    source_file=file,
-                    source_line=line,
-                )
+            item = Claim(
+                id=cid,
+                kind=kind,
+                compute=fn,
+                doc=doc,
+                params=params,
+                backends=tuple(backends) if backends is not None else None,
+                hardware=hardware,
+                source=source,
+                printed_on=printed_on,
+                tolerance=tolerance,
+                source_file=file,
+                source_line=line,
             )
+            try:
+                registry.add(item)
+            except RegistryError as e:  # one bad or duplicated id is one error; the module's other claims register
+                registry.errors.append(str(e))
         return fn
 
     return register
@@ -216,6 +221,7 @@ def load_topics(package: str = "claims.topics") -> list[str]:
     one line naming the module, and the run reports it as a failure.
     """
     errors: list[str] = []
+    declared = len(REGISTRY.errors)
     try:
         pkg = importlib.import_module(package)
     except ImportError as e:
@@ -227,6 +233,8 @@ def load_topics(package: str = "claims.topics") -> list[str]:
         except Exception as e:  # any fault in one topic module is reported, not fatal
             import traceback
 
-            frame = traceback.extract_tb(e.__traceback__)[-1]
-            errors.append(f"{_relative(frame.filename)}:{frame.lineno}: {name} does not import: {type(e).__name__}: {e}")
-    return errors
+            frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
+            where = (e.filename, e.lineno) if isinstance(e, SyntaxError) else (
+                (frames[-1].filename, frames[-1].lineno) if frames else (name, 0))
+            errors.append(f"{_relative(str(where[0]))}:{where[1]}: {name} does not import: {type(e).__name__}: {e}")
+    return REGISTRY.errors[declared:] + errors

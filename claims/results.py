@@ -20,16 +20,38 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 SCHEMA_VERSION = 1
 STATUSES = ("verified", "stale", "failed", "skipped", "disputed")
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
+KINDS = ("exact", "library", "measured", "quoted")
+
+# Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_KEY_CHARS = 200
+MAX_STRING_CHARS = 10_000
+MAX_STRING_CHARS_BY_KEY = {"message": 100_000, "text": 1_000_000}
+MAX_INT_BITS = 4000
+MAX_LINE = 1_000_000
+MAX_SECONDS = 7 * 24 * 3600
+MARKER_PATTERN = re.compile(r"^[a-z0-9_]{1,60}$")
+OUTPUT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
+BOOK_PATH_PATTERN = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]{0,300}$")
+EXACT_PATTERN = re.compile(r"^-?\d{1,1300}/\d{1,1300}$")
 
 
 class ResultsError(Exception):
     """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
+
+
+def _too_large(value: int | Fraction) -> str:
+    """A number whose digits JSON cannot carry (Python refuses past 4300 digits), kept as its size."""
+    sign = "-" if value < 0 else ""
+    bits = abs(value.numerator if isinstance(value, Fraction) else value).bit_length()
+    return f"{sign}about 2^{bits - 1} (too many digits to store)"
 
 
 def now() -> str:
@@ -41,10 +63,12 @@ def to_json(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        return value
+        return value if value.bit_length() <= MAX_INT_BITS else _too_large(value)
     if isinstance(value, Fraction):
         if value.denominator == 1:
-            return int(value)
+            return to_json(int(value))
+        if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_INT_BITS:
+            return _too_large(value)
         return {"exact": f"{value.numerator}/{value.denominator}", "float": float(value)}
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
@@ -116,16 +140,21 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_t
 
 def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
     version = data.get("schema_version", 0)
-    if not isinstance(version, int):
-        raise ResultsError(f"{where}: schema_version is {version!r}, expected an integer")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ResultsError(f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}")
     if version > SCHEMA_VERSION:
         raise ResultsError(
-            f"{where}: written by schema version {version}, this checkout reads up to {SCHEMA_VERSION}; "
-            "update the project (git pull, then reinstall) to read it"
+            f"{where}: written by schema version {version} (a newer verified-book), this checkout reads up to "
+            f"{SCHEMA_VERSION}; update the project (git pull, then `python3 run.py setup`, which reinstalls "
+            "verified-book) to read it"
         )
     while version < SCHEMA_VERSION:
         version += 1
-        data = MIGRATIONS[version](data)
+        try:
+            data = MIGRATIONS[version](data)
+        except Exception as e:  # a malformed old file is refused, not half-migrated
+            raise ResultsError(f"{where}: cannot be migrated to schema version {version}: "
+                               f"{type(e).__name__}: {_show(str(e))}") from None
     return data
 
 
@@ -139,17 +168,199 @@ def _finite(value: Any) -> bool:
     return True
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and _finite(value)
+
+
+def _iso_date(value: Any) -> str | None:
+    """Why `value` is not an ISO date or date-time of a plausible moment; None when it is one."""
+    if not isinstance(value, str) or len(value) > 40:
+        return f"{_show(value)} is not an ISO date (expected like 2026-11-29T13:22:18+00:00)"
+    try:
+        when = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return f"{_show(value)} is not an ISO date (expected like 2026-11-29T13:22:18+00:00)"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    latest = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(days=2)
+    if not (_dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc) <= when <= latest):
+        return f"{_show(value)} is not a plausible date (before 2000 or in the future)"
+    return None
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _walk(node: Any, at: str, depth: int, key: str, problems: list[str]) -> None:
+    """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers."""
+    if len(problems) > 50:
+        return
+    if depth > MAX_DEPTH:
+        problems.append(f"{at}: nested deeper than {MAX_DEPTH} levels")
+        return
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not isinstance(k, str):
+                problems.append(f"{at}: key {_show(k)} is not a string")
+                continue
+            if len(k) > MAX_KEY_CHARS:
+                problems.append(f"{at}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
+                continue
+            _walk(v, f"{at}[{k!r}]", depth + 1, k, problems)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _walk(v, f"{at}[{i}]", depth + 1, key, problems)
+    elif isinstance(node, str):
+        limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
+        if len(node) > limit:
+            problems.append(f"{at}: a string of {len(node)} characters (at most {limit})")
+    elif isinstance(node, float):
+        if not math.isfinite(node):
+            problems.append(f"{at}: {node!r} is not a finite number")
+    elif _is_int(node):
+        if node.bit_length() > MAX_INT_BITS:
+            problems.append(f"{at}: an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})")
+    elif node is not None and not isinstance(node, bool):
+        problems.append(f"{at}: a {type(node).__name__}, which JSON does not hold")
+
+
+def _optional(record: dict[str, Any], key: str, check: Callable[[Any], bool]) -> bool:
+    return key not in record or record[key] is None or check(record[key])
+
+
+def _check_value(value: Any, at: str, problems: list[str]) -> None:
+    if isinstance(value, dict):
+        exact, approx = value.get("exact"), value.get("float")
+        if set(value) != {"exact", "float"} or not isinstance(exact, str) or not EXACT_PATTERN.match(exact) \
+                or not _is_number(approx):
+            problems.append(f"{at}: value must be a number, a string, a list, or {{'exact': 'p/q', 'float': x}}")
+            return
+        numerator, denominator = (int(part) for part in exact.split("/"))
+        if denominator == 0:
+            problems.append(f"{at}: exact value {exact!r} divides by zero")
+            return
+        try:
+            expected = numerator / denominator
+        except OverflowError:
+            expected = math.copysign(math.inf, numerator)
+        if not math.isclose(expected, approx, rel_tol=1e-9, abs_tol=1e-300):
+            problems.append(f"{at}: exact value {exact} and float {approx!r} disagree")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_value(item, f"{at}[{i}]", problems)
+    elif not _finite(value):
+        problems.append(f"{at}: value is not finite")
+
+
+def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
+    if record.get("status") not in STATUSES:
+        problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(STATUSES)}")
+    if not _optional(record, "kind", lambda k: k in KINDS):
+        problems.append(f"{at}: kind {_show(record.get('kind'))} is not one of {', '.join(KINDS)}")
+    _check_value(record.get("value"), at, problems)
+    for key in ("message", "source", "citation", "hardware", "version"):
+        if not _optional(record, key, lambda v: isinstance(v, str)):
+            problems.append(f"{at}: {key} must be a string")
+    if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)):
+        problems.append(f"{at}: inputs must be a list of strings")
+    if not _optional(record, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
+        problems.append(f"{at}: seconds {_show(record.get('seconds'))} is not a duration between 0 and {MAX_SECONDS}")
+    if record.get("date") is not None:
+        problem = _iso_date(record["date"])
+        if problem:
+            problems.append(f"{at}: date {problem}")
+    figures = record.get("figures", [])
+    if figures is None:
+        figures = []
+    if not isinstance(figures, list):
+        problems.append(f"{at}: figures must be a list")
+        return
+    for i, fig in enumerate(figures):
+        where = f"{at}: figures[{i}]"
+        if not isinstance(fig, dict):
+            problems.append(f"{where}: must be an object with file, line, printed")
+            continue
+        line = fig.get("line")
+        if not _is_int(line) or not 1 <= line <= MAX_LINE:
+            problems.append(f"{where}: line {_show(line)} is not a positive integer")
+        file = fig.get("file")
+        if not isinstance(file, str) or not BOOK_PATH_PATTERN.match(file):
+            problems.append(f"{where}: file {_show(file)} is not a relative path inside the book")
+        for key in ("printed", "stated"):
+            if not _optional(fig, key, lambda v: isinstance(v, str)):
+                problems.append(f"{where}: {key} must be a string")
+        if not _optional(fig, "status", lambda v: v in STATUSES):
+            problems.append(f"{where}: status {_show(fig.get('status'))} is not one of {', '.join(STATUSES)}")
+    statuses = {f.get("status") for f in figures if isinstance(f, dict)}
+    if record.get("status") == "verified" and statuses & {"stale", "failed"}:
+        problems.append(f"{at}: status is 'verified' while a figure of it is {', '.join(sorted(statuses & {'stale', 'failed'}))}")
+
+
+def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> None:
+    machine = data.get("machine", {})
+    if isinstance(machine, dict):
+        if machine.get("slug") not in (None, data.get("slug")):
+            problems.append(f"{where}: machine slug {_show(machine.get('slug'))} differs from the file's slug {_show(data.get('slug'))}")
+        markers = machine.get("markers", [])
+        if not isinstance(markers, list) or not all(isinstance(m, str) and MARKER_PATTERN.match(m) for m in markers):
+            problems.append(f"{where}: machine markers must be a list of lower-case marker names")
+        fingerprint = machine.get("fingerprint", {})
+        if not isinstance(fingerprint, dict) or not all(
+                v is None or isinstance(v, (str, bool)) or _is_number(v) for v in fingerprint.values()):
+            problems.append(f"{where}: machine fingerprint must be an object of strings and numbers")
+    environment = data.get("environment", {})
+    if isinstance(environment, dict):
+        if environment.get("date") is not None:
+            problem = _iso_date(environment["date"])
+            if problem:
+                problems.append(f"{where}: environment date {problem}")
+        for key in ("versions", "backends"):
+            table = environment.get(key, {})
+            if table is not None and (not isinstance(table, dict) or not all(v is None or isinstance(v, str) for v in table.values())):
+                problems.append(f"{where}: environment {key} must be an object of version strings")
+    outputs = data.get("outputs", {})
+    if isinstance(outputs, dict):
+        for name, output in outputs.items():
+            at = f"{where}: outputs[{_show(name)}]"
+            if not isinstance(name, str) or not OUTPUT_NAME_PATTERN.match(name):
+                problems.append(f"{at}: not a snippet file name")
+            if not isinstance(output, dict) or not isinstance(output.get("text", ""), str):
+                problems.append(f"{at}: must be an object with a text string")
+                continue
+            if output.get("date") is not None:
+                problem = _iso_date(output["date"])
+                if problem:
+                    problems.append(f"{at}: date {problem}")
+            if not _optional(output, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
+                problems.append(f"{at}: seconds {_show(output.get('seconds'))} is not a plausible duration")
+
+
 def validate(data: Any, where: str, known_claims: set[str] | None = None) -> list[str]:
-    """Every problem with a parsed results file, as 'where: what' lines; empty when sound."""
+    """Every problem with a parsed results file, as 'where: what' lines; empty when sound.
+
+    A results file may come from a pull request, so nothing in it is taken on trust: the
+    shape, every type, finite and plausible numbers, ISO dates, safe names and paths,
+    bounded sizes and depth, and (given `known_claims`) claim ids this book declares.
+    """
     problems: list[str] = []
     if not isinstance(data, dict):
         return [f"{where}: expected a JSON object at the top, found {type(data).__name__}"]
+    _walk(data, where, 1, "", problems)
+    if problems:
+        return problems
     slug = data.get("slug")
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
-        problems.append(f"{where}: slug {slug!r} is not a safe machine name (lower-case letters, digits, '-', '_')")
+        problems.append(f"{where}: slug {_show(slug)} is not a safe machine name (lower-case letters, digits, '-', '_')")
     for key in ("machine", "environment", "records", "outputs"):
         if not isinstance(data.get(key, {}), dict):
             problems.append(f"{where}: {key!r} must be an object")
+    _check_machine(data, where, problems)
     records = data.get("records", {})
     if isinstance(records, dict):
         for claim_id, per_backend in records.items():
@@ -158,6 +369,8 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
                 continue
             if known_claims is not None and claim_id not in known_claims:
                 problems.append(f"{where}: records[{claim_id!r}] names no claim of this book")
+            elif not re.match(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$", claim_id):
+                problems.append(f"{where}: records[{_show(claim_id)}] is not a claim id")
             for backend, record in per_backend.items():
                 at = f"{where}: records[{claim_id!r}][{backend!r}]"
                 if backend not in BACKEND_NAMES:
@@ -165,30 +378,42 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
                 if not isinstance(record, dict):
                     problems.append(f"{at}: must be an object")
                     continue
-                if record.get("status") not in STATUSES:
-                    problems.append(f"{at}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}")
-                if not _finite(record.get("value")):
-                    problems.append(f"{at}: value is not finite")
-                for fig in record.get("figures", []) or []:
-                    if not isinstance(fig, dict) or not isinstance(fig.get("line", 0), int):
-                        problems.append(f"{at}: figures must be objects with file, line, printed")
-                        break
+                _check_record(record, at, problems)
     return problems
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
     """Read and check one results file; raise ResultsError saying what is wrong and where."""
     where = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constants)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{where}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
         raise ResultsError(f"{where}: not UTF-8 text ({e.reason})") from None
+    except RecursionError:
+        raise ResultsError(f"{where}: nested too deeply to read") from None
+    except ValueError as e:  # NaN or Infinity literals, integers of thousands of digits
+        raise ResultsError(f"{where}: not a valid results file ({e})") from None
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
     if not isinstance(data, dict):
         raise ResultsError(f"{where}: expected a JSON object at the top, found {type(data).__name__}")
     data = migrate(data, where)
     problems = validate(data, where, known_claims)
+    if not problems and data.get("slug") != path.stem:
+        problems.append(f"{where}: holds the results of machine {_show(data.get('slug'))}; "
+                        f"a machine's file is named after its slug ({data.get('slug')}.json)")
     if problems:
         raise ResultsError("\n".join(problems))
     return ResultsFile(data["slug"], data.get("machine", {}), data.get("environment", {}), data.get("records", {}), data.get("outputs", {}))
@@ -206,6 +431,7 @@ def read_all(results_dir: Path, warn: Callable[[str], None], known_claims: set[s
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write beside the file and rename over it: a reader, or a crash, sees the old file or the new one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -216,31 +442,60 @@ def _atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:  # some file systems cannot sync a folder; the rename is done all the same
+        pass
+    finally:
+        os.close(folder)
+
+
+def _remove_leftovers(path: Path) -> list[Path]:
+    """Temporary files of a writer killed mid-write; only the lock holder writes them, so none is live."""
+    leftovers = sorted(path.parent.glob(f".{path.name}.*.tmp"))
+    for item in leftovers:
+        item.unlink(missing_ok=True)
+    return leftovers
 
 
 def dumps(results: ResultsFile) -> str:
-    return json.dumps(results.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(results.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None) -> ResultsFile:
+def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None,
+               timeout: float = 120) -> ResultsFile:
     """Merge `update` into the file at `path` under a lock, atomically; return what was written.
 
     A corrupt existing file is moved aside to `<name>.corrupt-<time>` and reported, never
     silently replaced; a file from a newer schema is left alone and the merge refused.
+    The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
+    killed run leaves no stale lock, only a temporary file that the next merge removes.
     """
+    problems = validate(update.to_dict(), f"{path} (this run's records)")
+    if problems:
+        raise ResultsError("\n".join(problems))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=120):
-        current = ResultsFile(update.slug)
-        if path.exists():
-            try:
-                current = read(path)
-            except ResultsError as e:
-                if "schema version" in str(e) and "reads up to" in str(e):
-                    raise
-                aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
-                os.replace(path, aside)
-                warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
-                current = ResultsFile(update.slug)
-        current.merge(update)
-        _atomic_write(path, dumps(current))
-        return current
+    try:
+        with FileLock(str(path) + ".lock", timeout=timeout):
+            _remove_leftovers(path)
+            current = ResultsFile(update.slug)
+            if path.exists():
+                try:
+                    current = read(path)
+                except ResultsError as e:
+                    if "schema version" in str(e) and "reads up to" in str(e):
+                        raise
+                    aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+                    os.replace(path, aside)
+                    warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
+                    current = ResultsFile(update.slug)
+            current.merge(update)
+            _atomic_write(path, dumps(current))
+            return current
+    except Timeout:
+        raise ResultsError(f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; "
+                           "nothing was merged") from None

@@ -1,0 +1,1094 @@
+"""Fault scenarios: the faults and bad inputs the suite is proven against, as functions.
+
+Each scenario builds a small sample book in a folder, injects one fault, runs the
+verification the way a reader would (in this process, or as separate processes at
+once), and returns a `Tally`: how often the fault was tried, how often it was
+reported, and how many records were expected, kept and lost. The tests assert on
+the tallies; `scripts/fault-table` runs every scenario and writes `docs/faults.md`.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from claims.registry import REGISTRY
+
+SLUG = "sample"
+
+INI = """\
+[pytest]
+claims_topics = {package}
+testpaths = tests book
+pythonpath = .
+addopts = -p no:cacheprovider -p no:hypothesispytest -p no:anyio -ra --machine {slug}
+"""
+
+TEST_MODULE = '''\
+"""Every claim of the sample book on every backend present (as tests/test_book.py)."""
+from claims.pytest_plugin import check_claim
+
+
+def test_claim(claim_case, claims_run):
+    claim, backend = claim_case
+    check_claim(claims_run, claim, backend)
+
+
+def test_every_topic_module_loads(claims_run):
+    assert not claims_run.load_errors, "\\n".join(claims_run.load_errors)
+'''
+
+# Imported at start-up through PYTHONPATH: hides the packages named in CLAIMS_ABSENT
+# exactly as an uninstalled package is hidden (no module, no distribution metadata).
+ABSENT_SITECUSTOMIZE = '''\
+import os
+import sys
+from importlib.machinery import PathFinder
+
+_ABSENT = {n for n in os.environ.get("CLAIMS_ABSENT", "").split(",") if n}
+
+
+class _WithoutAbsent(PathFinder):
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in _ABSENT:
+            return None
+        return super().find_spec(fullname, path, target)
+
+    @classmethod
+    def find_distributions(cls, *args, **kwargs):
+        for dist in super().find_distributions(*args, **kwargs):
+            if (dist.metadata["Name"] or "").lower() not in _ABSENT:
+                yield dist
+
+
+sys.meta_path[:] = [_WithoutAbsent if f is PathFinder else f for f in sys.meta_path]
+'''
+
+BASIC_CLAIMS = '''\
+from fractions import Fraction
+from claims.registry import claim
+
+
+@claim("basic.ratio", kind="exact")
+def ratio():
+    """A decode ceiling: 273 GB/s over 16.4 GB."""
+    return Fraction(273) / Fraction("16.4")
+
+
+@claim("basic.square.{n}", kind="library", over={"n": (2, 3)}, backends=("numpy", "torch:cpu"))
+def square(backend, n):
+    """n squared, as the library computes it."""
+    return int((backend.tensor([n]) ** 2).sum())
+'''
+
+BASIC_PAGE = "The ceiling is [16.6](claim:basic.ratio) tokens/s and [4](claim:basic.square.2) is two squared.\n"
+
+
+@dataclass
+class Run:
+    """One verification run of a sample book: exit code, terminal text, the records kept."""
+
+    ret: int
+    output: str
+    records: dict[str, dict[str, dict[str, Any]]]
+
+    def statuses(self) -> dict[str, dict[str, str]]:
+        return {cid: {b: r.get("status", "?") for b, r in per.items()} for cid, per in self.records.items()}
+
+
+class SampleBook:
+    """A small book with its own claims package, laid out as the project is."""
+
+    def __init__(self, root: Path, package: str = "sample_claims") -> None:
+        self.root = root
+        self.package = package
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "pytest.ini").write_text(INI.format(package=package, slug=SLUG))
+        (root / package).mkdir(exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+        (root / "book").mkdir(exist_ok=True)
+        (root / "tests").mkdir(exist_ok=True)
+        (root / "tests" / "test_sample_book.py").write_text(TEST_MODULE)
+
+    @classmethod
+    def basic(cls, root: Path, package: str = "sample_claims") -> "SampleBook":
+        """A sound book: one exact claim and a library family, two figures."""
+        book = cls(root, package)
+        book.claims("basic", BASIC_CLAIMS)
+        book.page("page.md", BASIC_PAGE)
+        return book
+
+    def claims(self, module: str, text: str) -> Path:
+        path = self.root / self.package / f"{module}.py"
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    def page(self, name: str, text: str) -> Path:
+        path = self.root / "book" / name
+        path.write_text(text)
+        return path
+
+    def conftest(self, text: str) -> None:
+        (self.root / "conftest.py").write_text(textwrap.dedent(text))
+
+    @property
+    def results_dir(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def results_file(self) -> Path:
+        return self.results_dir / f"{SLUG}.json"
+
+    def records(self, results_dir: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+        path = (results_dir / f"{SLUG}.json") if results_dir is not None else self.results_file
+        if not path.exists():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8")).get("records", {})
+
+    def run(self, *args: str) -> Run:
+        """Verify the book in this process, with its own registry; the caller's state is restored."""
+        before = set(sys.modules)
+        saved_path = list(sys.path)
+        saved_cwd = os.getcwd()
+        out = io.StringIO()
+        os.chdir(self.root)
+        try:
+            import pytest
+
+            with REGISTRY.isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                # the unraisable-exception plugin collects garbage twice at exit: seconds inside a big run
+                ret = int(pytest.main(["--capture=sys", "-p", "no:unraisableexception", *args]))
+        finally:
+            os.chdir(saved_cwd)
+            sys.path[:] = saved_path
+            for name in set(sys.modules) - before:
+                file = getattr(sys.modules[name], "__file__", None) or ""
+                if file.startswith(str(self.root)):
+                    del sys.modules[name]
+        return Run(ret, out.getvalue(), self.records())
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "pytest", *args]
+
+    def env(self, absent: Sequence[str] = ()) -> dict[str, str]:
+        """The environment of a separate run; `absent` packages look uninstalled in it."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+        paths = [str(self.root)]
+        if absent:
+            site = self.root / "_absent"
+            site.mkdir(exist_ok=True)
+            (site / "sitecustomize.py").write_text(ABSENT_SITECUSTOMIZE)
+            paths.insert(0, str(site))
+            env["CLAIMS_ABSENT"] = ",".join(absent)
+        env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        return env
+
+    def spawn(self, *args: str, absent: Sequence[str] = (), **popen: Any) -> subprocess.Popen[str]:
+        """Start a separate verification run; collect it with `finish`."""
+        return subprocess.Popen(self.command(*args), cwd=self.root, env=self.env(absent), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+
+    def finish(self, proc: subprocess.Popen[str], timeout: float = 120) -> Run:
+        output, _ = proc.communicate(timeout=timeout)
+        return Run(proc.returncode, output, self.records())
+
+    def run_apart(self, *args: str, absent: Sequence[str] = ()) -> Run:
+        return self.finish(self.spawn(*args, absent=absent))
+
+
+# ---------------------------------------------------------------- tallies
+
+
+@dataclass
+class Tally:
+    """One fault tried some number of times: how often it was handled as required, and the records kept."""
+
+    group: str
+    fault: str
+    required: str
+    tried: int = 0
+    handled: int = 0
+    expected: int = 0
+    kept: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return max(self.expected - self.kept, 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.tried > 0 and self.handled == self.tried and self.lost == 0
+
+    def check(self, handled: bool, note: str = "") -> None:
+        self.tried += 1
+        self.handled += bool(handled)
+        if not handled and note:
+            self.notes.append(note)
+
+    def keep(self, expected: int, kept: int) -> None:
+        self.expected += expected
+        self.kept += min(kept, expected)
+
+    def __str__(self) -> str:
+        text = (f"{self.group} / {self.fault}: {self.handled}/{self.tried} handled, "
+                f"{self.kept}/{self.expected} records kept, {self.lost} lost")
+        return text + "".join(f"\n    {n}" for n in self.notes)
+
+
+def basic_pairs() -> set[tuple[str, str]]:
+    """The (claim, backend) records a run of the basic sample book makes on this machine."""
+    from claims.backends import detect
+
+    present = [b for b in ("numpy", "torch:cpu") if detect()[b].available]
+    return {("basic.ratio", "none")} | {(f"basic.square.{n}", b) for n in (2, 3) for b in present}
+
+
+def _pairs(records: dict[str, dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(claim_id, backend) for claim_id, per in records.items() for backend in per}
+
+
+def _wait_for(path: Path, timeout: float, proc: subprocess.Popen[str] | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if proc is not None and proc.poll() is not None:
+            return path.exists()
+        time.sleep(0.005)
+    return False
+
+
+# ---------------------------------------------------------------- results store: processes
+
+SUBSET_CLAIMS = '''\
+from claims.registry import claim
+
+
+@claim("{prefix}.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
+def item(i):
+    """A record of its own for each i."""
+    return i * 7 + {offset}
+'''
+
+# A conftest for runs started together: each waits at the end of its session until all
+# have arrived, so their merges meet, and writes slowly, so a merge is under way when
+# the other one starts. CLAIMS_NO_LOCK turns the lock off, to show what it prevents.
+RACE_CONFTEST = '''\
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import claims.results as results
+
+_write = results._atomic_write
+
+
+def _slow_write(path, text):
+    time.sleep(float(os.environ.get("CLAIMS_SLOW_WRITE", "0")))
+    _write(path, text)
+
+
+results._atomic_write = _slow_write
+if os.environ.get("CLAIMS_NO_LOCK"):
+    results.FileLock = lambda *args, **kwargs: contextlib.nullcontext()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    barrier = os.environ.get("CLAIMS_BARRIER")
+    if not barrier:
+        return
+    folder = Path(barrier)
+    folder.mkdir(exist_ok=True)
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(list(folder.iterdir())) < int(os.environ["CLAIMS_PEERS"]) and time.monotonic() < deadline:
+        time.sleep(0.005)
+'''
+
+
+def _subset_book(root: Path, subsets: Sequence[str], count: int) -> SampleBook:
+    book = SampleBook(root)
+    for n, prefix in enumerate(subsets):
+        book.claims(prefix, SUBSET_CLAIMS.format(prefix=prefix, count=count, offset=n))
+    book.conftest(RACE_CONFTEST)
+    return book
+
+
+def concurrent_processes(root: Path, tries: int = 1, count: int = 12, lock: bool = True) -> Tally:
+    """Two `pytest` processes started at once on one machine, each verifying its own subset."""
+    tally = Tally("results store", "two pytest processes at once" + ("" if lock else " (lock switched off)"),
+                  "every record of both lands in results/<machine>.json")
+    for attempt in range(tries):
+        book = _subset_book(root / f"race-{attempt}", ("alpha", "beta"), count)
+        env_extra = {"CLAIMS_BARRIER": str(book.root / "barrier"), "CLAIMS_PEERS": "2", "CLAIMS_SLOW_WRITE": "0.3"}
+        if not lock:
+            env_extra["CLAIMS_NO_LOCK"] = "1"
+        shared = root / f"race-{attempt}-results"
+        procs = []
+        for prefix in ("alpha", "beta"):
+            env = {**book.env(absent=("torch", "mlx")), **env_extra}
+            procs.append(subprocess.Popen(book.command("-q", "-k", prefix, "--results-dir", str(shared)), cwd=book.root,
+                                          env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+        records = book.records(shared)
+        expected = {f"{p}.item.{i}" for p in ("alpha", "beta") for i in range(count)}
+        kept = expected & set(records)
+        tally.keep(len(expected), len(kept))
+        both_met = len(list((book.root / "barrier").iterdir())) == 2
+        tally.check(all(p.returncode == 0 for p in procs) and both_met and kept == expected,
+                    f"exit codes {[p.returncode for p in procs]}, met {both_met}, missing {sorted(expected - kept)[:5]}"
+                    + ("" if all(p.returncode == 0 for p in procs) else "\n" + "\n".join(o[-1500:] for o in outputs)))
+    return tally
+
+
+WORKER_CLAIMS = '''\
+import os
+
+from claims.registry import claim
+
+
+@claim("work.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
+def item(i):
+    """The number of the xdist worker that computed it (0 for gw0)."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw-1")[2:])
+
+
+@claim("work.total", kind="exact")
+def total():
+    """The same on every worker: a figure both workers judge alike."""
+    return {count}
+'''
+
+
+def summary_rows(output: str) -> dict[str, dict[str, int]]:
+    """The 'verified book' table of a run's terminal output, by backend."""
+    rows: dict[str, dict[str, int]] = {}
+    lines = output.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if "verified book" in line and line.startswith("="))
+    except StopIteration:
+        return rows
+    header = lines[start + 1].split() if start + 1 < len(lines) else []
+    for line in lines[start + 2:]:
+        parts = line.split()
+        if len(parts) != len(header) or not all(p.isdigit() for p in parts[1:]):
+            break
+        rows[parts[0]] = {h: int(v) for h, v in zip(header[1:], parts[1:])}
+    return rows
+
+
+def counts_of(records: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, int]]:
+    """The same table, counted from a results file's records."""
+    out: dict[str, dict[str, int]] = {}
+    for per_backend in records.values():
+        for backend, record in per_backend.items():
+            row = out.setdefault(backend, {s: 0 for s in ("verified", "stale", "failed", "disputed", "skipped")})
+            row[record["status"]] = row.get(record["status"], 0) + 1
+    return out
+
+
+def xdist_workers(root: Path, count: int = 16) -> Tally:
+    """`pytest -n 2`: each worker merges its own records; the controller's summary counts them all."""
+    tally = Tally("results store", "pytest -n 2 (xdist workers)",
+                  "each worker's records land; the controller's summary table counts them")
+    book = SampleBook(root / "xdist")
+    book.claims("work", WORKER_CLAIMS.format(count=count))
+    book.page("page.md", f"The book has [{count}](claim:work.total) items.\n")
+    shared = root / "xdist-results"
+    run = book.run_apart("-n", "2", "--results-dir", str(shared), absent=("torch", "mlx"))
+    run.records = book.records(shared)
+    expected = {f"work.item.{i}" for i in range(count)}
+    kept = expected & set(run.records)
+    tally.keep(len(expected), len(kept))
+    workers = {run.records[c]["none"]["value"] for c in kept}
+    table = summary_rows(run.output)
+    tally.check(run.ret in (0, 1) and kept == expected and workers == {0, 1},
+                f"exit {run.ret}, missing {sorted(expected - kept)[:5]}, workers {sorted(workers)}\n{run.output[-2000:]}")
+    tally.check(bool(table) and table == counts_of(run.records) and "results: " in run.output,
+                f"controller table {table} differs from the file's {counts_of(run.records)}\n{run.output[-2000:]}")
+    return tally
+
+
+# ---------------------------------------------------------------- results store: a kill mid-write
+
+KILLED_WRITER = '''\
+import os
+import sys
+import time
+from pathlib import Path
+
+import claims.results as results
+
+path, started = Path(sys.argv[1]), Path(sys.argv[2])
+_fdopen = os.fdopen
+
+
+class SlowFile:
+    """Writes in small pieces with pauses, so a kill lands in the middle of the write."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def write(self, text):
+        for start in range(0, len(text), 512):
+            self.handle.write(text[start:start + 512])
+            self.handle.flush()
+            started.touch()
+            time.sleep(0.02)
+        return len(text)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self.handle.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+
+results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k))
+records = {f"killed.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(300)}
+results.merge_into(path, results.ResultsFile(path.stem, records=records))
+'''
+
+KILLED_RUN_CONFTEST = '''\
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import claims.results as results
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    started = Path(os.environ["CLAIMS_STARTED"])
+    fdopen = os.fdopen
+
+    class SlowFile:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, text):
+            for start in range(0, len(text), 256):
+                self.handle.write(text[start:start + 256])
+                self.handle.flush()
+                started.touch()
+                time.sleep(0.05)
+            return len(text)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.handle.__exit__(*exc)
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k))
+'''
+
+
+def _previous_file(path: Path, count: int) -> bytes:
+    from claims.results import ResultsFile, merge_into
+
+    records = {f"previous.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)}
+    merge_into(path, ResultsFile(path.stem, records=records))
+    return path.read_bytes()
+
+
+def _after_kill(tally: Tally, path: Path, before: bytes, proc: subprocess.Popen[str], started: Path) -> None:
+    """Kill the writer once it is writing; the file must be the previous one, and the next merge must work."""
+    from claims.results import ResultsFile, merge_into, read
+
+    was_writing = _wait_for(started, 60, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    leftovers = list(path.parent.glob(f".{path.name}.*.tmp"))
+    whole = path.read_bytes() == before
+    try:
+        previous = set(read(path).records)
+    except Exception as e:  # the file must read; if it does not, that is the failure reported
+        previous = set()
+        tally.notes.append(f"{path}: {e}")
+    later = {f"later.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(5)}
+    started_at = time.monotonic()
+    merged = merge_into(path, ResultsFile(path.stem, records=later), timeout=10)
+    quick = time.monotonic() - started_at < 10
+    expected = {k for k in json.loads(before)["records"]} | set(later)
+    kept = expected & set(merged.records) & set(read(path).records)
+    tally.keep(len(expected), len(kept))
+    tally.check(was_writing and whole and bool(leftovers) and quick and not list(path.parent.glob(f".{path.name}.*.tmp"))
+                and previous == set(json.loads(before)["records"]),
+                f"writing {was_writing}, previous file whole {whole}, killed mid-write {bool(leftovers)}, "
+                f"lock free {quick}")
+
+
+def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
+    """SIGKILL to a process that holds the lock and is half-way through writing the results file."""
+    tally = Tally("results store", "SIGKILL in the middle of a write",
+                  "the previous file stays whole; the lock is free; the next merge keeps every record")
+    for attempt in range(tries):
+        folder = root / f"kill-{attempt}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "m.json"
+        before = _previous_file(path, 50)
+        started = folder / "started"
+        script = folder / "writer.py"
+        script.write_text(KILLED_WRITER)
+        proc = subprocess.Popen([sys.executable, str(script), str(path), str(started)], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        _after_kill(tally, path, before, proc, started)
+    for attempt in range(pytest_runs):
+        book = SampleBook.basic(root / f"kill-run-{attempt}")
+        book.conftest(KILLED_RUN_CONFTEST)
+        book.results_dir.mkdir(parents=True, exist_ok=True)
+        before = _previous_file(book.results_file, 400)
+        started = book.root / "started"
+        env = {**book.env(absent=("torch", "mlx")), "CLAIMS_STARTED": str(started)}
+        proc = subprocess.Popen(book.command("-q"), cwd=book.root, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        _after_kill(tally, book.results_file, before, proc, started)
+    return tally
+
+
+# ---------------------------------------------------------------- results store: bad files
+
+def _good_update(slug: str, count: int = 3) -> Any:
+    from claims.results import ResultsFile
+
+    return ResultsFile(slug, machine={"slug": slug}, records={
+        f"fresh.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)})
+
+
+CORRUPT_FILES: dict[str, bytes] = {
+    "truncated JSON": b'{"schema_version": 1, "slug": "m", "records": {',
+    "empty file": b"",
+    "not UTF-8": b'\xff\xfe{"slug": "m"}',
+    "binary garbage": bytes(range(256)) * 4,
+    "a JSON list at the top": b"[1, 2, 3]",
+    "NaN literal": b'{"schema_version": 1, "slug": "m", "records": {"a.b": {"numpy": {"status": "verified", "value": NaN}}}}',
+    "nested 100,000 deep": b"[" * 100_000 + b"]" * 100_000,
+    "5,000-digit integer": b'{"schema_version": 1, "slug": "m", "records": {}, "x": ' + b"9" * 5000 + b"}",
+    "schema_version a string": b'{"schema_version": "1", "slug": "m", "records": {}}',
+    "schema_version negative": b'{"schema_version": -3, "slug": "m", "records": {}}',
+    "old schema with broken records": b'{"slug": "m", "records": [1, 2]}',
+    "another machine's file under this name": b'{"schema_version": 1, "slug": "other", "records": {}}',
+}
+
+
+def corrupt_files(root: Path) -> Tally:
+    """A results file that does not read: it is reported with its path and kept aside, never replaced silently."""
+    tally = Tally("results store", "corrupt results file",
+                  "reported with its path, kept aside byte for byte, a new file holds the run's records")
+    from claims.results import merge_into, read
+
+    for n, (name, content) in enumerate(CORRUPT_FILES.items()):
+        folder = root / f"corrupt-{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "m.json"
+        path.write_bytes(content)
+        warnings: list[str] = []
+        update = _good_update("m")
+        try:
+            merge_into(path, update, warn=warnings.append)
+        except Exception as e:  # a crash is what this scenario must not see; it is counted as unhandled
+            tally.check(False, f"{name}: merge raised {type(e).__name__}: {e}")
+            tally.keep(len(update.records), 0)
+            continue
+        aside = list(folder.glob("m.json.corrupt-*"))
+        reported = len(warnings) == 1 and str(path) in warnings[0] and "kept aside" in warnings[0]
+        kept_aside = len(aside) == 1 and aside[0].read_bytes() == content
+        records = set(read(path).records)
+        tally.keep(len(update.records), len(set(update.records) & records))
+        tally.check(reported and kept_aside, f"{name}: reported {reported}, kept aside {kept_aside}: {warnings}")
+    return tally
+
+
+def newer_schema(root: Path) -> Tally:
+    """A results file written by a newer schema: refused with what to upgrade; the run's records kept apart."""
+    from claims.results import SCHEMA_VERSION
+
+    tally = Tally("results store", "results file from a newer schema",
+                  "left untouched; the message says what to upgrade; the run's records are kept beside it")
+    book = SampleBook.basic(root / "newer")
+    book.results_dir.mkdir(parents=True, exist_ok=True)
+    original = json.dumps({"schema_version": SCHEMA_VERSION + 1, "slug": SLUG, "records": {}, "new_field": [1]})
+    book.results_file.write_text(original)
+    run = book.run()
+    unmerged = list(book.results_dir.glob(f"{SLUG}.json.unmerged-*"))
+    kept = _pairs(json.loads(unmerged[0].read_text())["records"]) if len(unmerged) == 1 else set()
+    expected = basic_pairs()
+    tally.keep(len(expected), len(expected & kept))
+    tally.check(book.results_file.read_text() == original and "update the project" in run.output
+                and "run.py setup" in run.output and str(book.results_file) in run.output and len(unmerged) == 1,
+                f"file untouched {book.results_file.read_text() == original}, unmerged {unmerged}\n{run.output[-1500:]}")
+    return tally
+
+
+def older_schema(root: Path) -> Tally:
+    """A results file of schema 0 (a flat list of records): migrated, and its records kept."""
+    tally = Tally("results store", "results file from an older schema",
+                  "migrated to the current schema; its records kept beside the run's")
+    book = SampleBook.basic(root / "older")
+    book.results_dir.mkdir(parents=True, exist_ok=True)
+    old = [{"claim": f"old.item.r{i}", "backend": "numpy", "status": "verified", "value": i} for i in range(4)]
+    book.results_file.write_text(json.dumps({"slug": SLUG, "records": old}))
+    run = book.run()
+    data = json.loads(book.results_file.read_text())
+    expected = {f"old.item.r{i}" for i in range(4)} | {"basic.ratio", "basic.square.2", "basic.square.3"}
+    tally.keep(len(expected), len(expected & set(data["records"])))
+    tally.check(run.ret == 0 and data.get("schema_version") == 1 and isinstance(data["records"], dict),
+                f"exit {run.ret}, schema {data.get('schema_version')}\n{run.output[-1500:]}")
+    return tally
+
+
+def locked_threads(root: Path, count: int = 8) -> Tally:
+    """Merges racing in threads of one process: filelock serialises them as it does processes."""
+    import threading
+
+    from claims.results import ResultsFile, merge_into, read
+
+    tally = Tally("results store", "merges racing in threads", "every thread's records land")
+    path = root / "threads" / "m.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def one(n: int) -> None:
+        merge_into(path, ResultsFile("m", records={f"thread.item.t{n}": {"numpy": {"status": "verified", "value": n}}}))
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = set(read(path).records)
+    tally.keep(count, len(kept))
+    tally.check(len(kept) == count, f"kept {sorted(kept)}")
+    return tally
+
+
+# ---------------------------------------------------------------- untrusted results files
+
+HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=1\">"
+
+
+def sound_results(slug: str = "contrib", claim_id: str = "basic.ratio", text: str = "") -> dict[str, Any]:
+    """A valid contributed results file; `text` is put in every free string field (for escaping tests)."""
+    date = "2026-11-29T13:00:00+00:00"
+    return {
+        "schema_version": 1,
+        "slug": slug,
+        "machine": {"slug": slug, "markers": [], "fingerprint": {
+            "cpu": f"Contributed CPU {text}", "arch": f"x86_64{text}", "cores": 8, "memory_gb": 64.0,
+            "os": f"Linux {text}", "gpu": f"GPU {text}", "gpu_memory_gb": 16.0, "compute_capability": f"12.0{text}",
+            "driver": f"580{text}", "python": f"3.12{text}", "torch": f"2.9{text}"}},
+        "environment": {"date": date, "os": f"Linux {text}", "driver": f"580{text}",
+                        "versions": {"python": f"3.12{text}", "torch": f"2.9{text}"},
+                        "backends": {"numpy": f"2.3{text}", "torch:cpu": f"2.9{text}"}},
+        "records": {claim_id: {"numpy": {
+            "status": "verified", "kind": "exact", "value": {"exact": "1365/82", "float": 1365 / 82},
+            "figures": [{"file": "book/index.md", "line": 3, "printed": f"16.6{text}", "stated": f"16.6{text}",
+                         "status": "verified"}],
+            "message": f"computed here {text}", "inputs": [f"claims/data/x.toml:1 value = 1 {text}"],
+            "source": f"claims/topics/x.py:1{text}", "citation": f"a source {text}", "hardware": None,
+            "date": date, "seconds": 0.01, "version": f"2.3{text}"}}},
+        "outputs": {"lab.py": {"text": f"what the lab printed {text}", "date": date, "seconds": 0.5}},
+    }
+
+
+def _record(data: dict[str, Any]) -> dict[str, Any]:
+    return data["records"]["basic.ratio"]["numpy"]
+
+
+def _figure(data: dict[str, Any]) -> dict[str, Any]:
+    return _record(data)["figures"][0]
+
+
+def _nest(depth: int) -> Any:
+    node: Any = 1
+    for _ in range(depth):
+        node = [node]
+    return node
+
+
+HOSTILE_VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
+    "slug with a path": ("names", lambda d: d.update(slug="../../etc/passwd")),
+    "slug with markup": ("names", lambda d: d.update(slug="<script>x</script>")),
+    "slug of 200 characters": ("names", lambda d: d.update(slug="a" * 200)),
+    "machine slug not the file's": ("names", lambda d: d["machine"].update(slug="someone-else")),
+    "unknown claim id": ("names", lambda d: d["records"].update({"no.such.claim": d["records"]["basic.ratio"]})),
+    "claim id with markup": ("names", lambda d: d["records"].update({"<b>x</b>": {}})),
+    "unknown backend": ("names", lambda d: d["records"]["basic.ratio"].update({"gpu:9": _record(d)})),
+    "marker with markup": ("names", lambda d: d["machine"].update(markers=["<script>"])),
+    "output name with a path": ("names", lambda d: d["outputs"].update({"../../x.py": {"text": "x"}})),
+    "figure file outside the book": ("names", lambda d: _figure(d).update(file="../../etc/passwd")),
+    "figure file absolute": ("names", lambda d: _figure(d).update(file="/etc/passwd")),
+    "status not a status": ("types", lambda d: _record(d).update(status="great")),
+    "figure status not a status": ("types", lambda d: _figure(d).update(status="<script>")),
+    "kind not a kind": ("types", lambda d: _record(d).update(kind="magic")),
+    "record not an object": ("types", lambda d: d["records"]["basic.ratio"].update(numpy=[1, 2])),
+    "records a list": ("types", lambda d: d.update(records=[])),
+    "inputs not strings": ("types", lambda d: _record(d).update(inputs=[{"a": 1}])),
+    "message not a string": ("types", lambda d: _record(d).update(message=["x"])),
+    "fingerprint nested": ("types", lambda d: d["machine"]["fingerprint"].update(cpu={"a": 1})),
+    "output text not a string": ("types", lambda d: d["outputs"]["lab.py"].update(text=7)),
+    "verified with a stale figure": ("types", lambda d: _figure(d).update(status="stale")),
+    "figure line 0": ("figure lines", lambda d: _figure(d).update(line=0)),
+    "figure line negative": ("figure lines", lambda d: _figure(d).update(line=-4)),
+    "figure line a string": ("figure lines", lambda d: _figure(d).update(line="3")),
+    "figure line true": ("figure lines", lambda d: _figure(d).update(line=True)),
+    "figure line fractional": ("figure lines", lambda d: _figure(d).update(line=2.5)),
+    "figure line past a million": ("figure lines", lambda d: _figure(d).update(line=10**9)),
+    "value NaN": ("values", lambda d: _record(d).update(value=math.nan)),
+    "value infinite": ("values", lambda d: _record(d).update(value=math.inf)),
+    "exact and float disagree": ("values", lambda d: _record(d).update(value={"exact": "1/3", "float": 0.5})),
+    "exact divides by zero": ("values", lambda d: _record(d).update(value={"exact": "1/0", "float": 1.0})),
+    "value integer of 1,300 digits": ("values", lambda d: _record(d).update(value=10**1300)),
+    "seconds negative": ("values", lambda d: _record(d).update(seconds=-1)),
+    "seconds a year": ("values", lambda d: _record(d).update(seconds=3.2e7)),
+    "memory NaN": ("values", lambda d: d["machine"]["fingerprint"].update(memory_gb=math.nan)),
+    "date not a date": ("dates", lambda d: _record(d).update(date="yesterday")),
+    "date in the future": ("dates", lambda d: _record(d).update(date="2999-01-01T00:00:00+00:00")),
+    "date before 2000": ("dates", lambda d: _record(d).update(date="1970-01-01")),
+    "environment date with markup": ("dates", lambda d: d["environment"].update(date="<script>")),
+    "output date a number": ("dates", lambda d: d["outputs"]["lab.py"].update(date=20261129)),
+    "string of 20,000 characters": ("sizes", lambda d: _record(d).update(citation="x" * 20_000)),
+    "message of 200,000 characters": ("sizes", lambda d: _record(d).update(message="x" * 200_000)),
+    "key of 500 characters": ("sizes", lambda d: d["machine"]["fingerprint"].update({"k" * 500: 1})),
+    "value nested 40 deep": ("sizes", lambda d: _record(d).update(value=_nest(40))),
+    "non-string key": ("sizes", lambda d: d["machine"]["fingerprint"].update({7: "x"})),
+    "top level a list": ("types", lambda d: [d]),
+}
+
+HOSTILE_FILES: dict[str, bytes] = {
+    "NaN literal in the file": b'{"schema_version": 1, "slug": "contrib", "records": {}, "x": NaN}',
+    "Infinity literal in the file": b'{"schema_version": 1, "slug": "contrib", "records": {}, "x": -Infinity}',
+    "nested 100,000 deep in the file": b'{"slug": "contrib", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "integer of 5,000 digits in the file": b'{"slug": "contrib", "x": ' + b"9" * 5000 + b"}",
+    "not UTF-8": b'{"slug": "contrib\xff"}',
+    "schema from the future": b'{"schema_version": 99, "slug": "contrib", "records": {}}',
+}
+
+
+def hostile_results(root: Path, known_claims: set[str] | None = None) -> Tally:
+    """A contributed results file is untrusted: each hostile variant is refused, naming the file."""
+    from claims.results import ResultsError, read, validate
+
+    known = known_claims if known_claims is not None else {"basic.ratio"}
+    tally = Tally("contributed results", "hostile results file",
+                  "refused before it is merged or rendered, with the file and the field named")
+    where = "results/contrib.json"
+    sound = sound_results(text=HOSTILE)
+    tally.check(validate(sound, where, known) == [], f"the sound file is refused: {validate(sound, where, known)}")
+    for name, (_, mutate) in HOSTILE_VARIANTS.items():
+        data = json.loads(json.dumps(sound))
+        replaced = mutate(data)
+        data = replaced if isinstance(replaced, list) else data
+        problems = validate(data, where, known)
+        tally.check(bool(problems) and all(p.startswith(where) for p in problems), f"{name}: {problems or 'accepted'}")
+    folder = root / "hostile"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in HOSTILE_FILES.items():
+        path = folder / "contrib.json"
+        path.write_bytes(content)
+        try:
+            read(path, known)
+        except ResultsError as e:
+            tally.check(str(path) in str(e), f"{name}: {e}")
+        except Exception as e:  # anything but a ResultsError is a crash of the reader
+            tally.check(False, f"{name}: {type(e).__name__}: {e}")
+        else:
+            tally.check(False, f"{name}: accepted")
+    return tally
+
+
+# ---------------------------------------------------------------- bad input in the book and the claims
+
+GOOD_CLAIMS = BASIC_CLAIMS
+
+FAULTY_CLAIMS = '''\
+import math
+
+from claims.registry import claim
+
+
+@claim("bad.raises", kind="exact")
+def raises():
+    """Divides by zero."""
+    return 1 / 0
+
+
+@claim("bad.wrong_type", kind="exact")
+def wrong_type():
+    """Returns a mapping, which no figure can be compared with."""
+    return {"tokens": 16}
+
+
+@claim("bad.string_for_number", kind="exact")
+def string_for_number():
+    """Returns words where the book prints a number."""
+    return "sixteen"
+
+
+@claim("bad.nan", kind="exact")
+def not_a_number():
+    """Returns NaN."""
+    return math.nan
+
+
+@claim("basic.ratio", kind="exact")
+def ratio_again():
+    """Declares an id another module declared first."""
+    return 1
+
+
+@claim("Bad.Upper", kind="exact")
+def upper():
+    """An id that is not dotted lower case."""
+    return 1
+
+
+@claim("bad.after", kind="exact")
+def after():
+    """Declared after the faulty ones in the same module: still registered, run and recorded."""
+    return 42
+'''
+
+FAULTY_PAGE = """\
+A raising claim gives [5](claim:bad.raises).
+A mapping is no figure: [16](claim:bad.wrong_type).
+Words are no number: [16](claim:bad.string_for_number).
+NaN is no value: [1.5](claim:bad.nan).
+A typo: [4](claim:basic.sqare.2).
+Words without their value: [sixteen](claim:basic.ratio).
+A broken link: [16.6](claim: basic.ratio).
+After them all, [42](claim:bad.after).
+"""
+
+BAD_INPUTS: dict[str, list[str]] = {
+    "claim raises": [r"b_faulty\.py:\d+: claim bad\.raises on none: raised ZeroDivisionError: division by zero \(at ",
+                     r"book/faults\.md:1: figure 5 \(bad\.raises\) cannot be checked: raised ZeroDivisionError"],
+    "claim returns the wrong type": [r"b_faulty\.py:\d+: claim bad\.wrong_type on none: returned a dict",
+                                     r"book/faults\.md:3: figure 16 \(bad\.string_for_number\) cannot be checked on none: "
+                                     r"the claim returned a str"],
+    "claim returns NaN": [r"b_faulty\.py:\d+: claim bad\.nan on none: returned NaN",
+                          r"book/faults\.md:4: figure 1\.5 \(bad\.nan\) cannot be checked: returned NaN"],
+    "unknown claim id": [r"book/faults\.md:5: figure 4 binds to unknown claim 'basic\.sqare\.2'; did you mean basic\.square\.2"],
+    "figure text that does not parse": [r"book/faults\.md:6:\d+: figure sixteen \(basic\.ratio\): 'sixteen' is not a printed number"],
+    "malformed binding": [r"book/faults\.md:7:\d+: malformed binding: expected \[printed text\]\(claim:dotted\.id\).*claim: basic\.ratio"],
+    "duplicated claim id": [r"b_faulty\.py:\d+: claim id 'basic\.ratio' is declared twice; first at \S*a_good\.py:\d+"],
+    "claim id not dotted lower case": [r"b_faulty\.py:\d+: claim id 'Bad\.Upper' is not a dotted lower-case id"],
+    "topic module that does not import": [r"c_syntax\.py:\d+: sample_claims\.c_syntax does not import: SyntaxError"],
+    "page that is not UTF-8": [r"book/latin1\.md:1: page cannot be read"],
+}
+
+
+def bad_input(root: Path) -> list[Tally]:
+    """Every kind of bad input at once in one book: each is one clear error at its place; the rest is recorded."""
+    import re
+
+    book = SampleBook(root / "bad-input")
+    book.claims("a_good", GOOD_CLAIMS)
+    book.claims("b_faulty", FAULTY_CLAIMS)
+    book.claims("c_syntax", "def broken(:\n    return 1\n")
+    book.page("page.md", BASIC_PAGE)
+    book.page("faults.md", FAULTY_PAGE)
+    (book.root / "book" / "latin1.md").write_bytes(b"Caf\xe9 au lait: [42](claim:bad.after).\n")
+    run = book.run()
+    tallies = []
+    for fault, patterns in BAD_INPUTS.items():
+        tally = Tally("bad input", fault, "one clear error naming file:line (and the claim id, where one is involved)")
+        missing = [p for p in patterns if not re.search(p, run.output)]
+        tally.check(not missing and "Traceback (most recent call last)" not in run.output,
+                    f"not reported as expected: {missing}")
+        tallies.append(tally)
+    statuses = run.statuses()
+    good = {("basic.ratio", "none"), ("basic.square.2", "numpy"), ("basic.square.3", "numpy"), ("bad.after", "none")}
+    failed = {("bad.raises", "none"), ("bad.wrong_type", "none"), ("bad.string_for_number", "none"), ("bad.nan", "none")}
+    kept = {p for p in good if statuses.get(p[0], {}).get(p[1]) == "verified"}
+    kept |= {p for p in failed if statuses.get(p[0], {}).get(p[1]) == "failed"}
+    around = Tally("bad input", "all of the above in one book",
+                   "the run fails (exit 1) and records every claim that computed, the faulty ones as failed")
+    around.check(run.ret == 1 and kept == good | failed,
+                 f"exit {run.ret}, missing {sorted((good | failed) - kept)}")
+    around.keep(len(good | failed), len(kept))
+    tallies.append(around)
+    for tally in tallies:
+        tally.notes += [] if tally.ok else [run.output[-3000:]]
+    return tallies
+
+
+# ---------------------------------------------------------------- hardware and environment faults
+
+ENV_CLAIMS = '''\
+from claims.registry import claim
+
+
+@claim("env.sum.{n}", kind="library", over={"n": (2, 3)})
+def total(backend, n):
+    """n plus n, summed by the library on its device."""
+    return int(backend.tensor([n, n]).sum())
+'''
+
+ENV_PAGE = "Two twos make [4](claim:env.sum.2), as [16.6](claim:basic.ratio) is a ratio.\n"
+
+
+def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> list[Tally]:
+    """A machine without torch, and one without MLX: their backends are skipped with the reason; the rest runs."""
+    books, procs = [], []
+    for package in packages:
+        book = SampleBook.basic(root / f"without-{package}")
+        book.claims("env", ENV_CLAIMS)
+        book.page("page.md", ENV_PAGE)
+        books.append(book)
+        procs.append(book.spawn(absent=(package,)))
+    tallies = []
+    for package, book, proc in zip(packages, books, procs):
+        run = book.finish(proc)
+        tally = Tally("environment", f"{'MLX' if package == 'mlx' else package} not installed",
+                      f"{package}'s backends skipped with the reason; every other backend runs and is recorded")
+        library = "mlx.core" if package == "mlx" else package
+        reason = f"{library} does not import (ModuleNotFoundError: No module named '{package}')"
+        gone = [f"{package}:{d}" for d in (("cpu", "gpu") if package == "mlx" else ("cpu", "cuda", "mps"))]
+        statuses = run.statuses()
+        present = {(c, b) for c, per in statuses.items() for b in per if b not in gone}
+        computed = {(c, b) for (c, b) in present if statuses[c][b] == "verified"
+                    or (statuses[c][b] == "skipped" and package not in run.records[c][b].get("message", ""))}
+        affected = [s for per in statuses.values() for b, s in per.items() if b in gone]
+        tally.check(run.ret == 0 and reason in run.output and "SKIPPED" in run.output
+                    and all(s == "skipped" for s in affected) and ("env.sum.2", "numpy") in computed,
+                    f"exit {run.ret}\n{run.output[-2500:]}")
+        tally.keep(len(present), len(computed))
+        tallies.append(tally)
+    return tallies
+
+
+OOM_CLAIMS = '''\
+from claims.registry import claim
+
+
+@claim("oom.torch_error", kind="library", backends=("torch:cpu",))
+def torch_error(backend):
+    """Asks for more device memory than there is (as torch reports it)."""
+    import torch
+
+    raise torch.cuda.OutOfMemoryError(
+        "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 15.47 GiB")
+
+
+@claim("oom.runtime_error", kind="library", backends=("torch:cpu",))
+def runtime_error(backend):
+    """The same, as older torch builds report it."""
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.47 GiB total capacity)")
+
+
+@claim("oom.after", kind="library", backends=("torch:cpu",))
+def after(backend):
+    """Computed after the out-of-memory claims: still runs."""
+    return int(backend.tensor([20, 22]).sum())
+'''
+
+
+def out_of_memory(root: Path) -> Tally:
+    """A CUDA device that runs out of memory in one claim: that claim fails alone, with a clear message."""
+    import re
+
+    tally = Tally("environment", "device out of memory in one claim",
+                  "that claim fails alone saying so; every other claim recorded")
+    book = SampleBook.basic(root / "oom")
+    book.claims("oom", OOM_CLAIMS)
+    book.page("oom.md", "The sum is [42](claim:oom.after).\n")
+    run = book.run()
+    statuses = run.statuses()
+    for cid, kind in (("oom.torch_error", "OutOfMemoryError"), ("oom.runtime_error", "RuntimeError")):
+        said = re.search(rf"claim {re.escape(cid)} on torch:cpu: ran out of device memory on torch:cpu \(at .*\): "
+                         rf"{kind}: CUDA out of memory", run.output)
+        tally.check(bool(said) and statuses.get(cid, {}).get("torch:cpu") == "failed", f"{cid}\n{run.output[-2500:]}")
+    others = {(c, b) for c, per in statuses.items() for b in per if not c.startswith("oom.") or c == "oom.after"}
+    kept = {(c, b) for (c, b) in others if statuses[c][b] == "verified"}
+    tally.keep(len(others), len(kept))
+    return tally
+
+
+def keyboard_interrupt(root: Path) -> Tally:
+    """Ctrl-C during a probe: the run stops, and every record made before it is in the results file."""
+    tally = Tally("environment", "Ctrl-C during a claim",
+                  "the run stops as interrupted; every record made before it is written")
+    book = SampleBook.basic(root / "interrupt")
+    book.claims("zz", '''
+        from claims.registry import claim
+
+
+        @claim("zz.probe", kind="exact")
+        def probe():
+            """A long probe the reader interrupts."""
+            raise KeyboardInterrupt
+    ''')
+    book.page("later.md", "Never reached: [1](claim:zz.probe).\n")
+    run = book.run()
+    expected = basic_pairs()
+    kept = expected & _pairs(run.records)
+    tally.keep(len(expected), len(kept))
+    tally.check(run.ret == 2 and "KeyboardInterrupt" in run.output and "results: " in run.output,
+                f"exit {run.ret}\n{run.output[-2000:]}")
+    return tally
+
+
+NETWORK_CLAIMS = '''\
+import os
+import socket
+
+from claims.registry import claim
+
+
+@claim("net.reach", kind="exact")
+def reach():
+    """Reaches for a server away from this machine."""
+    with socket.create_connection(("192.0.2.1", 80), timeout=5):
+        return 1
+
+
+@claim("net.offline", kind="exact")
+def offline():
+    """How many of the hub's offline switches are on during the run."""
+    return sum(os.environ.get(k) == "1" for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+'''
+
+
+def network(root: Path) -> Tally:
+    """A claim that reaches for the network fails alone; the hub's offline switches are on for the run."""
+    import re
+
+    tally = Tally("environment", "a claim reaching for the network",
+                  "refused with the address named; that claim fails alone; the hub is offline for the run")
+    book = SampleBook.basic(root / "network")
+    book.claims("net", NETWORK_CLAIMS)
+    book.page("net.md", "Both switches are on: [2](claim:net.offline).\n")
+    run = book.run()
+    statuses = run.statuses()
+    said = re.search(r"claim net\.reach on none: raised NetworkRefused: network access is off during verification: "
+                     r"connection to \('192\.0\.2\.1', 80\) refused", run.output)
+    tally.check(bool(said) and statuses.get("net.reach", {}).get("none") == "failed"
+                and statuses.get("net.offline", {}).get("none") == "verified", run.output[-2000:])
+    others = {(c, b) for c, per in statuses.items() for b in per if c != "net.reach"}
+    tally.keep(len(others), len({(c, b) for (c, b) in others if statuses[c][b] == "verified"}))
+    return tally
