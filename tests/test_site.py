@@ -444,6 +444,7 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
         server.shutdown()
 
 
+@pytest.mark.slow
 def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results(tmp_path: Path) -> None:
     project = copy_project(tmp_path / "project")
     index = project / "book" / "index.md"
