@@ -6,14 +6,11 @@ is built into the site, and headless Chromium shows that none of it runs.
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,9 +20,9 @@ import claims.results as results
 from claims import faults
 from claims.bindings import Book
 from claims.registry import REGISTRY, Kind
+from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 WHERE = "results/contrib.json"
 KNOWN = {"basic.ratio"}
 
@@ -112,11 +109,6 @@ def _url(md: str) -> str:
     return "" if path == "index" else path.removesuffix("/index") + "/"
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, list[Any]]]:
     """The project's site built with one extra results file that carries markup in every string."""
@@ -135,24 +127,8 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
                            cwd=ROOT, capture_output=True, text=True, timeout=600,
                            env={**os.environ, "CLAIMS_RESULTS_DIR": str(results_dir), "NO_MKDOCS_2_WARNING": "1"})
     assert built.returncode == 0, f"mkdocs build failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", page, figures
-    finally:
-        server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium package to run the browser tests")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
+    with served(site) as url:
+        yield url, page, figures
 
 
 def _visit(browser: Any, url: str, hover: list[str] = ()) -> tuple[Any, list[str], Any]:
@@ -185,9 +161,9 @@ def _nothing_ran(page: Any, dialogs: list[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: tuple[str, str, list[Any]],
-                                                                  chromium: Any) -> None:
+                                                                  browser: Any) -> None:
     base, chapter, figures = hostile_site
-    page, dialogs, context = _visit(chromium, base + _url(chapter), hover=[f.claim_id for f in figures])
+    page, dialogs, context = _visit(browser, base + _url(chapter), hover=[f.claim_id for f in figures])
     try:
         _nothing_ran(page, dialogs)
         claims_on_page = page.evaluate("() => [...document.querySelectorAll('[data-claim]')].map(e => e.dataset.claim)")
@@ -202,7 +178,7 @@ def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: t
         _nothing_ran(page, dialogs)
     finally:
         context.close()
-    page, dialogs, context = _visit(chromium, base + "machines/")
+    page, dialogs, context = _visit(browser, base + "machines/")
     try:
         _nothing_ran(page, dialogs)
         assert page.locator("h2", has_text=SLUG).count() == 1, "the contributed machine has no section"

@@ -6,8 +6,6 @@ screenshots under `artifacts/screenshots/` for a person to look at.
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import logging
 import os
@@ -15,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +24,9 @@ from claims import render
 from claims.bindings import Book
 from claims.registry import REGISTRY, load_topics
 from claims.results import read_all
+from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 STATUSES = {"verified", "stale", "failed", "disputed", "unverified"}
 MKDOCS = [sys.executable, "-m", "mkdocs"]
@@ -106,35 +103,10 @@ def book() -> Book:
     return Book.read(ROOT / "book", ROOT)
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/"
-
-
 @pytest.fixture(scope="module")
 def base_url(built: Path) -> Iterator[str]:
-    server, url = serve(built)
-    yield url
-    server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium package to run the browser tests")
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield chromium
-        chromium.close()
+    with served(built) as url:
+        yield url
 
 
 class Visit:
@@ -357,8 +329,7 @@ def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book
     site = tmp_path / "site"
     passed, log = build_here(project, site, strict=False)  # pages being written may warn; staleness is not a warning
     assert passed, log
-    server, url = serve(site)
-    try:
+    with served(site) as url:
         v = Visit(browser, url)
         browser_page = v.open(page_url(page.file))
         figure = browser_page.locator(f'[data-claim="{target.claim_id}"]', has_text=changed.split(" ")[0]).first
@@ -371,8 +342,6 @@ def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book
         browser_page.wait_for_timeout(250)
         browser_page.screenshot(path=str(SCREENSHOTS / "stale-figure.png"))
         v.close()
-    finally:
-        server.shutdown()
 
 
 def probe_records(slug: str, scale: float) -> dict[str, dict[str, Any]]:
@@ -415,8 +384,7 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
     site = tmp_path / "site"
     passed, log = build_here(ROOT, site, strict=False)
     assert passed, log
-    server, url = serve(site)
-    try:
+    with served(site) as url:
         v = Visit(browser, url)
         plots = v.open("plots/")
         drawn = plots.locator("figure.vb-plot svg")
@@ -440,8 +408,6 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
             assert tabs.first.locator("label", has_text="second-machine").count() == 1
         assert not v.errors and not v.outside
         v.close()
-    finally:
-        server.shutdown()
 
 
 @pytest.mark.slow
