@@ -427,30 +427,19 @@ def xdist_workers(root: Path, count: int = 16) -> Tally:
 
 # ---------------------------------------------------------------- results store: a kill mid-write
 
-KILLED_WRITER = '''\
-import os
-import sys
-import time
-from pathlib import Path
-
-import claims.results as results
-
-path, started = Path(sys.argv[1]), Path(sys.argv[2])
-_fdopen = os.fdopen
-
-
+SLOW_FILE = '''
 class SlowFile:
     """Writes in small pieces with pauses, so a kill lands in the middle of the write."""
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, started, piece, pause):
+        self.handle, self.started, self.piece, self.pause = handle, started, piece, pause
 
     def write(self, text):
-        for start in range(0, len(text), 512):
-            self.handle.write(text[start:start + 512])
+        for start in range(0, len(text), self.piece):
+            self.handle.write(text[start:start + self.piece])
             self.handle.flush()
-            started.touch()
-            time.sleep(0.02)
+            self.started.touch()
+            time.sleep(self.pause)
         return len(text)
 
     def __enter__(self):
@@ -461,9 +450,21 @@ class SlowFile:
 
     def __getattr__(self, name):
         return getattr(self.handle, name)
+'''
 
+KILLED_WRITER = '''\
+import os
+import sys
+import time
+from pathlib import Path
 
-results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k))
+import claims.results as results
+
+path, started = Path(sys.argv[1]), Path(sys.argv[2])
+_fdopen = os.fdopen
+''' + SLOW_FILE + '''
+
+results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
 records = {f"killed.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(300)}
 results.merge_into(path, results.ResultsFile(path.stem, records=records))
 '''
@@ -476,35 +477,13 @@ from pathlib import Path
 import pytest
 
 import claims.results as results
-
+''' + SLOW_FILE + '''
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     started = Path(os.environ["CLAIMS_STARTED"])
     fdopen = os.fdopen
-
-    class SlowFile:
-        def __init__(self, handle):
-            self.handle = handle
-
-        def write(self, text):
-            for start in range(0, len(text), 256):
-                self.handle.write(text[start:start + 256])
-                self.handle.flush()
-                started.touch()
-                time.sleep(0.05)
-            return len(text)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return self.handle.__exit__(*exc)
-
-        def __getattr__(self, name):
-            return getattr(self.handle, name)
-
-    results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k))
+    results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
 '''
 
 
