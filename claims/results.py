@@ -438,6 +438,7 @@ def _atomic_write(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make the committed file private
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
