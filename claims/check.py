@@ -258,6 +258,10 @@ class Verifier:
         result = self.outcome(claim, backend)
         return [judge(b, result, self.machine) for b in self.bindings.get(claim.id, [])]
 
+    def judge_everywhere(self, binding: Binding, claim: Claim) -> list[Verdict]:
+        """One printed figure against every backend its claim is computed on."""
+        return [judge(binding, self.outcome(claim, b), self.machine) for b in self.backends_for(claim)]
+
     def status(self, claim: Claim, backend: Backend) -> tuple[str, list[Verdict]]:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)

@@ -270,12 +270,7 @@ class FigureItem(BookItem):
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
-        verdicts = []
-        for backend in run.verifier.backends_for(claim):
-            result = run.verifier.outcome(claim, backend)
-            from claims.check import judge
-
-            verdicts.append(judge(self.binding, result, run.machine))
+        verdicts = run.verifier.judge_everywhere(self.binding, claim)
         bad = [v for v in verdicts if v.status in ("stale", "failed")]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
