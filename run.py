@@ -31,7 +31,20 @@ def _say(message: str) -> None:
 
 
 def _run(*cmd: str | Path, check: bool = True) -> int:
-    return subprocess.run([str(c) for c in cmd], cwd=ROOT, check=check).returncode
+    return subprocess.run([str(c) for c in cmd], cwd=ROOT, check=check, env=_tool_env()).returncode
+
+
+def _tool_env() -> dict[str, str]:
+    """The environment of the tools run here, with Python's bytecode cache allowed.
+
+    pytest rewrites the assertions of every plugin's modules (hypothesis alone brings about
+    seventy) and keeps the result only as cached bytecode; where PYTHONDONTWRITEBYTECODE is
+    set it redoes that work on every run, seconds each time. The cache lands in __pycache__
+    folders, which git ignores.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _has_nvidia_gpu() -> bool:

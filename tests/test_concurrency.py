@@ -17,6 +17,7 @@ from claims import faults
 from claims.results import ResultsError, ResultsFile, merge_into, read
 
 
+@pytest.mark.slow  # a second process
 def test_two_pytest_processes_at_once_keep_every_record(tmp_path: Path) -> None:
     tally = faults.concurrent_processes(tmp_path)
     assert tally.ok, str(tally)
@@ -29,6 +30,7 @@ def test_xdist_workers_each_merge_their_records_and_the_controller_counts_them(t
     assert tally.ok, str(tally)
 
 
+@pytest.mark.slow  # a second process
 def test_a_kill_mid_write_leaves_the_previous_file_whole(tmp_path: Path) -> None:
     tally = faults.killed_mid_write(tmp_path, tries=1, pytest_runs=1)
     assert tally.ok, str(tally)

@@ -14,18 +14,21 @@ import pytest
 from claims import faults, offline
 
 
-@pytest.mark.parametrize("package", ["torch", pytest.param("mlx", marks=pytest.mark.slow)])
+@pytest.mark.slow  # a pytest process per case
+@pytest.mark.parametrize("package", ["torch", "mlx"])
 def test_a_missing_library_skips_its_backends_only(tmp_path: Path, package: str) -> None:
     """A separate run in which the package looks uninstalled (an import blocker on PYTHONPATH)."""
     (tally,) = faults.absent_packages(tmp_path, (package,))
     assert tally.ok, str(tally)
 
 
+@pytest.mark.slow  # a pytest process
 def test_a_device_out_of_memory_fails_that_claim_alone(tmp_path: Path) -> None:
     tally = faults.out_of_memory(tmp_path)
     assert tally.ok and tally.tried == 2, str(tally)
 
 
+@pytest.mark.slow  # a pytest process
 def test_ctrl_c_stops_the_run_and_keeps_every_record_made(tmp_path: Path) -> None:
     tally = faults.keyboard_interrupt(tmp_path)
     assert tally.ok, str(tally)

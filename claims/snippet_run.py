@@ -1,0 +1,164 @@
+"""Running a book snippet: as a script in its own interpreter, or inside this one.
+
+A reader runs a snippet as `python snippet.py`. The suite does the same in its slow set,
+and in the default run executes the file inside the test process instead, as `__main__`,
+with the same working folder, arguments and environment a script gets: the libraries
+are then imported once for all snippets and claims rather than once per snippet. What a
+snippet changes of the process (working folder, `sys.argv`, `sys.path`, environment,
+warning filters, random states, torch's and numpy's global settings, the modules it
+imported from beside itself) is put back afterwards, so it cannot leak into the claims
+that run after it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+#: what every snippet run gets in its environment, wherever it runs
+SNIPPET_ENV = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@dataclass(frozen=True)
+class SnippetRun:
+    """How one run of a snippet went."""
+
+    stdout: str
+    stderr: str
+    exit_status: int
+    seconds: float
+    how: str  # "script" or "in process"
+
+
+def run_as_script(path: Path, timeout: float = 600) -> SnippetRun:
+    """`python <path>` in a fresh temporary folder, as a reader runs it."""
+    env = {**os.environ, **SNIPPET_ENV}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="snippet-") as workdir:
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
+                              cwd=workdir, env=env)
+    return SnippetRun(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - started, "script")
+
+
+def run_in_process(path: Path) -> SnippetRun:
+    """Execute `path` as `__main__` in this interpreter, isolated as a script run would be."""
+    out, err = io.StringIO(), io.StringIO()
+    status = 0
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="snippet-") as workdir, _process_kept(path.parent, workdir), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        sys.argv = [str(path)]
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if e.code is not None and not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+        except BaseException as e:  # noqa: BLE001 - a script's crash is its exit status, as in a subprocess
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            status = 1
+            err.write(_traceback_from(path, e))
+    return SnippetRun(out.getvalue(), err.getvalue(), status, time.perf_counter() - started, "in process")
+
+
+def _traceback_from(path: Path, error: BaseException) -> str:
+    """The traceback as the script would print it: from the snippet's own frames on."""
+    frames = traceback.extract_tb(error.__traceback__)
+    first = next((i for i, f in enumerate(frames) if Path(f.filename) == path), 0)
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[first:])]
+    return "".join(lines + traceback.format_exception_only(type(error), error))
+
+
+@contextlib.contextmanager
+def _process_kept(script_dir: Path, workdir: str) -> Iterator[None]:
+    """Everything a script may change of the process, saved, and put back on the way out."""
+    cwd, argv, path, env = os.getcwd(), list(sys.argv), list(sys.path), dict(os.environ)
+    modules = set(sys.modules)
+    restorers = [_save_random(), *(_save_library(name) for name in ("numpy", "torch", "mlx.core"))]
+    os.chdir(workdir)
+    sys.path.insert(0, str(script_dir))
+    os.environ.update(SNIPPET_ENV)
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        os.chdir(cwd)
+        sys.argv[:], sys.path[:] = argv, path
+        os.environ.clear()
+        os.environ.update(env)
+        for name in set(sys.modules) - modules:
+            origin = getattr(sys.modules[name], "__file__", None) or ""
+            if origin and Path(origin).resolve().is_relative_to(script_dir.resolve()):
+                del sys.modules[name]
+        for restore in restorers:
+            restore()
+
+
+def _save_random() -> Callable[[], None]:
+    state = random.getstate()
+    return lambda: random.setstate(state)
+
+
+def _save_library(name: str) -> Callable[[], None]:
+    """Save a library's process-wide settings if it is imported; one imported later by the
+    snippet starts from its defaults, so its settings are put back to those."""
+    module = sys.modules.get(name)
+    if name == "numpy":
+        return _save_numpy(module)
+    if name == "torch":
+        return _save_torch(module)
+    return _save_mlx(module)
+
+
+def _save_numpy(np: Any) -> Callable[[], None]:
+    if np is None:
+        return lambda: None
+    state, err, printing = np.random.get_state(), np.geterr(), np.get_printoptions()
+
+    def restore() -> None:
+        np.random.set_state(state)
+        np.seterr(**err)
+        np.set_printoptions(**printing)
+    return restore
+
+
+def _save_torch(torch: Any) -> Callable[[], None]:
+    if torch is None:
+        def later() -> None:
+            loaded = sys.modules.get("torch")
+            if loaded is not None:
+                loaded.set_default_dtype(loaded.float32)
+                loaded.set_grad_enabled(True)
+                loaded.set_float32_matmul_precision("highest")
+        return later
+    saved = (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_float32_matmul_precision(),
+             torch.get_num_threads(), torch.random.get_rng_state(), torch.are_deterministic_algorithms_enabled())
+
+    def restore() -> None:
+        dtype, grad, precision, threads, rng, deterministic = saved
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.set_float32_matmul_precision(precision)
+        torch.set_num_threads(threads)
+        torch.random.set_rng_state(rng)
+        torch.use_deterministic_algorithms(deterministic)
+    return restore
+
+
+def _save_mlx(mx: Any) -> Callable[[], None]:
+    if mx is None:
+        return lambda: None
+    device = mx.default_device()
+    return lambda: mx.set_default_device(device)

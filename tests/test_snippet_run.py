@@ -1,0 +1,86 @@
+"""A snippet run inside the test process behaves as the same file run as a script, and leaves the process as it found it."""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from claims.snippet_run import SNIPPET_ENV, run_as_script, run_in_process
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> None:
+    write(tmp_path, "helper_beside.py", "VALUE = 7\n")
+    snippet = write(tmp_path, "meddles.py", """
+        import os, sys, warnings
+        import numpy as np
+        import torch
+        import helper_beside
+
+        torch.set_default_dtype(torch.float64)
+        torch.set_grad_enabled(False)
+        torch.manual_seed(123)
+        np.seterr(all="raise")
+        np.random.seed(5)
+        warnings.simplefilter("error")
+        os.environ["SNIPPET_WAS_HERE"] = "1"
+        sys.path.append("/nowhere")
+        with open("artifact.txt", "w") as f:
+            f.write("x")
+        print("argv", sys.argv[1:], "hashseed", os.environ["PYTHONHASHSEED"], "helper", helper_beside.VALUE)
+    """)
+    before = (os.getcwd(), list(sys.argv), list(sys.path), torch.get_default_dtype(), torch.is_grad_enabled(),
+              torch.random.get_rng_state().clone(), np.geterr(), np.random.get_state()[1].copy())
+
+    done = run_in_process(snippet)
+
+    assert (done.exit_status, done.how) == (0, "in process"), done.stderr
+    assert done.stdout == f"argv [] hashseed {SNIPPET_ENV['PYTHONHASHSEED']} helper 7\n"
+    assert os.getcwd() == before[0] and sys.argv == before[1] and sys.path == before[2]
+    assert torch.get_default_dtype() == before[3] and torch.is_grad_enabled() == before[4]
+    assert torch.equal(torch.random.get_rng_state(), before[5])
+    assert np.geterr() == before[6] and (np.random.get_state()[1] == before[7]).all()
+    assert "SNIPPET_WAS_HERE" not in os.environ and "helper_beside" not in sys.modules
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__")  # as a script run leaves it
+    assert written == ["helper_beside.py", "meddles.py"], "the snippet wrote beside itself, not in its working folder"
+
+
+def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path) -> None:
+    snippet = write(tmp_path, "crashes.py", """
+        print("before")
+        def inner():
+            raise ValueError("the weights are the wrong shape")
+        inner()
+    """)
+    done = run_in_process(snippet)
+    assert done.exit_status == 1 and done.stdout == "before\n"
+    assert f'File "{snippet}", line 5' in done.stderr and f'File "{snippet}", line 4, in inner' in done.stderr
+    assert done.stderr.rstrip().endswith("ValueError: the weights are the wrong shape")
+    assert "claims/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
+
+
+@pytest.mark.parametrize(("call", "status", "said"), [("sys.exit(3)", 3, ""), ("sys.exit('no GPU here')", 1, "no GPU here\n"),
+                                                      ("sys.exit()", 0, "")])
+def test_sys_exit_gives_the_status_a_script_would(tmp_path: Path, call: str, status: int, said: str) -> None:
+    done = run_in_process(write(tmp_path, "exits.py", f"import sys\n{call}\nprint('not reached')\n"))
+    assert (done.exit_status, done.stdout, done.stderr) == (status, "", said)
+
+
+@pytest.mark.parametrize("name", ["shapes.py", "block_quant.py"])
+def test_a_book_snippet_prints_the_same_in_process_as_a_script(name: str) -> None:
+    path = ROOT / "book" / "snippets" / name
+    inside, outside = run_in_process(path), run_as_script(path)
+    assert (inside.exit_status, outside.exit_status) == (0, 0), inside.stderr + outside.stderr
+    assert inside.stdout == outside.stdout
