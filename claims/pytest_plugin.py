@@ -331,7 +331,7 @@ class SnippetItem(BookItem):
         if done.exit_status != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
                               f"{done.stderr[-3000:]}")
-        run.outputs[self.path.name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3)}
+        run.outputs[self.path.name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how}
 
 
 def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:

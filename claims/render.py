@@ -54,6 +54,9 @@ _INCLUDE = re.compile(r"""--8<--\s*["']?(?P<path>[^"'\s]+\.py)\b""")
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 MAX_TEXT = 400
 
+#: how a snippet's output was produced, as the caption says it (claims.snippet_run)
+RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
+
 
 def esc(value: Any) -> str:
     """Text for HTML, quotes included: every string from a results file passes through here."""
@@ -593,6 +596,8 @@ def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], 
         date = entry.get("date") if isinstance(entry.get("date"), str) else ""
         seconds = entry.get("seconds")
         took = f", ran in {seconds:.2f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else ""
+        if took and entry.get("how") in RUN_HOW:
+            took += f" {RUN_HOW[entry['how']]}"
         caption = (f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
                    f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>")
         out.blocks[token] = caption + _code_block(esc(text), text, "vb-output vb-output--machine")

@@ -339,6 +339,8 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
                     problems.append(f"{at}: date {problem}")
             if not _optional(output, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
                 problems.append(f"{at}: seconds {_show(output.get('seconds'))} is not a plausible duration")
+            if not _optional(output, "how", lambda v: v in ("script", "in process")):
+                problems.append(f"{at}: how {_show(output.get('how'))} is not 'script' or 'in process'")
 
 
 def validate(data: Any, where: str, known_claims: set[str] | None = None) -> list[str]:

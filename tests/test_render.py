@@ -139,7 +139,7 @@ def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
 
 def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any) -> None:
     results = {"alpha": machine("alpha", {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}},
-                                {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5}})}
+                                {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5, "how": "in process"}})}
     rendered = render.render_markdown(PAGE, page, context(results))
     assert "claim:" not in rendered.markdown
     assert '===! "The book"' in rendered.markdown and '=== "alpha"' in rendered.markdown
@@ -149,6 +149,7 @@ def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any)
     claims = [a["data-claim"] for _, a in elements(filled) if "data-claim" in a]
     assert sorted(claims) == sorted(b.claim_id for b in page.bindings)
     assert "max=65504" in filled  # the machine's own output, in its tab
+    assert "ran in 0.50 s inside the test process" in filled  # not a script's time, and the caption says so
     assert "claim:" not in filled
 
 
@@ -209,7 +210,7 @@ def hostile_results(page: Any) -> dict[str, ResultsFile]:
     evil = record("stale", HOSTILE, [dict(f, status="stale") for f in figures_of(page, "t.max")],
                   message=HOSTILE, date=HOSTILE, version=HOSTILE, source=f"claims/topics/t.py:1{HOSTILE}")
     rf = machine("alpha", {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
-                 {"shapes.py": {"text": HOSTILE, "date": HOSTILE, "seconds": HOSTILE}})
+                 {"shapes.py": {"text": HOSTILE, "date": HOSTILE, "seconds": HOSTILE, "how": HOSTILE}})
     rf.machine["fingerprint"] = {"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}
     rf.machine["markers"] = [HOSTILE]
     rf.environment = {"date": HOSTILE, "versions": {"python": HOSTILE, HOSTILE: HOSTILE}, "backends": {HOSTILE: HOSTILE}}

@@ -80,6 +80,9 @@ def test_an_older_schema_is_migrated(tmp_path: Path) -> None:
         (lambda d: d["records"]["a.one"].update({"gpu:9": {"status": "verified"}}), "unknown backend"),
         (lambda d: d["records"].update({"no.such.claim": {}}), "names no claim"),
         (lambda d: d.update(records=[]), "'records' must be an object"),
+        (lambda d: d.update(outputs={"shapes.py": {"text": "", "seconds": -1}}), "not a plausible duration"),
+        (lambda d: d.update(outputs={"shapes.py": {"text": "", "how": "by hand"}}), "not 'script' or 'in process'"),
+        (lambda d: d.update(outputs={"../x.py": {"text": ""}}), "not a snippet file name"),
     ],
 )
 def test_validation_names_each_problem(mutate, problem: str) -> None:
