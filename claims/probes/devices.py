@@ -103,12 +103,19 @@ class Runner:
         return lambda: self.seconds_per_call(fn, inner)
 
     def release(self) -> None:
-        """Run the cleanup steps and hand freed device memory back, so later claims have it."""
+        """Run the cleanup steps and hand freed device memory back, so later claims have it.
+
+        An accelerator's buffers must be unreferenced before its allocator can return them, so
+        reference cycles are collected first there. On the CPU the buffers go back as soon as
+        their last reference does, and a full collection costs a tenth of a second or more in
+        a process holding torch and transformers, so it is left to Python's own schedule.
+        """
         import gc
 
         while self.cleanup:
             self.cleanup.pop()()
-        gc.collect()
+        if self.gpu:
+            gc.collect()
         if self.backend.name == "torch:cuda":
             import torch
 
