@@ -6,7 +6,9 @@
 Times, one after another:
 
 1. the whole default test run, the README's `python3 run.py test` (with `-q -p no:cacheprovider
-   --no-results`, so the run leaves nothing behind);
+   --no-results`, so the run leaves nothing behind), and then its part that verifies the book
+   (tests/test_book.py and book/: every claim on every backend, every figure, the snippets)
+   without the machinery's own tests;
 2. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
    after another;
 3. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml).
@@ -80,17 +82,19 @@ def bin_of(name: str) -> str:
     return str(local) if local.exists() else (shutil.which(name) or name)
 
 
-def run_suite() -> dict[str, Any]:
-    """The README's test command, with no results file written and no pytest cache."""
+def run_suite(*paths: str) -> dict[str, Any]:
+    """The README's test command, with no results file written and no pytest cache; `paths`
+    narrows it as pytest's own arguments do."""
+    args = ["test", "-q", "-p", "no:cacheprovider", "--no-results", *paths]
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "test", "-q", "-p", "no:cacheprovider", "--no-results"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=3600)
     seconds = time.perf_counter() - started
     lines = proc.stdout.splitlines()
     summary = next((line for line in reversed(lines) if " in " in line), "")
     failed = [line.split(" - ")[0] for line in lines if line.startswith(("FAILED ", "ERROR "))]
     return {"seconds": round(seconds, 2), "exit_status": proc.returncode, "summary": summary.strip("= "),
-            "failed": failed, "command": "python3 run.py test -q -p no:cacheprovider --no-results"}
+            "failed": failed, "command": " ".join(["python3", "run.py", *args])}
 
 
 def run_snippets() -> dict[str, Any]:
@@ -347,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{report['suite']['summary']})", flush=True)
         for line in report["suite"]["failed"]:
             print(f"    {line}")
+        print("  timing the book's part of it alone (tests/test_book.py and book/) ...", flush=True)
+        report["book_only"] = run_suite("tests/test_book.py", "book")
+        print(f"  book alone: {report['book_only']['seconds']:.1f} s ({report['book_only']['summary']})", flush=True)
     print("  timing the snippets ...", flush=True)
     report["snippets"] = run_snippets()
     print(f"  snippets: {report['snippets']['seconds']:.1f} s for {report['snippets']['count']} scripts", flush=True)
@@ -367,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         if report["snippets"]["seconds"] > 0:
             ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
             targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
+            ratios["book_only_over_snippets"] = round(report["book_only"]["seconds"] / report["snippets"]["seconds"], 2)
     print("  measuring bandwidth with likwid-bench, mbw, sysbench and the probe, alternating ...", flush=True)
     report["bandwidth"] = bw = compare_bandwidth(max(2, args.rounds))
     judged_on = bw.get("copy_one_thread_likwid") or bw.get("copy_one_thread_mbw")
@@ -383,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"figures verified per second: {ratios['figures_per_second']}")
         if "suite_over_snippets" in ratios:
             print(f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
-                  f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})")
+                  f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'}); the book's part alone / "
+                  f"snippets: {ratios['book_only_over_snippets']}× (shown, not judged)")
     print(f"bandwidth, {bw['working_set_mib']} MiB buffers (LLC {bw['llc']['bytes'] // MIB} MiB from {bw['llc']['from']}); "
           f"{bw['pages']}:")
     judged_key = "copy_one_thread_likwid" if "copy_one_thread_likwid" in bw else "copy_one_thread_mbw"

@@ -145,15 +145,20 @@ def _save_torch(torch: Any) -> Callable[[], None]:
         return later
     saved = (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_float32_matmul_precision(),
              torch.get_num_threads(), torch.random.get_rng_state(), torch.are_deterministic_algorithms_enabled())
+    # CUDA's generators only where CUDA is already initialised: saving them must not start it
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
 
     def restore() -> None:
         dtype, grad, precision, threads, rng, deterministic = saved
         torch.set_default_dtype(dtype)
         torch.set_grad_enabled(grad)
         torch.set_float32_matmul_precision(precision)
-        torch.set_num_threads(threads)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         torch.random.set_rng_state(rng)
         torch.use_deterministic_algorithms(deterministic)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
     return restore
 
 
