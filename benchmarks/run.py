@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -101,8 +101,6 @@ def run_snippets() -> dict[str, Any]:
     """Each snippet as a reader runs it: its own interpreter, a fresh working folder."""
     from claims.snippet_run import run_as_script
 
-    # the suite runs through run.py, which lets Python cache bytecode; the snippets get the same
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     snippets = sorted((ROOT / "book" / "snippets").glob("*.py"))
     each: dict[str, Any] = {}
     for path in snippets:
@@ -170,6 +168,17 @@ def likwid_copy_gbs(kernel: str, size: int, threads: int = 1, iterations: int = 
     if not match:
         raise RuntimeError(f"likwid-bench printed no MByte/s figure:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
     return float(match.group(1)) / 1000
+
+
+def alternate(rounds: int, tool: Callable[[], list[float]], probe: Callable[[], list[float]]) -> tuple[list[float], list[float]]:
+    """(the probe's figures, the tool's figures) over `rounds` rounds, the tool first in each, so
+    both see the same moments of a busy machine."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(rounds):
+        theirs += tool()
+        ours += probe()
+    return ours, theirs
 
 
 def judged(ours: list[float], theirs: list[float], tool: str) -> dict[str, Any]:
@@ -268,27 +277,28 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
         m = bandwidth.measure(numpy_backend, "copy", nbytes=size, threads=n_threads)
         return [m.work / t / 1e9 for t in m.samples]
 
+    def probe_median(n_threads: int = 1) -> list[float]:
+        return [statistics.median(probe_runs(n_threads))]
+
+    def mbw_all_threads() -> list[float]:
+        rate = mbw_parallel_gbs(size_mib, threads)
+        return [rate] if rate else []
+
     kernel = likwid_kernel()
     with small_pages() as pages:
         result["pages"] = pages
         if kernel is None:
             result["likwid"] = "skipped: likwid-bench is not installed (Debian: apt-get install -y likwid)"
         else:
-            ours: list[float] = []
-            theirs: list[float] = []
-            for _ in range(rounds):
-                theirs.append(likwid_copy_gbs(kernel, size))
-                ours.append(statistics.median(probe_runs()))
+            ours, theirs = alternate(rounds, lambda: [likwid_copy_gbs(kernel, size)], probe_median)
             result["copy_one_thread_likwid"] = {
                 **judged(ours, theirs, "likwid"), "kernel": kernel,
                 "how": f"likwid-bench -t {kernel} -w S0:{2 * size}B:1, one figure a round against the probe's "
                        "median a round; both count bytes read plus bytes written",
             }
             if threads > 1:
-                ours, theirs = [], []
-                for _ in range(max(2, rounds // 2)):
-                    theirs.append(likwid_copy_gbs(kernel, size, threads))
-                    ours.append(statistics.median(probe_runs(threads)))
+                ours, theirs = alternate(max(2, rounds // 2), lambda: [likwid_copy_gbs(kernel, size, threads)],
+                                         lambda: probe_median(threads))
                 result["copy_all_threads_likwid"] = {
                     **judged(ours, theirs, "likwid"),
                     "how": f"likwid-bench with {threads} threads against the probe's copy split over {threads} threads",
@@ -296,21 +306,13 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
         if shutil.which("mbw") is None:
             result["mbw"] = "skipped: mbw is not installed (Debian: apt-get install -y mbw)"
         else:
-            ours, theirs = [], []
-            for _ in range(rounds):
-                theirs += mbw_copy_gbs(size_mib)
-                ours += probe_runs()
+            ours, theirs = alternate(rounds, lambda: mbw_copy_gbs(size_mib), probe_runs)
             result["copy_one_thread_mbw"] = {
                 **judged(ours, theirs, "mbw"),
                 "conversion": "mbw MiB/s counts bytes copied once; GB/s = 2 × MiB/s × 2^20 / 10^9 (read + write)",
             }
             if threads > 1:
-                ours, theirs = [], []
-                for _ in range(max(2, rounds // 2)):
-                    parallel = mbw_parallel_gbs(size_mib, threads)
-                    if parallel:
-                        theirs.append(parallel)
-                    ours.append(statistics.median(probe_runs(threads)))
+                ours, theirs = alternate(max(2, rounds // 2), mbw_all_threads, lambda: probe_median(threads))
                 if theirs:
                     result["copy_all_threads_mbw"] = {
                         **judged(ours, theirs, "mbw"),
@@ -333,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-site", action="store_true", help="do not time the site build")
     parser.add_argument("--rounds", type=int, default=8, help="alternating rounds of each tool and the probe (default 8)")
     args = parser.parse_args(argv)
+    # the suite runs through run.py, which lets Python cache bytecode; every other command timed here gets the same
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     from claims.machine import fingerprint, slug_of
 

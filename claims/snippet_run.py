@@ -86,7 +86,8 @@ def _process_kept(script_dir: Path, workdir: str) -> Iterator[None]:
     """Everything a script may change of the process, saved, and put back on the way out."""
     cwd, argv, path, env = os.getcwd(), list(sys.argv), list(sys.path), dict(os.environ)
     modules = set(sys.modules)
-    restorers = [_save_random(), *(_save_library(name) for name in ("numpy", "torch", "mlx.core"))]
+    restorers = [_save_random(), _save_numpy(sys.modules.get("numpy")), _save_torch(sys.modules.get("torch")),
+                 _save_mlx(sys.modules.get("mlx.core"))]
     os.chdir(workdir)
     sys.path.insert(0, str(script_dir))
     os.environ.update(SNIPPET_ENV)
@@ -111,17 +112,6 @@ def _save_random() -> Callable[[], None]:
     return lambda: random.setstate(state)
 
 
-def _save_library(name: str) -> Callable[[], None]:
-    """Save a library's process-wide settings if it is imported; one imported later by the
-    snippet starts from its defaults, so its settings are put back to those."""
-    module = sys.modules.get(name)
-    if name == "numpy":
-        return _save_numpy(module)
-    if name == "torch":
-        return _save_torch(module)
-    return _save_mlx(module)
-
-
 def _save_numpy(np: Any) -> Callable[[], None]:
     if np is None:
         return lambda: None
@@ -135,6 +125,7 @@ def _save_numpy(np: Any) -> Callable[[], None]:
 
 
 def _save_torch(torch: Any) -> Callable[[], None]:
+    """torch's process-wide settings; where the snippet is first to import torch, the defaults it began from."""
     if torch is None:
         def later() -> None:
             loaded = sys.modules.get("torch")
