@@ -6,9 +6,13 @@
 Times, one after another:
 
 1. the whole default test run, the README's `python3 run.py test` (with `-q -p no:cacheprovider
-   --no-results`, so the run leaves nothing behind), and then its part that verifies the book
-   (tests/test_book.py and book/: every claim on every backend, every figure, the snippets)
-   without the machinery's own tests;
+   --no-results`, so the run leaves nothing behind), with `benchmarks/phases.py` loaded to
+   say where its seconds go: start-up (the interpreter, pytest, the libraries, the book),
+   collection, the items that time the machine, the book's other items, the machinery's
+   tests, pytest's own work between items, and the close. From these it computes the
+   shortest any split of the same work over this machine's cores could take while the
+   timed items run alone: start-up, collection, the timed items and the close one after
+   another, everything else divided by the cores;
 2. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
    after another;
 3. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml).
@@ -61,6 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import phases as phases_plugin  # noqa: E402  (the path above first)
+
 MIB = 2**20
 SUITE_TARGET_S = 60.0
 SUITE_OVER_SNIPPETS_TARGET = 1.5
@@ -82,19 +88,51 @@ def bin_of(name: str) -> str:
     return str(local) if local.exists() else (shutil.which(name) or name)
 
 
-def run_suite(*paths: str) -> dict[str, Any]:
-    """The README's test command, with no results file written and no pytest cache; `paths`
-    narrows it as pytest's own arguments do."""
-    args = ["test", "-q", "-p", "no:cacheprovider", "--no-results", *paths]
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=3600)
-    seconds = time.perf_counter() - started
+def run_suite(cores: int) -> dict[str, Any]:
+    """The README's test command, with no results file written and no pytest cache, and where
+    its seconds went (see `phases`)."""
+    args = ["test", "-q", "-p", "no:cacheprovider", "--no-results"]
+    with tempfile.TemporaryDirectory(prefix="phases-") as folder:
+        phases_file = Path(folder) / "phases.json"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+               phases_plugin.OUT_ENV: str(phases_file)}
+        launched = time.time()
+        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=3600)
+        ended = time.time()
+        recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
     lines = proc.stdout.splitlines()
     summary = next((line for line in reversed(lines) if " in " in line), "")
     failed = [line.split(" - ")[0] for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    return {"seconds": round(seconds, 2), "exit_status": proc.returncode, "summary": summary.strip("= "),
-            "failed": failed, "command": " ".join(["python3", "run.py", *args])}
+    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode,
+                           "summary": summary.strip("= "), "failed": failed,
+                           "command": " ".join(["python3", "run.py", *args])}
+    if recorded:
+        out["phases"] = phases(recorded, launched, ended, cores)
+    return out
+
+
+def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) -> dict[str, Any]:
+    """Seconds by phase of one timed run, and the least a split over `cores` could take.
+
+    The timed items must have the machine to themselves, and start-up, collection and the
+    close happen once, in order; only the other items and pytest's work between items could
+    be shared out, so the bound is optimistic: it charges no second process its own start-up.
+    """
+    stamps, items = recorded["stamps"], recorded["items"]
+    between = (stamps["session_finish"] - stamps["collected"]) - sum(row["seconds"] for row in items.values())
+    parts = {
+        "start_up": stamps["session_start"] - launched,
+        "collection": stamps["collected"] - stamps["session_start"],
+        **{f"{name}_items": row["seconds"] for name, row in items.items()},
+        "between_items": between,
+        "close": ended - stamps["session_finish"],
+    }
+    shared = parts["book_items"] + parts["machinery_items"] + between
+    floor = ended - launched - shared + shared / max(cores, 1)
+    return {"seconds": {k: round(v, 2) for k, v in parts.items()},
+            "items": {name: row["items"] for name, row in items.items()},
+            "cores": cores, "floor_seconds": round(floor, 2)}
 
 
 def run_snippets() -> dict[str, Any]:
@@ -350,14 +388,14 @@ def main(argv: list[str] | None = None) -> int:
     report["figures"] = figures
     if not args.skip_suite:
         print("  timing the default test run ...", flush=True)
-        report["suite"] = run_suite()
+        report["suite"] = run_suite(info.get("cores") or 1)
         print(f"  suite: {report['suite']['seconds']:.1f} s (exit {report['suite']['exit_status']}; "
               f"{report['suite']['summary']})", flush=True)
         for line in report["suite"]["failed"]:
             print(f"    {line}")
-        print("  timing the book's part of it alone (tests/test_book.py and book/) ...", flush=True)
-        report["book_only"] = run_suite("tests/test_book.py", "book")
-        print(f"  book alone: {report['book_only']['seconds']:.1f} s ({report['book_only']['summary']})", flush=True)
+        for name, seconds in report["suite"].get("phases", {}).get("seconds", {}).items():
+            count = report["suite"]["phases"]["items"].get(name.removesuffix("_items"))
+            print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
     print("  timing the snippets ...", flush=True)
     report["snippets"] = run_snippets()
     print(f"  snippets: {report['snippets']['seconds']:.1f} s for {report['snippets']['count']} scripts", flush=True)
@@ -378,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         if report["snippets"]["seconds"] > 0:
             ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
             targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
-            ratios["book_only_over_snippets"] = round(report["book_only"]["seconds"] / report["snippets"]["seconds"], 2)
+            if "phases" in suite:
+                ratios["floor_over_snippets"] = round(suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2)
     print("  measuring bandwidth with likwid-bench, mbw, sysbench and the probe, alternating ...", flush=True)
     report["bandwidth"] = bw = compare_bandwidth(max(2, args.rounds))
     judged_on = bw.get("copy_one_thread_likwid") or bw.get("copy_one_thread_mbw")
@@ -395,8 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"figures verified per second: {ratios['figures_per_second']}")
         if "suite_over_snippets" in ratios:
             print(f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
-                  f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'}); the book's part alone / "
-                  f"snippets: {ratios['book_only_over_snippets']}× (shown, not judged)")
+                  f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})")
+        if "floor_over_snippets" in ratios:
+            print(f"least the same work could take on {suite['phases']['cores']} cores with the timed items alone: "
+                  f"{suite['phases']['floor_seconds']:.1f} s, {ratios['floor_over_snippets']}× the snippets (shown, not judged)")
     print(f"bandwidth, {bw['working_set_mib']} MiB buffers (LLC {bw['llc']['bytes'] // MIB} MiB from {bw['llc']['from']}); "
           f"{bw['pages']}:")
     judged_key = "copy_one_thread_likwid" if "copy_one_thread_likwid" in bw else "copy_one_thread_mbw"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -104,12 +105,39 @@ class RunState:
         names.update(self.applies_to(claim, backend))
         return [getattr(pytest.mark, n) for n in sorted(names)]
 
+    def runs_alone(self, nodeid: str) -> bool:
+        """Whether an item times the machine (a measured claim's case or figure, a snippet run),
+        read from its node id, which is all an xdist controller has of it."""
+        path = nodeid.split("::", 1)[0]
+        if (self.root / path).parent == self.snippets_dir:
+            return True
+        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
+        return claim is not None and claim.kind is Kind.MEASURED
+
     def hardware_skip(self, claim: Claim) -> str | None:
         if claim.hardware and claim.hardware not in self.machine.markers:
             profile = machine_mod.profiles().get(claim.hardware)
             needs = profile.name if profile else claim.hardware
             return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
         return None
+
+
+CASE_ID = re.compile(r"\[(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]\]$")  # test_claim[<claim>[<backend>]]
+FIGURE_NAME = re.compile(r"\((?P<claim>[a-z0-9_.]+)\)$")  # line N: <printed> (<claim>)
+
+
+def case_id(claim: Claim, backend: str) -> str:
+    return f"{claim.id}[{backend}]"
+
+
+def figure_name(binding: Binding) -> str:
+    return f"line {binding.line}: {binding.text} ({binding.claim_id})"
+
+
+def claim_of_nodeid(nodeid: str) -> str | None:
+    """The claim a test_book case or a book figure checks, from its node id (see `case_id`, `figure_name`)."""
+    found = CASE_ID.search(nodeid) or FIGURE_NAME.search(nodeid)
+    return found["claim"] if found else None
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -174,12 +202,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     run = state(config)
     present = ", ".join(f"{b.name} {b.version}" for b in run.backends.values() if b.available)
     absent = "; ".join(f"{b.name}: {b.reason}" for b in run.backends.values() if not b.available)
-    return [
+    lines = [
         f"claims: {len(REGISTRY)} claims, {sum(1 for _ in run.book.bindings())} bound figures in {len(run.book.pages)} pages",
         f"machine: {run.machine.describe()}",
         f"backends: {present or 'none'}",
         f"absent: {absent or 'none'}",
     ]
+    dist = config.getoption("dist", "no")
+    if dist not in ("no", "load"):
+        lines.append(f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
+                     "figures describe a shared machine; plain -n N runs them last and alone")
+    return lines
 
 
 @pytest.fixture
@@ -201,7 +234,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 skip = f"{backend.name} is not here: {backend.reason}; this machine has {backends_mod.summary()}"
             if skip:
                 marks.append(pytest.mark.skip(reason=skip))
-            cases.append(pytest.param((claim, backend), id=f"{claim.id}[{backend.name}]", marks=marks))
+            cases.append(pytest.param((claim, backend), id=case_id(claim, backend.name), marks=marks))
     metafunc.parametrize("claim_case", cases)
 
 
@@ -225,7 +258,7 @@ class BookPage(pytest.File):
             yield MalformedItem.from_parent(self, name=f"line {binding.line}: malformed", binding=binding)
         for binding in page.bindings:
             claim = REGISTRY.get(binding.claim_id)
-            item = FigureItem.from_parent(self, name=f"line {binding.line}: {binding.text} ({binding.claim_id})", binding=binding)
+            item = FigureItem.from_parent(self, name=figure_name(binding), binding=binding)
             if claim is not None:
                 backends_used = [b.name for b in run.verifier.backends_for(claim)]
                 names = set()
@@ -394,6 +427,17 @@ def _keep_unmerged(path: Path, update: Any) -> str:
     except (OSError, ValueError) as e:
         return f"this run's records could not be kept either: {e}"
     return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed"
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n N` (xdist's default `load` distribution): the timed items run last and alone, see
+    `claims.scheduling`. Other distributions are left as asked."""
+    if config.getoption("dist", "load") != "load":
+        return None
+    from claims.scheduling import QuietLastScheduling
+
+    return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone)
 
 
 @pytest.hookimpl(optionalhook=True)

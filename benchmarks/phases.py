@@ -1,0 +1,72 @@
+"""A pytest plugin the benchmark loads into the run it times: where that run's seconds go.
+
+    pytest -p benchmarks.phases ...   (with BENCHMARK_PHASES=<file.json> in the environment)
+
+It stamps the clock when the session starts, when collection ends and when the session
+ends, and adds up each item's setup, call and teardown under one of three headings: the
+items that time the machine (those the xdist scheduler holds back to run alone, see
+`claims.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
+backend, each figure, each page's unbound-number check), and the machinery's own tests. What lies between the items' own durations is
+pytest's per-item work. The file is written when pytest unconfigures; the benchmark adds
+the moments it launched the command and saw it exit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+OUT_ENV = "BENCHMARK_PHASES"
+HEADINGS = ("timed", "book", "machinery")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    out = os.environ.get(OUT_ENV)
+    if out:
+        config.pluginmanager.register(Phases(config, Path(out)), "benchmark-phases")
+
+
+class Phases:
+    """The clock stamps and the items' durations of one run, written to `out` at its end."""
+
+    def __init__(self, config: pytest.Config, out: Path) -> None:
+        self.config = config
+        self.out = out
+        self.stamps: dict[str, float] = {}
+        self.items: dict[str, float] = {}
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.stamps["session_start"] = time.time()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.stamps["collected"] = time.time()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.items[report.nodeid] = self.items.get(report.nodeid, 0.0) + report.duration
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.stamps["session_finish"] = time.time()
+
+    def heading(self, nodeid: str) -> str:
+        from claims.pytest_plugin import claim_of_nodeid, state
+
+        run = state(self.config)
+        if run.runs_alone(nodeid):
+            return "timed"
+        if claim_of_nodeid(nodeid) or (run.root / nodeid.split("::", 1)[0]).is_relative_to(run.book_dir):
+            return "book"
+        return "machinery"
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        totals: dict[str, dict[str, Any]] = {h: {"items": 0, "seconds": 0.0} for h in HEADINGS}
+        for nodeid, seconds in self.items.items():
+            row = totals[self.heading(nodeid)]
+            row["items"] += 1
+            row["seconds"] += seconds
+        self.out.write_text(json.dumps({"stamps": self.stamps, "items": totals}, indent=1), encoding="utf-8")

@@ -1,0 +1,64 @@
+"""The benchmark's account of a run: each item under its heading, and the least a split could take."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import phases as phases_plugin
+from benchmarks import run as bench
+from claims import faults
+
+CLAIMS = '''\
+from claims.registry import claim
+
+
+@claim("work.plain.{i}", kind="exact", over={"i": (0, 1)})
+def plain(i):
+    """Arithmetic: any worker, any time."""
+    return i
+
+
+@claim("work.timed", kind="measured", backends=("numpy",))
+def timed(backend):
+    """Stands for a probe: held back to run alone."""
+    return 1
+'''
+
+MACHINERY = '''\
+def test_machinery():
+    pass
+'''
+
+
+def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book = faults.SampleBook(tmp_path / "phases")
+    book.claims("work", CLAIMS)
+    book.page("page.md", "Zero is [0](claim:work.plain.0), one [1](claim:work.plain.1) and [1](claim:work.timed).\n")
+    (book.root / "tests" / "test_machinery.py").write_text(MACHINERY)
+    out = tmp_path / "phases.json"
+    monkeypatch.setenv(phases_plugin.OUT_ENV, str(out))
+    run = book.run("-p", "benchmarks.phases", "--no-results")
+    assert run.ret == 0, run.output[-2000:]
+    recorded = json.loads(out.read_text(encoding="utf-8"))
+    counts = {name: row["items"] for name, row in recorded["items"].items()}
+    # timed: the claim on numpy and its figure; book: two exact claims, two figures, the page's
+    # unbound-number check; machinery: the plain test and the sample's topic-loading test
+    assert counts == {"timed": 2, "book": 5, "machinery": 2}
+    stamps = recorded["stamps"]
+    assert stamps["session_start"] <= stamps["collected"] <= stamps["session_finish"]
+
+
+def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
+    recorded = {
+        "stamps": {"session_start": 104.0, "collected": 105.0, "session_finish": 131.0},
+        "items": {"timed": {"items": 3, "seconds": 10.0}, "book": {"items": 9, "seconds": 8.0},
+                  "machinery": {"items": 4, "seconds": 6.0}},
+    }
+    out = bench.phases(recorded, launched=100.0, ended=132.0, cores=2)
+    assert out["seconds"] == {"start_up": 4.0, "collection": 1.0, "timed_items": 10.0, "book_items": 8.0,
+                              "machinery_items": 6.0, "between_items": 2.0, "close": 1.0}
+    # 32 s in all; 8 + 6 + 2 could be shared by two cores: 32 − 16 + 8
+    assert out["floor_seconds"] == 24.0
+    assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1)["floor_seconds"] == 32.0

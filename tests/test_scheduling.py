@@ -1,0 +1,166 @@
+"""Under `-n N` the timed items run last, on one worker, alone: the scheduler on simulated
+workers that behave as xdist's do, in every order hypothesis can find, and on real ones."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdist.remote import Producer
+
+from claims import faults
+from claims.pytest_plugin import claim_of_nodeid
+from claims.scheduling import QuietLastScheduling
+
+
+class FakeConfig:
+    """What LoadScheduling reads from pytest's config: the workers asked for, the chunk limit."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def getvalue(self, name: str) -> Any:
+        return {"tx": [f"{self.workers}*popen"]}[name]
+
+    def getoption(self, name: str) -> Any:
+        return {"maxschedchunk": None}[name]
+
+
+class FakeWorker:
+    """An xdist worker as the scheduler sees it. Like the real one it runs an item only once it
+    holds the next (its teardown depends on what follows), or once told to shut down."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.gateway = SimpleNamespace(id=name)
+        self.shutting_down = False
+        self.torun: list[int] = []
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        assert not self.shutting_down, f"{self.name} was sent items after its shutdown"
+        self.torun.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def can_run(self) -> bool:
+        return len(self.torun) >= 2 or (self.shutting_down and bool(self.torun))
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def simulate(quiet_flags: list[bool], workers: int, rng: random.Random) -> list[tuple[str, int]]:
+    """Run a collection through the scheduler on fake workers, picking at random which worker
+    finishes an item next; the (worker, index) pairs in the order they ran."""
+    ids = [f"t{i}" + (" timed" if q else "") for i, q in enumerate(quiet_flags)]
+    sched = QuietLastScheduling(FakeConfig(workers), Producer("sched", enabled=False),
+                                runs_alone=lambda nodeid: nodeid.endswith(" timed"))
+    nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        sched.add_node(node)
+    for node in nodes:
+        sched.add_node_collection(node, ids)
+    sched.schedule()
+    ran: list[tuple[str, int]] = []
+    active = list(nodes)
+    while active:
+        if sched.tests_finished:  # what xdist's DSession does after every event
+            for node in active:
+                node.shutdown()
+        movable = [n for n in active if n.can_run() or (n.shutting_down and not n.torun)]
+        assert movable, f"stuck: {[(n, n.torun, n.shutting_down) for n in active]}, held {sched.quiet}"
+        node = rng.choice(movable)
+        if node.torun:
+            index = node.torun.pop(0)
+            ran.append((node.name, index))
+            sched.mark_test_complete(node, index)
+        else:
+            active.remove(node)
+            assert sched.remove_node(node) is None
+    return ran
+
+
+@settings(max_examples=300, deadline=None)
+@given(quiet_flags=st.lists(st.booleans(), max_size=40), workers=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_timed_items_run_once_last_and_on_one_worker(quiet_flags: list[bool], workers: int, seed: int) -> None:
+    ran = simulate(quiet_flags, workers, random.Random(seed))
+    assert sorted(i for _, i in ran) == list(range(len(quiet_flags))), "every item runs exactly once"
+    timed = [(w, i) for w, i in ran if quiet_flags[i]]
+    assert len({w for w, _ in timed}) <= 1, f"timed items spread over workers: {timed}"
+    if timed:
+        first = ran.index(timed[0])
+        late = [i for _, i in ran[first:] if not quiet_flags[i]]
+        assert not late, f"items {late} ran after the first timed one, possibly beside it"
+        assert [i for _, i in timed] == sorted(i for _, i in timed), "timed items keep the collection's order"
+
+
+def test_with_nothing_timed_it_is_plain_load_scheduling() -> None:
+    ran = simulate([False] * 30, 3, random.Random(0))
+    assert len({w for w, _ in ran}) > 1
+
+
+@pytest.mark.parametrize(("nodeid", "claim"), [
+    ("tests/test_book.py::test_claim[probe.matvec.fraction[torch:cpu]]", "probe.matvec.fraction"),
+    ("tests/test_book.py::test_claim[models.qwen3_8b.total[none]]", "models.qwen3_8b.total"),
+    ("book/hardware.md::line 12: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
+    ("book/hardware.md::line 12: (3.35) (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
+    ("book/hardware.md::every number is bound", None),
+    ("tests/test_render.py::test_plots_are_drawn", None),
+])
+def test_the_claim_of_an_item_is_read_back_from_its_node_id(nodeid: str, claim: str | None) -> None:
+    assert claim_of_nodeid(nodeid) == claim
+
+
+TIMED_CLAIMS = '''\
+import json
+import os
+import time
+from pathlib import Path
+
+from claims.registry import claim
+
+LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
+
+
+def logged(name, seconds):
+    start = time.time()
+    time.sleep(seconds)
+    with LOG.open("a") as f:
+        f.write(json.dumps({"name": name, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                            "start": start, "end": time.time()}) + "\\n")
+    return 1
+
+
+@claim("work.plain.{i}", kind="exact", over={"i": tuple(range(12))})
+def plain(i):
+    """An item any worker may run at any time."""
+    return logged(f"plain {i}", 0.05)
+
+
+@claim("work.timed.{i}", kind="measured", backends=("numpy",), over={"i": tuple(range(3))})
+def timed(backend, i):
+    """An item that times the machine."""
+    return logged(f"timed {i}", 0.05)
+'''
+
+
+@pytest.mark.slow  # three pytest processes
+def test_under_xdist_measured_claims_run_after_everything_else_on_one_worker(tmp_path: Path) -> None:
+    book = faults.SampleBook(tmp_path / "xdist")
+    book.claims("work", TIMED_CLAIMS)
+    book.page("page.md", "Twelve plain items: [1](claim:work.plain.0); a timed one: [1](claim:work.timed.0).\n")
+    run = book.run_apart("-n", "2", "--no-results", absent=("torch", "mlx"))
+    assert run.ret == 0, run.output[-3000:]
+    runs = [json.loads(line) for line in (book.root / "runs.jsonl").read_text().splitlines()]
+    plain = [r for r in runs if r["name"].startswith("plain")]
+    timed = [r for r in runs if r["name"].startswith("timed")]
+    assert {r["name"] for r in timed} == {"timed 0", "timed 1", "timed 2"}
+    assert {r["worker"] for r in plain} == {"gw0", "gw1"}, "the plain items are shared out"
+    assert len({r["worker"] for r in timed}) == 1
+    assert min(r["start"] for r in timed) >= max(r["end"] for r in plain)
