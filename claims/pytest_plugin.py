@@ -24,7 +24,7 @@ from claims.check import Verifier, worst
 from claims.registry import REGISTRY, Claim, Kind, RegistryError, load_topics
 from claims.results import ResultsError, dumps, merge_into, now
 from claims.rewrite import rewrite_stale
-from claims.snippet_run import SnippetRun, run_as_script, run_in_process
+from claims.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
 
 STATE = pytest.StashKey["RunState"]()
 
@@ -340,10 +340,11 @@ class UnboundItem(BookItem):
 
 
 class SnippetFile(pytest.File):
-    """A lab snippet: run inside the test process in the default run, as a script in the slow set."""
+    """A lab snippet: run inside the test process in the default run (as a script there too where
+    it sets what a library reads only as it loads, see `claims.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process)
+        yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
         script = SnippetItem.from_parent(self, name="runs as a script", runner=run_as_script)
         script.add_marker(pytest.mark.slow)
         yield script

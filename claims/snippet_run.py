@@ -3,7 +3,9 @@
 A reader runs a snippet as `python snippet.py`. The suite does the same in its slow set,
 and in the default run executes the file inside the test process instead, as `__main__`,
 with the same working folder, arguments and environment a script gets: the libraries
-are then imported once for all snippets and claims rather than once per snippet. What a
+are then imported once for all snippets and claims rather than once per snippet. A
+snippet that sets what a library reads only as it loads (`LOAD_TIME_VARIABLES`: a BLAS
+thread count, the CUDA devices shown) is run as a script there too. What a
 snippet changes of the process (working folder, `sys.argv`, `sys.path`, environment,
 warning filters, random states, torch's and numpy's global settings, the modules it
 imported from beside itself) is put back afterwards, so it cannot leak into the claims
@@ -29,6 +31,11 @@ from typing import Any, Callable, Iterator
 #: what every snippet run gets in its environment, wherever it runs
 SNIPPET_ENV = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
+#: read once, when a native library loads (its thread pools, the devices CUDA shows): set by a
+#: snippet in a process where the libraries are already loaded, they would change nothing
+LOAD_TIME_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                       "NUMEXPR_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF")
+
 
 @dataclass(frozen=True)
 class SnippetRun:
@@ -39,6 +46,7 @@ class SnippetRun:
     exit_status: int
     seconds: float
     how: str  # "script" or "in process"
+    unhonoured: tuple[str, ...] = ()  # load-time variables the snippet set that this process had already read
 
 
 def run_as_script(path: Path, timeout: float = 600) -> SnippetRun:
@@ -51,13 +59,23 @@ def run_as_script(path: Path, timeout: float = 600) -> SnippetRun:
     return SnippetRun(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - started, "script")
 
 
+def run_in_process_or_as_script(path: Path) -> SnippetRun:
+    """The default run's way: inside this process, unless the snippet set a variable only a
+    fresh interpreter honours (it pins a thread pool, say); then that run is discarded and the
+    snippet runs as a script, so what is recorded is what a reader's run would print."""
+    done = run_in_process(path)
+    return run_as_script(path) if done.unhonoured else done
+
+
 def run_in_process(path: Path) -> SnippetRun:
     """Execute `path` as `__main__` in this interpreter, isolated as a script run would be."""
     out, err = io.StringIO(), io.StringIO()
     status = 0
+    unhonoured: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="snippet-") as workdir, _process_kept(path.parent, workdir), \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        before = {name: os.environ.get(name) for name in LOAD_TIME_VARIABLES}
         sys.argv = [str(path)]
         try:
             runpy.run_path(str(path), run_name="__main__")
@@ -70,7 +88,9 @@ def run_in_process(path: Path) -> SnippetRun:
                 raise
             status = 1
             err.write(_traceback_from(path, e))
-    return SnippetRun(out.getvalue(), err.getvalue(), status, time.perf_counter() - started, "in process")
+        unhonoured = [name for name, value in before.items() if os.environ.get(name) != value]
+    return SnippetRun(out.getvalue(), err.getvalue(), status, time.perf_counter() - started, "in process",
+                      tuple(unhonoured))
 
 
 def _traceback_from(path: Path, error: BaseException) -> str:

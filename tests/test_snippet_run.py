@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.snippet_run import SNIPPET_ENV, run_as_script, run_in_process
+from claims.snippet_run import SNIPPET_ENV, run_as_script, run_in_process, run_in_process_or_as_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,3 +84,25 @@ def test_a_book_snippet_prints_the_same_in_process_as_a_script(name: str) -> Non
     inside, outside = run_in_process(path), run_as_script(path)
     assert (inside.exit_status, outside.exit_status) == (0, 0), inside.stderr + outside.stderr
     assert inside.stdout == outside.stdout
+
+
+def test_a_snippet_pinning_a_thread_pool_runs_as_a_script_where_the_pin_takes_effect(tmp_path: Path) -> None:
+    """numpy has read OPENBLAS_NUM_THREADS long before: only a fresh interpreter would honour the pin."""
+    pins = write(tmp_path, "pins.py", """
+        import os
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        import numpy as np
+        print(np.ones(3).sum())
+    """)
+    plain = write(tmp_path, "plain.py", "print(2 + 2)\n")
+    inside = run_in_process(pins)
+    assert inside.unhonoured == ("OPENBLAS_NUM_THREADS",) and "OPENBLAS_NUM_THREADS" not in os.environ
+    chosen = run_in_process_or_as_script(pins)
+    assert (chosen.how, chosen.exit_status, chosen.stdout) == ("script", 0, "3.0\n"), chosen.stderr
+    assert run_in_process_or_as_script(plain).how == "in process"
+
+
+def test_a_pin_the_process_already_has_is_honoured_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    same = write(tmp_path, "same.py", "import os\nos.environ['OMP_NUM_THREADS'] = '1'\nprint('ok')\n")
+    assert run_in_process_or_as_script(same).how == "in process"
