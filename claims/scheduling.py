@@ -81,7 +81,7 @@ class QuietLastScheduling(LoadScheduling):
 
     def remove_node(self, node: Any) -> str | None:
         if node is self.quiet_node:
-            # it died: whatever it still held goes back to be run, and any worker left may take it alone
+            # finished, or died: then LoadScheduling puts back what it held, for a worker that is alone by now
             self.quiet_node = None
         crashed = super().remove_node(node)
         if self.quiet_node is not None:
@@ -92,8 +92,6 @@ class QuietLastScheduling(LoadScheduling):
 
     def _quiet_phase(self, candidate: Any) -> None:
         """Everything else is handed out: keep `candidate` (or the worker already kept), stop the rest."""
-        if candidate is None:
-            return
         if self.quiet_node is None:
             self.quiet_node = candidate
         for node in self.nodes:
