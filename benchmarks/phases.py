@@ -22,6 +22,7 @@ import pytest
 
 OUT_ENV = "BENCHMARK_PHASES"
 HEADINGS = ("timed", "book", "machinery")
+SLOWEST = 5  # items named under each heading
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,9 +65,11 @@ class Phases:
         return "machinery"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        totals: dict[str, dict[str, Any]] = {h: {"items": 0, "seconds": 0.0} for h in HEADINGS}
-        for nodeid, seconds in self.items.items():
+        totals: dict[str, dict[str, Any]] = {h: {"items": 0, "seconds": 0.0, "slowest": []} for h in HEADINGS}
+        for nodeid, seconds in sorted(self.items.items(), key=lambda kv: -kv[1]):
             row = totals[self.heading(nodeid)]
             row["items"] += 1
             row["seconds"] += seconds
+            if len(row["slowest"]) < SLOWEST:
+                row["slowest"].append([nodeid, round(seconds, 3)])
         self.out.write_text(json.dumps({"stamps": self.stamps, "items": totals}, indent=1), encoding="utf-8")

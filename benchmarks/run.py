@@ -132,6 +132,7 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
     floor = ended - launched - shared + shared / max(cores, 1)
     return {"seconds": {k: round(v, 2) for k, v in parts.items()},
             "items": {name: row["items"] for name, row in items.items()},
+            "slowest": {name: row.get("slowest", []) for name, row in items.items()},
             "cores": cores, "floor_seconds": round(floor, 2)}
 
 
@@ -396,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, seconds in report["suite"].get("phases", {}).get("seconds", {}).items():
             count = report["suite"]["phases"]["items"].get(name.removesuffix("_items"))
             print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
+            for nodeid, item_seconds in report["suite"]["phases"]["slowest"].get(name.removesuffix("_items"), []):
+                print(f"      {item_seconds:5.2f} s  {nodeid}")
     print("  timing the snippets ...", flush=True)
     report["snippets"] = run_snippets()
     print(f"  snippets: {report['snippets']['seconds']:.1f} s for {report['snippets']['count']} scripts", flush=True)

@@ -46,6 +46,9 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
     # timed: the claim on numpy and its figure; book: two exact claims, two figures, the page's
     # unbound-number check; machinery: the plain test and the sample's topic-loading test
     assert counts == {"timed": 2, "book": 5, "machinery": 2}
+    slowest = recorded["items"]["timed"]["slowest"]
+    assert [nodeid for nodeid, _ in slowest] and all("work.timed" in nodeid for nodeid, _ in slowest)
+    assert [s for _, s in slowest] == sorted((s for _, s in slowest), reverse=True)
     stamps = recorded["stamps"]
     assert stamps["session_start"] <= stamps["collected"] <= stamps["session_finish"]
 
