@@ -6,9 +6,10 @@ It stamps the clock when the session starts, when collection ends and when the s
 ends, and adds up each item's setup, call and teardown under one of three headings: the
 items that time the machine (those the xdist scheduler holds back to run alone, see
 `claims.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
-backend, each figure, each page's unbound-number check), and the machinery's own tests. What lies between the items' own durations is
-pytest's per-item work. The file is written when pytest unconfigures; the benchmark adds
-the moments it launched the command and saw it exit.
+backend, each figure, each page's unbound-number check), and the machinery's own tests.
+What lies between the items' own durations is pytest's per-item work. The file is written
+when pytest unconfigures; the benchmark adds the moments it launched the command and saw
+it exit.
 """
 from __future__ import annotations
 

@@ -394,10 +394,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{report['suite']['summary']})", flush=True)
         for line in report["suite"]["failed"]:
             print(f"    {line}")
-        for name, seconds in report["suite"].get("phases", {}).get("seconds", {}).items():
-            count = report["suite"]["phases"]["items"].get(name.removesuffix("_items"))
+        split = report["suite"].get("phases", {})
+        for name, seconds in split.get("seconds", {}).items():
+            heading = name.removesuffix("_items")
+            count = split["items"].get(heading)
             print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
-            for nodeid, item_seconds in report["suite"]["phases"]["slowest"].get(name.removesuffix("_items"), []):
+            for nodeid, item_seconds in split["slowest"].get(heading, []):
                 print(f"      {item_seconds:5.2f} s  {nodeid}")
     print("  timing the snippets ...", flush=True)
     report["snippets"] = run_snippets()
