@@ -1,5 +1,7 @@
-"""Project wiring: the `claims` plugin is loaded from its entry point; nothing else is needed here.
+"""The book's pytest wiring: the engine's plugin, enabled for this project only.
 
-A reader can implement `pytest_claims_machine_info` in this file to name a machine or
-add a fingerprint field the OS hides (see `claims/hookspecs.py`).
+The plugin reads `book.toml` for where the pages, claims and data are. A reader can
+implement `pytest_claims_machine_info` here to name a machine or add a fingerprint field
+the OS hides (see `verified_book/hookspecs.py`).
 """
+pytest_plugins = ["verified_book.pytest_plugin"]

@@ -138,7 +138,7 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
 
 def run_snippets() -> dict[str, Any]:
     """Each snippet as a reader runs it: its own interpreter, a fresh working folder."""
-    from claims.snippet_run import run_as_script
+    from verified_book.snippet_run import run_as_script
 
     snippets = sorted((ROOT / "book" / "snippets").glob("*.py"))
     each: dict[str, Any] = {}
@@ -162,7 +162,7 @@ def run_site() -> dict[str, Any]:
 
 
 def count_figures() -> int:
-    from claims.bindings import Book
+    from verified_book.bindings import Book
 
     book = Book.read(ROOT / "book", ROOT)
     return sum(1 for _ in book.bindings())
@@ -301,7 +301,7 @@ def small_pages() -> Iterator[str]:
 
 
 def compare_bandwidth(rounds: int) -> dict[str, Any]:
-    from claims.backends import detect
+    from verified_book.backends import detect
     from claims.probes import bandwidth
     from claims.probes.devices import cpu_threads
 
@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     # the suite runs through run.py, which lets Python cache bytecode; every other command timed here gets the same
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-    from claims.machine import fingerprint, slug_of
+    from verified_book.machine import fingerprint, slug_of
 
     info = fingerprint()
     slug = slug_of(info)

@@ -1,6 +1,5 @@
-"""The verified book's engine and its claims.
-
-`claims.registry` declares claims, `claims.topics` holds them by topic, `claims.bindings`
-reads the book, `claims.check` judges figures, `claims.results` stores what each machine
-found, and `claims.pytest_plugin` and `claims.mkdocs_plugin` wire them into pytest and MkDocs.
+"""This book's content: its claims by topic (`claims.topics`), its stated inputs
+(`claims/data/`), the measurements that are its own (`claims.probes`) and its charts
+(`claims.plots`). The engine that checks them is `verified_book`; `book.toml` says where
+each part is.
 """

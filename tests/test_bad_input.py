@@ -1,6 +1,6 @@
 """Bad input in the book and in claims: one clear error each, at its place; every other claim is recorded.
 
-One sample book holds every kind of bad input at once (see `claims.faults.bad_input`), so
+One sample book holds every kind of bad input at once (see `harness.faults.bad_input`), so
 the test also shows that the faults do not hide one another.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from claims import faults
+from harness import faults
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def test_each_bad_input_is_one_clear_error_and_nothing_is_lost(tallies: dict[str
 def test_a_claim_that_raises_keeps_its_place_in_the_results(tmp_path: Path) -> None:
     book = faults.SampleBook.basic(tmp_path / "one")
     book.claims("broken", """
-        from claims.registry import claim
+        from verified_book.registry import claim
 
 
         @claim("broken.one", kind="exact")

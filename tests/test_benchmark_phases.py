@@ -8,10 +8,10 @@ import pytest
 
 from benchmarks import phases as phases_plugin
 from benchmarks import run as bench
-from claims import faults
+from harness import faults
 
 CLAIMS = '''\
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("work.plain.{i}", kind="exact", over={"i": (0, 1)})

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claims.bindings import AllowListError, Book, iter_numbers, read_allowlist, read_page
+from verified_book.bindings import AllowListError, Book, iter_numbers, read_allowlist, read_page
 
 SAMPLES = Path(__file__).parent / "samples"
 

@@ -1,6 +1,6 @@
 """The results store under concurrency and crashes: real processes, xdist workers, a kill mid-write.
 
-Each test runs a scenario of `claims.faults` on a sample book in a temporary folder (the
+Each test runs a scenario of `harness.faults` on a sample book in a temporary folder (the
 runs use `--results-dir`-style isolation: the sample book's own `results/`), and the
 scenario counts the records expected and kept; `scripts/fault-table` runs the same ones.
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import claims.results as results
-from claims import faults
-from claims.results import ResultsError, ResultsFile, merge_into, read
+import verified_book.results as results
+from harness import faults
+from verified_book.results import ResultsError, ResultsFile, merge_into, read
 
 
 @pytest.mark.slow  # a second process

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from claims import faults, offline
+from harness import faults
+from verified_book import offline
 
 
 @pytest.mark.slow  # a pytest process per case

@@ -1,7 +1,7 @@
 """Mutation tests of the book: a wrong figure, or a changed input, must make the suite fail.
 
 The figures are judged against the values this run computed (the session's verifier
-cache, shared with tests/test_book.py), so the figure test costs only the judging. The
+cache, shared with the claim items), so the figure test costs only the judging. The
 input test computes again only the claims whose recorded inputs include the perturbed
 input. Both report their counts in the terminal summary.
 """
@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from claims import inputs, mutation
-from claims.backends import detect
-from claims.bindings import Book
-from claims.check import Verifier
-from claims.machine import identify
-from claims.pytest_plugin import RunState
-from claims.registry import REGISTRY, claim
+from harness import mutation
+from verified_book import inputs
+from verified_book.backends import detect
+from verified_book.bindings import Book
+from verified_book.check import Verifier
+from verified_book.machine import identify
+from verified_book.pytest_plugin import RunState
+from verified_book.registry import REGISTRY, claim
 
 
 class _Report:

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from claims.registry import REGISTRY
+from harness import faults
+from verified_book.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from claims.registry import claim
+from verified_book.registry import claim
 
 @claim("arith.ratio", kind="exact")
 def ratio():
@@ -32,19 +33,19 @@ def vram(backend):
 
 PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is two squared.\n"
 
-TEST_BOOK = (Path(__file__).parent / "test_book.py").read_text()
 
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nclaims_topics = sample_claims\ntestpaths = tests book\naddopts = -p no:cacheprovider -ra\n")
+    pytester.makeini("[pytest]\ntestpaths = book.toml book\naddopts = -p no:cacheprovider -ra\n")
+    (pytester.path / "book.toml").write_text(faults.BOOK_TOML.format(package="sample_claims"))
+    pytester.makeconftest(faults.CONFTEST)
+    faults.copy_profiles(pytester.path / "data")
     pytester.syspathinsert()
     pkg = pytester.mkpydir("sample_claims")
     (pkg / "arith.py").write_text(CLAIMS)
     (pytester.path / "book").mkdir()
     (pytester.path / "book" / "page.md").write_text(PAGE)
-    (pytester.path / "tests").mkdir()
-    (pytester.path / "tests" / "test_sample_book.py").write_text(TEST_BOOK)
     return pytester
 
 
@@ -111,7 +112,7 @@ def test_unknown_claim_and_unbound_number_fail_with_place(book: pytest.Pytester)
 
 def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     (book.path / "sample_claims" / "broken.py").write_text(
-        "from claims.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    return 1 / 0\n"
+        "from verified_book.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    return 1 / 0\n"
     )
     result = run(book)
     result.stdout.fnmatch_lines(["*broken.one*raised ZeroDivisionError*"])

@@ -203,7 +203,7 @@ def test_store_measures_once_and_keeps_failures() -> None:
 def test_probe_bandwidth_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """A real, tiny run: the plumbing works and counts a copy as read plus write."""
     monkeypatch.setenv(CAP_ENV, "0.05")
-    from claims.backends import detect
+    from verified_book.backends import detect
     from claims.probes.bandwidth import measure
 
     numpy_backend = detect()["numpy"]
@@ -215,7 +215,7 @@ def test_probe_bandwidth_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_probe_sweep_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CAP_ENV, "0.05")
-    from claims.backends import detect
+    from verified_book.backends import detect
     from claims.probes.matmul import measure_sweep
 
     points = measure_sweep(detect()["numpy"], 256, 512, batches=(1, 8))
@@ -244,7 +244,7 @@ def _sound_file() -> dict[str, Any]:
     exact = {"status": "verified", "kind": "exact", "value": 2, "figures": [], "message": "", "inputs": [],
              "source": "claims/topics/measured.py:1", "citation": None, "hardware": None,
              "date": "2026-11-29T13:21:18+00:00", "seconds": 0.0, "version": None}
-    from claims.registry import REGISTRY
+    from verified_book.registry import REGISTRY
 
     exact_id = next(c.id for c in REGISTRY if c.kind.value == "exact")
     return {

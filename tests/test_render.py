@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from claims import render, site_machines, site_plots
-from claims.bindings import Book, read_page
-from claims.figures import parse
-from claims.registry import Claim, Kind
-from claims.results import ResultsFile
+from claims import plots as site_plots
+from verified_book import render, site_machines
+from verified_book.bindings import Book, read_page
+from verified_book.figures import parse
+from verified_book.registry import Claim, Kind
+from verified_book.results import ResultsFile
 
 CLAIMS = {
     "t.ceiling": Claim("t.ceiling", Kind.EXACT, lambda: Fraction(331, 20), "A ceiling in tokens/s.",

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdist.remote import Producer
 
-from claims import faults
-from claims.pytest_plugin import claim_of_nodeid
-from claims.scheduling import QuietLastScheduling
+from harness import faults
+from verified_book.pytest_plugin import claim_of_nodeid
+from verified_book.scheduling import QuietLastScheduling
 
 
 class FakeConfig:
@@ -106,8 +106,8 @@ def test_with_nothing_timed_it_is_plain_load_scheduling() -> None:
 
 
 @pytest.mark.parametrize(("nodeid", "claim"), [
-    ("tests/test_book.py::test_claim[probe.matvec.fraction[torch:cpu]]", "probe.matvec.fraction"),
-    ("tests/test_book.py::test_claim[models.qwen3_8b.total[none]]", "models.qwen3_8b.total"),
+    ("book.toml::probe.matvec.fraction[torch:cpu]", "probe.matvec.fraction"),
+    ("book.toml::models.qwen3_8b.total[none]", "models.qwen3_8b.total"),
     ("book/hardware.md::line 12: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
     ("book/hardware.md::line 12: (3.35) (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
     ("book/hardware.md::every number is bound", None),
@@ -123,7 +123,7 @@ import os
 import time
 from pathlib import Path
 
-from claims.registry import claim
+from verified_book.registry import claim
 
 LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
 

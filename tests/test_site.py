@@ -20,10 +20,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from claims import render
-from claims.bindings import Book
-from claims.registry import REGISTRY, load_topics
-from claims.results import read_all
+from verified_book import render
+from verified_book.bindings import Book
+from verified_book.config import open_book, read_config
+from verified_book.registry import REGISTRY
+from verified_book.results import read_all
 from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,9 +75,11 @@ def build_here(project: Path, site: Path, strict: bool = True) -> tuple[bool, st
 
 
 def copy_project(dest: Path) -> Path:
-    """A copy of what a build reads: mkdocs.yml, the book, the committed results."""
+    """A copy of what a build reads: mkdocs.yml, book.toml, the book, its claims, the committed results."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "mkdocs.yml", dest / "mkdocs.yml")
+    shutil.copy(ROOT / "book.toml", dest / "book.toml")
+    shutil.copytree(ROOT / "claims", dest / "claims", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "book", dest / "book")
     shutil.copytree(ROOT / "results", dest / "results", ignore=shutil.ignore_patterns("*.lock"))
     return dest
@@ -166,7 +169,7 @@ def chapter_with_figures(book: Book) -> str:
 
 def verified_figure(book: Book) -> tuple[Any, Any]:
     """A figure in prose that the committed results verify, to change a digit of."""
-    load_topics()
+    open_book(read_config(ROOT))
     results = read_all(ROOT / "results", lambda _: None)
     for page in book.pages:
         for b in page.bindings:
@@ -430,7 +433,7 @@ def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results
 
     passed, log = build_here(project, tmp_path / "plain", strict=False)
     assert passed, log
-    assert f"WARNING: claims: book/index.md:{line}: figure 16.6 binds to unknown claim" in log
+    assert f"WARNING: verified_book: book/index.md:{line}: figure 16.6 binds to unknown claim" in log
     html = (tmp_path / "plain" / "index.html").read_text(encoding="utf-8")
     assert html.count('data-status="error"') == 2
     assert 'href="claim:' not in html and "](claim:" not in html

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from claims import backends
-from claims.registry import NotOnBackend
+from verified_book import backends
+from verified_book.registry import NotOnBackend
 from claims.topics import casts, quantisation, rounding
 from claims.topics.formats import FINFO_FIELDS, FINFO_FORMATS, FORMATS, finfo
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from claims.snippet_run import SNIPPET_ENV, run_as_script, run_in_process, run_in_process_or_as_script
+from verified_book.snippet_run import SNIPPET_ENV, run_as_script, run_in_process, run_in_process_or_as_script
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from claims.machine import profiles
+from verified_book.machine import profiles
 
 WORKFLOWS = Path(__file__).resolve().parent.parent / ".github" / "workflows"
 

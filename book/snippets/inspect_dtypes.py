@@ -18,9 +18,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-from claims.inputs import DATA_DIR
-
-CONFIG = DATA_DIR / "models" / "qwen3-0.6b" / "config.json"
+# The model's config.json as the book ships it (claims/data/), found from this file's place.
+CONFIG = Path(__file__).resolve().parents[2] / "claims" / "data" / "models" / "qwen3-0.6b" / "config.json"
 FORMATS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CSV_PATH = Path("artifacts") / "param_footprint.csv"
 FIELDS = ["format", "param", "shape", "dtype", "elem_bytes", "numel", "bytes"]

@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from claims.backends import Backend
+from verified_book.backends import Backend
 from claims.probes import store
 from claims.probes.devices import GIB, MIB, Runner, available_memory, cpu_threads
 from claims.probes.timing import Measurement, repeat
-from claims.registry import NotOnBackend
+from verified_book.registry import NotOnBackend
 
 DEFAULT_LLC = 32 * MIB
 LLC_MULTIPLE = 4

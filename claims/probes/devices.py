@@ -18,9 +18,9 @@ import os
 import time
 from typing import Any, Callable, Iterator
 
-from claims.backends import Backend
+from verified_book.backends import Backend
 from claims.probes.timing import Policy, default_policy
-from claims.registry import NotOnBackend
+from verified_book.registry import NotOnBackend
 
 GIB = 2**30
 MIB = 2**20

@@ -28,11 +28,11 @@ import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterator
 
-from claims.backends import Backend
+from verified_book.backends import Backend
 from claims.probes import store
 from claims.probes.devices import Runner
 from claims.probes.timing import Measurement, repeat
-from claims.registry import NotOnBackend
+from verified_book.registry import NotOnBackend
 
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.backends import Backend
-from claims.inputs import exact, vendor
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import exact, vendor
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.format_defaults import capability
 from claims.topics.formats import FORMATS
 

@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 import sympy
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
 TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
 AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.inputs import exact, vendor
-from claims.registry import claim
+from verified_book.inputs import exact, vendor
+from verified_book.registry import claim
 from claims.topics.models import GB, bf16_total_bytes, checkpoint_gb, q4_k_m_gb
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")

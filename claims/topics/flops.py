@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.inputs import exact, vendor
-from claims.registry import claim
+from verified_book.inputs import exact, vendor
+from verified_book.registry import claim
 from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
 
 COUNTS = ("stated", "exact")

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from claims.backends import Backend
-from claims.inputs import vendor
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.inputs import vendor
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 TORCH = ("torch:cpu", "torch:cuda", "torch:mps")

@@ -17,8 +17,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format, dtype_of
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
 

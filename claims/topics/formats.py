@@ -22,8 +22,8 @@ from typing import Any
 
 import sympy
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
 
 @dataclass(frozen=True)

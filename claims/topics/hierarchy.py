@@ -12,9 +12,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable
 
-from claims.backends import Backend
-from claims.inputs import exact, table, vendor
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.inputs import exact, table, vendor
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
 

@@ -15,9 +15,9 @@ from fractions import Fraction
 from functools import cache
 from typing import Any
 
-from claims.backends import Backend
-from claims.inputs import exact, model_config, vendor
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import exact, model_config, vendor
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.matmul import best_seconds
 

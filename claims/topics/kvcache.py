@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.backends import Backend
-from claims.inputs import model_config, model_config_all, vendor
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config, model_config_all, vendor
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import build
 from claims.topics.models import matrix_elements, norm_elements

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, claim
 
 BATCH, POSITIONS, VOCAB, WIDTH, OUTPUTS = 2, 5, 10, 4, 3
 

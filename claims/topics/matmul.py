@@ -20,9 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
-from claims.backends import Backend
-from claims.inputs import exact, vendor
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import exact, vendor
+from verified_book.registry import InvariantFailed, claim
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere

@@ -34,12 +34,12 @@ import os
 from fractions import Fraction
 from functools import cache
 
-from claims.backends import Backend, available
-from claims.inputs import exact, model_config, table, vendor
-from claims.machine import Machine, fingerprint, identify, profiles
+from verified_book.backends import Backend, available
+from verified_book.inputs import exact, model_config, table, vendor
+from verified_book.machine import Machine, fingerprint, identify, profiles
 from claims.probes import bandwidth, matmul
 from claims.probes.matmul import SWEEP_BATCHES, SweepPoint, crossover_batch, intensity
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.models import MODEL, bf16_total_bytes
 
 MARGIN_VENDOR = 0.10

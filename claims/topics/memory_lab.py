@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from claims.backends import Backend
-from claims.inputs import model_config, model_config_all
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config, model_config_all
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.models import matrix_elements, norm_elements
 
 MODEL = "qwen3-0.6b"

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from claims.backends import Backend
-from claims.inputs import model_config
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
 
 BLOCK_SEED = 0

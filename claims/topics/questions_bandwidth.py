@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.registry import claim
+from verified_book.registry import claim
 from claims.topics.decode import bandwidth_gbps, ceiling
 from claims.topics.flops import PROMPT_TOKENS, forward_flops_per_param
 from claims.topics.formats import FORMATS

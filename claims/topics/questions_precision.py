@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from claims.backends import Backend
-from claims.inputs import model_config
-from claims.registry import InvariantFailed, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config
+from verified_book.registry import InvariantFailed, claim
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format, dtype_of
 
 COUNT = 1_000_000

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from claims.backends import Backend
-from claims.inputs import model_config
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 BATCH = 32

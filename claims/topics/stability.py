@@ -15,9 +15,9 @@ from typing import Any, Iterator
 
 import sympy
 
-from claims.backends import Backend
-from claims.inputs import model_config
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.inputs import model_config
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format
 
 LOGITS = (100, 99, 98)

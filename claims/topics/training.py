@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator
 
-from claims.backends import Backend
-from claims.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
 TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
 AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")

@@ -1,6 +1,6 @@
 """Bindings + results → HTML: what a reader sees at each printed figure.
 
-A page's Markdown goes in with its bindings (from `claims.bindings`) and every
+A page's Markdown goes in with its bindings (from `verified_book.bindings`) and every
 machine's results file; out come Markdown in which each binding is a placeholder
 token, and the HTML each token stands for. The site generator converts the Markdown
 and `fill` puts the HTML back, so no `claim:` link ever reaches the generator.
@@ -22,11 +22,11 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from claims.bindings import BINDING, Binding, Page
-from claims.check import COMPUTED, Outcome, judge
-from claims.machine import Machine
-from claims.registry import Claim
-from claims.results import STATUSES, ResultsFile
+from verified_book.bindings import BINDING, Binding, Page
+from verified_book.check import COMPUTED, Outcome, judge
+from verified_book.machine import Machine
+from verified_book.registry import Claim
+from verified_book.results import STATUSES, ResultsFile
 
 UNVERIFIED = "unverified"
 DISPLAY_ORDER = ("failed", "stale", "disputed", "verified", UNVERIFIED)
@@ -54,7 +54,7 @@ _INCLUDE = re.compile(r"""--8<--\s*["']?(?P<path>[^"'\s]+\.py)\b""")
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 MAX_TEXT = 400
 
-#: how a snippet's output was produced, as the caption says it (claims.snippet_run)
+#: how a snippet's output was produced, as the caption says it (verified_book.snippet_run)
 RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
 
 

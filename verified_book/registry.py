@@ -142,10 +142,18 @@ class Registry:
 REGISTRY = Registry()
 
 
+ROOT = Path.cwd()
+
+
+def use_root(root: Path) -> None:
+    """Name claims' source files relative to `root` (the book's root) from now on."""
+    global ROOT
+    ROOT = Path(root).resolve()
+
+
 def _relative(path: str) -> str:
-    root = Path(__file__).resolve().parent.parent
     try:
-        return str(Path(path).resolve().relative_to(root))
+        return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return path
 
@@ -214,8 +222,8 @@ def _id_part(value: Any) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
 
 
-def load_topics(package: str = "claims.topics") -> list[str]:
-    """Import every topic module once, which fills the registry.
+def load_topics(package: str) -> list[str]:
+    """Import every topic module once, subpackages' modules included, which fills the registry.
 
     A module that fails to import does not stop the others: its error comes back as
     one line naming the module, and the run reports it as a failure.
@@ -225,9 +233,9 @@ def load_topics(package: str = "claims.topics") -> list[str]:
     try:
         pkg = importlib.import_module(package)
     except ImportError as e:
-        return [f"claims_topics names {package!r}, which does not import: {e}"]
-    for info in pkgutil.iter_modules(pkg.__path__):
-        name = f"{package}.{info.name}"
+        return [f"book.toml names topic package {package!r}, which does not import: {e}"]
+    for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{package}.", onerror=lambda name: None):
+        name = info.name
         try:
             importlib.import_module(name)
         except Exception as e:  # any fault in one topic module is reported, not fatal

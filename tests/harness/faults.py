@@ -22,31 +22,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from claims.registry import REGISTRY
+from verified_book.registry import REGISTRY
 
 SLUG = "sample"
 
 INI = """\
 [pytest]
-claims_topics = {package}
-testpaths = tests book
+testpaths = book.toml tests book
 pythonpath = .
 addopts = -p no:cacheprovider -p no:hypothesispytest -p no:anyio -ra --machine {slug}
 """
 
-TEST_MODULE = '''\
-"""Every claim of the sample book on every backend present (as tests/test_book.py)."""
-from claims.pytest_plugin import check_claim
+BOOK_TOML = """\
+[book]
+pages = "book"
+topics = ["{package}"]
+data = "data"
+results = "results"
+"""
+
+PROFILES = Path(__file__).resolve().parents[2] / "claims" / "data" / "hardware"
 
 
-def test_claim(claim_case, claims_run):
-    claim, backend = claim_case
-    check_claim(claims_run, claim, backend)
+def copy_profiles(data: Path) -> None:
+    """Give a sample book the main book's hardware profiles, so its hardware markers mean the same."""
+    (data / "hardware").mkdir(parents=True, exist_ok=True)
+    for profile in PROFILES.glob("*.toml"):
+        (data / "hardware" / profile.name).write_text(profile.read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def test_every_topic_module_loads(claims_run):
-    assert not claims_run.load_errors, "\\n".join(claims_run.load_errors)
-'''
+# A book turns the engine's plugin on in its own conftest.py, as the project's does.
+CONFTEST = 'pytest_plugins = ["verified_book.pytest_plugin"]\n'
 
 # Imported at start-up through PYTHONPATH: hides the packages named in CLAIMS_ABSENT
 # exactly as an uninstalled package is hidden (no module, no distribution metadata).
@@ -77,7 +83,7 @@ sys.meta_path[:] = [_WithoutAbsent if f is PathFinder else f for f in sys.meta_p
 
 BASIC_CLAIMS = '''\
 from fractions import Fraction
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("basic.ratio", kind="exact")
@@ -115,11 +121,13 @@ class SampleBook:
         self.package = package
         root.mkdir(parents=True, exist_ok=True)
         (root / "pytest.ini").write_text(INI.format(package=package, slug=SLUG))
+        (root / "book.toml").write_text(BOOK_TOML.format(package=package))
+        (root / "conftest.py").write_text(CONFTEST)
+        copy_profiles(root / "data")
         (root / package).mkdir(exist_ok=True)
         (root / package / "__init__.py").write_text("")
         (root / "book").mkdir(exist_ok=True)
         (root / "tests").mkdir(exist_ok=True)
-        (root / "tests" / "test_sample_book.py").write_text(TEST_MODULE)
 
     @classmethod
     def basic(cls, root: Path, package: str = "sample_claims") -> "SampleBook":
@@ -140,7 +148,7 @@ class SampleBook:
         return path
 
     def conftest(self, text: str) -> None:
-        (self.root / "conftest.py").write_text(textwrap.dedent(text))
+        (self.root / "conftest.py").write_text(CONFTEST + textwrap.dedent(text))
 
     @property
     def results_dir(self) -> Path:
@@ -249,7 +257,7 @@ class Tally:
 
 def basic_pairs() -> set[tuple[str, str]]:
     """The (claim, backend) records a run of the basic sample book makes on this machine."""
-    from claims.backends import detect
+    from verified_book.backends import detect
 
     present = [b for b in ("numpy", "torch:cpu") if detect()[b].available]
     return {("basic.ratio", "none")} | {(f"basic.square.{n}", b) for n in (2, 3) for b in present}
@@ -273,7 +281,7 @@ def _wait_for(path: Path, timeout: float, proc: subprocess.Popen[str] | None = N
 # ---------------------------------------------------------------- results store: processes
 
 SUBSET_CLAIMS = '''\
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("{prefix}.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
@@ -293,7 +301,7 @@ from pathlib import Path
 
 import pytest
 
-import claims.results as results
+import verified_book.results as results
 
 _write = results._atomic_write
 
@@ -360,7 +368,7 @@ def concurrent_processes(root: Path, tries: int = 1, count: int = 12, lock: bool
 WORKER_CLAIMS = '''\
 import os
 
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("work.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
@@ -458,7 +466,7 @@ import sys
 import time
 from pathlib import Path
 
-import claims.results as results
+import verified_book.results as results
 
 path, started = Path(sys.argv[1]), Path(sys.argv[2])
 _fdopen = os.fdopen
@@ -476,7 +484,7 @@ from pathlib import Path
 
 import pytest
 
-import claims.results as results
+import verified_book.results as results
 ''' + SLOW_FILE + '''
 
 @pytest.hookimpl(tryfirst=True)
@@ -488,7 +496,7 @@ def pytest_sessionfinish(session):
 
 
 def _previous_file(path: Path, count: int) -> bytes:
-    from claims.results import ResultsFile, merge_into
+    from verified_book.results import ResultsFile, merge_into
 
     records = {f"previous.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)}
     merge_into(path, ResultsFile(path.stem, records=records))
@@ -497,7 +505,7 @@ def _previous_file(path: Path, count: int) -> bytes:
 
 def _after_kill(tally: Tally, path: Path, before: bytes, proc: subprocess.Popen[str], started: Path) -> None:
     """Kill the writer once it is writing; the file must be the previous one, and the next merge must work."""
-    from claims.results import ResultsFile, merge_into, read
+    from verified_book.results import ResultsFile, merge_into, read
 
     was_writing = _wait_for(started, 60, proc)
     proc.send_signal(signal.SIGKILL)
@@ -553,7 +561,7 @@ def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
 # ---------------------------------------------------------------- results store: bad files
 
 def _good_update(slug: str, count: int = 3) -> Any:
-    from claims.results import ResultsFile
+    from verified_book.results import ResultsFile
 
     return ResultsFile(slug, machine={"slug": slug}, records={
         f"fresh.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)})
@@ -579,7 +587,7 @@ def corrupt_files(root: Path) -> Tally:
     """A results file that does not read: it is reported with its path and kept aside, never replaced silently."""
     tally = Tally("results store", "corrupt results file",
                   "reported with its path, kept aside byte for byte, a new file holds the run's records")
-    from claims.results import merge_into, read
+    from verified_book.results import merge_into, read
 
     for n, (name, content) in enumerate(CORRUPT_FILES.items()):
         folder = root / f"corrupt-{n}"
@@ -605,7 +613,7 @@ def corrupt_files(root: Path) -> Tally:
 
 def newer_schema(root: Path) -> Tally:
     """A results file written by a newer schema: refused with what to upgrade; the run's records kept apart."""
-    from claims.results import SCHEMA_VERSION
+    from verified_book.results import SCHEMA_VERSION
 
     tally = Tally("results store", "results file from a newer schema",
                   "left untouched; the message says what to upgrade; the run's records are kept beside it")
@@ -645,7 +653,7 @@ def locked_threads(root: Path, count: int = 8) -> Tally:
     """Merges racing in threads of one process: filelock serialises them as it does processes."""
     import threading
 
-    from claims.results import ResultsFile, merge_into, read
+    from verified_book.results import ResultsFile, merge_into, read
 
     tally = Tally("results store", "merges racing in threads", "every thread's records land")
     path = root / "threads" / "m.json"
@@ -770,7 +778,7 @@ HOSTILE_FILES: dict[str, bytes] = {
 
 def hostile_results(root: Path, known_claims: set[str] | None = None) -> Tally:
     """A contributed results file is untrusted: each hostile variant is refused, naming the file."""
-    from claims.results import ResultsError, read, validate
+    from verified_book.results import ResultsError, read, validate
 
     known = known_claims if known_claims is not None else {"basic.ratio"}
     tally = Tally("contributed results", "hostile results file",
@@ -807,7 +815,7 @@ GOOD_CLAIMS = BASIC_CLAIMS
 FAULTY_CLAIMS = '''\
 import math
 
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("bad.raises", kind="exact")
@@ -919,7 +927,7 @@ def bad_input(root: Path) -> list[Tally]:
 # ---------------------------------------------------------------- hardware and environment faults
 
 ENV_CLAIMS = '''\
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("env.sum.{n}", kind="library", over={"n": (2, 3)})
@@ -962,7 +970,7 @@ def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> l
 
 
 OOM_CLAIMS = '''\
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("oom.torch_error", kind="library", backends=("torch:cpu",))
@@ -1014,7 +1022,7 @@ def keyboard_interrupt(root: Path) -> Tally:
                   "the run stops as interrupted; every record made before it is written")
     book = SampleBook.basic(root / "interrupt")
     book.claims("zz", '''
-        from claims.registry import claim
+        from verified_book.registry import claim
 
 
         @claim("zz.probe", kind="exact")
@@ -1036,7 +1044,7 @@ NETWORK_CLAIMS = '''\
 import os
 import socket
 
-from claims.registry import claim
+from verified_book.registry import claim
 
 
 @claim("net.reach", kind="exact")

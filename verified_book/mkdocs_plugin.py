@@ -1,7 +1,7 @@
-"""MkDocs adapter: hands each page to `claims.render` and adds the machines and plots pages.
+"""MkDocs adapter: hands each page to `verified_book.render` and adds the machines and plots pages.
 
 Kept thin on purpose (the site generator may change): the rendering lives in
-`claims.render`, `claims.site_machines` and `claims.site_plots`, which know nothing
+`verified_book.render`, `verified_book.site_machines` and `claims.plots`, which know nothing
 of MkDocs. Problems (an unknown claim, a malformed binding, a results file that
 does not read) are logged as warnings with file:line, so `mkdocs build --strict`
 fails on them, and listed once more in a summary at the end; a plain build shows a
@@ -22,10 +22,13 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-from claims import render, site_machines, site_plots
-from claims.bindings import AllowListError, Book, read_page
-from claims.registry import REGISTRY, load_topics
-from claims.results import SLUG_PATTERN, ResultsFile, read_all
+import importlib
+
+from verified_book import render, site_machines
+from verified_book.config import ConfigError, open_book, read_config
+from verified_book.bindings import AllowListError, Book, read_page
+from verified_book.registry import REGISTRY
+from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
 
 log = get_plugin_logger(__name__)
 
@@ -33,7 +36,7 @@ log = get_plugin_logger(__name__)
 class ClaimsConfig(base.Config):
     """The plugin's options in mkdocs.yml."""
 
-    results_dir = c.Type(str, default="results")  # per-machine results files, relative to mkdocs.yml
+    results_dir = c.Optional(c.Type(str))  # per-machine results files, relative to mkdocs.yml; book.toml's by default
     on_missing = c.Choice(("mark", "fail"), default="mark")  # a figure no machine verified: mark it, or fail the build
     machines_page = c.Type(str, default="machines.md")  # generated pages, by their path in the site
     plots_page = c.Type(str, default="plots.md")
@@ -51,9 +54,13 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.figures = 0
         self.rendered: dict[str, render.RenderedPage] = {}
         self.generated: dict[str, render.GeneratedPage] = {}
-        for line in load_topics():
+        try:
+            self.book_config = read_config(self.root)
+        except ConfigError as e:
+            raise PluginError(str(e)) from None
+        for line in open_book(self.book_config):
             self._problem(render.Problem(line.split(": ", 1)[0], line.split(": ", 1)[-1]))
-        results_dir = (self.root / self.config.results_dir).resolve()
+        results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else self.book_config.results
         self.results: dict[str, ResultsFile] = {}
         if results_dir.is_dir():
             self.results = {}
@@ -79,9 +86,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
         try:
-            self.book = Book.read(self.docs, self.root)
+            self.book = Book.read(self.docs, self.root, self.book_config.allowlist)
         except AllowListError as e:
-            self._problem(render.Problem(str(self.docs / "allowlist.toml"), str(e)))
+            self._problem(render.Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
         for page_name in (self.config.machines_page, self.config.plots_page):
             if files.get_file_from_path(page_name) is not None:
@@ -160,8 +167,20 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.generated[page.file.src_uri] = generated
         return generated.markdown
 
+    def _plots_page(self) -> render.GeneratedPage:
+        """The book's charts, from the function `plots` in book.toml names (`module:function`)."""
+        where = self.book_config.plots
+        if not where:
+            return render.GeneratedPage("# Plots\n\nThis book draws no charts.\n")
+        module, _, name = where.partition(":")
+        try:
+            draw = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            raise PluginError(f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}") from None
+        return draw(self.results)
+
     def _plots(self) -> str:
-        self.generated[self.config.plots_page] = site_plots.render_plots_page(self.results)
+        self.generated[self.config.plots_page] = self._plots_page()
         return self.generated[self.config.plots_page].markdown
 
     def on_post_build(self, config: MkDocsConfig) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from claims.figures import FigureSyntaxError, Printed, parse
+from verified_book.figures import FigureSyntaxError, Printed, parse
 
 BINDING = re.compile(
     r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)"
@@ -246,10 +246,10 @@ class Book:
     allowlist: list[Allowance]
 
     @classmethod
-    def read(cls, book_dir: Path, root: Path | None = None) -> "Book":
+    def read(cls, book_dir: Path, root: Path | None = None, allowlist: Path | None = None) -> "Book":
         root = root or book_dir.parent
         pages = [read_page(p, root) for p in book_pages(book_dir)]
-        return cls(root, pages, read_allowlist(book_dir / "allowlist.toml"))
+        return cls(root, pages, read_allowlist(allowlist or book_dir / "allowlist.toml"))
 
     def bindings(self) -> Iterator[Binding]:
         for page in self.pages:

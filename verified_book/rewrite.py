@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from claims.bindings import BINDING, Binding
+from verified_book.bindings import BINDING, Binding
 
 if TYPE_CHECKING:
-    from claims.check import Verifier
+    from verified_book.check import Verifier
 
 
 def _replacement(binding: Binding, new_text: str) -> tuple[str, str | None]:
@@ -27,7 +27,7 @@ def _replacement(binding: Binding, new_text: str) -> tuple[str, str | None]:
 
 def rewrite_stale(verifier: "Verifier", root: Path) -> list[str]:
     """Rewrite every stale figure from the values this run computed; return 'file:line' of each."""
-    from claims.backends import NO_BACKEND
+    from verified_book.backends import NO_BACKEND
 
     plans: dict[tuple[str, int, int], str] = {}
     for (claim_id, backend_name), outcome in verifier.judged.items():

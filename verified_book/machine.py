@@ -15,7 +15,7 @@ Fingerprint fields (all strings or numbers, `None` where not found):
 | `driver` | NVIDIA driver version |
 | `python`, `numpy`, `torch`, `mlx`, `ml_dtypes`, `transformers`, `gguf` | versions |
 
-Profiles of the book's hardware live in `claims/data/hardware/<marker>.toml`; a
+Profiles of the book's hardware live in `<data>/<hardware>/<marker>.toml` (see `book.toml`); a
 profile's `[match]` table says which fingerprint it recognises.
 """
 from __future__ import annotations
@@ -30,9 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from claims import inputs
+from verified_book import inputs
 
-HARDWARE_DIR = "hardware"
+HARDWARE_DIR = "hardware"  # the profiles' folder inside the book's data folder (`hardware` in book.toml)
+
+
+def use_hardware_dir(folder: str) -> None:
+    """Read profiles from this folder of the data folder from now on."""
+    global HARDWARE_DIR
+    HARDWARE_DIR = folder
+    profiles.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ class Profile:
 
 @functools.cache
 def profiles() -> dict[str, Profile]:
-    """Every hardware profile in `claims/data/hardware/`, by marker."""
+    """Every hardware profile of the book, by marker."""
     out: dict[str, Profile] = {}
     for file in inputs.data_files():
         if not file.startswith(HARDWARE_DIR + "/"):

@@ -1,6 +1,6 @@
 """pytest wiring: options, collection of the book's figures, markers, the summary, the results file.
 
-The work lives in `claims.check`, `claims.bindings`, `claims.results`; this module only
+The work lives in `verified_book.check`, `verified_book.bindings`, `verified_book.results`; this module only
 connects them to pytest.
 """
 from __future__ import annotations
@@ -15,16 +15,17 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from claims import backends as backends_mod
-from claims import hookspecs
-from claims import machine as machine_mod
-from claims import offline
-from claims.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
-from claims.check import Verifier, worst
-from claims.registry import REGISTRY, Claim, Kind, RegistryError, load_topics
-from claims.results import ResultsError, dumps, merge_into, now
-from claims.rewrite import rewrite_stale
-from claims.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
+from verified_book import backends as backends_mod
+from verified_book import hookspecs
+from verified_book import machine as machine_mod
+from verified_book import offline
+from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
+from verified_book.check import FAILED, SKIPPED, Verifier, worst
+from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config
+from verified_book.registry import REGISTRY, Claim, Kind
+from verified_book.results import ResultsError, dumps, merge_into, now
+from verified_book.rewrite import rewrite_stale
+from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
 
 STATE = pytest.StashKey["RunState"]()
 
@@ -32,19 +33,14 @@ STATE = pytest.StashKey["RunState"]()
 class RunState:
     """What one pytest run knows: the book, the claims, the backends, the machine."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        root = Path(config.rootpath)
-        self.book_dir = root / config.getini("claims_book_dir")
-        self.results_dir = Path(config.getoption("claims_results_dir") or root / config.getini("claims_results_dir"))
-        self.snippets_dir = self.book_dir / "snippets"
-        self.root = root
-        self.load_errors: list[str] = []
-        for package in config.getini("claims_topics"):
-            try:
-                self.load_errors += load_topics(package)
-            except RegistryError as e:
-                self.load_errors.append(str(e))
-        self.book = self._read_book() if self.book_dir.is_dir() else Book(root, [], [])
+    def __init__(self, config: pytest.Config, book: BookConfig) -> None:
+        self.book_config = book
+        self.root = book.root
+        self.book_dir = book.pages
+        self.snippets_dir = book.snippets
+        self.results_dir = Path(config.getoption("claims_results_dir") or book.results)
+        self.load_errors: list[str] = open_book(book)
+        self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
@@ -66,7 +62,7 @@ class RunState:
             except (OSError, UnicodeDecodeError) as e:
                 self.load_errors.append(f"{path.relative_to(self.root)}:1: page cannot be read: {e}")
         try:
-            allowlist = read_allowlist(self.book_dir / "allowlist.toml")
+            allowlist = read_allowlist(self.book_config.allowlist)
         except (AllowListError, OSError, UnicodeDecodeError) as e:
             self.load_errors.append(str(e))
             allowlist = []
@@ -122,7 +118,7 @@ class RunState:
         return None
 
 
-CASE_ID = re.compile(r"\[(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]\]$")  # test_claim[<claim>[<backend>]]
+CASE_ID = re.compile(r"::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")  # book.toml::<claim>[<backend>]
 FIGURE_NAME = re.compile(r"\((?P<claim>[a-z0-9_.]+)\)$")  # line N: <printed> (<claim>)
 
 
@@ -135,7 +131,7 @@ def figure_name(binding: Binding) -> str:
 
 
 def claim_of_nodeid(nodeid: str) -> str | None:
-    """The claim a test_book case or a book figure checks, from its node id (see `case_id`, `figure_name`)."""
+    """The claim a claim item or a book figure checks, from its node id (see `case_id`, `figure_name`)."""
     found = CASE_ID.search(nodeid) or FIGURE_NAME.search(nodeid)
     return found["claim"] if found else None
 
@@ -163,9 +159,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--no-results", dest="claims_no_results", action="store_true", default=False,
         help="Verify without writing this machine's results file.",
     )
-    parser.addini("claims_book_dir", "Folder of the book's Markdown pages, relative to the rootdir.", default="book")
-    parser.addini("claims_results_dir", "Folder of the per-machine results files, relative to the rootdir.", default="results")
-    parser.addini("claims_topics", "Packages whose modules declare the claims.", type="linelist", default=["claims.topics"])
 
 
 KIND_MARKERS = {
@@ -185,13 +178,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     for marker, profile in machine_mod.profiles().items():
         config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
-    offline.set_hub_offline()
-    offline.install()
-    config.stash[STATE] = RunState(config)
+    try:
+        book = read_config(Path(config.rootpath))
+    except ConfigError as e:
+        raise pytest.UsageError(str(e)) from None
+    if book.offline:
+        offline.set_hub_offline()
+        offline.install()
+    config.stash[STATE] = RunState(config, book)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    offline.uninstall()
+    if STATE in config.stash and config.stash[STATE].book_config.offline:
+        offline.uninstall()
 
 
 def state(config: pytest.Config) -> RunState:
@@ -221,30 +220,66 @@ def claims_run(request: pytest.FixtureRequest) -> RunState:
     return state(request.config)
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "claim_case" not in metafunc.fixturenames:
-        return
-    run = state(metafunc.config)
-    cases = []
-    for claim in REGISTRY:
-        for backend in run.verifier.backends_for(claim):
-            marks = run.marks(claim, backend.name)
-            skip = run.hardware_skip(claim)
-            if skip is None and not backend.available:
-                skip = f"{backend.name} is not here: {backend.reason}; this machine has {backends_mod.summary()}"
-            if skip:
-                marks.append(pytest.mark.skip(reason=skip))
-            cases.append(pytest.param((claim, backend), id=case_id(claim, backend.name), marks=marks))
-    metafunc.parametrize("claim_case", cases)
-
-
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     run = state(parent.config)
+    if file_path == run.root / FILE_NAME:
+        return ClaimsFile.from_parent(parent, path=file_path)
     if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) and "snippets" not in file_path.parts:
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)
     return None
+
+
+class ClaimsFile(pytest.File):
+    """The book's claims, collected from its `book.toml`: one item per claim and backend, and
+    one that fails when a topic module does not load."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        run = state(self.config)
+        yield TopicsItem.from_parent(self, name="every topic module loads")
+        for claim in REGISTRY:
+            for backend in run.verifier.backends_for(claim):
+                item = ClaimItem.from_parent(self, name=case_id(claim, backend.name), claim=claim, backend=backend)
+                for mark in run.marks(claim, backend.name):
+                    item.add_marker(mark)
+                skip = run.hardware_skip(claim)
+                if skip is None and not backend.available:
+                    skip = f"{backend.name} is not here: {backend.reason}; this machine has {backends_mod.summary()}"
+                if skip:
+                    item.add_marker(pytest.mark.skip(reason=skip))
+                yield item
+
+
+class TopicsItem(pytest.Item):
+    """A topic module that fails to import, or declares a bad claim, fails here and only here."""
+
+    def runtest(self) -> None:
+        errors = state(self.config).load_errors
+        if errors:
+            raise BookFailure("\n".join(errors))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
+
+
+class ClaimItem(pytest.Item):
+    """One claim on one backend: it computes and its invariants hold. Whether its printed
+    figures still round to the value is the figure items' report, made once per figure."""
+
+    def __init__(self, *, claim: Claim, backend: backends_mod.Backend, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.claim = claim
+        self.backend = backend
+
+    def runtest(self) -> None:
+        check_claim(state(self.config), self.claim, self.backend)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.claim.source_file), self.claim.source_line - 1, f"claim {self.claim.id} on {self.backend.name}"
 
 
 class BookPage(pytest.File):
@@ -341,7 +376,7 @@ class UnboundItem(BookItem):
 
 class SnippetFile(pytest.File):
     """A lab snippet: run inside the test process in the default run (as a script there too where
-    it sets what a library reads only as it loads, see `claims.snippet_run`), as a script in the slow set."""
+    it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
         yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
@@ -369,15 +404,13 @@ class SnippetItem(BookItem):
 
 
 def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:
-    """The body of tests/test_book.py: the claim computes on the backend, and its figures hold."""
-    status, verdicts = run.verifier.status(claim, backend)
+    """A claim item's check: the claim computes on the backend (figures are judged by their own items)."""
     result = run.verifier.outcome(claim, backend)
-    if status == "skipped":
+    if result.state == SKIPPED:
         pytest.skip(result.message)
-    if status in ("failed", "stale"):
-        lines = [f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}"] if result.message else []
-        lines += [v.message for v in verdicts if v.status in ("failed", "stale")]
-        pytest.fail("\n".join(lines), pytrace=False)
+    if result.state == FAILED:
+        pytest.fail(f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}",
+                    pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -433,10 +466,10 @@ def _keep_unmerged(path: Path, update: Any) -> str:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`-n N` (xdist's default `load` distribution): the timed items run last and alone, see
-    `claims.scheduling`. Other distributions are left as asked."""
+    `verified_book.scheduling`. Other distributions are left as asked."""
     if config.getoption("dist", "load") != "load":
         return None
-    from claims.scheduling import QuietLastScheduling
+    from verified_book.scheduling import QuietLastScheduling
 
     return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone)
 
@@ -487,9 +520,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _, _, reason = report.longrepr
         if isinstance(item, BookItem):
             report.longrepr = (str(item.path), item.line, reason)
-        elif hasattr(item, "callspec") and "claim_case" in item.callspec.params:
-            claim = item.callspec.params["claim_case"][0]
-            report.longrepr = (claim.source_file, claim.source_line, reason)
+        elif isinstance(item, ClaimItem):
+            report.longrepr = (item.claim.source_file, item.claim.source_line, reason)
     return report
 
 

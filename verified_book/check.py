@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable
 
-from claims import inputs
-from claims.backends import NO_BACKEND, Backend
-from claims.bindings import Binding, Book
-from claims.figures import as_number
-from claims.machine import Machine
-from claims.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
-from claims.results import ResultsFile, now, to_json
+from verified_book import inputs
+from verified_book.backends import NO_BACKEND, Backend
+from verified_book.bindings import Binding, Book
+from verified_book.figures import as_number
+from verified_book.machine import Machine
+from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
+from verified_book.results import ResultsFile, now, to_json
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
 

@@ -2,8 +2,8 @@
 
 Every read is recorded against the claim being computed, so a stale figure's message
 can name the inputs it came from, and a perturbed input can be traced to the claims
-that depend on it. Files live in `claims/data/`; vendor figures are TOML tables with
-a `value`, a `unit` and the `source` they were taken from.
+that depend on it. Files live in the book's data folder (`data` in `book.toml`); vendor
+figures are TOML tables with a `value`, a `unit` and the `source` they were taken from.
 """
 from __future__ import annotations
 
@@ -17,7 +17,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path("data")
+SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
+
+
+def use_data_dir(path: Path, shown_as: str) -> None:
+    """Read inputs from `path` from now on (the book's `data` folder); forget what was cached."""
+    global DATA_DIR, SHOWN_AS
+    DATA_DIR, SHOWN_AS = Path(path), shown_as
+    _cache.clear()
 
 
 class InputError(Exception):
@@ -36,7 +44,7 @@ class Input:
 
     def __str__(self) -> str:
         cited = f" ({self.source})" if self.source else ""
-        return f"claims/data/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+        return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
 
 
 _reads: contextvars.ContextVar[list[Input] | None] = contextvars.ContextVar("reads", default=None)
@@ -77,11 +85,11 @@ def _load(file: str) -> tuple[str, Any]:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise InputError(f"claims/data/{file}: no such data file") from None
+            raise InputError(f"{SHOWN_AS}/{file}: no such data file") from None
         try:
             parsed = tomllib.loads(text) if file.endswith(".toml") else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"claims/data/{file}: does not parse: {e}") from None
+            raise InputError(f"{SHOWN_AS}/{file}: does not parse: {e}") from None
         _cache[file] = (text, parsed)
     return _cache[file]
 
@@ -98,7 +106,7 @@ def _line_of(text: str, key: str) -> int:
 
 
 def data_files() -> list[str]:
-    """Every data file a claim can read, relative to `claims/data/`."""
+    """Every data file a claim can read, relative to the data folder."""
     return sorted(
         str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json")
     )
@@ -119,10 +127,10 @@ def vendor(file: str, key: str) -> Any:
     node: Any = parsed
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            raise InputError(f"claims/data/{file}: no entry {key!r} (found: {', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})")
+            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r} (found: {', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})")
         node = node[part]
     if not isinstance(node, Mapping) or "value" not in node:
-        raise InputError(f"claims/data/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
     value = _overrides.get((file, key), node["value"])
     _record(Input(file, key, value, _line_of(text, key), node.get("source")))
     return value

@@ -2,7 +2,7 @@
 
 Plain functions from results files (untrusted: every string is escaped) and the book's
 bindings to Markdown with placeholder tokens and the HTML they stand for, like
-`claims.render` does for a chapter.
+`verified_book.render` does for a chapter.
 """
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from claims.bindings import Book
-from claims.registry import ID_PATTERN
-from claims.render import (LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value,
+from verified_book.bindings import Book
+from verified_book.registry import ID_PATTERN
+from verified_book.render import (LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value,
                            source_link)
-from claims.results import ResultsFile
+from verified_book.results import ResultsFile
 
 COUNTED = ("verified", "stale", "failed", "disputed", "skipped")
 FINGERPRINT_FIELDS = (

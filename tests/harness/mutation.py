@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Iterator
 
-from claims import inputs
-from claims.backends import Backend
-from claims.bindings import Binding
-from claims.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
-from claims.figures import FigureSyntaxError, Printed, as_number, parse
-from claims.registry import Claim, Kind
+from verified_book import inputs
+from verified_book.backends import Backend
+from verified_book.bindings import Binding
+from verified_book.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
+from verified_book.figures import FigureSyntaxError, Printed, as_number, parse
+from verified_book.registry import Claim, Kind
 
 ALLOWLIST = "unused-inputs.toml"
 CAUGHT = ("stale", "failed")
@@ -507,15 +507,16 @@ def book_verifier(root: Any) -> Verifier:
     """A verifier of the project's book outside pytest (for scripts): the run's claims, book and machine."""
     from pathlib import Path
 
-    from claims import backends as backends_mod
-    from claims import machine as machine_mod
-    from claims.bindings import Book
-    from claims.registry import REGISTRY, load_topics
+    from verified_book import backends as backends_mod
+    from verified_book import machine as machine_mod
+    from verified_book.bindings import Book
+    from verified_book.config import open_book, read_config
+    from verified_book.registry import REGISTRY
 
-    root = Path(root)
-    errors = load_topics()
+    config = read_config(Path(root))
+    errors = open_book(config)
     if errors:
         raise RuntimeError("topic modules do not import:\n" + "\n".join(errors))
-    book = Book.read(root / "book", root)
+    book = Book.read(config.pages, config.root, config.allowlist)
     machine = machine_mod.identify(machine_mod.fingerprint())
     return Verifier(REGISTRY, book, dict(backends_mod.detect()), machine)

@@ -1,0 +1,136 @@
+"""Where a book keeps its parts: `book.toml` at the book's root, read here for both plugins.
+
+The engine knows no book. The pytest plugin and the MkDocs plugin each call `open_book`
+with the folder they run from; it reads `book.toml`, points the input reader at the
+book's data, makes the book's content importable and loads its topic modules. A book
+that another author writes is a folder with a `book.toml`, its pages and its claims.
+
+    [book]
+    pages = "book"                      # the Markdown pages (MkDocs' docs_dir)
+    snippets = "book/snippets"          # lab scripts, each run and its output recorded
+    allowlist = "book/allowlist.toml"   # numbers that are not figures, each with a reason
+    topics = ["claims.topics"]          # packages whose modules declare the claims
+    data = "claims/data"                # stated inputs (configs, vendor figures)
+    hardware = "hardware"               # hardware profiles, a folder inside `data`
+    results = "results"                 # one results file per machine
+    plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results
+    offline = true                      # optional: refuse network access while claims compute
+"""
+from __future__ import annotations
+
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FILE_NAME = "book.toml"
+
+
+class ConfigError(Exception):
+    """A `book.toml` that is missing, does not parse, or names something wrongly."""
+
+
+@dataclass(frozen=True)
+class BookConfig:
+    """One book's layout, every path absolute."""
+
+    root: Path
+    pages: Path
+    snippets: Path
+    allowlist: Path
+    topics: tuple[str, ...]
+    data: Path
+    hardware: str
+    results: Path
+    plots: str | None = None
+    offline: bool = False
+
+    def shown(self, path: Path) -> str:
+        """A path as messages print it: relative to the book's root where it lies inside."""
+        path = Path(path)
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+
+DEFAULTS: dict[str, Any] = {
+    "pages": "book",
+    "snippets": None,  # <pages>/snippets
+    "allowlist": None,  # <pages>/allowlist.toml
+    "topics": [],
+    "data": "data",
+    "hardware": "hardware",
+    "results": "results",
+    "plots": None,
+    "offline": False,
+}
+
+
+def read_config(root: Path) -> BookConfig:
+    """The `book.toml` of the book at `root`, with defaults filled in."""
+    root = Path(root).resolve()
+    path = root / FILE_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no {FILE_NAME}; a book's root holds one that says where its pages, "
+                          "claims and data are") from None
+    try:
+        table = tomllib.loads(text).get("book", {})
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: does not parse: {e}") from None
+    unknown = sorted(set(table) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"{path}: [book] has unknown key(s) {', '.join(unknown)}; expected some of {', '.join(DEFAULTS)}")
+    values = {**DEFAULTS, **table}
+    for key in ("pages", "data", "hardware", "results"):
+        if not isinstance(values[key], str):
+            raise ConfigError(f"{path}: [book] {key} must be a path as a string, found {values[key]!r}")
+    topics = values["topics"]
+    if isinstance(topics, str):
+        topics = [topics]
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise ConfigError(f"{path}: [book] topics must be a list of package names, found {topics!r}")
+    pages = root / values["pages"]
+    return BookConfig(
+        root=root,
+        pages=pages,
+        snippets=root / values["snippets"] if values["snippets"] else pages / "snippets",
+        allowlist=root / values["allowlist"] if values["allowlist"] else pages / "allowlist.toml",
+        topics=tuple(topics),
+        data=root / values["data"],
+        hardware=values["hardware"].strip("/"),
+        results=root / values["results"],
+        plots=values["plots"],
+        offline=bool(values["offline"]),
+    )
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that holds a `book.toml`."""
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        if (folder / FILE_NAME).is_file():
+            return folder
+    return None
+
+
+def open_book(config: BookConfig) -> list[str]:
+    """Make `config` the book this process verifies or renders; return its topics' load errors.
+
+    Points `inputs` at the book's data and `registry` at its root (for file:line in
+    messages), puts the root on `sys.path` so its content imports, and loads its topics.
+    """
+    from verified_book import inputs, machine, registry
+
+    inputs.use_data_dir(config.data, config.shown(config.data))
+    machine.use_hardware_dir(config.hardware)
+    registry.use_root(config.root)
+    if str(config.root) not in sys.path:
+        sys.path.insert(0, str(config.root))
+    errors: list[str] = []
+    for package in config.topics:
+        try:
+            errors += registry.load_topics(package)
+        except registry.RegistryError as e:
+            errors.append(str(e))
+    return errors
