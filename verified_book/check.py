@@ -19,6 +19,7 @@ from verified_book.figures import as_number
 from verified_book.machine import Machine
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
+from verified_book.vocabulary import Status, worst
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
 
@@ -179,29 +180,30 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     """Compare one printed figure with one backend's outcome."""
     claim = outcome.claim
     if outcome.state == SKIPPED:
-        return Verdict(binding, outcome.backend, "skipped", outcome.message)
+        return Verdict(binding, outcome.backend, Status.SKIPPED, outcome.message)
     if outcome.state == FAILED:
-        return Verdict(binding, outcome.backend, "failed",
+        return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
     if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
-        return Verdict(binding, outcome.backend, "verified",
-                       f"measured {show(outcome.value)} here; the printed {binding.text} is for {claim.printed_on} "
-                       f"and is compared only there (this machine: {machine.slug})")
+        return Verdict(binding, outcome.backend, Status.REFERENCE,
+                       f"{binding.where}: the author's machine ({claim.printed_on}) printed {binding.text}; this machine "
+                       f"({machine.slug}) measured {show(outcome.value)} on {outcome.backend}; compared only on "
+                       f"{claim.printed_on}, its invariants checked here")
     mismatch = _type_mismatch(binding, outcome.value)
     if mismatch:
-        return Verdict(binding, outcome.backend, "failed",
+        return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked on {outcome.backend}: {mismatch}")
     holds = _holds_within(claim, binding, outcome.value)
     if binding.disputed:
         if holds:
-            return Verdict(binding, outcome.backend, "failed",
+            return Verdict(binding, outcome.backend, Status.FAILED,
                            f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
                            f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark")
-        return Verdict(binding, outcome.backend, "disputed",
+        return Verdict(binding, outcome.backend, Status.DISPUTED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} on {outcome.backend}")
     if holds:
-        return Verdict(binding, outcome.backend, "verified", "")
-    return Verdict(binding, outcome.backend, "stale", stale_message(binding, outcome))
+        return Verdict(binding, outcome.backend, Status.VERIFIED, "")
+    return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))
 
 
 def stale_message(binding: Binding, outcome: Outcome) -> str:
@@ -216,14 +218,6 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     elif outcome.claim.kind is Kind.LIBRARY:
         line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
     return line
-
-
-STATUS_ORDER = ("failed", "stale", "disputed", "verified", "skipped")
-
-
-def worst(statuses: Iterable[str]) -> str:
-    found = set(statuses)
-    return next((s for s in STATUS_ORDER if s in found), "verified")
 
 
 class Verifier:
@@ -266,9 +260,9 @@ class Verifier:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)
         if result.state == SKIPPED:
-            return "skipped", verdicts
+            return Status.SKIPPED, verdicts
         if result.state == FAILED:
-            return "failed", verdicts
+            return Status.FAILED, verdicts
         return worst(v.status for v in verdicts), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
@@ -276,8 +270,8 @@ class Verifier:
         result = self.outcome(claim, backend)
         status, verdicts = self.status(claim, backend)
         messages = [result.message] if result.message else []
-        messages += [v.message for v in verdicts if v.message and v.status != "verified"]
-        notes = sorted({v.message for v in verdicts if v.status == "verified" and v.message})
+        messages += [v.message for v in verdicts if v.message and v.status != Status.VERIFIED]
+        notes = sorted({v.message for v in verdicts if v.status == Status.VERIFIED and v.message})
         return {
             "status": status,
             "kind": claim.kind.value,

@@ -20,7 +20,8 @@ from verified_book import hookspecs
 from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
-from verified_book.check import FAILED, SKIPPED, Verifier, worst
+from verified_book.check import FAILED, SKIPPED, Verifier
+from verified_book.vocabulary import KIND_MEANINGS, ORDER, Status, worst
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
@@ -161,23 +162,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-KIND_MARKERS = {
+BACKEND_MARKERS = {
     "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, or no backend at all)",
     "cuda": "needs a CUDA device through torch",
     "mps": "needs Apple's Metal Performance Shaders device through torch",
     "mlx": "computed with MLX (mlx:cpu or mlx:gpu)",
-    "measured": "depends on the machine (a time, a bandwidth, an allocation)",
-    "exact": "arithmetic from stated inputs, computed once on no backend",
-    "library": "what a numerics library answers, computed on every backend present",
-    "quoted": "a figure taken from a cited source",
 }
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, text in KIND_MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
-    for marker, profile in machine_mod.profiles().items():
-        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
+    """Read the book's `book.toml`, open the book, and declare its markers: kinds, backends and
+    one per hardware profile, each from its one definition."""
     try:
         book = read_config(Path(config.rootpath))
     except ConfigError as e:
@@ -186,6 +181,12 @@ def pytest_configure(config: pytest.Config) -> None:
         offline.set_hub_offline()
         offline.install()
     config.stash[STATE] = RunState(config, book)
+    for kind, text in KIND_MEANINGS.items():
+        config.addinivalue_line("markers", f"{kind.value}: {text}")
+    for name, text in BACKEND_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    for marker, profile in machine_mod.profiles().items():
+        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -339,10 +340,10 @@ class FigureItem(BookItem):
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
-        bad = [v for v in verdicts if v.status in ("stale", "failed")]
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
-        if all(v.status == "skipped" for v in verdicts):
+        if all(v.status == Status.SKIPPED for v in verdicts):
             pytest.skip("; ".join(v.message for v in verdicts))
 
 
@@ -500,7 +501,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     table = summary_table(run.statuses())
     if not table:
         return
-    columns = ("verified", "stale", "failed", "disputed", "skipped")
+    columns = tuple(s.value for s in Status if s is not Status.OUTDATED)
     order = ("none", *backends_mod.NAMES)
     terminalreporter.section("verified book")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))

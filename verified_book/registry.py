@@ -12,20 +12,10 @@ import itertools
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
-
-
-class Kind(str, Enum):
-    """How a claim's value comes about, which decides where and how it is checked."""
-
-    EXACT = "exact"
-    LIBRARY = "library"
-    MEASURED = "measured"
-    QUOTED = "quoted"
+from verified_book.vocabulary import ID_PATTERN, Kind  # noqa: F401  (re-exported for topic modules)
 
 
 class NotOnBackend(Exception):

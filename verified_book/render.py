@@ -26,27 +26,17 @@ from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
 from verified_book.machine import Machine
 from verified_book.registry import Claim
-from verified_book.results import STATUSES, ResultsFile
+from verified_book.results import ResultsFile
+from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
+from verified_book.vocabulary import ORDER, RECORDED, STATUSES, Status
 
 UNVERIFIED = "unverified"
-DISPLAY_ORDER = ("failed", "stale", "disputed", "verified", UNVERIFIED)
-LABELS = {
-    "verified": "verified",
-    "stale": "stale",
-    "failed": "failed",
-    "disputed": "disputed",
-    "skipped": "skipped",
-    UNVERIFIED: "not yet verified",
-    "error": "error",
-}
-MEANINGS = {
-    "verified": "every machine that ran it computed a value that rounds to the printed figure",
-    "stale": "a machine computed a value that no longer rounds to the printed figure",
-    "failed": "the claim did not compute, or a property it must have did not hold",
-    "disputed": "the book prints a source's figure; the computation does not give it",
-    UNVERIFIED: "no machine has recorded a result for this claim yet",
-    "error": "this figure's binding is broken; the build reports where",
-}
+#: worst first, as the reader sees them: the engine's order, skipped counting as no result
+DISPLAY_ORDER = tuple(s.value for s in ORDER if s is not Status.SKIPPED) + (UNVERIFIED,)
+LABELS = {**{s.value: s.value for s in Status}, UNVERIFIED: "not yet verified", "error": "error"}
+MEANINGS = {**{s.value: text for s, text in STATUS_MEANINGS.items()},
+            UNVERIFIED: "no machine has recorded a result for this claim yet",
+            "error": "this figure's binding is broken; the build reports where"}
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -144,7 +134,7 @@ def machine_of(results: ResultsFile) -> Machine:
 def claim_status_on(per_backend: Mapping[str, Any]) -> str:
     """A claim's status on one machine: the worst over its backends; skipped only if all are."""
     statuses = [r.get("status") for r in per_backend.values() if isinstance(r, dict)]
-    statuses = [s if s in STATUSES else "failed" for s in statuses]
+    statuses = [s if s in STATUSES else Status.FAILED.value for s in statuses]
     if not statuses:
         return UNVERIFIED
     ran = [s for s in statuses if s != "skipped"]
@@ -190,7 +180,7 @@ def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any]
         if entry.get("printed") != binding.text or entry.get("stated", binding.stated) != binding.stated:
             continue
         status = entry.get("status")
-        if status not in STATUSES:
+        if status not in RECORDED:
             continue
         if (status == "disputed" and not binding.disputed) or (status == "stale" and binding.disputed):
             continue

@@ -22,11 +22,11 @@ from typing import Any, Callable, Mapping
 
 from filelock import FileLock, Timeout
 
+from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
+
 SCHEMA_VERSION = 1
-STATUSES = ("verified", "stale", "failed", "skipped", "disputed")
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
-KINDS = ("exact", "library", "measured", "quoted")
 
 # Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -110,7 +110,7 @@ class ResultsFile:
         }
 
     def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in STATUSES}
+        out = {s: 0 for s in RECORDED}
         for per_backend in self.records.values():
             for record in per_backend.values():
                 out[record.get("status", "failed")] = out.get(record.get("status", "failed"), 0) + 1
@@ -259,8 +259,8 @@ def _check_value(value: Any, at: str, problems: list[str]) -> None:
 
 
 def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
-    if record.get("status") not in STATUSES:
-        problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(STATUSES)}")
+    if record.get("status") not in RECORDED:
+        problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(RECORDED)}")
     if not _optional(record, "kind", lambda k: k in KINDS):
         problems.append(f"{at}: kind {_show(record.get('kind'))} is not one of {', '.join(KINDS)}")
     _check_value(record.get("value"), at, problems)
@@ -295,8 +295,8 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
         for key in ("printed", "stated"):
             if not _optional(fig, key, lambda v: isinstance(v, str)):
                 problems.append(f"{where}: {key} must be a string")
-        if not _optional(fig, "status", lambda v: v in STATUSES):
-            problems.append(f"{where}: status {_show(fig.get('status'))} is not one of {', '.join(STATUSES)}")
+        if not _optional(fig, "status", lambda v: v in RECORDED):
+            problems.append(f"{where}: status {_show(fig.get('status'))} is not one of {', '.join(RECORDED)}")
     statuses = {f.get("status") for f in figures if isinstance(f, dict)}
     if record.get("status") == "verified" and statuses & {"stale", "failed"}:
         problems.append(f"{at}: status is 'verified' while a figure of it is {', '.join(sorted(statuses & {'stale', 'failed'}))}")
@@ -371,7 +371,7 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
                 continue
             if known_claims is not None and claim_id not in known_claims:
                 problems.append(f"{where}: records[{claim_id!r}] names no claim of this book")
-            elif not re.match(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$", claim_id):
+            elif not ID_PATTERN.match(claim_id):
                 problems.append(f"{where}: records[{_show(claim_id)}] is not a claim id")
             for backend, record in per_backend.items():
                 at = f"{where}: records[{claim_id!r}][{backend!r}]"

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from verified_book.bindings import Book
-from verified_book.registry import ID_PATTERN
+from verified_book.vocabulary import ID_PATTERN, ORDER
 from verified_book.render import (LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value,
                            source_link)
 from verified_book.results import ResultsFile
 
-COUNTED = ("verified", "stale", "failed", "disputed", "skipped")
+COUNTED = tuple(s.value for s in ORDER)  # every status, worst first
 FINGERPRINT_FIELDS = (
     ("cpu", "CPU"), ("arch", "architecture"), ("cores", "logical cores"), ("memory_gb", "memory (GB)"),
     ("gpu", "accelerator"), ("gpu_memory_gb", "accelerator memory (GB)"), ("compute_capability", "compute capability"),
@@ -159,7 +159,7 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
         )
     options = "".join(f'<option value="{chapter_keys[f]}">{esc(c.title)}</option>' for f, c in chapters.items())
     status_options = "".join(
-        f'<option value="{s}">{LABELS[s]}</option>' for s in ("verified", "stale", "failed", "disputed", "skipped", UNVERIFIED)
+        f'<option value="{s}">{LABELS[s]}</option>' for s in (*COUNTED, UNVERIFIED)
     )
     head = "".join(f'<th scope="col"><a href="#{esc(anchor(s))}">{esc(s)}</a></th>' for s in slugs)
     return (
