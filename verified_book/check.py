@@ -19,6 +19,7 @@ from verified_book.figures import as_number
 from verified_book.machine import Machine
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
+from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.vocabulary import Status, worst
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
@@ -274,7 +275,6 @@ class Verifier:
         notes = sorted({v.message for v in verdicts if v.status == Status.VERIFIED and v.message})
         return {
             "status": status,
-            "kind": claim.kind.value,
             "value": to_json(result.value),
             "figures": [
                 {"file": v.binding.file, "line": v.binding.line, "printed": v.binding.text,
@@ -282,30 +282,40 @@ class Verifier:
                 for v in verdicts
             ],
             "message": "\n".join(messages + notes),
-            "inputs": [str(i) for i in result.inputs],
-            "source": f"{claim.source_file}:{claim.source_line}",
-            "citation": claim.source,
-            "hardware": claim.hardware,
-            "date": now(),
-            "seconds": round(result.seconds, 4),
+            "inputs": [input_entry(i) for i in result.inputs],
             "version": self.backends[backend.name].version if backend.name in self.backends else None,
         }
 
-    def results(self, slug: str, environment: dict[str, Any], outputs: dict[str, dict[str, Any]]) -> ResultsFile:
-        """Every (claim, backend) judged in this run, as a results file to merge."""
+    def claim_meta(self, claim: Claim) -> dict[str, Any]:
+        """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
+        return {"kind": claim.kind.value, "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
+                "hardware": claim.hardware, "code": code_fingerprint(claim, self.book.root)}
+
+    def results(self, slug: str, run: dict[str, Any], outputs: dict[str, dict[str, Any]],
+                not_here: dict[str, str] | None = None) -> ResultsFile:
+        """Every (claim, backend) judged in this run, as a results file to merge; `not_here` gives the
+        reason for each claim this run selected but could not compute on any backend here."""
         records: dict[str, dict[str, Any]] = {}
+        claims: dict[str, dict[str, Any]] = {}
+        seconds: dict[str, dict[str, float]] = {}
         for claim_id, backend_name in sorted(self.judged):
             claim = self.registry[claim_id]
             backend = self.backends.get(backend_name, NO_BACKEND)
+            if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
+                continue
             try:
                 record = self.record(claim, backend)
                 json.dumps(record, allow_nan=False)
             except Exception as e:  # one record that cannot be written must not cost the others
-                record = {"status": FAILED, "kind": claim.kind.value, "value": None, "figures": [],
+                record = {"status": FAILED, "value": None, "figures": [],
                           "message": _short(f"the record of {claim_id} on {backend_name} cannot be written: "
                                             f"{type(e).__name__}: {_text(e)}"),
-                          "inputs": [], "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
-                          "hardware": claim.hardware, "date": now(), "seconds": 0.0, "version": None}
+                          "inputs": [], "version": None}
             records.setdefault(claim_id, {})[backend_name] = record
+            claims[claim_id] = self.claim_meta(claim)
+            seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
+        for claim_id, reason in sorted((not_here or {}).items()):
+            if claim_id not in records and claim_id in self.registry:
+                claims[claim_id] = {**self.claim_meta(self.registry[claim_id]), "skipped": reason}
         machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": to_json(dict(self.machine.info))}
-        return ResultsFile(slug, machine, to_json(environment), records, outputs)
+        return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds}, records, outputs, claims)

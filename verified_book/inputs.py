@@ -136,6 +136,26 @@ def vendor(file: str, key: str) -> Any:
     return value
 
 
+def current(file: str, key: str) -> Any:
+    """What the data says now for an input a record names, unrecorded (for provenance checks).
+
+    A key of a JSON config is looked up as it is; a TOML key names a table whose `value` it is.
+    """
+    text, parsed = _load(file)
+    if file.endswith(".json"):
+        if not isinstance(parsed, Mapping) or key not in parsed:
+            raise InputError(f"{SHOWN_AS}/{file}: no key {key!r}")
+        return parsed[key]
+    node: Any = parsed
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r}")
+        node = node[part]
+    if not isinstance(node, Mapping) or "value" not in node:
+        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+    return node["value"]
+
+
 def exact(value: Any) -> Fraction:
     """A stated decimal as an exact fraction, so `273 / 16.4` is not a float's guess."""
     if isinstance(value, Fraction):

@@ -22,13 +22,15 @@ from verified_book import offline
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from verified_book.check import FAILED, SKIPPED, Verifier
 from verified_book.vocabulary import KIND_MEANINGS, ORDER, Status, worst
-from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config
+from verified_book.provenance import commit_of
+from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
 from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
 
 STATE = pytest.StashKey["RunState"]()
+REOPEN = pytest.StashKey[Callable[[], None]]()
 
 
 class RunState:
@@ -53,6 +55,7 @@ class RunState:
         self.started = time.time()
         self.worker_statuses: dict[tuple[str, str], str] = {}
         self.worker_written: set[str] = set()
+        self.not_here: dict[str, str] = {}  # claim id -> why no backend here computed it
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""
@@ -180,6 +183,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if book.offline:
         offline.set_hub_offline()
         offline.install()
+    config.stash[REOPEN] = snapshot()
     config.stash[STATE] = RunState(config, book)
     for kind, text in KIND_MEANINGS.items():
         config.addinivalue_line("markers", f"{kind.value}: {text}")
@@ -192,6 +196,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
+    if REOPEN in config.stash:
+        config.stash[REOPEN]()
 
 
 def state(config: pytest.Config) -> RunState:
@@ -427,14 +433,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
-    environment = {
+    commit, dirty = commit_of(run.root)
+    header = {
         "date": now(),
+        "commit": commit,
+        "dirty": dirty,
         "os": run.machine.info.get("os"),
         "driver": run.machine.info.get("driver"),
         "versions": {k: run.machine.info.get(k) for k in ("python", "numpy", "torch", "mlx", "ml_dtypes", "transformers", "gguf", "sympy")},
         "backends": {b.name: (b.version if b.available else None) for b in run.backends.values()},
     }
-    update = run.verifier.results(run.machine.slug, environment, run.outputs)
+    update = run.verifier.results(run.machine.slug, header, run.outputs, run.not_here)
     path = run.results_dir / f"{run.machine.slug}.json"
     warnings: list[str] = []
     try:
@@ -523,6 +532,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.longrepr = (str(item.path), item.line, reason)
         elif isinstance(item, ClaimItem):
             report.longrepr = (item.claim.source_file, item.claim.source_line, reason)
+    if report.skipped and isinstance(item, ClaimItem) and isinstance(report.longrepr, tuple):
+        state(item.config).not_here.setdefault(item.claim.id, str(report.longrepr[2]).removeprefix("Skipped: "))
     return report
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -26,6 +26,7 @@ from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
 from verified_book.machine import Machine
 from verified_book.registry import Claim
+from verified_book.provenance import outdated_reason
 from verified_book.results import ResultsFile
 from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
 from verified_book.vocabulary import ORDER, RECORDED, STATUSES, Status
@@ -131,9 +132,22 @@ def machine_of(results: ResultsFile) -> Machine:
     return Machine(info if isinstance(info, dict) else {}, results.slug, markers)
 
 
-def claim_status_on(per_backend: Mapping[str, Any]) -> str:
-    """A claim's status on one machine: the worst over its backends; skipped only if all are."""
-    statuses = [r.get("status") for r in per_backend.values() if isinstance(r, dict)]
+def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -> str:
+    """A record's status as the book stands now: outdated where its claim or inputs changed since."""
+    status = record.get("status")
+    if status in (Status.SKIPPED, None):
+        return str(status)
+    from verified_book.registry import REGISTRY
+
+    why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
+    return Status.OUTDATED.value if why else str(status)
+
+
+def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None = None, claim_id: str = "") -> str:
+    """A claim's status on one machine: the worst over its backends; skipped only if all are.
+    Given the results file, a record computed from an older claim or input counts as outdated."""
+    statuses = [(status_now(results, claim_id, r) if results is not None else r.get("status"))
+                for r in per_backend.values() if isinstance(r, dict)]
     statuses = [s if s in STATUSES else Status.FAILED.value for s in statuses]
     if not statuses:
         return UNVERIFIED
@@ -191,10 +205,23 @@ def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any]
 def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
             record: Mapping[str, Any]) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record."""
+    measured = _measure(binding, claim, results, backend, record)
+    if measured.status in (Status.SKIPPED, Status.FAILED) and record.get("value") is None:
+        return measured
+    why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
+    if why is None:
+        return measured
+    return replace(measured, status=Status.OUTDATED.value, rejudged=False,
+                   message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}")
+
+
+def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
+             record: Mapping[str, Any]) -> Measurement:
     raw_status = record.get("status")
     value = record.get("value")
     message = record.get("message") if isinstance(record.get("message"), str) else ""
-    date = record.get("date") if isinstance(record.get("date"), str) else ""
+    run_date = results.run.get("date") if isinstance(results.run, dict) else None
+    date = record.get("date") if isinstance(record.get("date"), str) else (run_date if isinstance(run_date, str) else "")
     version = record.get("version") if isinstance(record.get("version"), str) else ""
     base = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
     if raw_status == "skipped":
@@ -267,7 +294,7 @@ BACKEND_LABELS = {"none": "exact arithmetic"}
 def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None) -> str:
     """A machine's heading in the panel: its name, the date of its records, python's version."""
     dates = sorted({m.date[:10] for m in items if m.date})
-    env = results.environment if results is not None and isinstance(results.environment, dict) else {}
+    env = results.run if results is not None and isinstance(results.run, dict) else {}
     versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
     python = versions.get("python") if isinstance(versions.get("python"), str) else ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)

@@ -18,13 +18,13 @@ import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
 
@@ -45,6 +45,10 @@ EXACT_PATTERN = re.compile(r"^-?\d{1,1300}/\d{1,1300}$")
 
 class ResultsError(Exception):
     """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
+
+
+class NewerSchema(ResultsError):
+    """A results file written by a newer verified-book: left alone, never overwritten or set aside."""
 
 
 def _too_large(value: int | Fraction) -> str:
@@ -95,33 +99,52 @@ class ResultsFile:
 
     slug: str
     machine: dict[str, Any] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
+    #: the latest run: date, commit, dirty, os, driver, versions, backends; `seconds` per claim and backend
+    run: dict[str, Any] = field(default_factory=dict)
+    #: verdicts: claim id -> backend -> status, value, figures, message, inputs, version
     records: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what each claim is, once: kind, source, citation, hardware, code (its fingerprint), skipped (why not here)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "slug": self.slug,
             "machine": self.machine,
-            "environment": self.environment,
+            "run": self.run,
+            "claims": self.claims,
             "records": self.records,
             "outputs": self.outputs,
         }
 
-    def counts(self) -> dict[str, int]:
+    def current(self, known: Container[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """The records of claims the book still declares; a retired claim's stay in the file, unshown."""
+        return {cid: per for cid, per in self.records.items() if cid in known}
+
+    def counts(self, known: Container[str] | None = None) -> dict[str, int]:
         out = {s: 0 for s in RECORDED}
-        for per_backend in self.records.values():
+        records = self.records if known is None else self.current(known)
+        for per_backend in records.values():
             for record in per_backend.values():
                 out[record.get("status", "failed")] = out.get(record.get("status", "failed"), 0) + 1
         return out
 
     def merge(self, other: "ResultsFile") -> None:
-        """Take every record of `other`, keeping ours where it has none."""
+        """Take every record of `other`, keeping ours where it has none; the run header is the latest
+        run's, its timings merged like the records."""
         self.machine = other.machine or self.machine
-        self.environment = other.environment or self.environment
+        seconds = {cid: dict(per) for cid, per in (self.run.get("seconds") or {}).items()}
+        for claim_id, per_backend in (other.run.get("seconds") or {}).items():
+            seconds.setdefault(claim_id, {}).update(per_backend)
+        self.run = {**(other.run or self.run), "seconds": seconds}
         for claim_id, per_backend in other.records.items():
             self.records.setdefault(claim_id, {}).update(per_backend)
+        for claim_id, meta in other.claims.items():
+            if claim_id in other.records:
+                self.claims[claim_id] = meta
+            else:  # a claim this run could not compute here: keep what earlier runs recorded of it
+                self.claims[claim_id] = {**self.claims.get(claim_id, {}), **meta}
         self.outputs.update(other.outputs)
 
 
@@ -135,7 +158,38 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 1, "records": records, "outputs": data.get("outputs", {})}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1}
+CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
+
+
+def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 to 2: the environment becomes the run header, timings leave the records for it,
+    each claim's metadata is kept once, and per-record dates go (the run header dates the run).
+
+    A migrated record carries no code fingerprint, so it reads as outdated until its machine
+    runs again: nothing says it still matches the book.
+    """
+    run = dict(data.get("environment") or {})
+    run.setdefault("commit", None)
+    run.setdefault("dirty", None)
+    seconds: dict[str, dict[str, Any]] = {}
+    claims: dict[str, dict[str, Any]] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for claim_id, per_backend in (data.get("records") or {}).items():
+        for backend, record in per_backend.items():
+            record = dict(record)
+            meta = {k: record.pop(k) for k in CLAIM_FIELDS if k in record}
+            claims.setdefault(claim_id, meta)
+            if record.get("seconds") is not None:
+                seconds.setdefault(claim_id, {})[backend] = record["seconds"]
+            record.pop("seconds", None)
+            record.pop("date", None)
+            records.setdefault(claim_id, {})[backend] = record
+    run["seconds"] = seconds
+    rest = {k: v for k, v in data.items() if k not in ("environment", "records")}
+    return {**rest, "schema_version": 2, "run": run, "claims": claims, "records": records}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2}
 
 
 def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
@@ -143,7 +197,7 @@ def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise ResultsError(f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}")
     if version > SCHEMA_VERSION:
-        raise ResultsError(
+        raise NewerSchema(
             f"{where}: written by schema version {version} (a newer verified-book), this checkout reads up to "
             f"{SCHEMA_VERSION}; update the project (git pull, then `python3 run.py setup`, which reinstalls "
             "verified-book) to read it"
@@ -234,6 +288,13 @@ def _optional(record: dict[str, Any], key: str, check: Callable[[Any], bool]) ->
     return key not in record or record[key] is None or check(record[key])
 
 
+def _is_input(item: Any) -> bool:
+    if isinstance(item, str):
+        return True
+    return (isinstance(item, dict) and isinstance(item.get("file"), str) and BOOK_PATH_PATTERN.match(item["file"]) is not None
+            and isinstance(item.get("key"), str) and _optional(item, "line", lambda v: _is_int(v) and 0 <= v <= MAX_LINE))
+
+
 def _check_value(value: Any, at: str, problems: list[str]) -> None:
     if isinstance(value, dict):
         exact, approx = value.get("exact"), value.get("float")
@@ -267,8 +328,8 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
     for key in ("message", "source", "citation", "hardware", "version"):
         if not _optional(record, key, lambda v: isinstance(v, str)):
             problems.append(f"{at}: {key} must be a string")
-    if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)):
-        problems.append(f"{at}: inputs must be a list of strings")
+    if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(_is_input(i) for i in v)):
+        problems.append(f"{at}: inputs must be a list of {{file, key, value, line}} (or, migrated, strings)")
     if not _optional(record, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
         problems.append(f"{at}: seconds {_show(record.get('seconds'))} is not a duration between 0 and {MAX_SECONDS}")
     if record.get("date") is not None:
@@ -314,16 +375,41 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
         if not isinstance(fingerprint, dict) or not all(
                 v is None or isinstance(v, (str, bool)) or _is_number(v) for v in fingerprint.values()):
             problems.append(f"{where}: machine fingerprint must be an object of strings and numbers")
-    environment = data.get("environment", {})
-    if isinstance(environment, dict):
-        if environment.get("date") is not None:
-            problem = _iso_date(environment["date"])
+    for header in ("run", "environment"):  # `environment` is schema 1's run header, checked before migrating
+        table_of_run = data.get(header, {})
+        if not isinstance(table_of_run, dict):
+            continue
+        if table_of_run.get("date") is not None:
+            problem = _iso_date(table_of_run["date"])
             if problem:
-                problems.append(f"{where}: environment date {problem}")
+                problems.append(f"{where}: {header} date {problem}")
         for key in ("versions", "backends"):
-            table = environment.get(key, {})
+            table = table_of_run.get(key, {})
             if table is not None and (not isinstance(table, dict) or not all(v is None or isinstance(v, str) for v in table.values())):
-                problems.append(f"{where}: environment {key} must be an object of version strings")
+                problems.append(f"{where}: {header} {key} must be an object of version strings")
+    run = data.get("run", {})
+    if isinstance(run, dict):
+        if not _optional(run, "commit", lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{7,64}", v) is not None):
+            problems.append(f"{where}: run commit {_show(run.get('commit'))} is not a commit hash")
+        if not _optional(run, "dirty", lambda v: isinstance(v, bool)):
+            problems.append(f"{where}: run dirty must be true or false")
+        seconds = run.get("seconds") or {}
+        if not isinstance(seconds, dict) or not all(
+                isinstance(per, dict) and all(_is_number(v) and 0 <= v <= MAX_SECONDS for v in per.values())
+                for per in seconds.values()):
+            problems.append(f"{where}: run seconds must map claims to backends to durations")
+    claims = data.get("claims", {})
+    if isinstance(claims, dict):
+        for claim_id, meta in claims.items():
+            at = f"{where}: claims[{_show(claim_id)}]"
+            if not isinstance(meta, dict):
+                problems.append(f"{at}: must be an object")
+                continue
+            if not _optional(meta, "kind", lambda k: k in KINDS):
+                problems.append(f"{at}: kind {_show(meta.get('kind'))} is not one of {', '.join(KINDS)}")
+            for key in ("source", "citation", "hardware", "code", "skipped"):
+                if not _optional(meta, key, lambda v: isinstance(v, str)):
+                    problems.append(f"{at}: {key} must be a string")
     outputs = data.get("outputs", {})
     if isinstance(outputs, dict):
         for name, output in outputs.items():
@@ -356,10 +442,11 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
     _walk(data, where, 1, "", problems)
     if problems:
         return problems
+
     slug = data.get("slug")
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
         problems.append(f"{where}: slug {_show(slug)} is not a safe machine name (lower-case letters, digits, '-', '_')")
-    for key in ("machine", "environment", "records", "outputs"):
+    for key in ("machine", "run", "claims", "records", "outputs"):
         if not isinstance(data.get(key, {}), dict):
             problems.append(f"{where}: {key!r} must be an object")
     _check_machine(data, where, problems)
@@ -418,7 +505,8 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
                         f"a machine's file is named after its slug ({data.get('slug')}.json)")
     if problems:
         raise ResultsError("\n".join(problems))
-    return ResultsFile(data["slug"], data.get("machine", {}), data.get("environment", {}), data.get("records", {}), data.get("outputs", {}))
+    return ResultsFile(data["slug"], data.get("machine", {}), data.get("run", {}), data.get("records", {}),
+                       data.get("outputs", {}), data.get("claims", {}))
 
 
 def read_all(results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None) -> dict[str, ResultsFile]:
@@ -489,9 +577,9 @@ def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = la
             if path.exists():
                 try:
                     current = read(path)
+                except NewerSchema:
+                    raise
                 except ResultsError as e:
-                    if "schema version" in str(e) and "reads up to" in str(e):
-                        raise
                     aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
                     os.replace(path, aside)
                     warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")

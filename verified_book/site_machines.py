@@ -38,12 +38,14 @@ def _token(seed: str, n: int) -> str:
     return f"VBPAGE{hashlib.sha1(seed.encode()).hexdigest()[:10].upper()}N{n}Z"
 
 
-def claim_counts(results: ResultsFile) -> dict[str, int]:
-    """How many claims a machine found in each status (a claim's worst over its backends)."""
+def claim_counts(results: ResultsFile, known: Iterable[str] | None = None) -> dict[str, int]:
+    """How many claims a machine found in each status (a claim's worst over its backends, outdated
+    where the claim or its inputs changed since); records of retired claims are not counted."""
     counts = {s: 0 for s in COUNTED}
-    for per_backend in results.records.values():
+    records = results.records if known is None else results.current(set(known))
+    for claim_id, per_backend in records.items():
         if isinstance(per_backend, dict):
-            status = claim_status_on(per_backend)
+            status = claim_status_on(per_backend, results, claim_id)
             if status in counts:
                 counts[status] += 1
     return counts
@@ -60,7 +62,7 @@ def _scalar(value: Any) -> str | None:
 def _fingerprint(results: ResultsFile) -> str:
     machine = results.machine if isinstance(results.machine, dict) else {}
     fp = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
-    env = results.environment if isinstance(results.environment, dict) else {}
+    env = results.run if isinstance(results.run, dict) else {}
     rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
     markers = machine.get("markers")
     if isinstance(markers, list) and markers:
@@ -85,7 +87,7 @@ def _counts_html(counts: Mapping[str, int]) -> str:
     return f'<ul class="vb-counts">{items}</ul>'
 
 
-def _overview(results: Mapping[str, ResultsFile]) -> str:
+def _overview(results: Mapping[str, ResultsFile], known: set[str]) -> str:
     head = "".join(f"<th scope=\"col\">{LABELS[s]}</th>" for s in COUNTED)
     rows = []
     for slug in sorted(results):
@@ -93,8 +95,8 @@ def _overview(results: Mapping[str, ResultsFile]) -> str:
         fp = rf.machine.get("fingerprint") if isinstance(rf.machine, dict) else None
         fp = fp if isinstance(fp, dict) else {}
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
-        date = _scalar(rf.environment.get("date") if isinstance(rf.environment, dict) else None) or ""
-        counts = claim_counts(rf)
+        date = _scalar(rf.run.get("date") if isinstance(rf.run, dict) else None) or ""
+        counts = claim_counts(rf, known)
         cells = "".join(f'<td data-status="{s}">{counts[s]}</td>' for s in COUNTED)
         rows.append(f'<tr><th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
                     f"<td>{esc(what)}</td><td>{esc(date[:10])}</td>{cells}</tr>")
@@ -117,7 +119,7 @@ def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
     if not isinstance(per_backend, dict) or not per_backend:
         return UNVERIFIED, (f'<td data-status="{UNVERIFIED}" title="no record on this machine">'
                             '<span class="vb-cell">—</span></td>')
-    status = claim_status_on(per_backend)
+    status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(
         f"{backend}: {show_value(r.get('value'))} ({r.get('status') if isinstance(r.get('status'), str) else '?'})"
         for backend, r in sorted(per_backend.items()) if isinstance(r, dict)
@@ -134,9 +136,7 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
         files = printed.setdefault(binding.claim_id, [])
         if binding.file not in files:
             files.append(binding.file)
-    ids = set(claim_ids) | set(printed)
-    for rf in results.values():
-        ids |= {cid for cid in rf.records if isinstance(cid, str) and ID_PATTERN.match(cid)}
+    ids = set(claim_ids) | set(printed)  # a retired claim's records stay in its file, unshown
     chapter_keys = {file: f"c{i}" for i, file in enumerate(chapters)}
     known = set(claim_ids)
     rows = []
@@ -181,6 +181,7 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
                     chapters: Mapping[str, Chapter], sources: Mapping[str, str] | None = None,
                     repo_url: str | None = None, plots_href: str | None = None) -> GeneratedPage:
     """The machines page: one section per machine, then the claims × machines matrix."""
+    claim_ids = list(claim_ids)
     seed = "machines:" + ",".join(sorted(results))
     n = 0
     blocks: dict[str, str] = {}
@@ -201,11 +202,11 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
         lines += [
             f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
             f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
-            f"as skipped.{plots}", "", put(_overview(results)), "",
+            f"as skipped.{plots}", "", put(_overview(results, set(claim_ids))), "",
         ]
         for slug in sorted(results):
             lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
-                      put(_counts_html(claim_counts(results[slug])) + _fingerprint(results[slug])), ""]
+                      put(_counts_html(claim_counts(results[slug], claim_ids)) + _fingerprint(results[slug])), ""]
     lines += ["## Claims × machines { #claims-by-machine }", "",
               "Every claim of the book against every machine: hover a cell for each backend's value. "
               "Filter by the chapter that prints a claim, or by status.", "",

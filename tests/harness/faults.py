@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from verified_book import results
 from verified_book.registry import REGISTRY
 
 SLUG = "sample"
@@ -164,8 +165,14 @@ class SampleBook:
             return {}
         return json.loads(path.read_text(encoding="utf-8")).get("records", {})
 
+    def forget_modules(self) -> None:
+        """Drop this book's claims modules from the import cache, so the next import reads them from disk."""
+        for name in [m for m in sys.modules if m.split(".")[0] == self.package]:
+            del sys.modules[name]
+
     def run(self, *args: str) -> Run:
         """Verify the book in this process, with its own registry; the caller's state is restored."""
+        self.forget_modules()
         before = set(sys.modules)
         saved_path = list(sys.path)
         saved_cwd = os.getcwd()
@@ -644,7 +651,7 @@ def older_schema(root: Path) -> Tally:
     data = json.loads(book.results_file.read_text())
     expected = {f"old.item.r{i}" for i in range(4)} | {"basic.ratio", "basic.square.2", "basic.square.3"}
     tally.keep(len(expected), len(expected & set(data["records"])))
-    tally.check(run.ret == 0 and data.get("schema_version") == 1 and isinstance(data["records"], dict),
+    tally.check(run.ret == 0 and data.get("schema_version") == results.SCHEMA_VERSION and isinstance(data["records"], dict),
                 f"exit {run.ret}, schema {data.get('schema_version')}\n{run.output[-1500:]}")
     return tally
 
