@@ -8,6 +8,7 @@ a `value`, a `unit` and the `source` they were taken from.
 from __future__ import annotations
 
 import contextlib
+import functools
 import contextvars
 import json
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+GIVEN = "given.toml"
 
 
 class InputError(Exception):
@@ -86,6 +88,7 @@ def _load(file: str) -> tuple[str, Any]:
     return _cache[file]
 
 
+@functools.lru_cache(maxsize=4096)
 def _line_of(text: str, key: str) -> int:
     leaf = re.escape(key.split(".")[-1])
     table = re.escape(key.split(".")[0])
@@ -126,6 +129,15 @@ def vendor(file: str, key: str) -> Any:
     value = _overrides.get((file, key), node["value"])
     _record(Input(file, key, value, _line_of(text, key), node.get("source")))
     return value
+
+
+def given(key: str) -> Any:
+    """A value the book states or chooses, from `claims/data/given.toml`, recorded as an input.
+
+    An example's batch, a prompt length, a layout from a standard: `given("intensity.batches")`.
+    A claim of kind `given` returns one of these; an `exact` claim derives from them.
+    """
+    return vendor(GIVEN, key)
 
 
 def exact(value: Any) -> Fraction:

@@ -175,6 +175,7 @@ KIND_MARKERS = {
     "mlx": "computed with MLX (mlx:cpu or mlx:gpu)",
     "measured": "depends on the machine (a time, a bandwidth, an allocation)",
     "exact": "arithmetic from stated inputs, computed once on no backend",
+    "given": "a value the book states or chooses, read with its source from claims/data/given.toml",
     "library": "what a numerics library answers, computed on every backend present",
     "quoted": "a figure taken from a cited source",
 }

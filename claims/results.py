@@ -26,7 +26,7 @@ SCHEMA_VERSION = 1
 STATUSES = ("verified", "stale", "failed", "skipped", "disputed")
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
-KINDS = ("exact", "library", "measured", "quoted")
+KINDS = ("exact", "given", "library", "measured", "quoted")
 
 # Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
 MAX_FILE_BYTES = 64 * 1024 * 1024

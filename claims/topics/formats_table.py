@@ -23,22 +23,27 @@ import numpy as np
 import sympy
 
 from claims.backends import Backend
+from claims.inputs import given
 from claims.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format
 
 
 @dataclass(frozen=True)
 class IntFormat:
-    """A signed integer code format, as each library names it."""
+    """A signed integer code format, as each library names it; its width is a given input."""
 
     id: str
-    bits: int
     numpy_name: str  # numpy itself for int8, ml_dtypes for int4
     torch_name: str | None
     mlx_name: str | None
 
 
-INT_FORMATS = {f.id: f for f in (IntFormat("int8", 8, "int8", "int8", "int8"), IntFormat("int4", 4, "int4", "int4", None))}
+    @property
+    def bits(self) -> int:
+        return int(given(f"formats.{self.id}.bits"))
+
+
+INT_FORMATS = {f.id: f for f in (IntFormat("int8", "int8", "int8", "int8"), IntFormat("int4", "int4", "int4", None))}
 
 
 def iinfo(backend: Backend, fmt: IntFormat) -> Any:
