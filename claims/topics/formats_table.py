@@ -147,7 +147,10 @@ def digits(fmt: Format) -> float:
     return (fmt.mantissa + 1) * math.log10(2)
 
 
-@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "bf16", "fp16")]})
+@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("bf16", "fp16")]})
+@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS["fp32"]]},
+       quote="single precision dynamic range including denormals is 264 powers of 2",
+       quote_at="tensors-gpus-and-precision.txt:340")
 def binades(fmt: Format) -> float:
     """Dynamic range in powers of two, subnormals included: log2(largest / smallest subnormal)."""
     ratio = fmt.largest() / fmt.smallest_subnormal()
@@ -161,3 +164,19 @@ def training_bytes() -> sympy.Rational:
     parts = {"bf16 weights": bf16, "bf16 gradients": bf16, "fp32 primary copy": fp32,
              "fp32 first moment": fp32, "fp32 second moment": fp32}
     return sympy.Rational(sum(f.storage_bits for f in parts.values()), 8)
+
+
+TABLE_ROWS = ("bf16", "fp16", "e4m3", "e5m2", "e2m1", "int8", "int4")  # the formats table's rows below FP32
+
+
+def _row_bytes(name: str) -> Fraction:
+    if name in INT_FORMATS:
+        return Fraction(INT_FORMATS[name].bits, 8)
+    return Fraction(FORMATS[name].storage_bits, 8)
+
+
+@claim("formats.fp32.bytes_over_rows.{end}", kind="exact", over={"end": ("least", "most")})
+def fp32_bytes_over_rows(end: str) -> Fraction:
+    """FP32's bytes per parameter over another row's of the formats table: the least and the most of those ratios."""
+    ratios = [_row_bytes("fp32") / _row_bytes(name) for name in TABLE_ROWS]
+    return min(ratios) if end == "least" else max(ratios)

@@ -183,6 +183,15 @@ def step(step: str) -> Fraction:
     }[step]()
 
 
+@claim("hierarchy.step.range", kind="exact",
+       quote="Each level is larger and slower than the one above by a factor of four to ten.",
+       quote_at="tensors-gpus-and-precision.txt:224")
+def step_range() -> tuple[Fraction, Fraction]:
+    """The smallest and the largest step down the hierarchy, over the steps the chapter's table allows."""
+    steps = [step(name) for name in ("vram_to_pcie", "ddr5_to_nvme", "nvme_to_10gbe")]
+    return min(steps), max(steps)
+
+
 def split_parts() -> dict[str, tuple[Fraction, Fraction]]:
     """The split example: (GB, GB/s) in the RTX 5090's VRAM and in system memory over PCIe Gen5."""
     total, on_card = checkpoint_gb(), split_vram_gb()
