@@ -62,6 +62,18 @@ def per_param(part: str) -> int:
     return {"forward": forward, "backward": training - forward, "training": training}[part]
 
 
+@claim("flops.backward_over_forward", kind="given")
+def backward_over_forward() -> int:
+    """How many times the forward pass's FLOPs the backward pass costs."""
+    return int(given("flops.backward_over_forward"))
+
+
+@claim("flops.pretraining_tokens", kind="given")
+def pretraining_token_count() -> int:
+    """The tokens of the pretraining example."""
+    return pretraining_tokens()
+
+
 @claim("flops.prompt_tokens", kind="given")
 def prompt_tokens() -> int:
     """The example prompt's length in tokens."""

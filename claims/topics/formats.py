@@ -182,6 +182,12 @@ def layout(fmt: Format) -> tuple[int, int, int]:
     return fmt.layout
 
 
+@claim("formats.{fmt}.{part}_bits", kind="given", over={"fmt": list(FORMATS.values()), "part": ("exponent", "mantissa")})
+def field_bits(fmt: Format, part: str) -> int:
+    """A format's exponent or mantissa width, from its layout."""
+    return fmt.exponent if part == "exponent" else fmt.mantissa
+
+
 @claim("formats.{fmt}.{part}", kind="exact", over={"fmt": list(FORMATS.values()), "part": ("bits", "bias", "bytes")})
 def layout_part(fmt: Format, part: str) -> Any:
     """A format's width, exponent bias, and bytes per element, from its layout."""

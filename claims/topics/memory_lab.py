@@ -248,3 +248,9 @@ def cuda_allocated_ratio(backend: Backend) -> Fraction:
 def gib_over_gb() -> Fraction:
     """How much larger a GiB is than a GB: 2^30 / 10^9 - 1, the error of mixing the units."""
     return Fraction(gib(), gb()) - 1
+
+
+@claim("memory_lab.qwen3_0_6b.billions", kind="exact")
+def billions() -> Fraction:
+    """Qwen3-0.6B's parameter count from its config.json, in billions: the '0.6' of its name."""
+    return Fraction(analytic_params(), gb())

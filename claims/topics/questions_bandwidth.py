@@ -99,6 +99,12 @@ def q1_q4_k_bits(backend: object) -> Fraction:
 
 # Question 4 ---------------------------------------------------------------------------------
 
+@claim("questions.q4.prompt_growth", kind="given")
+def q4_prompt_growth() -> int:
+    """How many times longer Q4's second prompt is."""
+    return int(given("questions.q4.prompt_growth"))
+
+
 @claim("questions.q4.tokens.{prompt}", kind="exact", over={"prompt": ("short", "long")})
 def q4_tokens(prompt: str) -> int:
     """Q4's prompts: 2,048 tokens, and twice that, 4,096."""
@@ -114,6 +120,12 @@ def _prefill_flops(tokens: int) -> Fraction:
 def q4_time_ratio() -> Fraction:
     """Q4's answer 'about 2T': compute-bound prefill time scales with 2 × parameters × tokens."""
     return _prefill_flops(q4_tokens("long")) / _prefill_flops(q4_tokens("short"))
+
+
+@claim("questions.q4.inverse_ratio", kind="exact")
+def q4_inverse_ratio() -> Fraction:
+    """Q4's wrong option 'about T/2': the time if a longer prompt ran proportionally faster, the growth inverted."""
+    return 1 / q4_time_ratio()
 
 
 @claim("questions.q4.attention_ratio", kind="exact")
