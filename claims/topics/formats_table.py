@@ -74,9 +74,9 @@ def iinfo(backend: Backend, fmt: IntFormat) -> Any:
     return mx.iinfo(dtype)
 
 
-@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmax", "steps", "bytes")})
+@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmin", "qmax", "steps", "bytes")})
 def int_field(backend: Backend, fmt: str, field: str) -> Any:
-    """An integer code format's width, largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
+    """An integer code format's width, smallest and largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
     spec = INT_FORMATS[fmt]
     info = iinfo(backend, spec)
     low, high = int(info.min), int(info.max)
@@ -84,7 +84,7 @@ def int_field(backend: Backend, fmt: str, field: str) -> Any:
         raise InvariantFailed(f"{backend.name} reports {fmt} as {low}..{high}; {spec.bits} two's-complement bits hold "
                               f"{-(2 ** (spec.bits - 1))}..{2 ** (spec.bits - 1) - 1}")
     steps = high - low + 1
-    return {"bits": spec.bits, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
+    return {"bits": spec.bits, "qmin": low, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
 
 
 def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
@@ -164,6 +164,12 @@ def training_bytes() -> sympy.Rational:
     parts = {"bf16 weights": bf16, "bf16 gradients": bf16, "fp32 primary copy": fp32,
              "fp32 first moment": fp32, "fp32 second moment": fp32}
     return sympy.Rational(sum(f.storage_bits for f in parts.values()), 8)
+
+
+@claim("formats.fp16.mantissa_over_bf16", kind="exact")
+def fp16_mantissa_over_bf16() -> int:
+    """How many more mantissa bits FP16 has than BF16."""
+    return FORMATS["fp16"].mantissa - FORMATS["bf16"].mantissa
 
 
 TABLE_ROWS = ("bf16", "fp16", "e4m3", "e5m2", "e2m1", "int8", "int4")  # the formats table's rows below FP32
