@@ -6,9 +6,11 @@ is words: `[four per cent](claim:formats.e4m3.zeroed "0.04")`. A title of `dispu
 (alone, or after the value: `"264; disputed"`) marks a figure the book prints from a
 source while showing that it does not hold.
 
-Code blocks, inline code, math and HTML are not prose and are not scanned, except
-fenced blocks whose info string starts with `output`: those are a snippet's "what
-you should see" text, where figures are bound like anywhere else.
+Code blocks, inline code, display math and HTML are not prose and are not scanned,
+except fenced blocks whose info string starts with `output`: those are a snippet's "what
+you should see" text, where figures are bound like anywhere else. In prose the scanner
+sees digits, numbers in words, numbers glued to a unit or a letter, and the numbers
+inside inline math (which cannot hold a binding, so they are allow-listed with a reason).
 """
 from __future__ import annotations
 
