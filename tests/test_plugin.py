@@ -31,7 +31,7 @@ def vram(backend):
     return 16
 '''
 
-PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is two squared.\n"
+PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is a square.\n"
 
 
 

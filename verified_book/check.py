@@ -199,9 +199,12 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
         if holds:
             return Verdict(binding, outcome.backend, Status.FAILED,
                            f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
-                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark")
+                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark"
+                           + (f" ({claim.quoted_from})" if claim.quote else ""))
+        quoted = f"; {claim.quoted_from}" if claim.quote else ""
         return Verdict(binding, outcome.backend, Status.DISPUTED,
-                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} on {outcome.backend}")
+                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
+                       f"on {outcome.backend}{quoted}")
     if holds:
         return Verdict(binding, outcome.backend, Status.VERIFIED, "")
     return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))

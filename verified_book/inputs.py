@@ -8,6 +8,7 @@ figures are TOML tables with a `value`, a `unit` and the `source` they were take
 from __future__ import annotations
 
 import contextlib
+import functools
 import contextvars
 import json
 import re
@@ -26,6 +27,7 @@ def use_data_dir(path: Path, shown_as: str) -> None:
     global DATA_DIR, SHOWN_AS
     DATA_DIR, SHOWN_AS = Path(path), shown_as
     _cache.clear()
+GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
 
 
 class InputError(Exception):
@@ -94,6 +96,7 @@ def _load(file: str) -> tuple[str, Any]:
     return _cache[file]
 
 
+@functools.lru_cache(maxsize=4096)
 def _line_of(text: str, key: str) -> int:
     leaf = re.escape(key.split(".")[-1])
     table = re.escape(key.split(".")[0])
@@ -154,6 +157,15 @@ def current(file: str, key: str) -> Any:
     if not isinstance(node, Mapping) or "value" not in node:
         raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
     return node["value"]
+
+
+def given(key: str) -> Any:
+    """A value the book states or chooses, from `claims/data/given.toml`, recorded as an input.
+
+    An example's batch, a prompt length, a layout from a standard: `given("intensity.batches")`.
+    A claim of kind `given` returns one of these; an `exact` claim derives from them.
+    """
+    return vendor(GIVEN, key)
 
 
 def exact(value: Any) -> Fraction:

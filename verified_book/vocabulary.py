@@ -58,6 +58,7 @@ class Kind(str, Enum):
     """How a claim's value comes about, which decides where and how it is checked."""
 
     EXACT = "exact"
+    GIVEN = "given"
     LIBRARY = "library"
     MEASURED = "measured"
     QUOTED = "quoted"
@@ -68,6 +69,7 @@ class Kind(str, Enum):
 
 KIND_MEANINGS: dict[Kind, str] = {
     Kind.EXACT: "arithmetic from stated inputs, computed once on no backend",
+    Kind.GIVEN: "a value the book states or chooses, read with its source from the book's given inputs",
     Kind.LIBRARY: "what a numerics library answers, computed on every backend present",
     Kind.MEASURED: "depends on the machine (a time, a bandwidth, an allocation)",
     Kind.QUOTED: "a figure taken from a cited source",

@@ -19,7 +19,9 @@ from typing import Any, Callable
 import sympy
 
 from verified_book.backends import Backend
+from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS
 
 TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
 AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")
@@ -33,7 +35,11 @@ class Example:
 
     id: str
     body: Callable[..., Any]  # body(math_module, *inputs); math_module offers sin, exp, log, tanh
-    point: tuple[Fraction, ...]
+
+    @property
+    def point(self) -> tuple[Fraction, ...]:
+        """Where the gradient is taken: the example's chosen point, a given input."""
+        return tuple(Fraction(p) for p in given(f"autograd.examples.{self.id}.point"))
 
     def symbolic_gradient(self) -> tuple[sympy.Expr, ...]:
         symbols = sympy.symbols(f"x0:{len(self.point)}")
@@ -45,10 +51,9 @@ class Example:
 EXAMPLES: dict[str, Example] = {
     e.id: e
     for e in (
-        Example("f", lambda m, x, y: x**2 * y + m.sin(x * y), (Fraction(3, 2), Fraction(-1, 2))),
-        Example("g", lambda m, x, y, z: m.exp(x) * y / (1 + z**2), (Fraction(1, 2), Fraction(2), Fraction(-3, 2))),
-        Example("h", lambda m, a, b, c, d: m.log(1 + a**2 + b**2) * m.tanh(c) + a * d,
-                (Fraction(3, 10), Fraction(-6, 5), Fraction(4, 5), Fraction(5, 2))),
+        Example("f", lambda m, x, y: x**2 * y + m.sin(x * y)),
+        Example("g", lambda m, x, y, z: m.exp(x) * y / (1 + z**2)),
+        Example("h", lambda m, a, b, c, d: m.log(1 + a**2 + b**2) * m.tanh(c) + a * d),
     )
 }
 
@@ -94,16 +99,22 @@ def reverse(backend: Backend, example: str) -> tuple[float, ...]:
     return found
 
 
-PARAMETERS, SAMPLES = 16, 8
+SAMPLES = 8
+
+
+def parameters() -> int:
+    """Weights of the least-squares loss: a given input of the example."""
+    return int(given("autograd.regression.parameters"))
+
 
 
 def _regression() -> tuple[Any, Any, Any, Any]:
     """Rows, targets and weights of a least-squares loss, and its gradient in closed form (float64)."""
     import numpy as np
 
-    rows = np.array([[((3 * i + 5 * j) % 7 - 3) / 4 for j in range(PARAMETERS)] for i in range(SAMPLES)])
+    rows = np.array([[((3 * i + 5 * j) % 7 - 3) / 4 for j in range(parameters())] for i in range(SAMPLES)])
     target = np.array([(i % 3) - 1.0 for i in range(SAMPLES)])
-    weights = np.array([((j % 5) - 2) / 8 for j in range(PARAMETERS)])
+    weights = np.array([((j % 5) - 2) / 8 for j in range(parameters())])
     exact = 2 / SAMPLES * rows.T @ (rows @ weights - target)
     return rows, target, weights, exact
 
@@ -124,7 +135,7 @@ def _count_passes(backend: Backend, mode: str) -> int:
         residual = x @ w - y
         return (residual * residual).mean()
 
-    basis = np.eye(PARAMETERS).tolist()
+    basis = np.eye(parameters()).tolist()
     if backend.library == "torch":
         import torch
 
@@ -160,7 +171,12 @@ def passes(backend: Backend, mode: str) -> int:
     return _count_passes(backend, mode)
 
 
-BATCH, WIDTH = 64, 256
+
+
+def mlp_size() -> tuple[int, int]:
+    """(batch, width) of the recorded-activations example: given inputs."""
+    return int(given("autograd.mlp.batch")), int(given("autograd.mlp.width"))
+
 
 
 @dataclass(frozen=True)
@@ -197,6 +213,7 @@ def record(backend: Backend, mode: str) -> Recording:
     import torch
 
     generator = torch.Generator().manual_seed(0)
+    BATCH, WIDTH = mlp_size()
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH)).to(backend.device)
     x = torch.randn(BATCH, WIDTH, generator=generator).to(backend.device)
     parameters = {p.data_ptr() for p in model.parameters()}
@@ -239,4 +256,5 @@ def graph_nodes(backend: Backend, mode: str) -> int:
 @claim("autograd.recorded.activation_bytes", kind="exact")
 def activation_bytes() -> int:
     """Bytes of one FP32 activation of the MLP: batch × width × 4."""
-    return BATCH * WIDTH * 4
+    batch, width = mlp_size()
+    return batch * width * FORMATS["fp32"].storage_bits // 8

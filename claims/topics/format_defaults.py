@@ -3,10 +3,15 @@
 Two statements of the source chapter are about defaults, and both are checked against
 the library on the machine that runs the suite:
 
-- "BF16 is the default working dtype": a library's default floating dtype is read from
-  the library itself (torch.get_default_dtype(), and the dtype a float literal gets);
-- "matmuls silently run in TF32 by default": an FP32 matmul is probed for how many
-  mantissa bits of its inputs survive. The probe multiplies matrices filled with
+- "BF16 is the default working dtype for both my inference and my training labs": the
+  author's choice, true as stated; what the libraries themselves default to is read from
+  them (torch.get_default_dtype(), and the dtype a float literal gets);
+- "Matmuls silently run in TF32 by default on recent hardware unless you ask for true
+  FP32": in the chapter's tool, PyTorch, on a tensor-core GPU. On such a GPU the FP32
+  matmul is probed with PyTorch's settings left as they are; elsewhere the same answer is
+  read from the two settings that decide it, `torch.get_float32_matmul_precision()` and
+  `torch.backends.cuda.matmul.allow_tf32`. On any backend, an FP32 matmul is probed for
+  how many mantissa bits of its inputs survive. The probe multiplies matrices filled with
   1 + 2^-k by the identity; the product is exact in FP32 for every k up to 23, while
   TF32 rounds the inputs to 10 mantissa bits and BF16 to 7, so the largest k that
   survives is the number of mantissa bits the matmul really kept.
@@ -90,6 +95,36 @@ def kept_mantissa_bits(backend: Backend) -> int:
 def default_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps with the library's settings left as they are."""
     return kept_mantissa_bits(backend)
+
+
+TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
+
+
+@claim("formats.default.matmul.torch_tensor_core_bits", kind="library", backends=TORCH,
+       quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
+       quote_at="tensors-autograd-and-number-formats.txt:33")
+def torch_tensor_core_bits(backend: Backend) -> int:
+    """Mantissa bits PyTorch's FP32 matmul keeps by default on a GPU with TF32 tensor cores.
+
+    Measured by the probe on such a GPU; on any other device, what PyTorch's own defaults
+    select there: TF32's mantissa if TF32 is allowed for matmuls, else FP32's. On a
+    tensor-core GPU the two must agree.
+    """
+    import torch
+
+    allowed = torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+    by_settings = FORMATS["tf32" if allowed else "fp32"].mantissa
+    if backend.device == "cuda":
+        found = torch.cuda.get_device_capability()
+        needed = capability(vendor("cuda_formats.toml", "tf32"))
+        if found >= needed:
+            measured = kept_mantissa_bits(backend)
+            if measured != by_settings:
+                raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; torch's settings "
+                                      f"(allow_tf32={torch.backends.cuda.matmul.allow_tf32}, precision "
+                                      f"{torch.get_float32_matmul_precision()!r}) select {by_settings}")
+            return measured
+    return by_settings
 
 
 @contextlib.contextmanager

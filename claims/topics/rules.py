@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import model_config, vendor
+from verified_book.inputs import given, model_config, vendor
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.formats_table import INT_FORMATS
@@ -18,13 +18,12 @@ from claims.topics.models import LAYER_MATRICES, matrix_shapes, total_params
 
 NAPKIN = "napkin.toml"
 GB = 10**9
-FP64_BITS = 1 + 11 + 52  # IEEE 754 binary64: sign, exponent, mantissa
 
 
 def bytes_per_element(name: str) -> Fraction:
     """Bytes one element of a format occupies: floats from their layout, integers from their width."""
     if name == "fp64":
-        return Fraction(FP64_BITS, 8)
+        return Fraction(sum(given("formats.fp64.layout")), 8)
     if name in INT_FORMATS:
         return Fraction(INT_FORMATS[name].bits, 8)
     return Fraction(FORMATS[name].storage_bits, 8)

@@ -99,7 +99,7 @@ def square(backend, n):
     return int((backend.tensor([n]) ** 2).sum())
 '''
 
-BASIC_PAGE = "The ceiling is [16.6](claim:basic.ratio) tokens/s and [4](claim:basic.square.2) is two squared.\n"
+BASIC_PAGE = "The ceiling is [16.6](claim:basic.ratio) tokens/s and [4](claim:basic.square.2) is a square.\n"
 
 
 @dataclass
