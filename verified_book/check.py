@@ -118,6 +118,19 @@ def _release_device_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:  # a device that is gone cannot be cleaned; the next claim reports it
         pass
+    try:
+        mps = getattr(torch, "mps", None) if torch is not None else None
+        if mps is not None and torch.backends.mps.is_available():
+            mps.empty_cache()
+    except Exception:
+        pass
+    mx = sys.modules.get("mlx.core")
+    try:
+        if mx is not None:
+            clear = getattr(mx, "clear_cache", None) or mx.metal.clear_cache
+            clear()
+    except Exception:
+        pass
 
 
 def evaluate(claim: Claim, backend: Backend) -> Outcome:
@@ -125,7 +138,8 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
     start = time.perf_counter()
     with inputs.recording() as reads:
         try:
-            value = claim.evaluate(backend if claim.needs_backend else None)
+            with backend.activate():
+                value = claim.evaluate(backend if claim.needs_backend else None)
         except NotOnBackend as e:
             return Outcome(claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads))
         except InvariantFailed as e:

@@ -1,0 +1,161 @@
+"""The GPU paths of the engine, on this CPU machine: each device is a fake that answers and
+raises what the real one does (a torch without the card's kernels, an MLX whose default device
+is the GPU, caches that must be emptied after an out-of-memory error)."""
+from __future__ import annotations
+
+import sys
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from verified_book import backends, check
+from verified_book.backends import Backend, cuda_build_problem, touches_cuda_here
+from verified_book.registry import Claim, Kind
+
+
+class FakeCudaTorch:
+    """torch as it looks on an RTX 5080: a device it sees, an architecture list, a kernel launch."""
+
+    def __init__(self, archs: list[str], kernel_error: str | None = None, capability: tuple[int, int] = (12, 0)) -> None:
+        self.__version__ = "2.6.0+cu124"
+        self.version = SimpleNamespace(cuda="12.4")
+        self.launched = 0
+        error = kernel_error
+
+        class Tensor:
+            def __mul__(inner, other: Any) -> "Tensor":
+                return inner
+
+            def sum(inner) -> "Tensor":
+                return inner
+
+            def item(inner) -> float:
+                return 8.0
+
+        def ones(n: int, device: str) -> Tensor:
+            self.launched += 1
+            if error:
+                raise RuntimeError(error)
+            return Tensor()
+
+        self.ones = ones
+        self.cuda = SimpleNamespace(
+            get_device_name=lambda i=0: "NVIDIA GeForce RTX 5080",
+            get_device_capability=lambda i=0: capability,
+            get_arch_list=lambda: archs,
+            is_available=lambda: True,
+        )
+
+
+NO_KERNEL = "CUDA error: no kernel image is available for execution on the device"
+
+
+def test_a_torch_without_the_cards_architecture_is_not_a_cuda_backend() -> None:
+    torch = FakeCudaTorch(["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])
+    problem = cuda_build_problem(torch)
+    assert problem is not None
+    assert "not for NVIDIA GeForce RTX 5080 (compute capability 12.0)" in problem
+    assert "sm_120" in problem and "pip install torch==2.6.0" in problem
+
+
+def test_a_kernel_that_does_not_run_says_why_and_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    torch = FakeCudaTorch(["sm_80", "sm_90", "sm_120"], kernel_error=NO_KERNEL)
+    problem = cuda_build_problem(torch)
+    assert problem is not None and "no kernel image" in problem and "install a torch build with sm_120" in problem
+    assert torch.launched == 1
+
+
+def test_a_build_with_the_cards_kernels_is_a_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    for archs in (["sm_100", "sm_120"], ["sm_80", "compute_90"], []):
+        assert cuda_build_problem(FakeCudaTorch(archs)) is None, archs
+
+
+def test_detection_reports_the_missing_kernels_as_an_absent_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = FakeCudaTorch(["sm_80", "sm_90"])
+    torch.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setattr(backends, "_try_import", lambda name: (torch, "") if name == "torch" else (None, "absent"))
+    found = {b.name: b for b in backends._detect_torch()}
+    assert not found["torch:cuda"].available and "sm_120" in found["torch:cuda"].reason
+
+
+def test_only_the_cuda_worker_launches_a_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under xdist only gw0 runs CUDA items, so only it makes a CUDA context (hundreds of MB each)."""
+    torch = FakeCudaTorch(["sm_120"])
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert not touches_cuda_here() and cuda_build_problem(torch) is None and torch.launched == 0
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    assert touches_cuda_here() and cuda_build_problem(torch) is None and torch.launched == 1
+
+
+class FakeMlx(ModuleType):
+    """mlx.core as on a Mac: the GPU is the default device until a stream says otherwise."""
+
+    def __init__(self) -> None:
+        super().__init__("mlx.core")
+        self.cpu, self.gpu = "Device(cpu, 0)", "Device(gpu, 0)"
+        self.stack = [self.gpu]
+        self.cleared = 0
+
+    def default_device(self) -> str:
+        return self.stack[-1]
+
+    def stream(self, device: str) -> Any:
+        fake = self
+
+        class Stream:
+            def __enter__(inner) -> None:
+                fake.stack.append(device)
+
+            def __exit__(inner, *exc: Any) -> None:
+                fake.stack.pop()
+
+        return Stream()
+
+    def clear_cache(self) -> None:
+        self.cleared += 1
+
+
+def _device_claim() -> Claim:
+    def seen(backend: Backend) -> str:
+        return str(sys.modules["mlx.core"].default_device())
+
+    return Claim("devices.seen", Kind.LIBRARY, seen, "the device a claim computes on")
+
+
+@pytest.mark.parametrize(("name", "device"), [("mlx:cpu", "Device(cpu, 0)"), ("mlx:gpu", "Device(gpu, 0)")])
+def test_an_mlx_claim_computes_on_its_backends_device(monkeypatch: pytest.MonkeyPatch, name: str, device: str) -> None:
+    """A claim that makes arrays without naming a device still computes on its backend's."""
+    fake = FakeMlx()
+    monkeypatch.setitem(sys.modules, "mlx.core", fake)
+    outcome = check.evaluate(_device_claim(), Backend(name, True, "here"))
+    assert (outcome.state, outcome.value) == (check.COMPUTED, device)
+    assert fake.stack == [fake.gpu], "the stream is left on the way out"
+
+
+def test_the_real_mlx_cpu_backend_computes_on_the_cpu() -> None:
+    mx = pytest.importorskip("mlx.core")
+    mlx_cpu = backends.detect()["mlx:cpu"]
+    outcome = check.evaluate(_device_claim(), mlx_cpu)
+    assert outcome.value == str(mx.cpu) or outcome.value == str(mx.Device(mx.cpu))
+
+
+def test_out_of_memory_empties_the_mps_and_mlx_caches_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    emptied: list[str] = []
+    torch = SimpleNamespace(
+        cuda=SimpleNamespace(is_available=lambda: False, empty_cache=lambda: emptied.append("cuda")),
+        mps=SimpleNamespace(empty_cache=lambda: emptied.append("mps")),
+        backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: True)),
+    )
+    fake = FakeMlx()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "mlx.core", fake)
+
+    def greedy(backend: Backend) -> int:
+        raise RuntimeError("MPS backend out of memory (MPS allocated: 17.9 GB, other allocations: 1.2 GB)")
+
+    outcome = check.evaluate(Claim("devices.greedy", Kind.LIBRARY, greedy, "asks too much"), Backend("torch:mps", True, "here"))
+    assert outcome.state == check.FAILED and "ran out of device memory on torch:mps" in outcome.message
+    assert emptied == ["mps"] and fake.cleared == 1
