@@ -199,7 +199,7 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
     exact = next(c for c in REGISTRY if c.kind.value == "exact")
     cuda = Backend("torch:cuda", True, "CUDA device NVIDIA GeForce RTX 5080")
     run = SimpleNamespace(backends={"torch:cuda": cuda},
-                          verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.backends is None else []))
+                          verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.runs_on("torch:cuda") else []))
     pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
     assert pinned(f"book.toml::{library.id}[torch:cuda]")
     assert not pinned(f"book.toml::{library.id}[torch:cpu]")
