@@ -159,3 +159,86 @@ def test_out_of_memory_empties_the_mps_and_mlx_caches_too(monkeypatch: pytest.Mo
     outcome = check.evaluate(Claim("devices.greedy", Kind.LIBRARY, greedy, "asks too much"), Backend("torch:mps", True, "here"))
     assert outcome.state == check.FAILED and "ran out of device memory on torch:mps" in outcome.message
     assert emptied == ["mps"] and fake.cleared == 1
+
+
+FLOAT8_ON_MPS = "Trying to convert Float8_e4m3fn to the MPS backend but it does not have support for that dtype."
+
+
+@pytest.fixture
+def fake_mps(monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """A torch:mps backend whose tensors live on the CPU but refuse float8 as the MPS device does."""
+    torch = pytest.importorskip("torch")
+    real_to = torch.Tensor.to
+
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        args = tuple("cpu" if a == "mps" else a for a in args)
+        if kwargs.get("device") == "mps":
+            kwargs["device"] = "cpu"
+        dtype = kwargs.get("dtype") or next((a for a in args if isinstance(a, torch.dtype)), None)
+        if dtype is not None and "float8" in str(dtype):
+            raise TypeError(FLOAT8_ON_MPS)
+        return real_to(self, *args, **kwargs)
+
+    real_tensor = torch.tensor
+
+    def tensor(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("device") == "mps":
+            kwargs["device"] = "cpu"
+        return real_tensor(*args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    monkeypatch.setattr(torch, "tensor", tensor)
+    return Backend("torch:mps", True, "fake MPS device", torch.__version__, "mps")
+
+
+FLOAT8_CASTS = ["rounding.e4m3.rel_error", "rounding.e4m3.zero_fraction", "rounding.e4m3_x64.rel_error",
+                "rounding.e5m2.rel_error", "rounding.e4m3.flush_threshold", "formats.special.e4m3.nans",
+                "formats.special.e5m2.infinities", "questions.q6.e4m3_smallest_normal"]
+
+
+@pytest.mark.parametrize("claim_id", FLOAT8_CASTS)
+def test_a_float8_cast_on_mps_is_skipped_with_the_reason(fake_mps: Backend, claim_id: str) -> None:
+    from verified_book.registry import REGISTRY
+
+    outcome = check.evaluate(REGISTRY[claim_id], fake_mps)
+    if claim_id.startswith("questions.q6"):  # reads finfo, which needs no tensor: computed on MPS too
+        assert outcome.state == check.COMPUTED, outcome.message
+        return
+    assert outcome.state == check.SKIPPED, outcome.message
+    assert "torch on MPS has no" in outcome.message and "TypeError" in outcome.message
+
+
+class Node:
+    """A backward-graph node as autograd exposes it: a name and the nodes it feeds."""
+
+    def __init__(self, name: str, *inputs: "Node | None") -> None:
+        self._name, self.next_functions = name, tuple((n, 0) for n in inputs)
+
+    def name(self) -> str:
+        return self._name
+
+
+def _mlp_graph(linear: Any) -> Node:
+    acc = lambda: Node("torch::autograd::AccumulateGrad")  # noqa: E731
+    first = linear(None, acc(), acc())
+    second = linear(Node("GeluBackward0", first), acc(), acc())
+    return Node("MeanBackward0", Node("PowBackward0", second))
+
+
+def test_the_graph_count_does_not_depend_on_how_a_device_decomposes_linear() -> None:
+    """CPU and CUDA record nn.Linear as addmm of a transposed weight; MPS as one LinearBackward node."""
+    from claims.topics.autograd import _graph_nodes
+
+    addmm = lambda x, w, b: Node("AddmmBackward0", b, x, Node("TBackward0", w))  # noqa: E731
+    linear = lambda x, w, b: Node("LinearBackward0", x, w, b)  # noqa: E731
+    assert _graph_nodes(_mlp_graph(addmm)) == _graph_nodes(_mlp_graph(linear)) == 9
+    assert _graph_nodes(None) == 0
+
+
+def test_the_real_graph_on_the_cpu_counts_as_the_book_prints() -> None:
+    from verified_book.registry import REGISTRY
+
+    torch_cpu = backends.detect()["torch:cpu"]
+    if not torch_cpu.available:
+        pytest.skip(torch_cpu.reason)
+    assert check.evaluate(REGISTRY["autograd.recorded.grad.graph_nodes"], torch_cpu).value == 9
