@@ -242,3 +242,55 @@ def test_the_real_graph_on_the_cpu_counts_as_the_book_prints() -> None:
     if not torch_cpu.available:
         pytest.skip(torch_cpu.reason)
     assert check.evaluate(REGISTRY["autograd.recorded.grad.graph_nodes"], torch_cpu).value == 9
+
+
+def _kept_bits(backend: Backend) -> check.Outcome:
+    from verified_book.registry import REGISTRY
+
+    return check.evaluate(REGISTRY["formats.default.matmul.kept_bits"], backend)
+
+
+def test_the_matmul_default_records_what_governs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", raising=False)
+    torch_cpu = backends.detect()["torch:cpu"]
+    if not torch_cpu.available:
+        pytest.skip(torch_cpu.reason)
+    outcome = _kept_bits(torch_cpu)
+    assert (outcome.state, outcome.value) == (check.COMPUTED, 23)
+    recorded = [str(i) for i in outcome.inputs]
+    assert "environment: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE = 'unset'" in recorded
+    assert "torch:cpu: torch.get_float32_matmul_precision() = 'highest'" in recorded
+
+
+def test_an_ngc_style_tf32_override_is_named_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts torch at precision "high": the default's figure is
+    skipped with the variable named, never verified or failed by accident."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1")
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # what the variable does to torch as it loads
+    try:
+        outcome = _kept_bits(backends.detect()["torch:cpu"])
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert outcome.state == check.SKIPPED, outcome.message
+    assert "'high'" in outcome.message and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in outcome.message
+
+
+@pytest.mark.parametrize(("name", "variable", "value"), [
+    ("torch:cuda", "NVIDIA_TF32_OVERRIDE", "0"), ("mlx:gpu", "MLX_ENABLE_TF32", "0"), ("mlx:gpu", "MLX_ENABLE_TF32", "1")])
+def test_a_gpu_whose_environment_sets_tf32_says_so(monkeypatch: pytest.MonkeyPatch, name: str, variable: str,
+                                                    value: str) -> None:
+    """Checked before any device is touched, so it runs here on a backend this machine lacks."""
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(Backend, "activate", lambda self: __import__("contextlib").nullcontext())
+    outcome = _kept_bits(Backend(name, True, "pretend"))
+    assert outcome.state == check.SKIPPED and f"{variable}={value}" in outcome.message, outcome.message
+
+
+def test_tf32_asked_for_under_a_driver_that_forbids_it_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verified_book.registry import REGISTRY
+
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    outcome = check.evaluate(REGISTRY["formats.default.matmul.tf32_kept_bits"], Backend("torch:cuda", True, "pretend"))
+    assert outcome.state == check.SKIPPED and "NVIDIA_TF32_OVERRIDE=0" in outcome.message, outcome.message

@@ -210,7 +210,7 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
         if holds:
             return Verdict(binding, outcome.backend, "failed",
                            f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
-                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark")
+                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark" + _from(outcome))
         return Verdict(binding, outcome.backend, "disputed",
                        f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} on {outcome.backend}")
     if holds:
@@ -226,10 +226,15 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     if outcome.claim.tolerance is not None:
         line += f" (tolerance {outcome.claim.tolerance:.0%})"
     if outcome.inputs:
-        line += "\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)
+        line += _from(outcome)
     elif outcome.claim.kind is Kind.LIBRARY:
         line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
     return line
+
+
+def _from(outcome: Outcome) -> str:
+    """The inputs and settings a value came from, one per line, for a message."""
+    return ("\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)) if outcome.inputs else ""
 
 
 STATUS_ORDER = ("failed", "stale", "disputed", "verified", "skipped")
