@@ -294,3 +294,85 @@ def test_tf32_asked_for_under_a_driver_that_forbids_it_is_skipped(monkeypatch: p
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     outcome = check.evaluate(REGISTRY["formats.default.matmul.tf32_kept_bits"], Backend("torch:cuda", True, "pretend"))
     assert outcome.state == check.SKIPPED and "NVIDIA_TF32_OVERRIDE=0" in outcome.message, outcome.message
+
+
+class CountingMlx(FakeMlx):
+    """mlx.core that counts what timing asks of it: evaluations, queued evaluations, synchronisations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[str] = []
+
+    def synchronize(self, stream: Any = None) -> None:
+        self.log.append("sync")
+
+    def eval(self, *arrays: Any) -> None:
+        self.log.append("eval")
+
+    def async_eval(self, *arrays: Any) -> None:
+        self.log.append("queue")
+
+
+def test_mlx_timing_queues_the_calls_and_synchronises_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repetition of 20 calls costs one round trip to the GPU, not 20."""
+    from claims.probes.devices import Runner
+
+    fake = CountingMlx()
+    monkeypatch.setitem(sys.modules, "mlx.core", fake)
+    runner = Runner(Backend("mlx:gpu", True, "pretend"))
+    runner.seconds_per_call(lambda: object(), 20)
+    assert fake.log == ["sync"] + ["queue"] * 20 + ["sync"]
+
+
+@pytest.mark.parametrize("name", ["numpy", "mlx:gpu"])
+def test_the_first_cold_call_does_not_calibrate_the_repetitions(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The first call compiles (Metal, CUDA) and is slow; calibrated from it, a repetition would be one
+    call long. One untimed call runs first, on every device."""
+    import time
+
+    from claims.probes.devices import Runner
+
+    monkeypatch.setitem(sys.modules, "mlx.core", CountingMlx())
+    calls = []
+
+    def work() -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.05)  # compiling
+        return object()
+
+    runner = Runner(Backend(name, True, "pretend"))
+    first = runner.calibrate(work)
+    assert len(calls) == 2 and first < 0.04
+    runner.repetition(work, first)()
+    assert len(calls) > 3, "a warm call is short, so a repetition runs it many times"
+
+
+def test_the_bandwidth_and_matmul_probes_calibrate_on_a_warm_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both probes take their repetition count from `Runner.calibrate`, never from a cold call."""
+    from claims.probes import bandwidth, matmul
+    from claims.probes.devices import Runner
+
+    monkeypatch.setenv("CLAIMS_PROBE_CAP_S", "0.02")
+    calibrated: list[int] = []
+    real = Runner.calibrate
+
+    def calibrate(self: Runner, fn: Any) -> float:
+        calibrated.append(1)
+        return real(self, fn)
+
+    monkeypatch.setattr(Runner, "calibrate", calibrate)
+    numpy = backends.detect()["numpy"]
+    calls: list[int] = []
+
+    def cold_then_fast() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            import time
+
+            time.sleep(0.05)
+
+    bandwidth._measure(Runner(numpy), "read", cold_then_fast, 1 << 20, 1)
+    assert calibrated == [1] and len(calls) > 10, "calibrated on the warm call, so repetitions run it many times"
+    matmul._measure_matmul(Runner(numpy), "fp32", "")
+    assert calibrated == [1, 1]
