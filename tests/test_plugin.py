@@ -153,3 +153,16 @@ def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     records = _records(book)
     assert records["broken.one"]["none"]["status"] == "failed"
     assert records["arith.ratio"]["none"]["status"] == "verified"
+
+
+def test_a_machine_selection_runs_the_snippets_and_records_their_output(book: pytest.Pytester) -> None:
+    """`-m <machine>` (the fleet's and verify-cuda's selection) runs the snippets as well, so their output
+    on that machine lands in its results file."""
+    snippets = book.path / "book" / "snippets"
+    snippets.mkdir()
+    (snippets / "hello.py").write_text("print('hello from this machine')\n")
+    result = run(book, "-m", "rtx5080")
+    assert result.ret == 0, result.stdout.str()
+    (path,) = (book.path / "results").glob("*.json")
+    outputs = json.loads(path.read_text())["outputs"]
+    assert outputs["hello.py"]["text"] == "hello from this machine\n"

@@ -391,10 +391,15 @@ class SnippetFile(pytest.File):
     it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
+        inside = SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
         script = SnippetItem.from_parent(self, name="runs as a script", runner=run_as_script)
         script.add_marker(pytest.mark.slow)
-        yield script
+        for item in (inside, script):
+            # a reader runs a snippet on any machine: `-m <machine>` runs it too, and its output is
+            # recorded in that machine's results file beside the claims
+            for name in ("cpu", *machine_mod.profiles()):
+                item.add_marker(name)
+            yield item
 
 
 class SnippetItem(BookItem):
