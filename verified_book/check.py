@@ -120,6 +120,19 @@ def _release_device_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:  # a device that is gone cannot be cleaned; the next claim reports it
         pass
+    try:
+        mps = getattr(torch, "mps", None) if torch is not None else None
+        if mps is not None and torch.backends.mps.is_available():
+            mps.empty_cache()
+    except Exception:
+        pass
+    mx = sys.modules.get("mlx.core")
+    try:
+        if mx is not None:
+            clear = getattr(mx, "clear_cache", None) or mx.metal.clear_cache
+            clear()
+    except Exception:
+        pass
 
 
 def evaluate(claim: Claim, backend: Backend) -> Outcome:
@@ -127,7 +140,8 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
     start = time.perf_counter()
     with inputs.recording() as reads:
         try:
-            value = claim.evaluate(backend if claim.needs_backend else None)
+            with backend.activate():
+                value = claim.evaluate(backend if claim.needs_backend else None)
         except NotOnBackend as e:
             return Outcome(claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads))
         except InvariantFailed as e:
@@ -200,7 +214,7 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
             return Verdict(binding, outcome.backend, Status.FAILED,
                            f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
                            f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark"
-                           + (f" ({claim.quoted_from})" if claim.quote else ""))
+                           + (f" ({claim.quoted_from})" if claim.quote else "") + _from(outcome))
         quoted = f"; {claim.quoted_from}" if claim.quote else ""
         return Verdict(binding, outcome.backend, Status.DISPUTED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
@@ -218,10 +232,15 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     if outcome.claim.tolerance is not None:
         line += f" (tolerance {outcome.claim.tolerance:.0%})"
     if outcome.inputs:
-        line += "\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)
+        line += _from(outcome)
     elif outcome.claim.kind is Kind.LIBRARY:
         line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
     return line
+
+
+def _from(outcome: Outcome) -> str:
+    """The inputs and settings a value came from, one per line, for a message."""
+    return ("\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)) if outcome.inputs else ""
 
 
 class Verifier:

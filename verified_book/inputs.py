@@ -49,6 +49,25 @@ class Input:
         return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
 
 
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the machine a claim's answer depends on (an environment variable, a library's
+    mode, the device's architecture), recorded beside the data it read so a result says what governed it."""
+
+    name: str
+    value: Any
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.name} = {self.value!r}"
+
+
+def setting(name: str, value: Any, where: str) -> Any:
+    """Record a setting the current claim's answer depends on; returns the value."""
+    _record(Setting(name, value, where))  # type: ignore[arg-type]
+    return value
+
+
 _reads: contextvars.ContextVar[list[Input] | None] = contextvars.ContextVar("reads", default=None)
 _overrides: dict[tuple[str, str], Any] = {}
 _cache: dict[str, tuple[str, Any]] = {}

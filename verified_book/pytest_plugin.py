@@ -114,6 +114,18 @@ class RunState:
         claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
         return claim is not None and claim.kind is Kind.MEASURED
 
+    def runs_on_cuda(self, nodeid: str) -> bool:
+        """Whether an item computes on the CUDA device (a claim's torch:cuda case, or a figure whose
+        claim is computed there), read from its node id: under xdist these share one worker."""
+        cuda = self.backends.get("torch:cuda")
+        if cuda is None or not cuda.available:
+            return False
+        if nodeid.endswith("[torch:cuda]"):
+            return True
+        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
+        return (claim is not None and FIGURE_NAME.search(nodeid) is not None
+                and any(b.name == "torch:cuda" for b in self.verifier.backends_for(claim)))
+
     def hardware_skip(self, claim: Claim) -> str | None:
         if claim.hardware and claim.hardware not in self.machine.markers:
             profile = machine_mod.profiles().get(claim.hardware)
@@ -386,10 +398,15 @@ class SnippetFile(pytest.File):
     it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
+        inside = SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
         script = SnippetItem.from_parent(self, name="runs as a script", runner=run_as_script)
         script.add_marker(pytest.mark.slow)
-        yield script
+        for item in (inside, script):
+            # a reader runs a snippet on any machine: `-m <machine>` runs it too, and its output is
+            # recorded in that machine's results file beside the claims
+            for name in ("cpu", *machine_mod.profiles()):
+                item.add_marker(name)
+            yield item
 
 
 class SnippetItem(BookItem):
@@ -475,13 +492,13 @@ def _keep_unmerged(path: Path, update: Any) -> str:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`-n N` (xdist's default `load` distribution): the timed items run last and alone, see
-    `verified_book.scheduling`. Other distributions are left as asked."""
+    """`-n N` (xdist's default `load` distribution): the timed items run last and alone, and the
+    CUDA items on one worker, see `verified_book.scheduling`. Other distributions are left as asked."""
     if config.getoption("dist", "load") != "load":
         return None
     from verified_book.scheduling import QuietLastScheduling
 
-    return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone)
+    return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone, pinned=state(config).runs_on_cuda)
 
 
 @pytest.hookimpl(optionalhook=True)

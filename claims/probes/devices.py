@@ -4,8 +4,13 @@
 - torch on CUDA: a pair of `torch.cuda.Event`s recorded on the current stream after a
   `torch.cuda.synchronize()`, read after the end event has completed;
 - torch on MPS: `torch.mps.synchronize()` on both sides of the calls;
-- MLX: every call's result is `mx.eval`-ed inside the timed region (MLX is lazy; nothing
-  runs until then), on the backend's device, after `mx.synchronize()`.
+- MLX: every call's result is queued with `mx.async_eval` (MLX is lazy; nothing runs until it
+  is evaluated) on the backend's device, and the clock stops after one `mx.synchronize()` once
+  all are queued: evaluating each call on its own would charge every repetition a CPU-GPU round trip.
+
+Before a repetition count is calibrated from one call's time, one untimed call runs, on every
+device (`Runner.calibrate`): the first call compiles kernels (Metal, CUDA's lazy loading) and
+would make the work look slow enough to need no repetitions.
 
 A repetition runs the work `inner` times and returns seconds per call, so that work too
 short for the clock (a copy on an accelerator) is timed over several calls.
@@ -81,20 +86,30 @@ class Runner:
             end.synchronize()
             return start.elapsed_time(end) / 1e3 / inner
         if self.backend.library == "mlx":
-            import mlx.core as mx
-
+            mx = self.backend.module
             mx.synchronize()
             t0 = time.perf_counter()
+            queued = []
             for _ in range(inner):
-                mx.eval(fn())
+                result = fn()
+                mx.async_eval(result)
+                queued.append(result)  # kept until the device is done with it
             mx.synchronize()
-            return (time.perf_counter() - t0) / inner
+            elapsed = time.perf_counter() - t0
+            del queued
+            return elapsed / inner
         self.backend.sync()
         t0 = time.perf_counter()
         for _ in range(inner):
             fn()
         self.backend.sync()
         return (time.perf_counter() - t0) / inner
+
+    def calibrate(self, fn: Callable[[], Any]) -> float:
+        """Seconds of one warm call: one untimed call first (kernel compilation, first-touch
+        allocation), then one timed, which a repetition count can be calibrated from."""
+        self.seconds_per_call(fn, 1)
+        return self.seconds_per_call(fn, 1)
 
     def repetition(self, fn: Callable[[], Any], first_s: float | None = None) -> Callable[[], float]:
         """A repetition of `fn` long enough for the clock: calibrated from one call's time."""

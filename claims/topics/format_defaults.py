@@ -15,14 +15,22 @@ the library on the machine that runs the suite:
   1 + 2^-k by the identity; the product is exact in FP32 for every k up to 23, while
   TF32 rounds the inputs to 10 mantissa bits and BF16 to 7, so the largest k that
   survives is the number of mantissa bits the matmul really kept.
+
+What decides that answer on a machine is recorded with it (`matmul_settings`): the environment
+variables that switch TF32 on or off behind the library's back (NGC containers set
+`TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1`, clusters `NVIDIA_TF32_OVERRIDE=0`; MLX reads
+`MLX_ENABLE_TF32`, and its CUDA build and newer Apple GPUs use TF32-like matmuls unless it is 0),
+the library's own mode, and the device's architecture. Where the environment, not the library,
+sets the default, the default's figure is skipped with the variable named.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Iterator
 
 from verified_book.backends import Backend
-from verified_book.inputs import vendor
+from verified_book.inputs import setting, vendor
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
@@ -91,9 +99,69 @@ def kept_mantissa_bits(backend: Backend) -> int:
     return kept
 
 
+UNSET = "unset"
+
+
+def _variable(name: str) -> str:
+    return setting(name, os.environ.get(name, UNSET), "environment")
+
+
+def _device_words(backend: Backend) -> str:
+    """The device and its architecture, as the library names them."""
+    module = backend.module
+    if backend.library == "torch" and backend.device == "cuda":
+        major, minor = module.cuda.get_device_capability()
+        return f"{module.cuda.get_device_name()} (compute capability {major}.{minor}, sm_{major}{minor})"
+    if backend.library == "mlx" and backend.device == "gpu":
+        try:
+            info = module.device_info() if hasattr(module, "device_info") else module.metal.device_info()
+            return f"{info.get('device_name', '?')} (architecture {info.get('architecture', '?')})"
+        except Exception as e:  # a build without device information still names itself
+            return f"MLX GPU ({'CUDA' if module.cuda.is_available() else 'Metal'} build; no device information: {e})"
+    return backend.device
+
+
+def matmul_settings(backend: Backend) -> dict[str, Any]:
+    """Record what decides an FP32 matmul's precision on this backend, and return it by name."""
+    found: dict[str, Any] = {}
+    if backend.library == "torch":
+        found["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = _variable("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+        if backend.device == "cuda":
+            found["NVIDIA_TF32_OVERRIDE"] = _variable("NVIDIA_TF32_OVERRIDE")
+        found["precision"] = setting("torch.get_float32_matmul_precision()", backend.module.get_float32_matmul_precision(),
+                                     backend.name)
+    elif backend.library == "mlx" and backend.device == "gpu":
+        found["MLX_ENABLE_TF32"] = _variable("MLX_ENABLE_TF32")
+    if backend.device in ("cuda", "gpu"):
+        found["device"] = setting("device", _device_words(backend), backend.name)
+    return found
+
+
+def environment_default(backend: Backend) -> str | None:
+    """Why an FP32 matmul's default precision on this backend is the environment's, not the
+    library's own; None where nothing outside the library sets it. Reads no device."""
+    if backend.library == "torch":
+        precision = backend.module.get_float32_matmul_precision()
+        if precision != "highest":
+            variable = os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", UNSET)
+            because = (f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
+                       if variable not in (UNSET, "0") else "")
+            return f"FP32 matmul precision starts at {precision!r} here, not torch's default 'highest'{because}"
+        if backend.device == "cuda" and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
+            return f"NVIDIA_TF32_OVERRIDE={os.environ['NVIDIA_TF32_OVERRIDE']} overrides cuBLAS's math mode here"
+    if backend.library == "mlx" and backend.device == "gpu" and os.environ.get("MLX_ENABLE_TF32") is not None:
+        return f"MLX_ENABLE_TF32={os.environ['MLX_ENABLE_TF32']} sets MLX's FP32 matmul precision here"
+    return None
+
+
 @claim("formats.default.matmul.kept_bits", kind="library")
 def default_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps with the library's settings left as they are."""
+    overridden = environment_default(backend)
+    if overridden:
+        raise NotOnBackend(f"{overridden}; the figure is the library's own default, so it is checked only where "
+                           "the environment leaves it alone")
+    matmul_settings(backend)
     return kept_mantissa_bits(backend)
 
 
@@ -144,6 +212,11 @@ def tf32_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps once TF32 is asked for with set_float32_matmul_precision("high")."""
     import torch
 
+    forced = os.environ.get("NVIDIA_TF32_OVERRIDE")
+    if forced == "0":
+        raise NotOnBackend("NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS on this machine, so asking for it keeps "
+                           "FP32's 23 bits; the figure is what TF32 keeps where it is allowed")
+    matmul_settings(backend)
     found = torch.cuda.get_device_capability()
     needed = capability(vendor("cuda_formats.toml", "tf32"))
     if found < needed:

@@ -19,7 +19,7 @@ from typing import Any
 
 from verified_book.backends import Backend
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS, Format, dtype_of
+from claims.topics.formats import FORMATS, Format, dtype_of, tensor_dtype
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
 
 TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
@@ -29,10 +29,7 @@ FP8 = (FORMATS["e4m3"], FORMATS["e5m2"])
 
 
 def _torch_fp8(backend: Backend, fmt: Format) -> Any:
-    dtype = dtype_of(backend, fmt)
-    if backend.device == "mps":
-        raise NotOnBackend(f"torch on MPS has no {fmt.label} tensors")
-    return dtype
+    return tensor_dtype(backend, fmt)
 
 
 def encode(backend: Backend, fmt: Format, value: float) -> int:

@@ -148,6 +148,16 @@ def dtype_of(backend: Backend, fmt: Format) -> Any:
     raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.label} dtype")
 
 
+def tensor_dtype(backend: Backend, fmt: Format) -> Any:
+    """The dtype of `fmt` for tensors on the backend's device: `dtype_of`, and NotOnBackend where the
+    library has the dtype but the device holds no tensors of it (torch's MPS has no float8: a cast
+    there raises TypeError, which would read as a failure instead of an absent format)."""
+    dtype = dtype_of(backend, fmt)
+    if backend.library == "torch" and backend.device == "mps" and str(fmt.torch_name or "").startswith("float8"):
+        raise NotOnBackend(f"torch on MPS has no {fmt.label} tensors (a cast to {fmt.torch_name} raises TypeError there)")
+    return dtype
+
+
 def finfo(backend: Backend, fmt: Format) -> Any:
     """The backend's finfo object for a format."""
     dtype = dtype_of(backend, fmt)

@@ -23,7 +23,7 @@ import numpy as np
 
 from verified_book.backends import Backend
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS, Format, dtype_of
+from claims.topics.formats import FORMATS, Format, dtype_of, tensor_dtype
 
 COUNT = 1_000_000
 SIGMA = 0.02  # initializer_range: the standard deviation of freshly initialised weights
@@ -87,7 +87,7 @@ def _restore(backend: Backend, weights: Any, row: Row) -> Any:
         if fmt.id == "e5m2":
             raise NotOnBackend(f"mlx {mx.__version__} has no E5M2: no float8 dtype, and to_fp8 is E4M3 only")
         return (weights * row.scale).astype(dtype_of(backend, fmt)).astype(mx.float32) / row.scale
-    dtype = dtype_of(backend, fmt)
+    dtype = tensor_dtype(backend, fmt)
     if backend.library == "numpy":
         return (weights * np.float32(row.scale)).astype(dtype).astype(np.float32) / np.float32(row.scale)
     import torch
@@ -216,7 +216,7 @@ def _e4m3_cast(backend: Backend, values: np.ndarray) -> np.ndarray:
         import torch
 
         x = torch.from_numpy(values).to(backend.device)
-        return x.to(dtype_of(backend, FORMATS["e4m3"])).to(torch.float32).cpu().numpy()
+        return x.to(tensor_dtype(backend, FORMATS["e4m3"])).to(torch.float32).cpu().numpy()
     import mlx.core as mx
 
     with _mlx_stream(backend):

@@ -55,6 +55,23 @@ def copy_profiles(data: Path) -> None:
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
 CONFTEST = 'pytest_plugins = ["verified_book.pytest_plugin"]\n'
 
+
+def machine_conftest(fields: dict[str, Any]) -> str:
+    """A book's conftest that makes its machine look like `fields` say, through the public
+    `pytest_claims_machine_info` hook: a run here, fingerprinted as one of the book's machines."""
+    return CONFTEST + (
+        "\n\ndef pytest_claims_machine_info(machine_info):\n"
+        f"    machine_info.update({fields!r})\n"
+    )
+
+
+def profile_fingerprint(match: dict[str, Any]) -> dict[str, Any]:
+    """Fingerprint fields a hardware profile's `[match]` table recognises (its first alternatives)."""
+    fields = {k: (v[0] if isinstance(v, list) else v) for k, v in match.items()}
+    if "gpu" not in fields and str(fields.get("cpu", "")).lower().startswith("apple"):
+        fields["gpu"] = fields["cpu"]  # torch names an Apple chip's GPU after the chip
+    return fields
+
 # Imported at start-up through PYTHONPATH: hides the packages named in CLAIMS_ABSENT
 # exactly as an uninstalled package is hidden (no module, no distribution metadata).
 ABSENT_SITECUSTOMIZE = '''\
