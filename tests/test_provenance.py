@@ -116,3 +116,30 @@ def test_the_current_value_of_an_input_is_read_without_recording(tmp_path: Path)
         assert reads == []
     finally:
         reopen()
+
+
+def test_a_setting_the_answer_depended_on_is_kept_in_the_record(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.claims("env", '''
+from verified_book.inputs import setting
+from verified_book.registry import claim
+
+
+@claim("env.mode", kind="exact")
+def mode():
+    """A value that depends on a machine's setting."""
+    return setting("BOOK_MODE", 3, "the environment")
+''')
+    assert book.run().ret == 0
+    record = json.loads(book.results_file.read_text())["records"]["env.mode"]["none"]
+    assert record["status"] == "verified"
+    assert record["inputs"] == [{"setting": "BOOK_MODE", "value": 3, "where": "the environment"}]
+
+
+def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -> None:
+    from verified_book.results import ResultsFile
+
+    merged = ResultsFile("m", records={"a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
+                                       "a.two": {"mlx:gpu": {"status": "skipped"}}})
+    merged.merge(ResultsFile("m", run={"backends": {"numpy": "2.4", "mlx:gpu": None}}))
+    assert merged.records == {"a.one": {"numpy": {"status": "verified"}}}

@@ -66,10 +66,13 @@ def code_fingerprint(claim: Claim, root: Path) -> str:
     return _CODE_CACHE[key]
 
 
-def input_entry(item: inputs.Input) -> dict[str, Any]:
-    """One input as a record keeps it: enough to look it up again and compare."""
+def input_entry(item: inputs.Input | inputs.Setting) -> dict[str, Any]:
+    """One input as a record keeps it: a data file's enough to look it up again and compare; a
+    machine's setting (an environment variable, a library's mode) as it was during the run."""
     from verified_book.results import to_json
 
+    if isinstance(item, inputs.Setting):
+        return {"setting": item.name, "value": to_json(item.value), "where": item.where}
     return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line}
 
 

@@ -140,6 +140,13 @@ class ResultsFile:
         self.run = {**(other.run or self.run), "seconds": seconds}
         for claim_id, per_backend in other.records.items():
             self.records.setdefault(claim_id, {}).update(per_backend)
+        absent = {name for name, version in (self.run.get("backends") or {}).items() if version is None}
+        for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
+            per_backend = self.records[claim_id]
+            for name in [b for b, r in per_backend.items() if b in absent and r.get("status") == "skipped"]:
+                del per_backend[name]
+            if not per_backend:
+                del self.records[claim_id]
         for claim_id, meta in other.claims.items():
             if claim_id in other.records:
                 self.claims[claim_id] = meta
@@ -291,6 +298,8 @@ def _optional(record: dict[str, Any], key: str, check: Callable[[Any], bool]) ->
 def _is_input(item: Any) -> bool:
     if isinstance(item, str):
         return True
+    if isinstance(item, dict) and "setting" in item:
+        return isinstance(item["setting"], str) and isinstance(item.get("where"), str)
     return (isinstance(item, dict) and isinstance(item.get("file"), str) and BOOK_PATH_PATTERN.match(item["file"]) is not None
             and isinstance(item.get("key"), str) and _optional(item, "line", lambda v: _is_int(v) and 0 <= v <= MAX_LINE))
 
