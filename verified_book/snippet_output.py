@@ -61,6 +61,15 @@ class Number:
     start: int
     claim_id: str | None
     measured: bool
+    figure: str = ""  # the bound figure's text, where the number is one element of it: (4096, 12288)
+
+    def described(self) -> str:
+        """The number as a message names it: with its figure and claim where one binds it."""
+        if not self.claim_id:
+            return self.text
+        if self.figure and self.figure != self.text:
+            return f"{self.text} of figure {self.figure} ({self.claim_id})"
+        return f"figure {self.text} ({self.claim_id})"
 
     @property
     def is_version(self) -> bool:
@@ -155,12 +164,14 @@ def parse_info(info: str) -> tuple[str | None, frozenset[int], tuple[str, ...], 
 
 def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Callable[[str], bool]) -> BookLine:
     """The displayed text of a raw output line, and each number in it with the claim that binds it."""
-    text, spans, cursor = [], [], 0
+    text: list[str] = []
+    spans: list[tuple[int, int, str, str]] = []
+    cursor = 0
     shown = 0
     for m in BINDING.finditer(raw):
         text.append(raw[cursor:m.start()])
         shown += m.start() - cursor
-        spans.append((shown, shown + len(m.group("text")), m.group("id")))
+        spans.append((shown, shown + len(m.group("text")), m.group("id"), m.group("text")))
         text.append(m.group("text"))
         shown += len(m.group("text"))
         cursor = m.end()
@@ -168,8 +179,8 @@ def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Call
     display = "".join(text)
     numbers = []
     for start, end, token in numbers_in(display):
-        claim_id = next((c for s, e, c in spans if s <= start and end <= e), None)
-        numbers.append(Number(token, start, claim_id, bool(claim_id) and is_measured(claim_id)))
+        claim_id, figure = next(((c, f) for s, e, c, f in spans if s <= start and end <= e), (None, ""))
+        numbers.append(Number(token, start, claim_id, bool(claim_id) and is_measured(claim_id), figure))
     return BookLine(file, number, display, tuple(numbers), varies)
 
 
@@ -243,8 +254,7 @@ def match_line(book: BookLine, printed: str) -> str | None:
     differ = []
     for expected, (_, _, found) in zip(book.numbers, numbers_in(printed)):
         if not _holds(expected.text, found):
-            named = f"figure {expected.text} ({expected.claim_id})" if expected.claim_id else f"{expected.text}"
-            differ.append(f"{named} printed as {found}")
+            differ.append(f"{expected.described()} printed as {found}")
     return "; ".join(differ) or None
 
 
