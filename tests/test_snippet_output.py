@@ -16,7 +16,7 @@ from verified_book.config import read_config
 from verified_book.pytest_plugin import is_measured
 from verified_book.registry import REGISTRY
 from verified_book.results import validate
-from verified_book.snippet_output import (BookLine, BookOutputs, _book_line, check_snippet, compare, match_line,
+from verified_book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, _book_line, check_snippet, compare, match_line,
                                           numbers_in, parse_info, read_blocks, read_book, shape)
 from verified_book.snippet_run import run_in_process
 
@@ -181,6 +181,13 @@ def test_a_missing_and_an_extra_line_are_named_where_they_belong(tmp_path: Path)
     assert missing.message == "book/p.md:3: s.py (script) no longer prints this line at all\n    book:    b 2"
     assert compare(block, "a 1\nb 2\nc 3\nd 4\n").message == (
         "book/p.md:5: s.py prints a line the book does not show\n    printed: d 4")
+
+
+def test_a_runaway_snippet_is_reported_in_a_bounded_message(tmp_path: Path) -> None:
+    (block,) = read_blocks(page(tmp_path, "```output s.py\nok\n```\n"), "book/p.md", lambda c: False)
+    check = compare(block, "ok\n" + "noise\n" * 10_000)
+    assert check.message.count("prints a line the book does not show") == MAX_REPORTED
+    assert check.message.endswith(f"book/p.md:1: and {10_000 - MAX_REPORTED} more line(s) differ")
 
 
 def test_a_block_printed_without_cuda_is_skipped_where_cuda_is(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from verified_book.bindings import BINDING
+from verified_book.bindings import _FENCE, BINDING
 from verified_book.figures import FigureSyntaxError, parse
 
 #: the statuses of one output block's comparison, as recorded under `outputs[<snippet>]["checked"]`
@@ -43,7 +43,9 @@ STATUSES = ("verified", "stale", "skipped")
 #: devices a block can declare itself to be printed without (`without=cuda`)
 WITHOUT = ("cuda",)
 
-_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+#: differing lines reported per block: past them a count, so a runaway snippet cannot swell the results file
+MAX_REPORTED = 20
+
 #: a number as a snippet prints it: sign, thousands groups, decimals, exponent, per cent, or a
 #: dotted version (2.5.2); not a digit glued to a word (float32, e4m3, 3072x1024, layers.0)
 NUMBER = re.compile(
@@ -309,7 +311,9 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
         for k in range(p0 + paired, p1):
             extra(b1, printed[k])
     if problems:
-        return Check(block.file, block.line, "stale", "\n".join(problems))
+        more = len(problems) - MAX_REPORTED
+        shown = problems[:MAX_REPORTED] + ([f"{block.where}: and {more} more line(s) differ"] if more > 0 else [])
+        return Check(block.file, block.line, "stale", "\n".join(shown))
     return Check(block.file, block.line, "verified")
 
 
