@@ -53,6 +53,13 @@ def test_a_line_holds_at_the_books_printed_precision() -> None:
     assert match_line(book, "rms = 16.6   bytes=524,289") == "figure 524,288 (t.bytes) printed as 524,289"
 
 
+def test_a_figure_of_several_numbers_is_reported_whole() -> None:
+    book = line("codes : [[7, -7, 35]](claim:t.codes)   scale = [3.66e-04](claim:t.scale)")
+    assert match_line(book, "codes : [7, -7, 35]   scale = 3.66e-04") is None
+    assert match_line(book, "codes : [7, 8, 35]   scale = 3.70e-04") == (
+        "figure [7, -7, 35] (t.codes) printed as [7, 8, 35]; figure 3.66e-04 (t.scale) printed as 3.70e-04")
+
+
 def test_unbound_numbers_on_a_line_that_does_not_vary_hold_too() -> None:
     book = line("bits per weight = (32 x 8 + 16) / 32 = [8.50](claim:t.bpw)")
     assert match_line(book, "bits per weight = (32 x 8 + 16) / 32 = 8.50") is None
@@ -238,7 +245,7 @@ def test_a_snippet_whose_computation_changed_fails_with_the_blocks_line_and_both
     copy.write_text(byte_count, encoding="utf-8")
     (check,) = check_snippet(outputs, "shapes.py", run_in_process(copy).stdout, "in process")
     assert f"{SHAPES_PAGE}:{book_line.line}: shapes.py (in process) no longer prints the book's line: " \
-           "12288 of figure (4096, 12288) (shapes.w.shape) printed as 12287; figure 50,331,648 (shapes.w.elements) printed as " \
+           "figure (4096, 12288) (shapes.w.shape) printed as (4096, 12287); figure 50,331,648 (shapes.w.elements) printed as " \
            "50,327,552; figure 201,326,592 (shapes.w.bytes) printed as 201,310,208" in check.message
 
 

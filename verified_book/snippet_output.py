@@ -63,15 +63,8 @@ class Number:
     start: int
     claim_id: str | None
     measured: bool
-    figure: str = ""  # the bound figure's text, where the number is one element of it: (4096, 12288)
-
-    def described(self) -> str:
-        """The number as a message names it: with its figure and claim where one binds it."""
-        if not self.claim_id:
-            return self.text
-        if self.figure and self.figure != self.text:
-            return f"{self.text} of figure {self.figure} ({self.claim_id})"
-        return f"figure {self.text} ({self.claim_id})"
+    figure: str = ""  # the text of the figure that binds it: (4096, 12288) holds two numbers
+    figure_start: int = -1  # where that figure starts on the line, so its numbers are reported together
 
     @property
     def is_version(self) -> bool:
@@ -181,8 +174,8 @@ def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Call
     display = "".join(text)
     numbers = []
     for start, end, token in numbers_in(display):
-        claim_id, figure = next(((c, f) for s, e, c, f in spans if s <= start and end <= e), (None, ""))
-        numbers.append(Number(token, start, claim_id, bool(claim_id) and is_measured(claim_id), figure))
+        claim_id, figure, at = next(((c, f, s) for s, e, c, f in spans if s <= start and end <= e), (None, "", -1))
+        numbers.append(Number(token, start, claim_id, bool(claim_id) and is_measured(claim_id), figure, at))
     return BookLine(file, number, display, tuple(numbers), varies)
 
 
@@ -253,10 +246,24 @@ def match_line(book: BookLine, printed: str) -> str | None:
         return "the text differs"
     if book.varies:
         return None
+    figures: dict[tuple[int, int], list[tuple[Number, str]]] = {}  # a bound figure's numbers, or one unbound number
+    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed))):
+        key = (expected.figure_start, -1) if expected.claim_id else (expected.start, i)
+        figures.setdefault(key, []).append((expected, found))
     differ = []
-    for expected, (_, _, found) in zip(book.numbers, numbers_in(printed)):
-        if not _holds(expected.text, found):
-            differ.append(f"{expected.described()} printed as {found}")
+    for pairs in figures.values():
+        if all(_holds(expected.text, found) for expected, found in pairs):
+            continue
+        first = pairs[0][0]
+        if not first.claim_id:
+            differ.append(f"{first.text} printed as {pairs[0][1]}")
+            continue
+        now, cursor = [], first.figure_start
+        for expected, found in pairs:  # the figure as the snippet printed it: the book's text, its numbers replaced
+            now += [book.text[cursor:expected.start], found]
+            cursor = expected.start + len(expected.text)
+        now.append(book.text[cursor:first.figure_start + len(first.figure)])
+        differ.append(f"figure {first.figure} ({first.claim_id}) printed as {''.join(now)}")
     return "; ".join(differ) or None
 
 
