@@ -161,6 +161,8 @@ def test_a_machine_selection_runs_the_snippets_and_records_their_output(book: py
     snippets = book.path / "book" / "snippets"
     snippets.mkdir()
     (snippets / "hello.py").write_text("print('hello from this machine')\n")
+    page = book.path / "book" / "page.md"
+    page.write_text(page.read_text() + "\n```output hello.py\nhello from this machine\n```\n")
     result = run(book, "-m", "rtx5080")
     assert result.ret == 0, result.stdout.str()
     (path,) = (book.path / "results").glob("*.json")

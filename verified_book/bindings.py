@@ -281,7 +281,7 @@ def read_allowlist(path: Path) -> list[Allowance]:
 
 
 def book_pages(book_dir: Path) -> list[Path]:
-    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.parts)
+    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts)
 
 
 @dataclass

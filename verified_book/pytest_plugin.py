@@ -27,10 +27,17 @@ from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, 
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
+from verified_book.snippet_output import BookOutputs, check_snippet, read_book as read_output_blocks
 from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
 
 STATE = pytest.StashKey["RunState"]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
+
+
+def is_measured(claim_id: str) -> bool:
+    """Whether a claim's value depends on the machine that computes it."""
+    claim = REGISTRY.get(claim_id)
+    return claim is not None and claim.kind is Kind.MEASURED
 
 
 class RunState:
@@ -44,6 +51,8 @@ class RunState:
         self.results_dir = Path(config.getoption("claims_results_dir") or book.results)
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.output_blocks: BookOutputs = read_output_blocks(
+            book_pages(self.book_dir) if self.book_dir.is_dir() else [], self.root, self.snippets_dir, is_measured)
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
@@ -243,7 +252,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     run = state(parent.config)
     if file_path == run.root / FILE_NAME:
         return ClaimsFile.from_parent(parent, path=file_path)
-    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) and "snippets" not in file_path.parts:
+    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) \
+            and "snippets" not in file_path.relative_to(run.book_dir).parts:
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)
@@ -325,6 +335,8 @@ class BookPage(pytest.File):
                     item.add_marker(pytest.mark.skip(reason=skip))
             yield item
         yield UnboundItem.from_parent(self, name="every number is bound", page=page)
+        if run.output_blocks.of_page(rel):
+            yield OutputBlocksItem.from_parent(self, name="every output block names its snippet", page=page)
 
 
 class BookItem(pytest.Item):
@@ -393,6 +405,20 @@ class UnboundItem(BookItem):
             raise BookFailure("\n".join(lines))
 
 
+class OutputBlocksItem(BookItem):
+    """A page's output blocks are declared right: each names a snippet of this book, and says which lines vary."""
+
+    def __init__(self, *, page: Page, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.page = page
+        self.line = 1
+
+    def runtest(self) -> None:
+        errors = state(self.config).output_blocks.errors(self.page.file)
+        if errors:
+            raise BookFailure("\n".join(errors))
+
+
 class SnippetFile(pytest.File):
     """A lab snippet: run inside the test process in the default run (as a script there too where
     it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
@@ -410,7 +436,8 @@ class SnippetFile(pytest.File):
 
 
 class SnippetItem(BookItem):
-    """A lab snippet runs as a reader would run it, and its output is kept per machine."""
+    """A lab snippet runs as a reader would run it, its output is kept per machine, and what it
+    printed is held against each output block of the book that shows it (`verified_book.snippet_output`)."""
 
     line = 1
 
@@ -424,7 +451,17 @@ class SnippetItem(BookItem):
         if done.exit_status != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
                               f"{done.stderr[-3000:]}")
-        run.outputs[self.path.name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how}
+        name = self.path.name
+        devices = [b.device for b in run.backends.values() if b.available]
+        checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
+        run.outputs[name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how,
+                             "checked": [c.to_json() for c in checks]}
+        if not checks:
+            raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
+                              f"prints: add one where the book runs it, fenced as ```output {name}")
+        stale = [c.message for c in checks if c.status == Status.STALE]
+        if stale:
+            raise BookFailure("\n".join(stale))
 
 
 def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:

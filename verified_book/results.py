@@ -22,6 +22,7 @@ from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
+from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
 SCHEMA_VERSION = 2
@@ -436,6 +437,29 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
                 problems.append(f"{at}: seconds {_show(output.get('seconds'))} is not a plausible duration")
             if not _optional(output, "how", lambda v: v in ("script", "in process")):
                 problems.append(f"{at}: how {_show(output.get('how'))} is not 'script' or 'in process'")
+            _check_output_checks(output.get("checked"), at, problems)
+
+
+def _check_output_checks(checked: Any, at: str, problems: list[str]) -> None:
+    """An output's `checked`: how each of the book's blocks showing the snippet compared with this run."""
+    if checked is None:
+        return
+    if not isinstance(checked, list):
+        problems.append(f"{at}: checked must be a list of the book's output blocks and how each compared")
+        return
+    for i, check in enumerate(checked):
+        where = f"{at}: checked[{i}]"
+        if not isinstance(check, dict):
+            problems.append(f"{where}: must be an object with file, line, status")
+            continue
+        if not isinstance(check.get("file"), str) or not BOOK_PATH_PATTERN.match(check["file"]):
+            problems.append(f"{where}: file {_show(check.get('file'))} is not a relative path inside the book")
+        if not _is_int(check.get("line")) or not 1 <= check["line"] <= MAX_LINE:
+            problems.append(f"{where}: line {_show(check.get('line'))} is not a positive integer")
+        if check.get("status") not in OUTPUT_STATUSES:
+            problems.append(f"{where}: status {_show(check.get('status'))} is not one of {', '.join(OUTPUT_STATUSES)}")
+        if not _optional(check, "message", lambda v: isinstance(v, str)):
+            problems.append(f"{where}: message must be a string")
 
 
 def validate(data: Any, where: str, known_claims: set[str] | None = None) -> list[str]:
