@@ -928,7 +928,7 @@ def total(backend, n):
     return int(backend.tensor([n, n]).sum())
 '''
 
-ENV_PAGE = "Two twos make [4](claim:env.sum.2), as [16.6](claim:basic.ratio) is a ratio.\n"
+ENV_PAGE = "A sum makes [4](claim:env.sum.2), as [16.6](claim:basic.ratio) is a ratio.\n"
 
 
 def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> list[Tally]:
