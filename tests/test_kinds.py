@@ -8,8 +8,9 @@
   value survives every change to everything it read returns a literal, whatever it reads
   on the way. (Exact claims take no backend, so no library is asked through one; a value
   a library states, such as gguf-py's block sizes, is a `library` claim instead.)
-- A `given` claim returns a value the book states or chooses, so it must read it from
-  `claims/data/given.toml`, where it is recorded with its source.
+- A `given` claim returns a value the book states or chooses, so it must read it from a
+  table with a `source` in `claims/data/` (`given.toml`, or the napkin examples'
+  `napkin.toml`), where it is recorded with that source.
 - Every figure the book marks disputed is bound to a claim that carries `quote` (the
   source's exact words) and `quote_at` (`file:line` in the source texts); when the
   sources are beside the repository (`../shared/sources`), the quote must occur verbatim on
@@ -79,16 +80,21 @@ def test_exact_claims_depend_on_what_they_read(registry: Any) -> None:
     assert not unmoved, "exact claims whose value no change to their inputs moves:\n" + "\n".join(unmoved)
 
 
+def _reads_a_stated_value(claim: Claim) -> bool:
+    with inputs.recording() as reads:
+        claim.evaluate()
+    return any(i.source for i in reads)
+
+
 def test_given_claims_read_the_given_file(registry: Any) -> None:
     wrong = []
     for claim in registry:
         if claim.kind is not Kind.GIVEN:
             continue
-        with inputs.recording() as reads:
-            claim.evaluate()
-        if not any(i.file == inputs.GIVEN for i in reads):
+        if not _reads_a_stated_value(claim):
             wrong.append(f"{claim.source_file}:{claim.source_line}: {claim.id}")
-    assert not wrong, f"given claims that read nothing from claims/data/{inputs.GIVEN}:\n" + "\n".join(wrong)
+    assert not wrong, ("given claims that read no stated value with its source from claims/data/ "
+                       f"(claims/data/{inputs.GIVEN}, or a table of value, unit, source like napkin.toml):\n" + "\n".join(wrong))
 
 
 def test_the_check_finds_a_literal() -> None:
@@ -100,6 +106,8 @@ def test_the_check_finds_a_literal() -> None:
     assert _depends(derived)[0]
     moved, reads = _depends(ignored)
     assert reads and not moved
+    assert not _reads_a_stated_value(Claim("t.given_literal", Kind.GIVEN, lambda: 8, "A batch typed in."))
+    assert _reads_a_stated_value(Claim("t.given_read", Kind.GIVEN, lambda: inputs.given("flops.decode_batch"), "A batch read."))
 
 
 def _disputed(registry: Any) -> list[tuple[Any, Claim | None]]:

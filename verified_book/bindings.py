@@ -35,7 +35,9 @@ NUMBER = re.compile(
 # "a quarter", "nine tenths"); a multiple ("twice", "doubles", "fourfold"). "One" is left
 # out on its own (it is an article and a pronoun far more often than a count) but counts
 # inside a compound ("twenty-one") and before a scale ("one hundred", "one billion"). Ordinals other than fractions ("second", "first") are
-# not quantities. Each match is one phrase: "four to ten" is two, "four" and "ten".
+# not quantities, and neither are plural magnitudes ("tens to hundreds of gigabytes",
+# "thousands of cores"), which name no value. Each match is one phrase: "four to ten" is
+# two, "four" and "ten".
 _UNITS = ("two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
           "sixteen|seventeen|eighteen|nineteen")
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"

@@ -144,6 +144,18 @@ def ddr5(part: str) -> Fraction:
     return ddr5_gbps() if part == "gbps" else link(keys[part])
 
 
+@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")}, source="links.toml")
+def lanes(which: str) -> Fraction:
+    """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
+    return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
+
+
+@claim("hierarchy.nvme.lane_share", kind="exact")
+def nvme_lane_share() -> Fraction:
+    """An NVMe drive's lanes as a share of an x16 link's: a quarter."""
+    return 1 / nvme_lane_ratio()
+
+
 @claim("hierarchy.nvme.lane_ratio", kind="exact")
 def nvme_lane_ratio() -> Fraction:
     """Sixteen lanes of an x16 link against an NVMe drive's four."""

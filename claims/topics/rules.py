@@ -112,7 +112,7 @@ def quantised_factor(pair: str) -> Fraction:
     return 1 / quantised_share(pair)
 
 
-@claim("rules.quantised.int4_group.size", kind="quoted", source="the source chapter: 'a group size like 128'")
+@claim("rules.quantised.int4_group.size", kind="given", source="the source chapter: 'a group size like 128'")
 def int4_group() -> int:
     """Weights that share one scale in grouped INT4."""
     return int(vendor(NAPKIN, "int4_group"))
@@ -137,7 +137,7 @@ def lora_params(config: dict) -> int:
     return config["num_hidden_layers"] * sum(rank * sum(shapes[name]) for name in LAYER_MATRICES)
 
 
-@claim("rules.lora.rank", kind="quoted", source="the worked example's choice")
+@claim("rules.lora.rank", kind="given", source="the worked example's choice")
 def lora_rank() -> int:
     """The LoRA rank of the worked example."""
     return int(vendor(NAPKIN, "lora_rank"))
