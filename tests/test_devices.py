@@ -13,6 +13,8 @@ from verified_book import backends, check
 from verified_book.backends import Backend, cuda_build_problem, touches_cuda_here
 from verified_book.registry import Claim, Kind
 
+pytestmark = pytest.mark.usefixtures("project_book")
+
 
 class FakeCudaTorch:
     """torch as it looks on an RTX 5080: a device it sees, an architecture list, a kernel launch."""

@@ -33,8 +33,10 @@ def planned(output: str) -> list[str]:
     return [line.split("would run: ", 1)[1] for line in output.splitlines() if "would run: " in line]
 
 
-def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gpu() -> None:
-    done = dry_run(RTX5080.format(driver="580.95.05"))
+def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gpu(tmp_path: Path) -> None:
+    """For a fresh environment (the plan does not depend on what this machine has installed)."""
+    venv = tmp_path / "fresh"
+    done = dry_run(RTX5080.format(driver="580.95.05"), VENV=str(venv))
     assert done.returncode == 0, done.stderr
     steps = planned(done.stdout)
     torch = baseline_torch()
@@ -44,7 +46,8 @@ def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gp
     assert [i for i, s in enumerate(steps) if "torch==" in s] < [i for i, s in enumerate(steps) if " -e " in s] \
         < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s], "torch first, then the project, then MLX's CUDA build over its CPU one"
     assert "driver 580.95.05 is new enough (needs 580.65.06)" in done.stdout
-    assert steps[-1].startswith(f"{ROOT}/.venv/bin/pytest -q -p no:cacheprovider")
+    assert steps[0].endswith(f"-m venv {venv}")
+    assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
     assert "nothing was installed or run" in done.stdout
 
 
@@ -57,8 +60,8 @@ def test_a_driver_too_old_stops_before_any_install() -> None:
 
 
 @pytest.mark.slow
-def test_an_older_cuda_variant_pairs_torch_and_mlx_builds_of_that_cuda() -> None:
-    done = dry_run(RTX5080.format(driver="570.133.07"), TORCH_CUDA="cu128")
+def test_an_older_cuda_variant_pairs_torch_and_mlx_builds_of_that_cuda(tmp_path: Path) -> None:
+    done = dry_run(RTX5080.format(driver="570.133.07"), TORCH_CUDA="cu128", VENV=str(tmp_path / "fresh"))
     assert done.returncode == 0, done.stderr
     steps = planned(done.stdout)
     assert any(s.endswith(f"torch=={baseline_torch()} --index-url https://download.pytorch.org/whl/cu128") for s in steps)
@@ -72,4 +75,4 @@ def test_a_card_mlx_cannot_use_leaves_mlx_gpu_out_and_says_why(tmp_path: Path) -
     assert "mlx:gpu is left out: compute capability 7.0 is below the 7.5" in done.stdout
     steps = planned(done.stdout)
     assert not any("mlx[" in s for s in steps)
-    assert any(s.endswith(f"-m venv {tmp_path / 'fresh'}") for s in steps), "a fresh machine gets its environment first"
+    assert steps[0].endswith(f"-m venv {tmp_path / 'fresh'}"), "a fresh machine gets its environment first"
