@@ -13,6 +13,8 @@ from verified_book import backends, check
 from verified_book.backends import Backend, cuda_build_problem, touches_cuda_here
 from verified_book.registry import Claim, Kind
 
+pytestmark = pytest.mark.usefixtures("project_book")
+
 
 class FakeCudaTorch:
     """torch as it looks on an RTX 5080: a device it sees, an architecture list, a kernel launch."""
@@ -251,11 +253,14 @@ def _kept_bits(backend: Backend) -> check.Outcome:
 
 
 def test_the_matmul_default_records_what_governs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
     monkeypatch.delenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", raising=False)
-    torch_cpu = backends.detect()["torch:cpu"]
-    if not torch_cpu.available:
-        pytest.skip(torch_cpu.reason)
-    outcome = _kept_bits(torch_cpu)
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")  # torch's own default, whatever this machine's environment set
+    try:
+        outcome = _kept_bits(backends.detect()["torch:cpu"])
+    finally:
+        torch.set_float32_matmul_precision(previous)
     assert (outcome.state, outcome.value) == (check.COMPUTED, 23)
     recorded = [str(i) for i in outcome.inputs]
     assert "environment: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE = 'unset'" in recorded

@@ -1,11 +1,8 @@
 """Which machine a fingerprint is: each hardware profile recognises its own machine and no neighbour."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from verified_book import config
 from verified_book.machine import Machine, field_matches, identify, profiles
 
 # Per profile: fingerprints of the machine itself (as the OS and CUDA name it), and of neighbouring
@@ -50,10 +47,7 @@ NAMES: dict[str, tuple[list[dict], list[dict]]] = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _book_profiles() -> None:
-    """The project's own book, whose data folder holds the profiles (a sample book run may have moved it)."""
-    config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
+pytestmark = pytest.mark.usefixtures("project_book")
 
 
 def test_every_profile_is_pinned_here() -> None:
