@@ -510,10 +510,11 @@ UNCUED = """() => [...document.querySelectorAll('.md-content *')].filter(e => {
 }).filter(e => !e.hasAttribute('data-vb-more') || getComputedStyle(e).maskImage === 'none')
   .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`)"""
 
-TAG_OVERLAPS = """() => [...document.querySelectorAll('.katex-display .tag')].flatMap(tag => {
+TAG = ".katex-display .katex-tag"  # KaTeX 0.19's class for an equation's number (\\tag)
+TAG_OVERLAPS = """() => [...document.querySelectorAll('.katex-display .katex-tag')].flatMap(tag => {
   const t = tag.getBoundingClientRect();
   const number = tag.textContent.trim();
-  return [...tag.parentElement.querySelectorAll(':scope > .base')].filter(b => {
+  return [...tag.parentElement.querySelectorAll(':scope > .katex-base')].filter(b => {
     const r = b.getBoundingClientRect();
     return r.width > 0 && r.left < t.right - 0.5 && t.left < r.right - 0.5 && r.top < t.bottom && t.top < r.bottom;
   }).map(b => `${number} overlaps "${b.textContent.slice(-30)}"`);
@@ -546,7 +547,7 @@ def test_every_page_fits_a_phone_and_a_desktop_and_links_the_legend(scheme: str,
                 assert page.evaluate(UNCUED) == [], f"{where}: a box scrolls sideways with no cue"
                 overlaps = page.evaluate(TAG_OVERLAPS)
                 assert overlaps == [], f"{where}: {overlaps}"
-                tagged += page.locator(".katex-display .tag").count()
+                tagged += page.locator(TAG).count()
                 if url != "marks.html":
                     link = page.locator("a.vb-legend-link")
                     assert link.count() == 1, f"{where}: no link to the legend"
