@@ -9,6 +9,7 @@ visible marker at the figure instead.
 """
 from __future__ import annotations
 
+import datetime
 import posixpath
 import re
 from pathlib import Path
@@ -39,7 +40,7 @@ class ClaimsConfig(base.Config):
     plots_page = c.Type(str, default="plots.md")
     legend_page = c.Type(str, default="marks.md")  # what each mark means, linked from every page
     report_within_days = c.Type(int, default=8)  # a fleet machine quiet for longer shows as not reported this week
-    today = c.Type(str, default="")  # the date the build judges that by (ISO); the build's own date when empty
+    today = c.Type((str, datetime.date), default="")  # the date that is judged by (ISO); the build's own when empty
     stand_ins = c.Type(bool, default=True)  # a nav entry not written yet gets a "being written" page
 
 
@@ -69,7 +70,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         else:
             log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
         try:
-            today = site_machines.today(self.config.today)
+            today = site_machines.today(str(self.config.today))
         except ValueError as e:
             raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
