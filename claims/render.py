@@ -70,8 +70,8 @@ SHAPES = {
     "outdated": ("↻", "a circular arrow"),
     "skipped": ("⊖", "a circle with a bar"),
     UNVERIFIED: ("○", "a hollow circle"),
-    "error": ("⯃", "an octagon with an exclamation mark"),
-    NOT_REPORTED: ("⧗", "a clock with an exclamation mark"),
+    "error": ("⚠", "an octagon with an exclamation mark"),
+    NOT_REPORTED: ("◷", "a clock with an exclamation mark"),
 }
 _STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
