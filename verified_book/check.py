@@ -320,6 +320,7 @@ class Verifier:
         records: dict[str, dict[str, Any]] = {}
         claims: dict[str, dict[str, Any]] = {}
         seconds: dict[str, dict[str, float]] = {}
+        dates: dict[str, dict[str, str]] = {}
         for claim_id, backend_name in sorted(self.judged):
             claim = self.registry[claim_id]
             backend = self.backends.get(backend_name, NO_BACKEND)
@@ -336,8 +337,9 @@ class Verifier:
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
             seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
+            dates.setdefault(claim_id, {})[backend_name] = run.get("date") or now()
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
                 claims[claim_id] = {**self.claim_meta(self.registry[claim_id]), "skipped": reason}
         machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": to_json(dict(self.machine.info))}
-        return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds}, records, outputs, claims)
+        return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds, "dates": dates}, records, outputs, claims)

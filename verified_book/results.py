@@ -123,6 +123,12 @@ class ResultsFile:
         """The records of claims the book still declares; a retired claim's stay in the file, unshown."""
         return {cid: per for cid, per in self.records.items() if cid in known}
 
+    def date_of(self, claim_id: str, backend: str) -> str | None:
+        """When the run that made a record ran: records merged from several runs keep their own date."""
+        dates = (self.run.get("dates") or {}).get(claim_id) or {}
+        date = dates.get(backend) if isinstance(dates, dict) else None
+        return date if isinstance(date, str) else (self.run.get("date") if isinstance(self.run.get("date"), str) else None)
+
     def counts(self, known: Container[str] | None = None) -> dict[str, int]:
         out = {s: 0 for s in RECORDED}
         records = self.records if known is None else self.current(known)
@@ -135,10 +141,13 @@ class ResultsFile:
         """Take every record of `other`, keeping ours where it has none; the run header is the latest
         run's, its timings merged like the records."""
         self.machine = other.machine or self.machine
-        seconds = {cid: dict(per) for cid, per in (self.run.get("seconds") or {}).items()}
-        for claim_id, per_backend in (other.run.get("seconds") or {}).items():
-            seconds.setdefault(claim_id, {}).update(per_backend)
-        self.run = {**(other.run or self.run), "seconds": seconds}
+        per_record = {}
+        for key in PER_RECORD:
+            merged = {cid: dict(per) for cid, per in (self.run.get(key) or {}).items()}
+            for claim_id, per_backend in (other.run.get(key) or {}).items():
+                merged.setdefault(claim_id, {}).update(per_backend)
+            per_record[key] = merged
+        self.run = {**(other.run or self.run), **per_record}
         for claim_id, per_backend in other.records.items():
             self.records.setdefault(claim_id, {}).update(per_backend)
         absent = {name for name, version in (self.run.get("backends") or {}).items() if version is None}
@@ -167,6 +176,9 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
+#: what the run header keeps per claim and backend, merged like the records: so a rerun that
+#: changes nothing changes the header only
+PER_RECORD = ("seconds", "dates")
 
 
 def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
@@ -180,6 +192,7 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
     run.setdefault("commit", None)
     run.setdefault("dirty", None)
     seconds: dict[str, dict[str, Any]] = {}
+    dates: dict[str, dict[str, Any]] = {}
     claims: dict[str, dict[str, Any]] = {}
     records: dict[str, dict[str, Any]] = {}
     for claim_id, per_backend in (data.get("records") or {}).items():
@@ -190,9 +203,11 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
             if record.get("seconds") is not None:
                 seconds.setdefault(claim_id, {})[backend] = record["seconds"]
             record.pop("seconds", None)
+            if record.get("date") is not None:
+                dates.setdefault(claim_id, {})[backend] = record["date"]
             record.pop("date", None)
             records.setdefault(claim_id, {})[backend] = record
-    run["seconds"] = seconds
+    run["seconds"], run["dates"] = seconds, dates
     rest = {k: v for k, v in data.items() if k not in ("environment", "records")}
     return {**rest, "schema_version": 2, "run": run, "claims": claims, "records": records}
 
@@ -408,6 +423,15 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
                 isinstance(per, dict) and all(_is_number(v) and 0 <= v <= MAX_SECONDS for v in per.values())
                 for per in seconds.values()):
             problems.append(f"{where}: run seconds must map claims to backends to durations")
+        dates = run.get("dates") or {}
+        if not isinstance(dates, dict) or not all(isinstance(per, dict) for per in dates.values()):
+            problems.append(f"{where}: run dates must map claims to backends to dates")
+        else:
+            for claim_id, per in dates.items():
+                for backend, date in per.items():
+                    problem = _iso_date(date)
+                    if problem:
+                        problems.append(f"{where}: run dates[{_show(claim_id)}][{_show(backend)}] {problem}")
     claims = data.get("claims", {})
     if isinstance(claims, dict):
         for claim_id, meta in claims.items():

@@ -42,6 +42,11 @@ MEANINGS: dict[Status, str] = {
 ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.OUTDATED, Status.DISPUTED,
                              Status.REFERENCE, Status.VERIFIED, Status.SKIPPED)
 
+#: the status a figure shows where machines differ: a problem first, then the strongest evidence
+#: that it holds (compared here, then only measured elsewhere, then computed from an older book)
+SHOWN_ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.DISPUTED, Status.VERIFIED,
+                                   Status.REFERENCE, Status.OUTDATED)
+
 #: the statuses a run writes into a results file (outdated is decided when records are read)
 RECORDED: tuple[str, ...] = tuple(s.value for s in Status if s is not Status.OUTDATED)
 
