@@ -21,7 +21,7 @@ from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from verified_book.check import FAILED, SKIPPED, Verifier
-from verified_book.vocabulary import KIND_MEANINGS, ORDER, Status, worst
+from verified_book.vocabulary import KIND_MEANINGS, RECORDED, Status, worst
 from verified_book.provenance import commit_of
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
@@ -564,7 +564,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     table = summary_table(run.statuses())
     if not table:
         return
-    columns = tuple(s.value for s in Status if s is not Status.OUTDATED)
+    columns = RECORDED
     order = ("none", *backends_mod.NAMES)
     terminalreporter.section("verified book")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from verified_book import results
+from verified_book.vocabulary import RECORDED
 from verified_book.registry import REGISTRY
 
 SLUG = "sample"
@@ -430,7 +431,7 @@ def counts_of(records: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[s
     out: dict[str, dict[str, int]] = {}
     for per_backend in records.values():
         for backend, record in per_backend.items():
-            row = out.setdefault(backend, {s: 0 for s in ("verified", "stale", "failed", "disputed", "skipped")})
+            row = out.setdefault(backend, {s: 0 for s in RECORDED})
             row[record["status"]] = row.get(record["status"], 0) + 1
     return out
 
