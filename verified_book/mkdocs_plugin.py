@@ -72,8 +72,26 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                                  "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
         else:
             log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
+        local = self.book_config.local_results
+        if results_dir == self.book_config.results and local is not None and local.is_dir():  # not under a test's own folder
+            self._read_local(local)
         self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near)
         return config
+
+    def _read_local(self, local: Path) -> None:
+        """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
+        machines; where this machine also has a committed file, the local one, newer, is shown."""
+        shown = self.book_config.shown(local)
+        for stem, results in read_all(local, self._results_problem).items():
+            if not SLUG_PATTERN.match(stem):
+                self._problem(render.Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
+                                             "(lower-case letters, digits, '-', '_'); it is left out"))
+                continue
+            if stem in self.results:
+                log.info(f"{shown}/{stem}.json (this clone's run) is shown in place of the committed file of the same machine")
+            else:
+                log.info(f"{shown}/{stem}.json (this clone's run) is shown beside the committed machines")
+            self.results[stem] = results
 
     def _problem(self, problem: render.Problem) -> None:
         self.problems.append(problem)
