@@ -200,6 +200,7 @@ def setup(job: str = "setup") -> None:
     if not (BIN / "python").exists():
         _say(f"set-up 1/3: creating the virtual environment {VENV.relative_to(ROOT)}/")
         _run(sys.executable, "-m", "venv", VENV)
+        _say("set-up 1/3: bringing pip in it up to date")
         _run(BIN / "python", "-m", "pip", "install", "--upgrade", "pip")
     else:
         _say(f"set-up 1/3: the virtual environment {VENV.relative_to(ROOT)}/ is there")
@@ -214,7 +215,7 @@ def setup(job: str = "setup") -> None:
     target = f".[{','.join(extras)}]" if extras else "."
     constraints = ["-c", LOCK] if LOCK.exists() else []
     _say(f"set-up 3/3: installing the project and its dependencies ({target}), pinned by "
-         f"{LOCK.relative_to(ROOT) if constraints else 'nothing (no lock file)'}")
+         f"{LOCK.relative_to(ROOT) if constraints and LOCK.is_relative_to(ROOT) else LOCK if constraints else 'nothing (no lock file)'}")
     _run(*pip, *constraints, "-e", target)
     if {"notebook", "dev"} & set(extras):
         # jupytext --execute picks the kernel whose python is the one running it: this venv's, named here
@@ -234,7 +235,9 @@ def usage() -> str:
 def _job(job: str, rest: list[str]) -> int:
     """Run a job through the virtual environment's `verified-book`, leaving Ctrl-C to it."""
     command = [str(BIN / "verified-book"), job, *rest]
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the job stops itself and keeps its records
+    # The job stops itself on Ctrl-C and keeps its records; run.py only waits for it. A handler that does
+    # nothing, not SIG_IGN, which the job would inherit and so never see the Ctrl-C.
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         code = subprocess.run(command, cwd=ROOT, env=_tool_env()).returncode
     finally:
