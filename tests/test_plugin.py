@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,22 @@ def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     records = _records(book)
     assert records["broken.one"]["none"]["status"] == "failed"
     assert records["arith.ratio"]["none"]["status"] == "verified"
+
+
+def test_the_summary_counts_the_selection_and_what_would_run_on_the_marked_machine(book: pytest.Pytester) -> None:
+    result = run(book, "-m", "rtx5080")
+    out = result.stdout.str()
+    header = next(line for line in out.splitlines() if line.startswith("backend "))
+    assert header.split()[1:] == ["selected", "verified", "stale", "failed", "disputed", "outdated", "skipped", "not", "here"]
+    for column in ("selected:", "verified:", "skipped:", "not here:"):
+        assert f"  {column}" in out, "a legend says what each column counts"
+    line = next(line for line in out.splitlines() if line.startswith("-m rtx5080:"))
+    # the selection: hw.vram on numpy and torch:cpu (rtx5080 runs numpy, torch:cpu, torch:cuda...) and
+    # every square claim on torch:cuda, none of which run on this machine
+    selected, ran, there = map(int, re.findall(r"(\d+) checks selected, (\d+) ran here; (\d+) would run", line)[0])
+    assert selected == ran + there and there > 0
+
+
+def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None:
+    result = run(book)
+    result.stdout.fnmatch_lines(["figures: 2 verified, 0 stale, 0 failed, 0 disputed, 0 outdated; 0 not computed on this machine"])
