@@ -63,7 +63,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import phases as phases_plugin  # beside this script; the suite's pytest loads it as benchmarks.phases
+try:  # imported as benchmarks.run (the tests), or run as a script, whose folder Python puts first on the path
+    from benchmarks import phases as phases_plugin
+except ImportError:
+    import phases as phases_plugin  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 
