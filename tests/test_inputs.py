@@ -1,9 +1,21 @@
 """Stated inputs: a key a claim asks a model's config.json for, and does not find, names the file and the key."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from verified_book import inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def the_book_s_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This book's data folder, whatever a sample book run earlier in this process pointed at."""
+    monkeypatch.setattr(inputs, "DATA_DIR", ROOT / "claims" / "data")
+    monkeypatch.setattr(inputs, "SHOWN_AS", "claims/data")
+    monkeypatch.setattr(inputs, "_cache", {})
 
 
 def test_a_missing_config_key_names_the_file_and_the_key() -> None:
