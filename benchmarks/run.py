@@ -317,6 +317,9 @@ def small_pages() -> Iterator[str]:
 
 def compare_bandwidth(rounds: int) -> dict[str, Any]:
     from verified_book.backends import detect
+    from verified_book.config import open_book, read_config
+
+    open_book(read_config(ROOT))  # the engine makes the book's content (claims/) importable
     from claims.probes import bandwidth
     from claims.probes.devices import cpu_threads
 
