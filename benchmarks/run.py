@@ -13,9 +13,11 @@ Times, one after another:
    shortest any split of the same work over this machine's cores could take while the
    timed items run alone: start-up, collection, the timed items and the close one after
    another, everything else divided by the cores;
-2. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
+2. `python3 run.py verify` (with `-q --no-results`): the book's checks and the site build, as a
+   reader verifies the book, judged against the snippets below (at most 1.5 times their time);
+3. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
    after another;
-3. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml).
+4. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml).
 
 Then measures the CPU's bandwidth with independent tools on the same working set and
 compares each with the suite's probe (claims.probes.bandwidth.measure on numpy, whose
@@ -61,11 +63,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+try:  # imported as benchmarks.run (the tests), or run as a script, whose folder Python puts first on the path
+    from benchmarks import phases as phases_plugin
+except ImportError:
+    import phases as phases_plugin  # type: ignore[no-redef]
 
-from benchmarks import phases as phases_plugin  # noqa: E402  (the path above first)
+ROOT = Path(__file__).resolve().parent.parent
 
 MIB = 2**20
 SUITE_TARGET_S = 60.0
@@ -110,6 +113,18 @@ def run_suite(cores: int) -> dict[str, Any]:
     if recorded:
         out["phases"] = phases(recorded, launched, ended, cores)
     return out
+
+
+def run_verify() -> dict[str, Any]:
+    """`python3 run.py verify` as a reader runs it (the book's checks, then the site), writing no results file."""
+    args = ["verify", "-q", "--no-results"]
+    launched = time.time()
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=3600)
+    lines = proc.stdout.splitlines()
+    verdict = next((line for line in reversed(lines) if line.startswith("verified-book: ")), "")
+    return {"seconds": round(time.time() - launched, 2), "exit_status": proc.returncode, "verdict": verdict,
+            "command": " ".join(["python3", "run.py", *args])}
 
 
 def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) -> dict[str, Any]:
@@ -302,6 +317,9 @@ def small_pages() -> Iterator[str]:
 
 def compare_bandwidth(rounds: int) -> dict[str, Any]:
     from verified_book.backends import detect
+    from verified_book.config import open_book, read_config
+
+    open_book(read_config(ROOT))  # the engine makes the book's content (claims/) importable
     from claims.probes import bandwidth
     from claims.probes.devices import cpu_threads
 
@@ -401,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
             for nodeid, item_seconds in split["slowest"].get(heading, []):
                 print(f"      {item_seconds:5.2f} s  {nodeid}")
+    if not args.skip_suite:
+        print("  timing python3 run.py verify ...", flush=True)
+        report["verify"] = run_verify()
+        print(f"  verify: {report['verify']['seconds']:.1f} s (exit {report['verify']['exit_status']}); "
+              f"{report['verify']['verdict']}", flush=True)
     print("  timing the snippets ...", flush=True)
     report["snippets"] = run_snippets()
     print(f"  snippets: {report['snippets']['seconds']:.1f} s for {report['snippets']['count']} scripts", flush=True)
@@ -418,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     if suite:
         targets["suite_under_60_s"] = suite["seconds"] < SUITE_TARGET_S
         ratios["figures_per_second"] = round(figures / suite["seconds"], 2)
+        if report["snippets"]["seconds"] > 0 and "verify" in report:
+            ratios["verify_over_snippets"] = round(report["verify"]["seconds"] / report["snippets"]["seconds"], 2)
+            targets["verify_at_most_1_5x_snippets"] = ratios["verify_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
         if report["snippets"]["seconds"] > 0:
             ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
             targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
@@ -437,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"whole default run: {suite['seconds']:.1f} s (target < {SUITE_TARGET_S:.0f} s: "
               f"{'met' if targets['suite_under_60_s'] else 'NOT met'})")
         print(f"figures verified per second: {ratios['figures_per_second']}")
+        if "verify_over_snippets" in ratios:
+            print(f"verify / snippets: {ratios['verify_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
+                  f"{'met' if targets['verify_at_most_1_5x_snippets'] else 'NOT met'})")
         if "suite_over_snippets" in ratios:
             print(f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
                   f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})")

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verified_book.bindings import WORD_NUMBER, AllowListError, Book, iter_numbers, read_allowlist, read_page
@@ -168,3 +169,47 @@ def test_every_binding_round_trips(tmp_path_factory: pytest.TempPathFactory, val
     page = read_page(folder / "p.md", folder)
     assert [(b.text, b.claim_id, b.line) for b in page.bindings] == [(f"{value:,}", claim_id, 1)]
     assert page.unbound == [] and page.malformed == []
+
+
+# Near-miss bindings (item 5) and space-grouped numbers in the scanner.
+
+_IDS = st.from_regex(r"[a-z]{1,8}(\.[a-z0-9_]{1,8}){0,3}", fullmatch=True)
+_TEXT = st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,2})?", fullmatch=True)
+
+
+def _page(tmp: Path, line: str) -> Any:
+    path = tmp / "page.md"
+    path.write_text(line + "\n", encoding="utf-8")
+    return read_page(path, tmp)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=_TEXT, claim_id=_IDS, broken=st.sampled_from([
+    "[{t}] (claim:{i})", "[{t}]  (claim:{i})", "[{t}][claim:{i}]", "[{t}](clam:{i})", "[{t}](claims:{i})",
+    "[{t}](Claim:{i})", "[{t}](cliam:{i})", "{t}(claim:{i})",
+]))
+def test_a_near_miss_binding_is_reported_as_broken(tmp_path_factory: pytest.TempPathFactory, text: str,
+                                                   claim_id: str, broken: str) -> None:
+    page = _page(tmp_path_factory.mktemp("p"), f"The figure {broken.format(t=text, i=claim_id)} here.")
+    assert not page.bindings
+    assert any("looks like a broken binding" in (b.error or "") or "malformed binding" in (b.error or "")
+               for b in page.malformed), page.malformed
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=_TEXT, claim_id=_IDS)
+def test_a_sound_binding_is_never_taken_for_a_near_miss(tmp_path_factory: pytest.TempPathFactory, text: str,
+                                                        claim_id: str) -> None:
+    page = _page(tmp_path_factory.mktemp("p"), f"See [{text}](claim:{claim_id}) and [the docs](https://example.org/x).")
+    assert [b.claim_id for b in page.bindings] == [claim_id] and not page.malformed
+
+
+def test_a_link_whose_scheme_is_far_from_claim_is_an_ordinary_link(tmp_path: Path) -> None:
+    page = _page(tmp_path, "Mail [me](mailto:a@b.c), read [this](https://x.org/y), or ask the claim: nothing.")
+    assert not page.malformed
+
+
+@given(st.integers(min_value=1000, max_value=10**12), st.sampled_from([" ", "\u202f", "\u2009", "\u00a0"]))
+def test_the_scanner_reads_space_grouped_thousands_as_one_number(n: int, sep: str) -> None:
+    text = f"{n:,}".replace(",", sep)
+    assert iter_numbers(f"It holds {text} values.") == [text]

@@ -142,3 +142,44 @@ def test_an_explicit_precision_sets_the_interval(value: int, tol: int) -> None:
     centre, half = Fraction(value, 100), Fraction(tol, 100)
     assert printed.holds(centre + half) and printed.holds(centre - half)
     assert not printed.holds(centre + half + Fraction(1, 10**6)) and not printed.holds(centre - half - Fraction(1, 10**6))
+
+
+# Thousands parted by a space (item 5): one number, or a clear refusal, never a number with digits as its unit.
+
+GROUP_SPACES = [" ", "\u202f", "\u2009", "\u00a0"]
+
+
+def _grouped(n: int, sep: str) -> str:
+    return f"{n:,}".replace(",", sep)
+
+
+@given(st.integers(min_value=1000, max_value=10**15), st.sampled_from(GROUP_SPACES))
+def test_space_grouped_thousands_read_as_one_number(n: int, sep: str) -> None:
+    printed = parse(_grouped(n, sep))
+    assert printed.value == n and printed.suffix == ""
+    assert printed.holds(n) and not printed.holds(n + 1)
+
+
+@given(st.integers(min_value=1000, max_value=10**12), st.integers(min_value=0, max_value=10**12),
+       st.sampled_from(GROUP_SPACES))
+def test_space_grouped_figures_are_rewritten_with_their_own_separator(n: int, computed: int, sep: str) -> None:
+    printed = parse(_grouped(n, sep))
+    again = parse(printed.render(computed)) if computed >= 1000 else None
+    assert printed.render(computed) == _grouped(computed, sep)
+    assert again is None or again.value == computed
+
+
+@given(st.integers(min_value=1, max_value=999), st.text("0123456789", min_size=1, max_size=6),
+       st.sampled_from([*GROUP_SPACES, ","]))
+def test_digits_after_a_space_that_are_not_a_group_of_three_are_refused(head: int, tail: str, sep: str) -> None:
+    text = f"{head}{sep}{tail}"
+    if len(tail) == 3:
+        assert parse(text).value == int(f"{head}{tail}")
+        return
+    with pytest.raises(FigureSyntaxError, match="groups of three"):
+        parse(text)
+
+
+def test_a_space_before_a_unit_is_still_a_unit() -> None:
+    printed = parse("65 GB")
+    assert printed.value == 65 and printed.suffix == " GB"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from harness import faults
 from verified_book.machine import fingerprint, identify
 from verified_book.registry import REGISTRY
+from verified_book.vocabulary import Status
 
 pytest_plugins = ["pytester"]
 
@@ -168,3 +170,22 @@ def test_a_machine_selection_runs_the_snippets_and_records_their_output(book: py
     (path,) = (book.path / "results").glob("*.json")
     outputs = json.loads(path.read_text())["outputs"]
     assert outputs["hello.py"]["text"] == "hello from this machine\n"
+
+
+def test_the_summary_counts_the_selection_and_what_would_run_on_the_marked_machine(book: pytest.Pytester) -> None:
+    result = run(book, "-m", "rtx5080")
+    out = result.stdout.str()
+    header = next(line for line in out.splitlines() if line.startswith("backend "))
+    assert header.split()[1:] == ["selected", *(s.value for s in Status), "not", "here"]
+    for column in ("selected:", "verified:", "skipped:", "not here:"):
+        assert f"  {column}" in out, "a legend says what each column counts"
+    line = next(line for line in out.splitlines() if line.startswith("-m rtx5080:"))
+    # the selection: hw.vram on numpy and torch:cpu (rtx5080 runs numpy, torch:cpu, torch:cuda...) and
+    # every square claim on torch:cuda, none of which run on this machine
+    selected, ran, there = map(int, re.findall(r"(\d+) checks selected, (\d+) ran here; (\d+) would run", line)[0])
+    assert selected == ran + there and there > 0
+
+
+def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None:
+    result = run(book)
+    result.stdout.fnmatch_lines(["figures: 2 verified, 0 stale, 0 failed, 0 disputed, 0 reference, 0 outdated; 0 not computed on this machine"])

@@ -217,7 +217,7 @@ def hostile_results(page: Any) -> dict[str, ResultsFile]:
                  {"shapes.py": {"text": HOSTILE, "date": HOSTILE, "seconds": HOSTILE, "how": HOSTILE}})
     rf.machine["fingerprint"] = {"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}
     rf.machine["markers"] = [HOSTILE]
-    rf.environment = {"date": HOSTILE, "versions": {"python": HOSTILE, HOSTILE: HOSTILE}, "backends": {HOSTILE: HOSTILE}}
+    rf.run = {"date": HOSTILE, "versions": {"python": HOSTILE, HOSTILE: HOSTILE}, "backends": {HOSTILE: HOSTILE}}
     return {"alpha": rf}
 
 

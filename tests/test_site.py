@@ -38,7 +38,8 @@ def build(project: Path, site: Path, strict: bool = True, env: dict[str, str] | 
     """Build the site of `project` (a folder holding mkdocs.yml) into `site`, from the project's root."""
     command = [*MKDOCS, "build", "-f", str(project / "mkdocs.yml"), "-d", str(site)] + (["--strict"] if strict else [])
     return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1",
+                               "CLAIMS_RESULTS_DIR": str(project / "results"), **(env or {})})
 
 
 class _Collect(logging.Handler):
@@ -629,3 +630,23 @@ def test_panels_work_after_instant_navigation_and_from_the_keyboard(browser: Any
     assert figure.get_attribute("aria-expanded") == "false"
     assert not visit.errors and not visit.outside
     visit.close()
+
+
+@pytest.mark.slow
+def test_a_clone_s_own_records_show_beside_the_committed_machines(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    (committed,) = sorted((project / "results").glob("*.json"))
+    local = project / "results.local"
+    local.mkdir()
+    data = json.loads(committed.read_text())
+    data["slug"] = data["machine"]["slug"] = "readers-laptop"
+    (local / "readers-laptop.json").write_text(json.dumps(data))
+    env = {k: v for k, v in os.environ.items() if k != "CLAIMS_RESULTS_DIR"}
+    command = [*MKDOCS, "build", "--strict", "-d", str(tmp_path / "site")]
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
+                          env={**env, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "results.local/readers-laptop.json (this clone's run) is shown beside the committed machines" in done.stderr
+    machines = (tmp_path / "site" / "machines" / "index.html").read_text()
+    assert "readers-laptop" in machines and committed.stem in machines
+    assert sorted(p.name for p in (project / "results").glob("*.json")) == [committed.name], "results/ is untouched"

@@ -15,7 +15,7 @@ RTX5080 = "NVIDIA GeForce RTX 5080, 16303 MiB, {driver}, 12.0"
 
 def baseline_torch() -> str:
     """The CPU baseline's torch version, read from run.py as the script reads it."""
-    found = re.search(r'^CPU_TORCH = "torch==([^"]+)"', (ROOT / "run.py").read_text(), re.M)
+    found = re.search(r'^TORCH = "torch==([^"]+)"', (ROOT / "run.py").read_text(), re.M)
     assert found, "run.py names the CPU baseline's torch"
     return found[1]
 

@@ -28,7 +28,9 @@ BINDING = re.compile(
 )
 _CLAIM_LINK_START = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 NUMBER = re.compile(
-    r"(?<![\w.\-/^$])(?:-(?=\d))?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w]|\.\d|-\w|,\d)"
+    # groups of three digits parted by a space, thin space or narrow no-break space are one number (65 504)
+    r"(?<![\w.\-/^$])(?:-(?=\d))?(?:\d{1,3}(?:[ \u2009\u202f\u00a0]\d{3})+(?![\d,.])"
+    r"|\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\w]|\.\d|-\w|,\d)"
 )
 # Numbers in words. A figure in words is one of: a cardinal from two up, alone or in a
 # compound ("twenty-five", "two hundred and fifty-six", "ten billion"); a fraction ("half",
@@ -58,6 +60,13 @@ GLUED = re.compile(
 )
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _INLINE_MATH = (re.compile(r"(?<![\\\w])\$(?!\s)[^$\n]+?(?<!\s)\$"), re.compile(r"\\\(.+?\\\)"))
+# What a binding looks like when one character is off: `] (claim:`, `][claim:`, `(clam:`, `[x](claims:`,
+# `16.6(claim:`. A link whose scheme is within two edits of `claim` is taken for a broken binding.
+_NEAR_MISS = re.compile(
+    r"\]\s+\(\s*claim\s*:|\]\s*\[\s*claim\s*:|(?<!\])\(\s*claim\s*:(?=\S)|\]\(\s*(?P<scheme>[A-Za-z]{3,8})\s*:",
+    re.IGNORECASE,
+)
+_URL_SCHEMES = {"http", "https", "mailto", "ftp", "ftps", "file", "data", "tel", "irc", "ssh", "git", "news"}
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _INLINE_SKIPS = (
     re.compile(r"(`+)(?:(?!\1).)+?\1"),
@@ -216,6 +225,13 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
                     in_output)
         )
         text = _mask(text, leftover.start(), leftover.end())
+    for miss in _near_misses(raw, text):
+        page.malformed.append(
+            Binding(rel, number, miss.start() + 1, raw.strip(), "", None, False, None,
+                    "looks like a broken binding: found " + repr(raw[max(0, miss.start() - 30): miss.end() + 40].strip())
+                    + "; a binding is [printed text](claim:dotted.id), with nothing between ] and (", in_output)
+        )
+        text = _mask(text, miss.start(), miss.end())
     for match in NUMBER.finditer(text):
         page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
     if in_output:
@@ -236,6 +252,34 @@ def _math_numbers(raw: str) -> list[tuple[int, str]]:
         for span in pattern.finditer(line):
             for digits in _DIGITS.finditer(span.group(0)):
                 out.append((span.start() + digits.start(), digits.group(0)))
+    return out
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: how many one-character edits turn `a` into `b`."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[-1]
+
+
+def _near_misses(raw: str, text: str) -> list[re.Match[str]]:
+    """Near-miss bindings in a line: searched where code, math and HTML are masked but links are not
+    (a link `[x](clam:...)` is masked as an ordinary link in `text`), and where `text` has no real binding."""
+    searched = raw
+    for pattern in _INLINE_SKIPS[:6]:  # code, math, comments, HTML: not the link and later masks
+        searched = pattern.sub(lambda m: " " * len(m.group(0)), searched)
+    out = []
+    for miss in _NEAR_MISS.finditer(searched):
+        scheme = miss.group("scheme")
+        if scheme is not None:  # `](word:`: a link, masked in `text`; `](claim:` is a binding's, read above
+            if scheme == "claim" or scheme.lower() in _URL_SCHEMES or _edits(scheme.lower(), "claim") > 2:
+                continue
+        elif not text[miss.start():miss.end()].strip():  # already read as a binding or reported as malformed
+            continue
+        out.append(miss)
     return out
 
 

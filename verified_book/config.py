@@ -12,7 +12,10 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     topics = ["claims.topics"]          # packages whose modules declare the claims
     data = "claims/data"                # stated inputs (configs, vendor figures)
     hardware = "hardware"               # hardware profiles, a folder inside `data`
-    results = "results"                 # one results file per machine
+    results = "results"                 # one results file per machine, committed: what the site shows
+    local_results = "results.local"     # optional: where a run on this clone writes its machine's file
+                                        # (git-ignored; the site shows it beside `results`); default `results`
+    plausible = "claims.topics.measured:plausible"  # optional: bounds a contributed measured value must lie in
     plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results
     offline = true                      # optional: refuse network access while claims compute
 """
@@ -45,6 +48,13 @@ class BookConfig:
     results: Path
     plots: str | None = None
     offline: bool = False
+    local_results: Path | None = None
+    plausible: str | None = None
+
+    @property
+    def writes_to(self) -> Path:
+        """Where a run writes this machine's results file: the local folder where the book has one."""
+        return self.local_results or self.results
 
     def shown(self, path: Path) -> str:
         """A path as messages print it: relative to the book's root where it lies inside."""
@@ -62,6 +72,8 @@ DEFAULTS: dict[str, Any] = {
     "results": "results",
     "plots": None,
     "offline": False,
+    "local_results": None,
+    "plausible": None,
 }
 
 
@@ -82,6 +94,9 @@ def read_config(root: Path) -> BookConfig:
     if unknown:
         raise ConfigError(f"{path}: [book] has unknown key(s) {', '.join(unknown)}; expected some of {', '.join(DEFAULTS)}")
     values = {**DEFAULTS, **table}
+    for key in ("pages", "data", "hardware", "results", "local_results", "plausible", "plots"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(f"{path}: [book] {key} must be a string, found {table[key]!r}")
     for key in ("pages", "data", "hardware", "results"):
         if not isinstance(values[key], str):
             raise ConfigError(f"{path}: [book] {key} must be a path as a string, found {values[key]!r}")
@@ -102,6 +117,8 @@ def read_config(root: Path) -> BookConfig:
         results=root / values["results"],
         plots=values["plots"],
         offline=bool(values["offline"]),
+        local_results=root / values["local_results"] if values["local_results"] else None,
+        plausible=values["plausible"],
     )
 
 

@@ -3,7 +3,8 @@
 The printed text is the expected value, and its precision is the printed precision:
 `16.6` holds for 16.55 to 16.65, `8,190,427,136` is exact, `1.56e-02` and
 `1.56 × 10^-2` have three significant digits, `2^-7` is exact, `8.6%` is 0.086 to
-half a tenth of a per cent, and an approximate figure (`≈ 14`, `about 17`) holds
+half a tenth of a per cent, `65 504` (a space, thin space or narrow no-break space between
+groups of three digits) is 65,504, and an approximate figure (`≈ 14`, `about 17`) holds
 within one unit of its last digit instead of a half. A figure may state its precision
 outright, `0.25 ± 0.03`: that is how a number in words or a round figure says how
 loosely it is meant ("a quarter", bound with the value `0.25 ± 0.03`, is nearer a
@@ -22,7 +23,9 @@ from typing import Any
 APPROX_WORDS = ("about", "around", "roughly", "nearly", "approximately", "some", "almost")
 _SPACES = str.maketrans({"\u2009": " ", "\u202f": " ", "\u00a0": " ", "\u2212": "-", "\u2013": "-"})
 
-_MANTISSA = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+"
+_MANTISSA = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?:[ ]\d{3})+(?!\d)|\d+)(?:\.\d+)?|-?\.\d+"
+_GROUP_SPACES = ("\u202f", "\u2009", "\u00a0", " ")  # thousands separators a printed figure may use besides ','
+_SPLIT_DIGITS = re.compile(r"^(?:\s+|,)\d")
 _NUMBER = re.compile(
     rf"""^(?P<mant>{_MANTISSA})
     (?:
@@ -55,6 +58,7 @@ class Printed:
     prefix: str = ""
     core: str = ""
     suffix: str = ""
+    group: str = ""  # the thousands separator as printed, where it is a kind of space
 
     @property
     def is_tuple(self) -> bool:
@@ -86,7 +90,7 @@ class Printed:
             items = _as_sequence(computed) or []
             inner = ", ".join(p.render(c) for p, c in zip(self.value, items))  # type: ignore[arg-type]
             return f"{self.prefix}{inner}{self.suffix}"
-        return f"{self.prefix}{format_like(self.core, computed)}{self.suffix}"
+        return f"{self.prefix}{format_like(self.core, computed, self.group)}{self.suffix}"
 
 
 def _as_sequence(value: Any) -> list[Any] | None:
@@ -147,6 +151,12 @@ def parse(text: str) -> Printed:
             "1.56e-02, 3.4 × 10^38, 2^-7, 8.6%, ≈ 14, (4096, 12288)"
         )
     core, value, half = printed
+    if _SPLIT_DIGITS.match(body[len(core):]):
+        raise FigureSyntaxError(
+            f"{text!r} has digits after a space or comma that do not make groups of three: read as one number it is not "
+            f"one, and read as {core.strip()!r} it would leave {body[len(core):].strip()!r} as its unit; print "
+            "thousands as 65,504 or 65 504 (groups of three digits)"
+        )
     if prefix:
         half *= 2
     stated = _PLUS_MINUS.match(body[len(core):])
@@ -154,9 +164,10 @@ def parse(text: str) -> Printed:
         # An explicit precision, for a round figure or one in words: "0.25 ± 0.03" for "a quarter".
         half = Fraction(stated.group("tol")) / (100 if stated.group("pct") else 1)
     low, high = (value - half, value + half) if isinstance(value, Fraction) else (value, value)
+    group = next((s for s in _GROUP_SPACES if " " in core and re.search(rf"\d{s}\d", text)), "")
     return Printed(
         text=text, value=value, low=low, high=high, approximate=bool(prefix),
-        prefix=prefix, core=core, suffix=body[len(core):],
+        prefix=prefix, core=core, suffix=body[len(core):], group=group,
     )
 
 
@@ -194,7 +205,7 @@ def _parse_scalar(body: str) -> tuple[str, Fraction | float, Fraction] | None:
     match = _NUMBER.match(body)
     if not match:
         return None
-    mant = match.group("mant").replace(",", "")
+    mant = match.group("mant").replace(",", "").replace(" ", "")
     decimals = len(mant.split(".")[1]) if "." in mant else 0
     value = Fraction(mant)
     half = Fraction(1, 2 * 10**decimals)
@@ -207,8 +218,9 @@ def _parse_scalar(body: str) -> tuple[str, Fraction | float, Fraction] | None:
     return match.group(0), value, half
 
 
-def format_like(core: str, computed: Any) -> str:
-    """Format `computed` in the same notation and precision as the printed `core`."""
+def format_like(core: str, computed: Any, group: str = "") -> str:
+    """Format `computed` in the same notation and precision as the printed `core`; `group` is
+    the printed thousands separator where it is a kind of space."""
     number = as_number(computed)
     if number is None:
         return str(computed)
@@ -222,7 +234,8 @@ def format_like(core: str, computed: Any) -> str:
         return str(float(number))
     mant = match.group("mant")
     decimals = len(mant.split(".")[1]) if "." in mant else 0
-    grouped = "," in mant
+    spaced = " " in mant
+    grouped = "," in mant or spaced
     pct = match.group("pct") or ""
     if pct:
         number *= 100
@@ -248,6 +261,8 @@ def format_like(core: str, computed: Any) -> str:
         return f"{mantissa:.{decimals}f}{times}10^{exp_text}{pct}"
     rounded = _round_half_even(number, decimals)
     text = f"{rounded:,.{decimals}f}" if grouped else f"{rounded:.{decimals}f}"
+    if spaced:
+        text = text.replace(",", group or " ")
     return text + pct
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import contextvars
+import difflib
 import json
 import re
 import tomllib
@@ -32,6 +33,13 @@ GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with
 
 class InputError(Exception):
     """A data file is missing, malformed, or lacks the key a claim asked for."""
+
+
+class MissingKey(InputError, KeyError):
+    """A key a claim asked a data file for is not in it; a KeyError too, for code that asks whether it is."""
+
+    def __str__(self) -> str:  # KeyError's own would print the message in quotes
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -202,9 +210,17 @@ class _TrackedConfig(dict):
         self._file, self._text = file, text
 
     def __getitem__(self, key: str) -> Any:
+        if not super().__contains__(key):
+            near = difflib.get_close_matches(str(key), [str(k) for k in self], n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise MissingKey(f"{SHOWN_AS}/{self._file}: no key {key!r} in the model's config{hint}")
         value = _overrides.get((self._file, key), super().__getitem__(key))
         _record(Input(self._file, key, value, _line_of(self._text, key)))
         return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A key that may be absent: read and recorded like `config[key]` where present, else `default`."""
+        return self[key] if super().__contains__(key) else default
 
 
 def model_config(model: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ visible marker at the figure instead.
 from __future__ import annotations
 
 import datetime
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -76,6 +77,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                                  "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
         else:
             log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
+        local = self.book_config.local_results
+        # this clone's own runs, unless the build is pointed at a results folder (CLAIMS_RESULTS_DIR, as tests do)
+        if "CLAIMS_RESULTS_DIR" not in os.environ and local is not None and local.is_dir():
+            self._read_local(local)
         try:
             today = site_machines.today(str(self.config.today))
         except ValueError as e:
@@ -83,6 +88,21 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
         self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
         return config
+
+    def _read_local(self, local: Path) -> None:
+        """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
+        machines; where this machine also has a committed file, the local one, newer, is shown."""
+        shown = self.book_config.shown(local)
+        for stem, results in read_all(local, self._results_problem).items():
+            if not SLUG_PATTERN.match(stem):
+                self._problem(render.Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
+                                             "(lower-case letters, digits, '-', '_'); it is left out"))
+                continue
+            if stem in self.results:
+                log.info(f"{shown}/{stem}.json (this clone's run) is shown in place of the committed file of the same machine")
+            else:
+                log.info(f"{shown}/{stem}.json (this clone's run) is shown beside the committed machines")
+            self.results[stem] = results
 
     def _problem(self, problem: render.Problem) -> None:
         self.problems.append(problem)

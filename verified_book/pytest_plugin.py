@@ -11,7 +11,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
@@ -21,11 +21,12 @@ from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from verified_book.check import FAILED, SKIPPED, Verifier
-from verified_book.vocabulary import KIND_MEANINGS, RECORDED, Status, worst
-from verified_book.provenance import commit_of
+from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
+from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
+from verified_book.results import read as read_results
 from verified_book.rewrite import rewrite_stale
 from verified_book.snippet_output import BookOutputs, check_snippet, read_book as read_output_blocks
 from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
@@ -48,7 +49,7 @@ class RunState:
         self.root = book.root
         self.book_dir = book.pages
         self.snippets_dir = book.snippets
-        self.results_dir = Path(config.getoption("claims_results_dir") or book.results)
+        self.results_dir = Path(config.getoption("claims_results_dir") or book.writes_to)
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.output_blocks: BookOutputs = read_output_blocks(
@@ -65,6 +66,10 @@ class RunState:
         self.worker_statuses: dict[tuple[str, str], str] = {}
         self.worker_written: set[str] = set()
         self.not_here: dict[str, str] = {}  # claim id -> why no backend here computed it
+        self.selected: set[tuple[str, str]] = set()  # (claim, backend) pairs this run's items check
+        self.figure_statuses: dict[str, str] = {}  # figure item's node id -> its status on this machine
+        self.figures_selected: set[str] = set()
+        self.written: Path | None = None
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""
@@ -178,7 +183,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--results-dir", dest="claims_results_dir", metavar="DIR", default=None,
-        help="Write results/<machine>.json under DIR instead of the project's results/ folder.",
+        help="Write <machine>.json under DIR instead of the book's local results folder (book.toml's "
+        "local_results, else results).",
     )
     group.addoption(
         "--no-results", dest="claims_no_results", action="store_true", default=False,
@@ -367,9 +373,12 @@ class FigureItem(BookItem):
         if claim is None:
             near = REGISTRY.near(self.binding.claim_id)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
+            run.figure_statuses[self.nodeid] = "failed"
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
+        judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
+        run.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
         bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
@@ -485,6 +494,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
         workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
+        workeroutput["claims_selected"] = sorted([c, b] for c, b in run.selected)
+        workeroutput["claims_figures"] = sorted([n, s] for n, s in run.figure_statuses.items())
+        workeroutput["claims_figures_selected"] = sorted(run.figures_selected)
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
     commit, dirty = commit_of(run.root)
@@ -546,32 +558,134 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     for claim_id, backend_name, status in output.get("claims_statuses", []):
         key = (claim_id, backend_name)
         run.worker_statuses[key] = worst((status, run.worker_statuses[key])) if key in run.worker_statuses else status
+    run.selected.update((c, b) for c, b in output.get("claims_selected", []))
+    for nodeid, status in output.get("claims_figures", []):
+        run.figure_statuses[nodeid] = status
+    run.figures_selected.update(output.get("claims_figures_selected", []))
     if output.get("claims_written"):
         run.worker_written.add(output["claims_written"])
 
 
-def summary_table(statuses: dict[tuple[str, str], str]) -> dict[str, dict[str, int]]:
-    """Counts by backend and status, for the terminal summary."""
+# The statuses the summary counts, in the order of its columns (the vocabulary's); a status a run
+# meets that is not here gets a column after them.
+TABLE_STATUSES = tuple(s.value for s in Status)
+LEGEND = {
+    "selected": "claim × backend checks this run selected (by path, -k or -m)",
+    **{s.value: meaning for s, meaning in MEANINGS.items()},
+    "outdated": "records in this machine's results file, not rerun now, computed from an older claim or input",
+    "skipped": "run here but not applicable on this backend (reasons: pytest -rs)",
+    "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
+}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note what the run selected (after -m and -k have deselected), for the summary's counts."""
+    run = state(config)
+    for item in items:
+        if isinstance(item, ClaimItem):
+            run.selected.add((item.claim.id, item.backend.name))
+        elif isinstance(item, FigureItem):
+            run.figures_selected.add(item.nodeid)
+            claim = REGISTRY.get(item.binding.claim_id)
+            if claim is not None:
+                run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim))
+
+
+def summary_table(statuses: dict[tuple[str, str], str],
+                  selected: set[tuple[str, str]] | None = None) -> dict[str, dict[str, int]]:
+    """Counts by backend: each status judged, and (given the selection) `selected` and `not here`."""
     table: dict[str, dict[str, int]] = {}
     for (_, backend_name), status in statuses.items():
         row = table.setdefault(backend_name, {})
         row[status] = row.get(status, 0) + 1
+    for key in selected or ():
+        row = table.setdefault(key[1], {})
+        row["selected"] = row.get("selected", 0) + 1
+        if key not in statuses:
+            row["not here"] = row.get("not here", 0) + 1
     return table
+
+
+def outdated_records(run: RunState, judged: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """Records in this machine's results file that this run did not redo and that no longer match the
+    book (the claim's code or an input changed since), each with why: a rerun of them clears it."""
+    if run.written is None or not run.written.exists():
+        return {}
+    try:
+        results = read_results(run.written)
+    except ResultsError:
+        return {}
+    out = {}
+    for claim_id, per_backend in results.current(REGISTRY).items():
+        for backend_name, record in per_backend.items():
+            if (claim_id, backend_name) in judged or record.get("status") == Status.SKIPPED:
+                continue
+            why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
+            if why:
+                out[(claim_id, backend_name)] = why
+    return out
+
+
+def hardware_in(markexpr: str) -> list[str]:
+    """The hardware markers a `-m` expression names, in the order it names them."""
+    known = machine_mod.profiles()
+    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9_]+", markexpr or "") if w in known))
+
+
+def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
+    """Figures by their status on this machine; `not here` for those selected that no backend here computed."""
+    counts: dict[str, int] = {}
+    for nodeid in selected | set(figure_statuses):
+        status = figure_statuses.get(nodeid, "skipped")
+        status = "not here" if status == "skipped" else status
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+FIGURE_VERDICT = tuple(s.value for s in Status if s is not Status.SKIPPED)
+
+
+def figure_line(counts: dict[str, int]) -> str:
+    """One line of what the run found of the book's figures."""
+    shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in FIGURE_VERDICT)
+    return f"figures: {shown}; {counts.get('not here', 0)} not computed on this machine"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = state(config)
-    table = summary_table(run.statuses())
+    absent = {name for name, b in run.backends.items() if not b.available}
+    statuses = {k: s for k, s in run.statuses().items() if not (s == "skipped" and k[1] in absent)}
+    table = summary_table(statuses, run.selected)
+    for (claim_id, backend_name), why in outdated_records(run, statuses).items():
+        row = table.setdefault(backend_name, {})
+        row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
     if not table:
         return
-    columns = RECORDED
+    found = {s for row in table.values() for s in row} - {"selected", "not here"}
+    columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
     order = ("none", *backends_mod.NAMES)
+    width = max(10, *(len(c) + 2 for c in columns))
     terminalreporter.section("verified book")
-    terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))
+    terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))
     for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
         row = table[backend_name]
-        terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>10}" for c in columns))
-    written = getattr(run, "written", None)
+        terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>{width}}" for c in columns))
+    total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
+    terminalreporter.write_line(f"{'all':<12}" + "".join(f"{total[c]:>{width}}" for c in columns))
+    for column in columns:
+        terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
+    missed = [key for key in run.selected if key not in statuses]
+    for marker in hardware_in(config.getoption("markexpr", "") or ""):
+        there = sum(1 for c, b in missed if c in REGISTRY and marker in run.applies_to(REGISTRY[c], b))
+        profile = machine_mod.profiles()[marker]
+        ran = len(run.selected) - len(missed)
+        terminalreporter.write_line(
+            f"-m {marker}: {len(run.selected)} checks selected, {ran} ran here; {there} would run on "
+            f"{profile.name} and did not run here (this machine is {run.machine.describe()})")
+    if run.figure_statuses or run.figures_selected:
+        terminalreporter.write_line(figure_line(figure_counts(run.figure_statuses, run.figures_selected)))
+    written = run.written
     for path in sorted({str(written)} if written else run.worker_written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
 

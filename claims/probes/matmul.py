@@ -15,15 +15,16 @@ The sweep multiplies a batch of activations `x` (batch × inputs) by one FP32 we
 (inputs × outputs) at growing batch sizes. Every call reads the whole weight once, so
 `weight bytes / time` is the rate at which the weight streams from memory, and the
 FLOPs per byte (exact, in `intensity`) grow with the batch. The sweep measures the
-batches in increasing order; on the CPU a batch whose calls would overrun the sweep's
-time budget (eight probe caps) is not measured, nor any larger one, and says why.
+batches in increasing order; on the CPU a batch whose call does more than CPU_SWEEP_MAX_FLOPS
+(batch 8 on Qwen3-8B's gate_proj) is not measured, and says why. The rule is a count of
+work, not a time, so every run of a machine measures the same batches and passes the same
+checks; a rule on the time left would measure a batch on one run and skip it on the next.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import math
-import time
 import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterator
@@ -40,7 +41,7 @@ GPU_N = 8192
 CPU_N_MIN, CPU_FP32_N_MIN, CPU_N_MAX, CPU_N_PROBE = 128, 512, 2048, 128
 CPU_FILL = 0.5
 SWEEP_BATCHES = (1, 8, 64, 256)
-SWEEP_BUDGET_CAPS = 8
+CPU_SWEEP_MAX_FLOPS = 2 * 8 * 4096 * 12288  # the most work a CPU sweep call may do: batch 8 on the book's weight
 FP8_CAPABILITY = (8, 9)
 
 
@@ -295,47 +296,31 @@ def measure_sweep(backend: Backend, inputs: int, outputs: int,
 
 def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int, ...], note: str) -> dict[int, SweepPoint]:
     backend = runner.backend
-    budget = SWEEP_BUDGET_CAPS * runner.policy.cap_s
     weight_bytes = 4 * inputs * outputs
     points: dict[int, SweepPoint] = {}
-    spent = 0.0
-    previous: tuple[int, float] | None = None
     w: Any = None
-    stop = ""
+    first_batch = True
     for batch in batches:
-        if stop:
-            points[batch] = SweepPoint(batch, None, weight_bytes, stop)
+        work = 2 * batch * inputs * outputs
+        if not runner.gpu and work > CPU_SWEEP_MAX_FLOPS:
+            points[batch] = SweepPoint(batch, None, weight_bytes,
+                                       f"batch {batch} is not measured on the CPU: {work / 1e9:.1f} GFLOP a call, past the "
+                                       f"sweep's {CPU_SWEEP_MAX_FLOPS / 1e9:.1f} GFLOP a call on a CPU (a count of work, so "
+                                       "every run measures the same batches)")
             continue
-        if previous is not None and not runner.gpu:
-            # a call takes no less than the smaller batch's and no more than its time × the FLOP ratio;
-            # the geometric mean of the two bounds is the guess (a call past the budget stops the sweep anyway)
-            estimate = previous[1] * math.sqrt(batch / previous[0])
-            cost = estimate * (1 + runner.policy.min_reps_slow)
-            if spent + cost > budget:
-                stop = (f"batch {batch} would take about {cost:.1f} s to measure ({estimate:.2f} s a call), past "
-                        f"the sweep's budget of {budget:.1f} s (set CLAIMS_PROBE_CAP_S to allow more)")
-                points[batch] = SweepPoint(batch, None, weight_bytes, stop)
-                continue
-        started = time.perf_counter()
         call, arrays = _sweep_operands(backend, batch, inputs, outputs, w)
         w = arrays[1]
-        if previous is None:
+        if first_batch:
             for _ in range(runner.policy.warmup - 1):
                 runner.seconds_per_call(call, 1)
+            first_batch = False
         first = runner.calibrate(call)
-        if not runner.gpu and spent + first * runner.policy.min_reps_slow > budget:
-            stop = (f"batch {batch} takes {first:.2f} s a call; measuring it would pass the sweep's budget of "
-                    f"{budget:.1f} s (set CLAIMS_PROBE_CAP_S to allow more)")
-            points[batch] = SweepPoint(batch, None, weight_bytes, stop)
-            continue
         one = runner.repetition(call, first)
         policy = dataclasses.replace(runner.policy, warmup=0)
         detail = f"x ({batch} × {inputs}) @ w ({inputs} × {outputs}), FP32" + (f"; {note}" if note else "")
-        m = repeat(one, what=f"sweep batch {batch} on {backend.name}", work=2 * batch * inputs * outputs,
+        m = repeat(one, what=f"sweep batch {batch} on {backend.name}", work=work,
                    unit="GFLOP/s", policy=policy, detail=detail, first=first if first >= runner.min_rep_s else None)
         points[batch] = SweepPoint(batch, m, weight_bytes)
-        previous = (batch, m.median_s)
-        spent += time.perf_counter() - started
     return points
 
 

@@ -1,0 +1,53 @@
+"""Stated inputs: a key a claim asks a model's config.json for, and does not find, names the file and the key."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verified_book import inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def the_book_s_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This book's data folder, whatever a sample book run earlier in this process pointed at."""
+    monkeypatch.setattr(inputs, "DATA_DIR", ROOT / "claims" / "data")
+    monkeypatch.setattr(inputs, "SHOWN_AS", "claims/data")
+    monkeypatch.setattr(inputs, "_cache", {})
+
+
+def test_a_missing_config_key_names_the_file_and_the_key() -> None:
+    config = inputs.model_config("qwen3-8b")
+    with pytest.raises(inputs.InputError) as caught:
+        config["num_attention_head"]
+    text = str(caught.value)
+    assert "models/qwen3-8b/config.json" in text and "'num_attention_head'" in text
+    assert "num_attention_heads" in text, "a near key is suggested"
+    assert isinstance(caught.value, KeyError), "code that asks `key in config` through KeyError still works"
+
+
+def test_get_reads_and_records_a_present_key_and_defaults_an_absent_one() -> None:
+    config = inputs.model_config("qwen3-8b")
+    with inputs.recording() as reads:
+        heads = config.get("num_attention_heads")
+        absent = config.get("no_such_key", 7)
+    assert heads == config["num_attention_heads"] and absent == 7
+    assert [(r.file, r.key) for r in reads] == [("models/qwen3-8b/config.json", "num_attention_heads")]
+
+
+def test_a_claim_that_asks_for_a_missing_key_fails_with_a_bad_input_message() -> None:
+    from verified_book.backends import NO_BACKEND
+    from verified_book.check import FAILED, evaluate
+    from verified_book.registry import Claim, Kind
+
+    def compute() -> int:
+        return inputs.model_config("qwen3-8b")["hidden_sizes"]
+
+    claim = Claim(id="test.missing_key", kind=Kind.EXACT, compute=compute, doc="A key the config lacks.",
+                  source_file="tests/test_inputs.py", source_line=1)
+    outcome = evaluate(claim, NO_BACKEND)
+    assert outcome.state == FAILED
+    assert "bad input" in outcome.message and "models/qwen3-8b/config.json" in outcome.message
+    assert "'hidden_sizes'" in outcome.message

@@ -1,0 +1,229 @@
+"""run.py, the zero-install bootstrap, and `verified-book`, the command it calls: set-up planned for the
+reader's machine, jobs checked before any set-up, progress said, Ctrl-C handled as pytest handles it."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from verified_book import cli
+from verified_book.config import read_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_py() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+# Set-up: the right torch from the right place, extras per job.
+
+
+def test_without_a_gpu_on_linux_torch_comes_from_the_cpu_index_only() -> None:
+    run = _run_py()
+    args, sentence = run.torch_plan("Linux", gpu=False, cpu_index_reachable=True)
+    assert args == [run.TORCH, "--index-url", run.CPU_INDEX], "--index-url, so no CUDA wheel can be chosen"
+    assert run.CPU_INDEX in sentence and "CPU build" in sentence
+
+
+def test_where_the_cpu_index_cannot_be_reached_set_up_falls_back_and_says_so() -> None:
+    run = _run_py()
+    args, sentence = run.torch_plan("Linux", gpu=False, cpu_index_reachable=False)
+    assert args == [run.TORCH] and "cannot be reached" in sentence and "pip's configured index" in sentence
+
+
+@pytest.mark.parametrize("system, gpu", [("Linux", True), ("Darwin", False), ("Windows", False)])
+def test_elsewhere_torch_comes_from_pip_s_own_index(system: str, gpu: bool) -> None:
+    run = _run_py()
+    args, _ = run.torch_plan(system, gpu=gpu, cpu_index_reachable=True)
+    assert args == [run.TORCH]
+
+
+def test_mlx_s_build_follows_the_gpu_and_the_two_never_meet() -> None:
+    run = _run_py()
+    assert run.extras_for("verify", "Linux", False) == ("verify", "cpu")
+    assert run.extras_for("verify", "Linux", True) == ("verify", "cuda")
+    assert run.extras_for("test", "Darwin", False) == ("dev",)
+    assert run.extras_for("site", "Linux", False) == ("site",), "the site is built from records: no torch, no MLX"
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert any(r.startswith("mlx[cuda") for r in extras["cuda"]) and any(r.startswith("mlx[cpu]") for r in extras["cpu"])
+    assert not any("mlx" in r for r in extras["verify"] if "linux" in r), "on Linux MLX comes from cpu or cuda only"
+
+
+def test_the_site_extra_brings_no_backend() -> None:
+    project = _pyproject()["project"]
+    names = [re.split(r"[<>=\[;! ]", r, maxsplit=1)[0].lower() for r in
+             [*project["dependencies"], *project["optional-dependencies"]["site"]]]
+    assert not {"torch", "mlx", "transformers", "jax", "gguf"} & set(names)
+    assert "mkdocs" in names and any("<2" in r for r in project["optional-dependencies"]["site"] if r.startswith("mkdocs>"))
+
+
+def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
+    run = _run_py()
+    assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)
+    assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.cli:main"
+
+
+def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_py()
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    monkeypatch.setattr(run, "VENV", tmp_path / ".venv")
+    monkeypatch.setattr(run, "BIN", tmp_path / ".venv" / "bin")
+    monkeypatch.setattr(run, "STAMP", tmp_path / ".venv" / ".installed")
+    monkeypatch.setattr(run, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(run, "reachable", lambda url, timeout=8.0: False)
+    monkeypatch.setattr(run, "_has_torch", lambda: False)
+    monkeypatch.setattr(run, "_report_builds", lambda: print("run.py: torch 2.13.0: CPU only build"))
+    monkeypatch.setattr(run.platform, "system", lambda: "Linux")
+    said: list[str] = []
+    commands: list[list[str]] = []
+
+    def fake_run(*cmd: Any) -> None:
+        said.append(capsys.readouterr().out)
+        commands.append([str(c) for c in cmd])
+        if cmd[1:3] == ("-m", "venv"):
+            (tmp_path / ".venv" / "bin").mkdir(parents=True)
+            (tmp_path / ".venv" / "bin" / "python").touch()
+
+    monkeypatch.setattr(run, "_run", fake_run)
+    run.setup("verify")
+    out = "".join(said) + capsys.readouterr().out
+    for step in ("set-up 1/3", "set-up 2/3", "set-up 3/3", "set-up done"):
+        assert step in out
+    assert "cannot be reached" in out, "the fallback is said"
+    pips = [c for c in commands if "pip" in c]
+    assert pips and not any({"-q", "--quiet"} & set(c) for c in pips), "pip shows what it installs and how far along"
+    project = next(c for c in pips if "-e" in c)
+    assert project[-1] == ".[cpu,verify]" and "-c" in project and project[project.index("-c") + 1].endswith("lock.txt")
+    assert all("run.py: set-up" in s for s in said), "every command is announced as it starts"
+
+
+def test_a_mistyped_job_fails_at_once_with_the_list_of_jobs(tmp_path: Path) -> None:
+    copy = tmp_path / "run.py"
+    shutil.copy(ROOT / "run.py", copy)  # no .venv beside it: a set-up would have to create one
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(copy), "verfiy"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and time.monotonic() - started < 10
+    assert "unknown job 'verfiy'" in done.stderr
+    for job in ("verify", "test", "site", "contribute", "merge-results", "fault-table"):
+        assert job in done.stderr
+    assert not (tmp_path / ".venv").exists() and "set-up" not in done.stdout
+
+
+def test_the_command_refuses_a_mistyped_job_too() -> None:
+    done = subprocess.run([sys.executable, "-m", "verified_book.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "verify, test, site" in done.stderr
+
+
+def test_the_lock_pins_every_package_once_and_names_no_nvidia_library() -> None:
+    lines = [line for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    names = [line.split("==")[0].lower() for line in lines]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][A-Za-z0-9_.]*", line) for line in lines)
+    assert len(names) == len(set(names)) and "torch" in names and "verified-book" not in names
+    assert not [n for n in names if n.startswith(("nvidia-", "cuda-"))], "CI's machine has no GPU"
+
+
+# verify: what verifies the book, a verdict, records kept apart from the committed ones.
+
+
+def test_verify_runs_the_book_and_not_the_engine_s_tests() -> None:
+    book = read_config(ROOT)
+    paths = cli.verify_paths(book)
+    assert str(ROOT / "book.toml") in paths and str(book.pages) in paths
+    assert not any(Path(p).is_relative_to(ROOT / "tests") for p in paths)
+
+
+def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> None:
+    book = read_config(ROOT)
+    outcome = cli._Outcome()
+    outcome.figures = {"verified": 900, "disputed": 6, "not here": 14}
+    outcome.slug, outcome.written = "box", book.writes_to / "box.json"
+    line = cli.verdict(outcome, 0, 0, book)
+    assert "\n" not in line
+    for word in ("900 verified", "0 stale", "0 failed", "6 disputed", "0 outdated", "on box", "site: ", "results: results.local/box.json"):
+        assert word in line
+
+
+def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:
+    book = read_config(ROOT)
+    assert book.writes_to == ROOT / "results.local" and book.results == ROOT / "results"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "results.local/x.json"], cwd=ROOT).returncode
+    assert ignored == 0
+
+
+def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from test_probes import _sound_file
+
+    local, results = tmp_path / "results.local", tmp_path / "results"
+    local.mkdir()
+    (local / "test-box.json").write_text(json.dumps(_sound_file()))
+    book = read_config(ROOT)
+    monkeypatch.setattr(type(book), "writes_to", property(lambda self: local))
+    from dataclasses import replace
+
+    mine = replace(book, local_results=local, results=results)
+    assert cli.contribute(mine, []) == 0
+    assert json.loads((results / "test-box.json").read_text())["records"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
+    assert "pull request" in capsys.readouterr().out
+    (local / "test-box.json").unlink()
+    assert cli.contribute(mine, []) == 1 and "nothing to contribute" in capsys.readouterr().err
+
+
+# Ctrl-C through run.py: pytest's own handling, the records judged so far kept, exit 130.
+
+
+def _set_up_current() -> bool:
+    run = _run_py()
+    installed = run._installed()
+    return installed is not None and "dev" in installed and (run.BIN / "verified-book").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: Path) -> None:
+    if not _set_up_current():
+        pytest.skip("run.py's set-up is not current here (python3 run.py setup first), and this test must not install")
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "test", "-v", "-p", "no:cacheprovider", "--results-dir", str(results),
+         "book.toml", "-k", "probe or formats"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    passed = 0
+    deadline = time.monotonic() + 240
+    while passed < 3 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        passed += " PASSED" in line
+    assert passed >= 3, "the run did not get going"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C: the whole foreground group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert "KeyboardInterrupt" in out, "pytest reports the interrupt as it does on its own"
+    assert "Traceback" not in err, "no traceback from run.py"
+    (written,) = results.glob("*.json")
+    records = json.loads(written.read_text())["records"]
+    assert sum(len(per_backend) for per_backend in records.values()) >= 3, "the records judged so far are kept"

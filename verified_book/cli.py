@@ -1,0 +1,192 @@
+"""`verified-book JOB`: the book's jobs as one command, run from anywhere inside a book.
+
+    verified-book verify [PYTEST ARGS]   the book's checks (claims, figures, snippets, probes) on this
+                                         machine, then the site with this machine's records beside the
+                                         committed ones; ends with a one-line verdict
+    verified-book test [PYTEST ARGS]     the whole test suite, the engine's own tests included
+    verified-book site [MKDOCS ARGS]     the site, `mkdocs build --strict`
+    verified-book contribute             this machine's records (the local results folder) checked and
+                                         merged into the committed results/, for a pull request
+    verified-book merge-results FILE...  results files from other machines checked and merged
+    verified-book fault-table [ARGS]     every fault scenario run now, docs/faults.md written (needs a
+                                         checkout: the scenarios live in the test harness)
+
+Ctrl-C stops a run as it stops pytest: the records judged so far are written, and the
+command exits 130. `run.py` at a book's root sets up a virtual environment and calls this.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from verified_book.config import BookConfig, ConfigError, find_root, read_config
+
+INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
+PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
+
+
+def _book() -> BookConfig:
+    root = find_root(Path.cwd())
+    if root is None:
+        raise SystemExit(f"verified-book: no book.toml in {Path.cwd()} or any folder above it; run this inside a book")
+    try:
+        return read_config(root)
+    except ConfigError as e:
+        raise SystemExit(f"verified-book: {e}") from None
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's notice about MkDocs 2 is not the reader's business
+    return env
+
+
+class _Outcome:
+    """A pytest plugin that keeps what the run found once it ends (pytest's config dies with the run)."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, int] = {}
+        self.written: Path | None = None
+        self.slug = ""
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        from verified_book import pytest_plugin
+
+        if pytest_plugin.STATE not in config.stash:
+            return
+        run = config.stash[pytest_plugin.STATE]
+        self.figures = pytest_plugin.figure_counts(run.figure_statuses, run.figures_selected)
+        written = run.written or (Path(sorted(run.worker_written)[0]) if run.worker_written else None)
+        self.written = written
+        self.slug = run.machine.slug
+
+
+def pytest_run(args: list[str], outcome: _Outcome | None = None) -> int:
+    """pytest in this process; its exit code, with an interrupted run's as 130."""
+    import pytest
+
+    code = int(pytest.main(args, plugins=[outcome] if outcome else []))
+    return INTERRUPTED if code == PYTEST_INTERRUPTED else code
+
+
+def site(book: BookConfig, args: list[str]) -> int:
+    """`mkdocs build --strict` at the book's root, in a process of its own (the site loads no backend)."""
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", *args]
+    try:
+        return subprocess.run(command, cwd=book.root, env=_env()).returncode
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def verify_paths(book: BookConfig) -> list[str]:
+    """What verifies the book: its claims (book.toml), its pages' figures, its snippets; not the engine's tests."""
+    paths = [str(book.root / "book.toml"), str(book.pages)]
+    if not book.snippets.is_relative_to(book.pages):
+        paths.append(str(book.snippets))
+    return paths
+
+
+def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
+    """The last line of `verify`: what held on this machine, and where the site and the records are."""
+    from verified_book.pytest_plugin import FIGURE_VERDICT
+
+    counts = ", ".join(f"{outcome.figures.get(s, 0)} {s}" for s in FIGURE_VERDICT)
+    machine = f" on {outcome.slug}" if outcome.slug else ""
+    missing = outcome.figures.get("not here", 0)
+    elsewhere = f" ({missing} need hardware or a backend not here)" if missing else ""
+    where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
+    where_results = f"results: {book.shown(outcome.written)}" if outcome.written else "no results written"
+    state = "verified" if tested == 0 else "NOT all verified"
+    return f"verified-book: {state}: figures {counts}{machine}{elsewhere}; {where_site}; {where_results}"
+
+
+def verify(book: BookConfig, args: list[str]) -> int:
+    outcome = _Outcome()
+    tested = pytest_run(["-p", "no:cacheprovider", *verify_paths(book), *args], outcome)
+    if tested == INTERRUPTED:
+        print("verified-book: interrupted; the records judged so far are kept"
+              + (f" in {book.shown(outcome.written)}" if outcome.written else ""), file=sys.stderr)
+        return INTERRUPTED
+    built = site(book, [])
+    print(verdict(outcome, tested, built, book), flush=True)
+    if book.local_results and outcome.written and outcome.written.is_relative_to(book.local_results):
+        print("verified-book: to contribute these records: verified-book contribute (then a pull request with results/)")
+    return tested or built
+
+
+def test(book: BookConfig, args: list[str]) -> int:
+    return pytest_run(args)
+
+
+def contribute(book: BookConfig, args: list[str]) -> int:
+    """Check this clone's own results files and merge them into the committed results folder."""
+    from verified_book import merge
+
+    local = book.local_results
+    if local is None:
+        print(f"verified-book: {book.root / 'book.toml'} names no local_results folder: runs write to "
+              f"{book.shown(book.results)} already", file=sys.stderr)
+        return 2
+    files = sorted(local.glob("*.json")) if local.is_dir() else []
+    if not files:
+        print(f"verified-book: nothing to contribute: {book.shown(local)}/ holds no results file; "
+              "run `verified-book verify` first", file=sys.stderr)
+        return 1
+    code = merge.main([*map(str, files), "--into", str(book.results), *args], book=book)
+    if code == 0 and "--check-only" not in args:
+        print(f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a pull request")
+    return code
+
+
+def merge_results(book: BookConfig, args: list[str]) -> int:
+    from verified_book import merge
+
+    return merge.main(args, book=book)
+
+
+def fault_table(book: BookConfig, args: list[str]) -> int:
+    """The fault scenarios live in the checkout's test harness (tests/harness), not in the package."""
+    tests = book.root / "tests"
+    if not (tests / "harness" / "fault_table.py").is_file():
+        print(f"verified-book: fault-table runs the test harness of a checkout ({tests}/harness/fault_table.py), "
+              "which this book does not have; run it from a clone of the project", file=sys.stderr)
+        return 2
+    try:
+        return subprocess.run([sys.executable, "-m", "harness.fault_table", *args], cwd=tests, env=_env()).returncode
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
+    "verify": verify,
+    "test": test,
+    "site": site,
+    "contribute": contribute,
+    "merge-results": merge_results,
+    "fault-table": fault_table,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    job, rest = argv[0], argv[1:]
+    if job not in JOBS:
+        print(f"verified-book: unknown job {job!r}; expected one of {', '.join(JOBS)}", file=sys.stderr)
+        return 2
+    book = _book()
+    os.chdir(book.root)
+    try:
+        return JOBS[job](book, rest)
+    except KeyboardInterrupt:
+        print("\nverified-book: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Check results files from other machines and merge them into the book's results folder.
+
+    verified-book merge-results [--into DIR] [--check-only] [--keep-newer] FILE.json ...
+
+Every file is checked before any is merged, and one bad file stops the merge: nothing
+is written, and each problem is printed as `FILE: what is wrong`. A file must
+
+- parse as JSON, with no NaN or Infinity, within the results store's size limits;
+- have the results schema (verified_book.results.validate): a safe machine slug equal to the
+  file's name, known backends and statuses, finite numbers, ISO dates, safe paths;
+- name only claims this book declares, each with the kind the book gives it;
+- hold plausible values for the measured claims, where the book names a check for them
+  (`plausible` in book.toml: a function of the claim id and the value that says why a value
+  is implausible, or None).
+
+A sound file is then merged into DIR/<slug>.json (default: the book's results folder) under
+the store's lock: its records replace those of the same claim and backend, others are kept.
+With --keep-newer a record replaces one only if it is not older (by the date of the run that
+made it), so merging an old copy over a newer one changes nothing: the order in which files
+arrive does not matter.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from verified_book.config import BookConfig, ConfigError, find_root, open_book, read_config
+from verified_book.registry import REGISTRY
+from verified_book.results import ResultsError, ResultsFile, merge_into, read
+
+Plausible = Callable[[str, object], "str | None"]
+
+
+def plausibility(book: BookConfig) -> Plausible:
+    """The book's check of measured values (`plausible = "module:function"` in book.toml), or none."""
+    if not book.plausible:
+        return lambda claim_id, value: None
+    module, _, name = book.plausible.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{book.root / 'book.toml'}: plausible = {book.plausible!r} does not name a function: {e}") from None
+
+
+def problems_of(path: Path, known: set[str], plausible: Plausible | None = None) -> tuple[ResultsFile | None, list[str]]:
+    """(the file, []) when sound, else (None, every problem as 'file: what')."""
+    try:
+        results = read(path, known)
+    except ResultsError as e:
+        return None, str(e).splitlines()
+    problems = []
+    for claim_id, per_backend in results.records.items():
+        claim = REGISTRY[claim_id]
+        for backend, record in per_backend.items():
+            at = f"{path}: records[{claim_id!r}][{backend!r}]"
+            kind = (results.claims.get(claim_id) or {}).get("kind")
+            if kind is not None and kind != claim.kind.value:
+                problems.append(f"{at}: kind {kind!r}, but the book declares {claim_id} as {claim.kind.value!r}")
+            if not claim.runs_on(backend):
+                problems.append(f"{at}: {claim_id} is not computed on {backend}")
+            if plausible is not None and record.get("status") in ("verified", "disputed", "stale"):
+                why = plausible(claim_id, record.get("value"))
+                if why:
+                    problems.append(f"{at}: {why}")
+    return (results if not problems else None), problems
+
+
+def _when(results: ResultsFile, claim_id: str, backend: str) -> dt.datetime | None:
+    date = results.date_of(claim_id, backend) if backend in results.records.get(claim_id, {}) else None
+    try:
+        when = dt.datetime.fromisoformat(date) if isinstance(date, str) else None
+    except ValueError:
+        return None
+    return when.replace(tzinfo=dt.timezone.utc) if when is not None and when.tzinfo is None else when
+
+
+def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
+    """`results` without the records that are older than the same claim and backend in `target`."""
+    if not target.exists():
+        return results
+    try:
+        current = read(target)
+    except ResultsError:
+        return results  # merge_into sets a corrupt file aside and says so
+    kept: dict[str, dict[str, dict[str, Any]]] = {}
+    for claim_id, per_backend in results.records.items():
+        for backend, record in per_backend.items():
+            old = _when(current, claim_id, backend)
+            new = _when(results, claim_id, backend)
+            if old is None or new is None or new >= old:
+                kept.setdefault(claim_id, {})[backend] = record
+    return ResultsFile(results.slug, results.machine, results.run, kept, results.outputs, results.claims)
+
+
+def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="verified-book merge-results", description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
+    parser.add_argument("--into", type=Path, default=None, metavar="DIR",
+                        help="the results folder to merge into (default: the book's results folder)")
+    parser.add_argument("--check-only", action="store_true", help="check the files; merge nothing")
+    parser.add_argument("--keep-newer", action="store_true",
+                        help="never replace a record with an older one (by the date of the run that made it)")
+    args = parser.parse_args(argv)
+
+    try:
+        if book is None:
+            root = find_root(Path.cwd())
+            if root is None:
+                print(f"merge-results: no book.toml in {Path.cwd()} or above", file=sys.stderr)
+                return 2
+            book = read_config(root)
+        errors = open_book(book)
+        plausible = plausibility(book)
+    except ConfigError as e:
+        print(f"merge-results: {e}", file=sys.stderr)
+        return 2
+    if errors:
+        print("merge-results: the book's claims do not load, so no file can be checked:", file=sys.stderr)
+        print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
+        return 2
+    known = set(REGISTRY.ids())
+    into = args.into or book.results
+
+    sound: list[tuple[Path, ResultsFile]] = []
+    refused = 0
+    slugs: dict[str, Path] = {}
+    for path in args.files:
+        results, problems = problems_of(path, known, plausible)
+        if results is not None and results.slug in slugs:
+            problems = [f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"]
+            results = None
+        if results is None:
+            refused += 1
+            print(f"merge-results: refused {path}:", file=sys.stderr)
+            for line in problems[:50]:
+                print(f"  {line}", file=sys.stderr)
+            if len(problems) > 50:
+                print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
+            continue
+        slugs[results.slug] = path
+        sound.append((path, results))
+    if refused:
+        print(f"merge-results: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
+        return 1
+    for path, results in sound:
+        counts = results.counts()
+        summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        if args.check_only:
+            print(f"merge-results: {path}: sound ({results.slug}: {summary})")
+            continue
+        target = into / f"{results.slug}.json"
+        if args.keep_newer:
+            results = newer_only(results, target)
+            if not results.records:
+                print(f"merge-results: {path}: nothing newer than {target}; kept as it is")
+                continue
+        warnings: list[str] = []
+        merge_into(target, results, warn=warnings.append)
+        for line in warnings:
+            print(f"merge-results: {line}", file=sys.stderr)
+        print(f"merge-results: {path} -> {target} ({summary})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
