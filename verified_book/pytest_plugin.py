@@ -176,6 +176,9 @@ KIND_MARKERS = {
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in KIND_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    for name, text in backends_mod.markers().items():
+        if name not in KIND_MARKERS:
+            config.addinivalue_line("markers", f"{name}: {text}")
     for marker, profile in machine_mod.profiles().items():
         config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
     try:

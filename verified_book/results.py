@@ -22,10 +22,12 @@ from typing import Any, Callable, Mapping
 
 from filelock import FileLock, Timeout
 
+from verified_book.backends import NAMES
+
 SCHEMA_VERSION = 1
 STATUSES = ("verified", "stale", "failed", "skipped", "disputed")
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
-BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
+BACKEND_NAMES = ("none", *NAMES)
 KINDS = ("exact", "library", "measured", "quoted")
 
 # Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
