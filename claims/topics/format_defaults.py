@@ -16,33 +16,18 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, names_of
 from verified_book.inputs import vendor
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.registry import NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-LIBRARIES: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "torch": TORCH, "mlx": ("mlx:cpu", "mlx:gpu")}
+LIBRARIES: dict[str, tuple[str, ...]] = {lib: names_of(lib) for lib in ("numpy", "torch", "mlx")}  # the book's figures
 PROBE_SIZE = 256  # large enough that a GPU library takes its tensor-core path
 
 
 def default_float_bits(backend: Backend) -> int:
     """Bits of the dtype a library gives a float literal, and (torch) of its declared default."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        return np.asarray([1.0]).dtype.itemsize * 8
-    if backend.library == "torch":
-        import torch
-
-        declared = torch.get_default_dtype()
-        made = torch.tensor([1.0], device=backend.device).dtype
-        if made != declared:
-            raise InvariantFailed(f"torch.get_default_dtype() is {declared}, but a float literal became {made}")
-        return declared.itemsize * 8
-    import mlx.core as mx
-
-    return mx.array([1.0]).dtype.size * 8
+    return backend.adapter.default_float_bits()
 
 
 def capability(text: str) -> tuple[int, int]:
@@ -55,27 +40,17 @@ for _lib, _names in LIBRARIES.items():
     claim(f"formats.default.float_bits.{_lib}", kind="library", backends=_names)(default_float_bits)
 
 
-def _on_device(backend: Backend) -> contextlib.AbstractContextManager[Any]:
-    """MLX computes on the stream of the backend's device; the others place tensors explicitly."""
-    if backend.library != "mlx":
-        return contextlib.nullcontext()
-    module = backend.module
-    return module.stream(module.cpu if backend.device == "cpu" else module.gpu)
-
-
 def _square(backend: Backend, size: int, value: float | None) -> Any:
     """A size × size FP32 matrix on the backend's device: filled with `value`, or the identity for None."""
-    module = backend.module
-    if backend.library == "torch":
-        place = {"dtype": module.float32, "device": backend.device}
-        return module.eye(size, **place) if value is None else module.full((size, size), value, **place)
-    return module.eye(size, dtype=module.float32) if value is None else module.full((size, size), value, dtype=module.float32)
+    adapter = backend.adapter
+    float32 = adapter.dtype("float32")
+    return adapter.eye(size, float32) if value is None else adapter.full((size, size), value, float32)
 
 
 def kept_mantissa_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps: the largest k for which (1 + 2^-k) · I comes back exact."""
     kept = 0
-    with _on_device(backend):
+    with backend.adapter.on_device():
         identity = _square(backend, PROBE_SIZE, None)
         for k in range(1, FORMATS["fp32"].mantissa + 1):
             value = 1.0 + 2.0**-k

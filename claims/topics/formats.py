@@ -37,9 +37,7 @@ class Format:
     mantissa: int
     bias: int
     specials: str  # "ieee", "fn" (NaN only, no inf) or "none"
-    torch_name: str | None
-    numpy_name: str | None
-    mlx_name: str | None
+    dtype: str | None  # the dtype's name, numpy style (ml_dtypes' for the small formats); each adapter looks it up
 
     @property
     def bits(self) -> int:
@@ -77,13 +75,13 @@ class Format:
 FORMATS: dict[str, Format] = {
     f.id: f
     for f in (
-        Format("fp32", "FP32", 1, 8, 23, 127, "ieee", "float32", "float32", "float32"),
-        Format("tf32", "TF32", 1, 8, 10, 127, "ieee", None, None, None),
-        Format("fp16", "FP16", 1, 5, 10, 15, "ieee", "float16", "float16", "float16"),
-        Format("bf16", "BF16", 1, 8, 7, 127, "ieee", "bfloat16", "bfloat16", "bfloat16"),
-        Format("e4m3", "FP8 E4M3", 1, 4, 3, 7, "fn", "float8_e4m3fn", "float8_e4m3fn", None),
-        Format("e5m2", "FP8 E5M2", 1, 5, 2, 15, "ieee", "float8_e5m2", "float8_e5m2", None),
-        Format("e2m1", "E2M1 (FP4)", 1, 2, 1, 1, "none", "float4_e2m1fn_x2", "float4_e2m1fn", None),
+        Format("fp32", "FP32", 1, 8, 23, 127, "ieee", "float32"),
+        Format("tf32", "TF32", 1, 8, 10, 127, "ieee", None),
+        Format("fp16", "FP16", 1, 5, 10, 15, "ieee", "float16"),
+        Format("bf16", "BF16", 1, 8, 7, 127, "ieee", "bfloat16"),
+        Format("e4m3", "FP8 E4M3", 1, 4, 3, 7, "fn", "float8_e4m3fn"),
+        Format("e5m2", "FP8 E5M2", 1, 5, 2, 15, "ieee", "float8_e5m2"),
+        Format("e2m1", "E2M1 (FP4)", 1, 2, 1, 1, "none", "float4_e2m1fn"),
     )
 }
 
@@ -93,38 +91,12 @@ FINFO_FIELDS = ("eps", "max", "smallest_normal")
 
 def dtype_of(backend: Backend, fmt: Format) -> Any:
     """The backend's dtype object for a format, or NotOnBackend naming what is missing."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        if fmt.numpy_name in ("float32", "float16"):
-            return getattr(np, fmt.numpy_name)
-        import ml_dtypes
-
-        if fmt.numpy_name and hasattr(ml_dtypes, fmt.numpy_name):
-            return getattr(ml_dtypes, fmt.numpy_name)
-        raise NotOnBackend(f"numpy with ml_dtypes {ml_dtypes.__version__} has no dtype for {fmt.label}")
-    if backend.library == "torch":
-        import torch
-
-        if fmt.torch_name and hasattr(torch, fmt.torch_name):
-            return getattr(torch, fmt.torch_name)
-        raise NotOnBackend(f"torch {torch.__version__} has no dtype for {fmt.label}")
-    import mlx.core as mx
-
-    if fmt.mlx_name and hasattr(mx, fmt.mlx_name):
-        return getattr(mx, fmt.mlx_name)
-    raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.label} dtype")
+    return backend.adapter.dtype(fmt.dtype or fmt.id, fmt.label)
 
 
 def finfo(backend: Backend, fmt: Format) -> Any:
     """The backend's finfo object for a format."""
-    dtype = dtype_of(backend, fmt)
-    if backend.library == "numpy":
-        import ml_dtypes
-        import numpy as np
-
-        return np.finfo(dtype) if fmt.numpy_name in ("float32", "float16") else ml_dtypes.finfo(dtype)
-    return backend.module.finfo(dtype)
+    return backend.adapter.finfo(dtype_of(backend, fmt))
 
 
 def _finfo_field(info: Any, field: str) -> float:

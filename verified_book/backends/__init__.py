@@ -222,6 +222,10 @@ class Adapter:
     def eye(self, n: int, dtype: Any) -> Any:
         return self.module.eye(n, dtype=dtype)
 
+    def share(self, mask: Any) -> float:
+        """The fraction of a boolean array that is true, averaged in FP32 on the device."""
+        return float(self.astype(mask, self.dtype("float32")).mean().item())
+
     def placeholder(self, shape: tuple[int, ...]) -> Any:
         """An FP32 array whose shape is what matters: no data where the library allows it."""
         return self.zeros(shape, self.dtype("float32"))
@@ -333,6 +337,14 @@ class Adapter:
     def probe_values(self, shape: tuple[int, int], seed: int, fill: float) -> Any:
         """FP32 operands for a timed product: random normal on an accelerator, the constant `fill` on the CPU."""
         return self.full(shape, fill, self.dtype("float32"))
+
+    def fp8_matmul(self, rows: int, inner: int, cols: int, seed: int, fill: float) -> tuple[Callable[[], Any], list[Any]]:
+        """One call of a scaled FP8 (E4M3) matmul, and its arrays."""
+        raise self.missing("fp8_matmul")
+
+    def one_thread(self) -> contextlib.AbstractContextManager[Any]:
+        """The library's intra-op threads set to one for the block (`thread_count` feature)."""
+        raise self.missing("thread_count")
 
     def full_precision_fp32(self) -> contextlib.AbstractContextManager[str]:
         """Keep FP32 matmuls in FP32 for the block; yields a note when that could not be done."""

@@ -165,7 +165,7 @@ class MlxAdapter(Adapter):
         import mlx.core as mx
 
         grads = mx.grad(fn, argnums=tuple(range(len(args))))(*args)
-        return list(grads)
+        return list(grads) if isinstance(grads, (tuple, list)) else [grads]  # one argument: one array
 
     def jvp(self, fn: Callable[[Any], Any], primal: Any, tangent: Any) -> Any:
         import mlx.core as mx

@@ -14,7 +14,7 @@ class NumpyAdapter(Adapter):
     library = "numpy"
     module_name = "numpy"
     names = ("numpy",)
-    features = frozenset({"strides", "finfo.resolution", "random", "copy"})
+    features = frozenset({"strides", "views", "finfo.resolution", "random", "copy"})
     lacking = {
         "autodiff": "numpy has no automatic differentiation",
         "optimizer": "numpy has no optimizer",
@@ -82,6 +82,9 @@ class NumpyAdapter(Adapter):
 
     def from_numpy(self, a: Any) -> Any:
         return a
+
+    def share(self, mask: Any) -> float:
+        return float(mask.mean())  # numpy averages booleans in float64
 
     def random_normal(self, shape: tuple[int, ...], seed: int) -> Any:
         import numpy as np

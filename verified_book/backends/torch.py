@@ -18,8 +18,8 @@ class TorchAdapter(Adapter):
     names = ("torch:cpu", "torch:cuda", "torch:mps")
     markers = {"cuda": "needs a CUDA device through torch",
                "mps": "needs Apple's Metal Performance Shaders device through torch"}
-    features = frozenset({"strides", "finfo.resolution", "random", "copy", "nn", "autodiff", "optimizer",
-                          "grad_mode", "linear"})
+    features = frozenset({"strides", "views", "finfo.resolution", "random", "copy", "nn", "autodiff", "optimizer",
+                          "grad_mode", "linear", "autocast", "thread_count", "fp8_matmul"})
     shape_errors = (RuntimeError,)
 
     def __init__(self, backend: Backend) -> None:
