@@ -155,6 +155,10 @@ class _TrackedConfig(dict):
         _record(Input(self._file, key, value, _line_of(self._text, key)))
         return value
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """Like `[key]`, recorded as an input where the key is present; `default` where it is not."""
+        return self[key] if dict.__contains__(self, key) else default
+
 
 def model_config(model: str) -> dict[str, Any]:
     """The shipped `config.json` of a model, with every key read recorded."""

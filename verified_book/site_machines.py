@@ -13,8 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from verified_book.bindings import Book
 from verified_book.registry import ID_PATTERN
-from verified_book.render import (LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value,
-                           source_link)
+from verified_book.render import LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value, source_link
 from verified_book.results import ResultsFile
 
 COUNTED = ("verified", "stale", "failed", "disputed", "skipped")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import time
 from typing import Any, Callable, Iterator, Sequence
 
@@ -11,6 +12,15 @@ from verified_book.registry import NotOnBackend
 PROBE_CACHE = 8 * 2**30  # bytes of freed buffers MLX keeps for a probe's duration
 NO_STRIDES = ("MLX arrays expose no strides, storage or data pointer (mlx.core.array has shape, "
               "size, itemsize and nbytes only), so views and copies cannot be told apart")
+
+
+def _module(name: str) -> Any:
+    """An MLX module, untyped: its stubs type arrays as unions of Python scalars."""
+    return importlib.import_module(name)
+
+
+def _core() -> Any:
+    return _module("mlx.core")
 
 
 @register
@@ -46,18 +56,18 @@ class MlxAdapter(Adapter):
         return out
 
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.stream(mx.cpu if self.backend.device == "cpu" else mx.gpu)
 
     def array(self, values: Any, dtype: Any = None) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             return mx.array(values, dtype=dtype) if dtype is not None else mx.array(values)
 
     def dtype(self, name: str, label: str | None = None) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         found = getattr(mx, name, None)
         if not isinstance(found, mx.Dtype):
@@ -69,7 +79,7 @@ class MlxAdapter(Adapter):
             return x.astype(dtype)
 
     def round_trip(self, x: Any, name: str, label: str | None = None) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             if name == "float8_e4m3fn":
@@ -84,26 +94,26 @@ class MlxAdapter(Adapter):
             return x.view(self.dtype(name))
 
     def to_bits(self, values: Sequence[float], name: str, label: str) -> list[int]:
-        import mlx.core as mx
+        mx = _core()
 
         if name != "float8_e4m3fn":
             raise NotOnBackend(f"mlx has no {label} conversion (mx.to_fp8 converts to E4M3 only)")
         return [int(v) for v in mx.to_fp8(self.array(list(values), mx.float32)).tolist()]
 
     def from_bits(self, codes: Sequence[int], name: str, label: str) -> list[float]:
-        import mlx.core as mx
+        mx = _core()
 
         if name != "float8_e4m3fn":
             raise NotOnBackend(f"mlx has no {label} conversion (mx.from_fp8 reads E4M3 only)")
         return mx.from_fp8(self.array(list(codes), mx.uint8), dtype=mx.float32).tolist()
 
     def finfo(self, dtype: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.finfo(dtype)
 
     def iinfo(self, name: str) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         dtype = getattr(mx, name, None)
         if dtype is None:
@@ -111,7 +121,7 @@ class MlxAdapter(Adapter):
         return mx.iinfo(dtype)
 
     def default_float_bits(self) -> int:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.array([1.0]).dtype.size * 8
 
@@ -119,42 +129,42 @@ class MlxAdapter(Adapter):
         return self.array(a)
 
     def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             return mx.zeros(shape, dtype=dtype)
 
     def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             return mx.full(shape, value, dtype=dtype)
 
     def eye(self, n: int, dtype: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             return mx.eye(n, dtype=dtype)
 
     def placeholder(self, shape: tuple[int, ...]) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             return mx.zeros(shape)  # lazy: the shape comes without evaluation
 
     def random_normal(self, shape: tuple[int, ...], seed: int) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.random.normal(shape, key=mx.random.key(seed))
 
     def cross_entropy(self, logits: Any, target: int) -> float:
-        import mlx.core as mx
-        import mlx.nn as nn
+        mx = _core()
+        nn = _module("mlx.nn")
 
         return float(nn.losses.cross_entropy(logits, self.array([target], mx.int32)).item())
 
     def layer_norm(self, width: int, eps: float | None = None) -> Any:
-        import mlx.nn as nn
+        nn = _module("mlx.nn")
 
         try:
             return nn.LayerNorm(width, **({} if eps is None else {"eps": eps}))
@@ -162,21 +172,21 @@ class MlxAdapter(Adapter):
             raise NotOnBackend(f"mlx.nn.LayerNorm refuses to run without ε: {e}") from None
 
     def gradient(self, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any]:
-        import mlx.core as mx
+        mx = _core()
 
         grads = mx.grad(fn, argnums=tuple(range(len(args))))(*args)
         return list(grads) if isinstance(grads, (tuple, list)) else [grads]  # one argument: one array
 
     def jvp(self, fn: Callable[[Any], Any], primal: Any, tangent: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.jvp(fn, [primal], [tangent])[1][0]
 
     def adam_bytes(self, widths: tuple[int, ...]) -> dict[str, int]:
-        import mlx.core as mx
-        import mlx.nn as nn
-        import mlx.optimizers as optim
-        from mlx.utils import tree_flatten
+        mx = _core()
+        nn = _module("mlx.nn")
+        optim = _module("mlx.optimizers")
+        tree_flatten = _module("mlx.utils").tree_flatten
 
         mx.random.seed(0)
         model = nn.Sequential(nn.Linear(widths[0], widths[1]), nn.ReLU(), nn.Linear(widths[1], widths[2]))
@@ -198,14 +208,14 @@ class MlxAdapter(Adapter):
                 "grads": sum(g.nbytes for _, g in tree_flatten(grads)), "moments": moments, "per_tensor_scalars": scalars}
 
     def e8m0_bits(self) -> int:
-        import mlx.core as mx
+        mx = _core()
 
         weights = self.array([[((3 * j) % 11 - 5) / 2 for j in range(64)]], mx.float32)
         scales = mx.quantize(weights, mode="mxfp4")[1]
         return scales.itemsize * 8
 
     def quantize_fp4(self, mode: str, group: int) -> tuple[int, float, float]:
-        import mlx.core as mx
+        mx = _core()
 
         with self.on_device():
             w = mx.random.normal((8, 512), key=mx.random.key(0))
@@ -219,7 +229,7 @@ class MlxAdapter(Adapter):
 
     def e2m1_values(self) -> list[float]:
         """The sixteen E2M1 codes decoded: MXFP4 with a unit scale (E8M0 code 127 is 2^0) reads each nibble bare."""
-        import mlx.core as mx
+        mx = _core()
         import numpy as np
 
         with self.on_device():
@@ -230,13 +240,13 @@ class MlxAdapter(Adapter):
             return np.array(out).reshape(-1)[:16].tolist()
 
     def evaluate(self, *xs: Any) -> None:
-        import mlx.core as mx
+        mx = _core()
 
         mx.eval(*xs)
 
     @contextlib.contextmanager
     def probe_scope(self) -> Iterator[None]:
-        import mlx.core as mx
+        mx = _core()
 
         # MLX returns freed buffers above its cache limit (32 MiB on some CPUs) to the OS, so
         # each new result would be page-faulted in again: keep them for the probe's duration
@@ -250,7 +260,7 @@ class MlxAdapter(Adapter):
             mx.set_cache_limit(max(previous, 0))
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
-        import mlx.core as mx
+        mx = _core()
 
         mx.synchronize()
         t0 = time.perf_counter()
@@ -260,14 +270,14 @@ class MlxAdapter(Adapter):
         return (time.perf_counter() - t0) / inner
 
     def release_memory(self) -> None:
-        import mlx.core as mx
+        mx = _core()
 
         mx.clear_cache()
 
     def free_bytes(self) -> int | None:
         if self.backend.device == "cpu":
             return None
-        import mlx.core as mx
+        mx = _core()
 
         try:
             info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()
@@ -279,12 +289,12 @@ class MlxAdapter(Adapter):
         return None
 
     def copy_into(self, dst: Any, src: Any) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         return mx.add(src, 0.0)  # MLX has no in-place copy: the copy is a new array
 
     def matmul_into(self, a: Any, b: Any, out: Any) -> Callable[[], Any]:
-        import mlx.core as mx
+        mx = _core()
 
         return lambda: mx.matmul(a, b)
 
@@ -295,7 +305,7 @@ class MlxAdapter(Adapter):
         return None
 
     def probe_values(self, shape: tuple[int, int], seed: int, fill: float) -> Any:
-        import mlx.core as mx
+        mx = _core()
 
         if self.backend.device == "cpu":
             return mx.full(shape, fill, dtype=mx.float32)

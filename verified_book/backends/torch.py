@@ -323,7 +323,7 @@ class TorchAdapter(Adapter):
         return call, [a, b, scale]
 
     @contextlib.contextmanager
-    def full_precision_fp32(self) -> Iterator[str]:  # type: ignore[override]
+    def full_precision_fp32(self) -> Iterator[str]:
         if self.backend.device != "cuda":
             yield ""
             return
