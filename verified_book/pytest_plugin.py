@@ -170,6 +170,7 @@ KIND_MARKERS = {
     "exact": "arithmetic from stated inputs, computed once on no backend",
     "library": "what a numerics library answers, computed on every backend present",
     "quoted": "a figure taken from a cited source",
+    "slow": "starts other processes or takes long (a snippet run as a script)",
 }
 
 
