@@ -7,7 +7,8 @@
 
 The first call makes `.venv/` and installs the project into it. Where no NVIDIA GPU is
 present, torch's CPU build is installed first, so nothing pulls the multi-GB CUDA wheel.
-The install is redone only when pyproject.toml changes.
+The install is redone only when pyproject.toml changes. VERIFIED_BOOK_VENV puts the virtual
+environment elsewhere (the fleet's runners keep it outside the checkout, which their clean empties).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
+VENV = Path(os.environ.get("VERIFIED_BOOK_VENV") or ROOT / ".venv").resolve()
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed"
 CPU_TORCH = "torch==2.13.0"
@@ -62,7 +63,7 @@ def setup() -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"run.py: Python 3.11 or newer is needed; this is {platform.python_version()}")
     if not (BIN / "python").exists():
-        _say(f"creating {VENV.relative_to(ROOT)}")
+        _say(f"creating {VENV}")
         _run(sys.executable, "-m", "venv", VENV)
         _run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     if STAMP.exists() and STAMP.read_text() == _wanted():

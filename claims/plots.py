@@ -167,7 +167,8 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                 ridge = ridge_recorded or peak / bw
                 ax.plot(xs, [min(peak, bw * x) for x in xs], color=SERIES[dtype],
                         linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.8,
-                        label=f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
+                        label=f"{results.slug} · {run_date(results, f'probe.matmul.{dtype}', backend)} · "
+                              f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
                 if low <= ridge <= high:
                     ax.plot([ridge], [min(peak, bw * ridge)], marker="o", markersize=4, color=SERIES[dtype])
                 if top_roof is None or (dtype == "bf16" and top_roof[1] != "bf16") or (
@@ -211,7 +212,9 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
     for slug in sorted(results):
         per_fmt = {fmt: values(results[slug], f"probe.decode_ceiling.qwen3_8b.{fmt}") for fmt in FORMATS}
         for backend in sorted({b for v in per_fmt.values() for b in v}):
-            rows.append((f"{slug} · {backend}", {f: per_fmt[f][backend] for f in FORMATS if backend in per_fmt[f]}, True))
+            day = run_date(results[slug], "probe.decode_ceiling.qwen3_8b.bf16", backend)
+            rows.append((f"{slug} · {backend} · {day}", {f: per_fmt[f][backend] for f in FORMATS if backend in per_fmt[f]},
+                         True))
     if not rows:
         return Plot(key, title, None, "No results file records decode.ceiling.{track}.{fmt} or "
                                       "probe.decode_ceiling.qwen3_8b.{fmt} yet.")
@@ -249,35 +252,105 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
     return Plot(key, title, svg, note)
 
 
+def run_date(results: ResultsFile, claim_id: str, backend: str) -> str:
+    """The day a machine recorded a claim on a backend (its record's date), else its latest run's."""
+    date = results.date_of(claim_id, backend)
+    return date[:10] if isinstance(date, str) and re.match(r"^\d{4}-\d{2}-\d{2}", date) else "undated"
+
+
+def skip_reason(results: ResultsFile, claim_id: str, backend: str) -> str | None:
+    """Why a machine skipped a claim on a backend, as its record says; None where it did not skip it."""
+    per_backend = results.records.get(claim_id)
+    record = per_backend.get(backend) if isinstance(per_backend, dict) else None
+    if not isinstance(record, dict) or record.get("status") != "skipped":
+        return None
+    message = record.get("message")
+    return message.splitlines()[0] if isinstance(message, str) and message else "skipped"
+
+
+def sweep_findings(gflops: Mapping[int, float], traffic: Mapping[int, float],
+                   missing: Mapping[int, str | None]) -> list[str]:
+    """Where one backend's sweep contradicts what the page states (GFLOP/s rise and weight GB/s fall from
+    batch 1 to 256), or leaves batches out: each as a sentence to print on the chart."""
+    found = []
+    for series, what, rising in ((gflops, "GFLOP/s", True), (traffic, "weight GB/s", False)):
+        batches = [b for b in SWEEP_BATCHES if b in series]
+        for a, b in zip(batches, batches[1:]):
+            if (series[b] < series[a]) if rising else (series[b] > series[a]):
+                found.append(f"{what} {'fall' if rising else 'rise'} from batch {a} to {b} "
+                             f"({_fmt(series[a])} → {_fmt(series[b])}), against the "
+                             f"{'rise' if rising else 'fall'} the page states")
+    absent = [b for b in SWEEP_BATCHES if b not in gflops]
+    if absent:
+        reasons = [r for r in dict.fromkeys(missing.get(b) for b in absent) if r]
+        budget = any("budget" in r for r in reasons)
+        why = "skipped by the sweep's time budget" if budget else ("; ".join(reasons) if reasons else "not recorded")
+        found.append(f"batch {', '.join(str(b) for b in absent)} not measured ({short_text(why, 90)}), "
+                     "so the chart cannot show the rise to batch 256 the page states")
+    return found
+
+
+def short_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def sweep(results: ResultsFile) -> Plot:
-    """The intensity sweep on one machine: throughput and weight traffic as the batch grows."""
-    key, title = f"sweep-{results.slug}", f"Batch sweep measured on {results.slug}"
+    """The intensity sweep on one machine: throughput and weight traffic as the batch grows.
+
+    The page states that on every machine the GFLOP/s rise from batch 1 to 256 while the weight
+    GB/s fall; where a backend's records say otherwise, or leave batches out, the chart says so
+    under its axes, in the same words as its caption.
+    """
+    key = f"sweep-{results.slug}"
     gflops = {b: values(results, f"probe.sweep.{b}.gflops") for b in SWEEP_BATCHES}
     traffic = {b: values(results, f"probe.sweep.{b}.weight_gbs") for b in SWEEP_BATCHES}
     backends = sorted({k for v in [*gflops.values(), *traffic.values()] for k in v})
+    title = f"Batch sweep measured on {results.slug}"
     if not backends:
         return Plot(key, title, None, f"{results.slug} has not recorded probe.sweep.{{batch}}.gflops or "
                                       f"probe.sweep.{{batch}}.weight_gbs yet.")
+    dates = sorted({run_date(results, "probe.sweep.1.gflops", b) for b in backends})
+    title = f"Batch sweep measured on {results.slug}, run {', '.join(dates)}"
+    findings: list[tuple[str, str]] = []
+    for backend in backends:
+        per_g = {b: gflops[b][backend] for b in SWEEP_BATCHES if backend in gflops[b]}
+        per_t = {b: traffic[b][backend] for b in SWEEP_BATCHES if backend in traffic[b]}
+        missing = {b: skip_reason(results, f"probe.sweep.{b}.gflops", backend) for b in SWEEP_BATCHES}
+        findings += [(backend, f) for f in sweep_findings(per_g, per_t, missing)]
     plt = _pyplot()
     with plt.rc_context(_style(key)):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4 + 0.24 * len(findings)))
         for i, backend in enumerate(backends):
+            label = f"{backend} · {results.slug} · {run_date(results, 'probe.sweep.1.gflops', backend)}"
             for ax, series in ((left, gflops), (right, traffic)):
                 points = [(b, series[b][backend]) for b in SWEEP_BATCHES if backend in series[b]]
                 if points:
                     ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=4,
-                            color=CYCLE[i % len(CYCLE)], label=backend, linewidth=1.6)
+                            color=CYCLE[i % len(CYCLE)], label=label if ax is left else None, linewidth=1.6,
+                            linestyle=LINESTYLES[i % len(LINESTYLES)])
         for ax, label in ((left, "GFLOP/s"), (right, "weight GB/s")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(SWEEP_BATCHES, [str(b) for b in SWEEP_BATCHES])
+            ax.set_xlim(0.7, 360)
             ax.set_xlabel("batch (tokens per weight read)")
             ax.set_ylabel(label)
-        left.set_title(title, loc="left", fontsize=11)
-        left.legend(fontsize=8)
+        left.set_title(title, loc="left", fontsize=10)
+        fig.legend(fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(3, len(backends)),
+                   frameon=False)
         fig.tight_layout()
+        if findings:
+            fig.subplots_adjust(bottom=0.16 + 0.06 * len(findings))
+            lines = [f"⚠ {backend}: {text}" for backend, text in findings]
+            fig.text(0.01, 0.01, "\n".join(lines), fontsize=8.5, ha="left", va="bottom", color=INK,
+                     wrap=True)
         svg = to_svg(fig, title)
-    return Plot(key, title, svg, "Left: throughput of the layer's matmul as the batch grows; right: the weight "
-                                 "bytes it streams per second. Growing the batch raises the FLOP per byte read.")
+    note = ("Left: throughput of the layer's matmul as the batch grows; right: the weight bytes it streams per "
+            "second. Growing the batch raises the FLOP per byte read. Each line is one backend of "
+            f"{results.slug}, with the day it ran.")
+    if findings:
+        note += " Where the records do not show what the page states, the chart says so under its axes: " + \
+            "; ".join(f"{backend}: {text}" for backend, text in findings) + "."
+    return Plot(key, title, svg, note)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Fixtures shared by the tests that drive the built site in a real browser."""
+"""Fixtures shared by the tests: the project's own book, and the built site in a real browser."""
 from __future__ import annotations
 
 import contextlib
@@ -42,3 +42,12 @@ def browser() -> Iterator[Any]:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def project_book() -> None:
+    """The project's own book opened again (data folder, hardware profiles, claims): a sample book run
+    earlier in the session points the engine at its own folders."""
+    from verified_book import config
+
+    config.open_book(config.read_config(Path(__file__).resolve().parents[1]))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verified_book.bindings import AllowListError, Book, iter_numbers, read_allowlist, read_page
+from verified_book.bindings import WORD_NUMBER, AllowListError, Book, iter_numbers, read_allowlist, read_page
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -37,7 +37,7 @@ def test_output_blocks_are_scanned_other_code_is_not(page) -> None:
     assert output.in_output and output.printed is not None and output.printed.holds(201_326_592)
     texts = {(u.line, u.text) for u in page.unbound}
     assert (29, "7") in texts
-    assert not any(u.text in ("4096", "12288", "10") for u in page.unbound)
+    assert not any(u.text in ("4096", "12288") for u in page.unbound)
 
 
 def test_unbound_numbers_in_prose_tables_and_admonitions(page) -> None:
@@ -51,9 +51,13 @@ def test_names_links_front_matter_and_math_are_not_figures(page) -> None:
     lines = {u.line for u in page.unbound}
     assert 2 not in lines and 3 not in lines  # front matter
     assert 21 not in lines  # link target and image path
-    assert 22 not in lines  # inline code and inline math
+    assert {u.text for u in page.unbound if u.line == 22} == {"2", "10"}  # math is scanned, inline code is not
     assert 32 not in lines  # model and format names
     assert 39 not in lines  # display math
+
+
+def test_numbers_in_words_are_found(page) -> None:
+    assert (34, "two") in {(u.line, u.text) for u in page.unbound}  # "powers of two"
 
 
 def test_disputed_mark(page) -> None:
@@ -87,7 +91,27 @@ def test_allowlist_excuses_only_inside_its_match(tmp_path: Path) -> None:
     assert [a.reason for a in read.unused_allowances()] == ["stale entry"]
 
 
-words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll"), max_codepoint=127), min_size=1, max_size=8)
+words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll"), max_codepoint=127), min_size=1, max_size=8).filter(
+    lambda w: not WORD_NUMBER.fullmatch(w))
+
+_ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def _in_words(n: int) -> str:
+    """English words for 2 <= n < 1000, the way the book writes them ("two hundred and fifty-six")."""
+    hundreds, rest = divmod(n, 100)
+    parts = [f"{_ONES[hundreds]} hundred"] if hundreds else []
+    if rest:
+        if rest < 10:
+            text = _ONES[rest]
+        elif rest < 20:
+            text = _TEENS[rest - 10]
+        else:
+            text = _TENS[rest // 10] + (f"-{_ONES[rest % 10]}" if rest % 10 else "")
+        parts.append(text)
+    return " and ".join(parts)
 
 
 @given(number=st.integers(min_value=0, max_value=10**9), before=words, after=words)
@@ -100,6 +124,41 @@ def test_a_number_inside_a_name_is_not(number: int, name: str) -> None:
     assert iter_numbers(f"{name}{number}") == []
     assert iter_numbers(f"{name}{number}-{name}") == []
     assert iter_numbers(f"`{number}`") == []
+
+
+@given(n=st.integers(min_value=2, max_value=999).filter(lambda n: n >= 100 or n % 100 != 1), before=words, after=words)
+def test_a_number_in_words_is_found_as_one_phrase(n: int, before: str, after: str) -> None:
+    phrase = _in_words(n)
+    assert iter_numbers(f"{before} {phrase} {after}") == [phrase]
+
+
+@given(word=st.sampled_from(["half", "a quarter", "three quarters", "nine tenths", "twice", "doubles", "fourfold", "a third"]),
+       before=words, after=words)
+def test_fractions_and_multiples_in_words_are_found(word: str, before: str, after: str) -> None:
+    assert iter_numbers(f"{before} {word} {after}") == [word.removeprefix("a ")]
+
+
+@given(number=st.decimals(min_value=0, max_value=10**4, places=1, allow_nan=False, allow_infinity=False),
+       unit=st.from_regex(r"[A-DF-Za-df-z][A-Za-z]{0,3}|-bit", fullmatch=True), before=words, after=words)
+def test_a_number_glued_to_a_unit_is_found(number, unit: str, before: str, after: str) -> None:
+    text = f"{number}{unit}"
+    assert iter_numbers(f"{before} {text} {after}") == [text]
+
+
+@given(number=st.integers(min_value=0, max_value=10**4), letter=st.sampled_from("TNMK"))
+def test_a_number_after_a_letter_and_slash_is_found(number: int, letter: str) -> None:
+    assert iter_numbers(f"About {letter}/{number}: the batch") == [str(number)]
+
+
+@given(number=st.integers(min_value=0, max_value=10**6), name=words)
+def test_numbers_in_inline_math_are_found(number: int, name: str) -> None:
+    assert iter_numbers(f"the {name} is $x^{{{number}}}$ here") == [str(number)]
+    assert iter_numbers(f"the {name} is \\({number} + y\\) here") == [str(number)]
+
+
+@given(number=st.integers(min_value=1, max_value=999), name=words)
+def test_a_size_joined_to_a_name_is_part_of_the_name(number: int, name: str) -> None:
+    assert iter_numbers(f"{name}3-{number}B and {name}5-{number}") == []
 
 
 @given(value=st.integers(min_value=0, max_value=10**6), claim_id=st.from_regex(r"[a-z]{1,6}(\.[a-z0-9_]{1,6}){1,3}", fullmatch=True))

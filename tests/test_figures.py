@@ -131,3 +131,14 @@ def test_powers_of_two_are_exact(exponent: int) -> None:
     printed = parse(f"2^{exponent}")
     assert printed.holds(Fraction(2) ** exponent)
     assert not printed.holds(Fraction(2) ** exponent * Fraction(1001, 1000))
+
+
+@given(value=st.integers(min_value=0, max_value=10**4), tol=st.integers(min_value=1, max_value=100))
+def test_an_explicit_precision_sets_the_interval(value: int, tol: int) -> None:
+    """`25 ± 3`: a round figure or one in words states how loosely it is meant, and holds exactly that far."""
+    from fractions import Fraction
+
+    printed = parse(f"{value / 100} ± {tol / 100}")
+    centre, half = Fraction(value, 100), Fraction(tol, 100)
+    assert printed.holds(centre + half) and printed.holds(centre - half)
+    assert not printed.holds(centre + half + Fraction(1, 10**6)) and not printed.holds(centre - half - Fraction(1, 10**6))

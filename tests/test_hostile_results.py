@@ -105,8 +105,7 @@ def _hostile_file(figures: list[Any]) -> dict[str, Any]:
 
 
 def _url(md: str) -> str:
-    path = md.removeprefix("book/").removesuffix(".md")
-    return "" if path == "index" else path.removesuffix("/index") + "/"
+    return md.removeprefix("book/").removesuffix(".md") + ".html"
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +177,7 @@ def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: t
         _nothing_ran(page, dialogs)
     finally:
         context.close()
-    page, dialogs, context = _visit(browser, base + "machines/")
+    page, dialogs, context = _visit(browser, base + "machines.html")
     try:
         _nothing_ran(page, dialogs)
         assert page.locator("h2", has_text=SLUG).count() == 1, "the contributed machine has no section"

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from harness import faults
+from verified_book.machine import fingerprint, identify
 from verified_book.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
@@ -31,7 +33,7 @@ def vram(backend):
     return 16
 '''
 
-PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is two squared.\n"
+PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is a square.\n"
 
 
 
@@ -86,12 +88,44 @@ def test_the_rewrite_option_puts_a_stale_figure_back_and_nothing_else(book: pyte
     assert run(book).ret == 0
 
 
-def test_hardware_selection_skips_with_what_this_machine_is(book: pytest.Pytester) -> None:
-    result = run(book, "-m", "rtx5080")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["*needs Desktop with an NVIDIA GeForce RTX 5080 (rtx5080); this machine is *"])
-    assert result.ret == 0 and result.parseoutcomes().get("failed", 0) == 0
+def _profiles() -> dict[str, dict]:
+    return {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted(faults.PROFILES.glob("*.toml"))}
+
+
+def _expect_rtx5080_selection(result: pytest.RunResult, markers: tuple[str, ...]) -> None:
+    """`-m rtx5080` passes on every machine: the RTX 5080's claim runs where the machine is one, and
+    is skipped with what the machine is everywhere else."""
+    assert result.ret == 0 and result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()
     assert "passed" in result.stdout.str()
+    skip_line = "*needs Desktop with an NVIDIA GeForce RTX 5080 (rtx5080); this machine is *"
+    if "rtx5080" in markers:
+        assert "needs Desktop with an NVIDIA GeForce RTX 5080" not in result.stdout.str()
+    else:
+        result.stdout.fnmatch_lines([skip_line])
+
+
+def test_hardware_selection_skips_with_what_this_machine_is(book: pytest.Pytester) -> None:
+    _expect_rtx5080_selection(run(book, "-m", "rtx5080"), identify(fingerprint()).markers)
+
+
+@pytest.mark.parametrize("marker", sorted(_profiles()))
+def test_the_engine_passes_on_every_profiled_machine(book: pytest.Pytester, marker: str) -> None:
+    """A run fingerprinted as each of the book's machines (through the public hook) passes, selects
+    that machine's items with `-m <marker>`, and runs the hardware-bound claim only on its machine."""
+    fields = faults.profile_fingerprint(_profiles()[marker]["match"])
+    book.makeconftest(faults.machine_conftest(fields))
+    result = run(book, "-m", f"{marker} or rtx5080", "-rs")
+    assert result.ret == 0 and result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"machine: *matches {marker}*"])
+    records = _records(book)
+    assert records["arith.ratio"]["none"]["status"] == "verified"
+    vram = {b: r["status"] for b, r in records.get("hw.vram", {}).items()}
+    if marker == "rtx5080":
+        assert vram and set(vram.values()) <= {"verified", "skipped"} and "verified" in vram.values(), vram
+        assert "needs Desktop with an NVIDIA GeForce RTX 5080" not in result.stdout.str()
+    else:
+        assert "verified" not in vram.values(), vram
+        result.stdout.fnmatch_lines(["*needs Desktop with an NVIDIA GeForce RTX 5080 (rtx5080); this machine is *"])
 
 
 def test_two_subsets_leave_one_file_with_both(book: pytest.Pytester) -> None:
@@ -119,3 +153,18 @@ def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     records = _records(book)
     assert records["broken.one"]["none"]["status"] == "failed"
     assert records["arith.ratio"]["none"]["status"] == "verified"
+
+
+def test_a_machine_selection_runs_the_snippets_and_records_their_output(book: pytest.Pytester) -> None:
+    """`-m <machine>` (the fleet's and verify-cuda's selection) runs the snippets as well, so their output
+    on that machine lands in its results file."""
+    snippets = book.path / "book" / "snippets"
+    snippets.mkdir()
+    (snippets / "hello.py").write_text("print('hello from this machine')\n")
+    page = book.path / "book" / "page.md"
+    page.write_text(page.read_text() + "\n```output hello.py\nhello from this machine\n```\n")
+    result = run(book, "-m", "rtx5080")
+    assert result.ret == 0, result.stdout.str()
+    (path,) = (book.path / "results").glob("*.json")
+    outputs = json.loads(path.read_text())["outputs"]
+    assert outputs["hello.py"]["text"] == "hello from this machine\n"

@@ -14,6 +14,7 @@ from claims import plots as site_plots
 from verified_book import render, site_machines
 from verified_book.bindings import Book, read_page
 from verified_book.figures import parse
+from verified_book.provenance import code_fingerprint
 from verified_book.registry import Claim, Kind
 from verified_book.results import ResultsFile
 
@@ -46,8 +47,10 @@ def record(status: str, value: Any, figures: list[dict[str, Any]] | None = None,
 
 
 def machine(slug: str, records: dict[str, dict[str, Any]], outputs: dict[str, Any] | None = None) -> ResultsFile:
+    """A machine's results as a current run writes them: each claim's code fingerprint beside its records."""
     return ResultsFile(slug, {"slug": slug, "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
-                       {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}}, records, outputs or {})
+                       {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}}, records, outputs or {},
+                       {cid: {"code": code_fingerprint(c, Path.cwd())} for cid, c in CLAIMS.items()})
 
 
 @pytest.fixture
@@ -308,7 +311,8 @@ def test_machine_counts_use_the_worst_status_per_claim() -> None:
         "a.two": {"torch:cuda": record("skipped", None)},
         "a.three": {"none": record("verified", 3)},
     })
-    assert site_machines.claim_counts(rf) == {"verified": 1, "stale": 1, "failed": 0, "disputed": 0, "skipped": 1}
+    assert site_machines.claim_counts(rf) == {"verified": 1, "stale": 1, "failed": 0, "disputed": 0, "reference": 0,
+                                              "outdated": 0, "skipped": 1}
 
 
 def test_show_value_keeps_exact_values_readable() -> None:

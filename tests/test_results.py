@@ -13,7 +13,7 @@ def _file(slug: str, **records: str) -> ResultsFile:
     return ResultsFile(
         slug,
         machine={"slug": slug},
-        environment={"date": "2026-11-29T00:00:00+00:00"},
+        run={"date": "2026-11-29T00:00:00+00:00"},
         records={cid: {"numpy": {"status": status, "value": 1.0, "figures": []}} for cid, status in records.items()},
     )
 

@@ -55,12 +55,15 @@ class FakeWorker:
         return self.name
 
 
-def simulate(quiet_flags: list[bool], workers: int, rng: random.Random) -> list[tuple[str, int]]:
+def simulate(quiet_flags: list[bool], workers: int, rng: random.Random,
+             cuda_flags: list[bool] | None = None) -> list[tuple[str, int]]:
     """Run a collection through the scheduler on fake workers, picking at random which worker
     finishes an item next; the (worker, index) pairs in the order they ran."""
-    ids = [f"t{i}" + (" timed" if q else "") for i, q in enumerate(quiet_flags)]
+    cuda_flags = cuda_flags or [False] * len(quiet_flags)
+    ids = [f"t{i}" + (" cuda" if c else "") + (" timed" if q else "") for i, (q, c) in enumerate(zip(quiet_flags, cuda_flags))]
     sched = QuietLastScheduling(FakeConfig(workers), Producer("sched", enabled=False),
-                                runs_alone=lambda nodeid: nodeid.endswith(" timed"))
+                                runs_alone=lambda nodeid: nodeid.endswith(" timed"),
+                                pinned=lambda nodeid: " cuda" in nodeid)
     nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
     for node in nodes:
         sched.add_node(node)
@@ -84,6 +87,26 @@ def simulate(quiet_flags: list[bool], workers: int, rng: random.Random) -> list[
             active.remove(node)
             assert sched.remove_node(node) is None
     return ran
+
+
+@settings(max_examples=200, deadline=None)
+@given(flags=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=40), workers=st.integers(1, 4),
+       seed=st.integers(0, 2**32 - 1))
+def test_cuda_items_share_one_worker_and_timed_ones_still_run_last(flags: list[tuple[bool, bool]], workers: int,
+                                                                   seed: int) -> None:
+    """Every CUDA item runs on gw0 (one CUDA context on the card, not one per worker); the timed
+    ones, CUDA or not, still run last and alone, there too."""
+    quiet_flags, cuda_flags = [q for q, _ in flags], [c for _, c in flags]
+    ran = simulate(quiet_flags, workers, random.Random(seed), cuda_flags)
+    assert sorted(i for _, i in ran) == list(range(len(flags))), "every item runs exactly once"
+    on_cuda = {w for w, i in ran if cuda_flags[i]}
+    assert on_cuda <= {"gw0"}, f"CUDA items ran on {on_cuda}"
+    timed = [(w, i) for w, i in ran if quiet_flags[i]]
+    if any(cuda_flags):
+        assert {w for w, _ in timed} <= {"gw0"}, f"timed items ran away from the CUDA worker: {timed}"
+    if timed:
+        late = [i for _, i in ran[ran.index(timed[0]):] if not quiet_flags[i]]
+        assert not late, f"items {late} ran after the first timed one, possibly beside it"
 
 
 @settings(max_examples=300, deadline=None)
@@ -154,7 +177,7 @@ def timed(backend, i):
 def test_under_xdist_measured_claims_run_after_everything_else_on_one_worker(tmp_path: Path) -> None:
     book = faults.SampleBook(tmp_path / "xdist")
     book.claims("work", TIMED_CLAIMS)
-    book.page("page.md", "Twelve plain items: [1](claim:work.plain.0); a timed one: [1](claim:work.timed.0).\n")
+    book.page("page.md", "Plain items: [1](claim:work.plain.0); a timed one: [1](claim:work.timed.0).\n")
     run = book.run_apart("-n", "2", "--no-results", absent=("torch", "mlx"))
     assert run.ret == 0, run.output[-3000:]
     runs = [json.loads(line) for line in (book.root / "runs.jsonl").read_text().splitlines()]
@@ -164,3 +187,23 @@ def test_under_xdist_measured_claims_run_after_everything_else_on_one_worker(tmp
     assert {r["worker"] for r in plain} == {"gw0", "gw1"}, "the plain items are shared out"
     assert len({r["worker"] for r in timed}) == 1
     assert min(r["start"] for r in timed) >= max(r["end"] for r in plain)
+
+
+def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there() -> None:
+    """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
+    from verified_book.backends import Backend
+    from verified_book.pytest_plugin import RunState
+    from verified_book.registry import REGISTRY
+
+    library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
+    exact = next(c for c in REGISTRY if c.kind.value == "exact")
+    cuda = Backend("torch:cuda", True, "CUDA device NVIDIA GeForce RTX 5080")
+    run = SimpleNamespace(backends={"torch:cuda": cuda},
+                          verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.runs_on("torch:cuda") else []))
+    pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
+    assert pinned(f"book.toml::{library.id}[torch:cuda]")
+    assert not pinned(f"book.toml::{library.id}[torch:cpu]")
+    assert pinned(f"book/x.md::line 3: 4 ({library.id})")
+    assert not pinned(f"book/x.md::line 3: 4 ({exact.id})")
+    run.backends["torch:cuda"] = Backend("torch:cuda", False, "no device")
+    assert not pinned(f"book.toml::{library.id}[torch:cuda]"), "without a card nothing is pinned"

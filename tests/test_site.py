@@ -29,7 +29,7 @@ from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-STATUSES = {"verified", "stale", "failed", "disputed", "unverified"}
+STATUSES = {"verified", "stale", "failed", "disputed", "reference", "outdated", "unverified"}
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 TOP = {"x": 0, "y": 0, "width": 1280, "height": 2400}  # screenshots: the first screens of a page
 
@@ -86,11 +86,8 @@ def copy_project(dest: Path) -> Path:
 
 
 def page_url(md: str) -> str:
-    """The URL path MkDocs gives a page (use_directory_urls)."""
-    path = md.removeprefix("book/").removesuffix(".md")
-    if path == "index":
-        return ""
-    return path.removesuffix("/index") + "/"
+    """The URL path MkDocs gives a page: `page.html` (the offline plugin turns directory URLs off)."""
+    return md.removeprefix("book/").removesuffix(".md") + ".html"
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +112,14 @@ def base_url(built: Path) -> Iterator[str]:
 class Visit:
     """A browser page that records console errors, page errors and requests that leave the site."""
 
-    def __init__(self, browser: Any, base_url: str, scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    def __init__(self, browser: Any, base_url: str, scheme: str = "light", width: int = 1280) -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
         self.page = self.context.new_page()
         self.base = base_url
         self.errors: list[str] = []
         self.outside: list[str] = []
         host = urlparse(base_url).netloc
+        scheme_of_site = urlparse(base_url).scheme
         self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         # a request cut short by the next navigation is not a fault of the site; a 4xx/5xx is
@@ -131,7 +129,8 @@ class Visit:
 
         def guard(route: Any) -> None:
             url = route.request.url
-            if url.startswith(("data:", "blob:")) or urlparse(url).netloc == host:
+            if url.startswith(("data:", "blob:", "about:")) or (
+                    urlparse(url).scheme == scheme_of_site and urlparse(url).netloc == host):
                 route.continue_()
             else:
                 self.outside.append(url)
@@ -156,8 +155,9 @@ def visit(browser: Any, base_url: str) -> Iterator[Visit]:
 
 
 def nav_pages(built: Path) -> list[str]:
-    return sorted(str(p.relative_to(built).parent).replace(".", "") for p in built.rglob("index.html")
-                  if not p.relative_to(built).parts[0] in ("assets", "search"))
+    """Every page of the built site, as its path from the site's root."""
+    return sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html")
+                  if p.relative_to(built).parts[0] not in ("assets", "search") and p.name != "404.html")
 
 
 def chapter_with_figures(book: Book) -> str:
@@ -184,8 +184,7 @@ def verified_figure(book: Book) -> tuple[Any, Any]:
 def test_every_page_loads_clean_and_marks_every_figure(built: Path, visit: Visit, book: Book) -> None:
     """No console errors, no request beyond the site, math typeset, one status mark per binding."""
     bindings = {page_url(p.file): len(p.bindings) for p in book.pages}
-    for n, path in enumerate(nav_pages(built)):
-        url = f"{path}/" if path else ""
+    for n, url in enumerate(nav_pages(built)):
         page = visit.open(url, settle=n == 0)
         assert not visit.errors, f"/{url}: {visit.errors}"
         assert not visit.outside, f"/{url} asked another host for {visit.outside}"
@@ -268,7 +267,7 @@ def test_a_tap_opens_the_panel_and_a_tap_elsewhere_closes_it(browser: Any, base_
 @pytest.mark.browser
 def test_the_machines_page_and_the_plots_render(visit: Visit, built: Path) -> None:
     results = sorted(p.stem for p in (ROOT / "results").glob("*.json"))
-    page = visit.open("machines/")
+    page = visit.open("machines.html")
     for slug in results:
         assert page.locator("h2", has_text=slug).count() == 1, f"no section for {slug}"
     rows = page.locator(".vb-matrix__table tbody tr")
@@ -282,7 +281,7 @@ def test_the_machines_page_and_the_plots_render(visit: Visit, built: Path) -> No
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "machines.png"), full_page=True, clip=TOP)
 
-    plots = visit.open("plots/")
+    plots = visit.open("plots.html")
     drawn = plots.locator("figure.vb-plot svg")
     notes = plots.locator(".vb-plot__missing")
     assert drawn.count() + notes.count() >= 1 + 2 * len(results)
@@ -389,7 +388,7 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
     assert passed, log
     with served(site) as url:
         v = Visit(browser, url)
-        plots = v.open("plots/")
+        plots = v.open("plots.html")
         drawn = plots.locator("figure.vb-plot svg")
         assert drawn.count() == 5, plots.locator(".vb-plot__missing").all_inner_texts()  # 2 rooflines, 1 bar chart, 2 sweeps
         for i in range(drawn.count()):
@@ -450,3 +449,183 @@ def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results
     passed, log = build_here(project, tmp_path / "fail", strict=False)
     assert not passed
     assert f"book/index.md:{line}: figure 16 (formats.finfo.bf16.bits) is verified on no machine yet" in log
+
+
+# ---------------------------------------------------------------------------
+# The site as readers open it: from disk and served, on a phone and a desktop
+
+
+WIDTHS = (400, 1400)
+
+
+def nav_links(page: Any) -> list[str]:
+    """Every page the navigation links to, as absolute URLs, in the order it lists them."""
+    hrefs = page.evaluate("() => [...document.querySelectorAll('.md-nav--primary a.md-nav__link[href]')]"
+                          ".map(a => a.href)")
+    return list(dict.fromkeys(h.split("#", 1)[0] for h in hrefs if h.split("#", 1)[0]))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_from_disk_and_served_every_nav_link_opens_a_page_and_search_answers(how: str, built: Path, browser: Any,
+                                                                              base_url: str) -> None:
+    """Opened as `site/index.html` from disk and over http alike: each navigation link is a page
+    (not a folder listing), and search finds a word of the book."""
+    base = built.as_uri() + "/" if how == "file" else base_url
+    v = Visit(browser, base)
+    try:
+        page = v.open("index.html", settle=True)
+        links = nav_links(page)
+        pages = {base + p for p in nav_pages(built)}
+        assert set(links) == pages, f"{how}: the navigation links {sorted(set(links) ^ pages)} differently from the pages built"
+        for link in links:
+            page.goto(link, wait_until="load")
+            assert page.url.endswith(".html"), f"{how}: {link} opened {page.url}, not a page"
+            assert page.locator("article h1").count() >= 1, f"{how}: {link} shows no page: {page.title()!r}"
+            assert "Index of" not in page.title(), f"{how}: {link} opened a folder listing"
+        page.goto(base + "index.html", wait_until="load")
+        page.locator("input.md-search__input").click()
+        page.locator("input.md-search__input").press_sequentially("bandwidth", delay=30)  # keystrokes, as a reader types
+        results = page.locator(".md-search-result__item")
+        results.first.wait_for(state="visible", timeout=15000)
+        assert results.count() >= 1
+        results.first.locator("a").first.click()
+        page.wait_for_load_state("load")
+        assert "bandwidth" in page.locator("article").inner_text().lower()
+        assert not v.errors, f"{how}: {v.errors}"
+        assert not v.outside, f"{how}: asked another host for {v.outside}"
+    finally:
+        v.close()
+
+
+OVERFLOW = """() => {
+  const root = document.documentElement;
+  const wide = [...document.querySelectorAll('body *')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > root.clientWidth + 1 && !e.closest('[data-vb-scrolls], .md-sidebar, .md-search, .vb-panel, .md-tooltip, .md-tooltip2');
+  }).slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} right=${Math.round(e.getBoundingClientRect().right)}`);
+  return {scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, wide};
+}"""
+
+UNCUED = """() => [...document.querySelectorAll('.md-content *')].filter(e => {
+  const s = getComputedStyle(e);
+  return ['auto', 'scroll'].includes(s.overflowX) && e.scrollWidth - e.clientWidth > 1 && e.offsetParent !== null;
+}).filter(e => !e.hasAttribute('data-vb-more') || getComputedStyle(e).maskImage === 'none')
+  .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`)"""
+
+TAG = ".katex-display .katex-tag"  # KaTeX 0.19's class for an equation's number (\\tag)
+TAG_OVERLAPS = """() => [...document.querySelectorAll('.katex-display .katex-tag')].flatMap(tag => {
+  const t = tag.getBoundingClientRect();
+  const number = tag.textContent.trim();
+  return [...tag.parentElement.querySelectorAll(':scope > .katex-base')].filter(b => {
+    const r = b.getBoundingClientRect();
+    return r.width > 0 && r.left < t.right - 0.5 && t.left < r.right - 0.5 && r.top < t.bottom && t.top < r.bottom;
+  }).map(b => `${number} overlaps "${b.textContent.slice(-30)}"`);
+})"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_fits_a_phone_and_a_desktop_and_links_the_legend(scheme: str, built: Path, browser: Any,
+                                                                    base_url: str) -> None:
+    """At 400 px and 1400 px: no page scrolls sideways, every box that does scrolls inside itself with its
+    edge faded, equation numbers sit clear of their equations, the legend is a link away. Each page is
+    photographed at both widths (artifacts/screenshots/pages/)."""
+    shots = SCREENSHOTS / "pages"
+    shots.mkdir(parents=True, exist_ok=True)
+    tagged = 0
+    for width in WIDTHS:
+        v = Visit(browser, base_url, scheme, width)
+        try:
+            for url in nav_pages(built):
+                page = v.open(url)
+                if page.locator(".arithmatex").count():
+                    page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
+                                           ".every(e => e.querySelector('.katex'))", timeout=10000)
+                page.wait_for_function("() => document.documentElement.dataset.vbPage === location.pathname")
+                page.wait_for_timeout(500)  # the script looks at the boxes again once math and fonts settle
+                where = f"{url} at {width} px ({scheme})"
+                found = page.evaluate(OVERFLOW)
+                assert found["scrollWidth"] <= found["clientWidth"], f"{where} scrolls sideways: {found}"
+                assert page.evaluate(UNCUED) == [], f"{where}: a box scrolls sideways with no cue"
+                overlaps = page.evaluate(TAG_OVERLAPS)
+                assert overlaps == [], f"{where}: {overlaps}"
+                tagged += page.locator(TAG).count()
+                if url != "marks.html":
+                    link = page.locator("a.vb-legend-link")
+                    assert link.count() == 1, f"{where}: no link to the legend"
+                    assert (link.get_attribute("href") or "").endswith("marks.html")
+                    assert link.is_visible()
+                page.screenshot(path=str(shots / f"{url.replace('/', '--').removesuffix('.html')}-{width}-{scheme}.png"),
+                                full_page=True, clip={"x": 0, "y": 0, "width": width, "height": 2400})
+            assert not v.errors and not v.outside, (v.errors, v.outside)
+        finally:
+            v.close()
+    assert tagged > 0, "no numbered equation was looked at"
+
+
+@pytest.mark.browser
+def test_the_legend_tells_every_status_apart_without_colour(visit: Visit) -> None:
+    """Each status of the vocabulary has a row in the legend with a mark of its own shape."""
+    page = visit.open("marks.html")
+    rows = page.locator("table.vb-legend tbody tr")
+    statuses = rows.evaluate_all("rs => rs.map(r => r.dataset.status)")
+    assert set(render.VOCABULARY) | {render.UNVERIFIED} <= set(statuses)
+    shapes = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('table.vb-legend tbody tr')]
+        .map(r => [r.dataset.status, getComputedStyle(r.querySelector('.vb-fig__mark')).maskImage]))""")
+    assert all(s != "none" for s in shapes.values()), shapes
+    assert len(set(shapes.values())) == len(shapes), f"two statuses share a shape: {shapes}"
+    quiet = page.locator(f'.vb-legend__machine .vb-mark[data-status="{render.NOT_REPORTED}"]')
+    assert getComputedStyle_mask(page, quiet) not in set(shapes.values()) | {"none"}
+
+
+def getComputedStyle_mask(page: Any, locator: Any) -> str:
+    return locator.evaluate("e => getComputedStyle(e).maskImage")
+
+
+@pytest.fixture(scope="module")
+def instant_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The site built for the address it is served at, as instant navigation needs (its sitemap's)."""
+    site = tmp_path_factory.mktemp("instant-site")
+    with served(site) as url:
+        result = build(ROOT, site, env={"CLAIMS_SITE_URL": url})
+        assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
+        yield url
+
+
+@pytest.mark.browser
+def test_panels_work_after_instant_navigation_and_from_the_keyboard(browser: Any, instant_site: str,
+                                                                     book: Book) -> None:
+    """Material's instant navigation swaps the page without reloading it: the script sets up each
+    page it lands on (the matrix filters, the boxes that scroll), and a figure opens with Enter."""
+    visit = Visit(browser, instant_site)
+    page = visit.open("index.html", settle=True)
+    page.evaluate("() => { window.__sameDocument = true; }")
+    page.locator(".md-nav--primary a.md-nav__link[href$='machines.html']").first.click()
+    page.wait_for_function("() => (document.documentElement.dataset.vbPage || '').endsWith('machines.html')")
+    assert page.evaluate("() => window.__sameDocument") is True, "the link reloaded the page: instant navigation is off"
+    matrix = page.locator("[data-vb-matrix]")
+    assert matrix.get_attribute("data-vb-ready") == ""
+    page.select_option('[data-vb-filter="status"]', "verified")
+    shown = page.locator(".vb-matrix__table tbody tr:not([hidden])").count()
+    assert shown == page.locator('.vb-matrix__table tbody tr[data-statuses~="verified"]').count()
+
+    chapter = next(p for p in book.pages if p.bindings and not p.file.endswith("book/index.md"))
+    page.locator(f".md-nav--primary a.md-nav__link[href$='{page_url(chapter.file).split('/')[-1]}']").first.click()
+    page.wait_for_function(f"() => (document.documentElement.dataset.vbPage || '').endsWith({page_url(chapter.file)!r})")
+    assert page.evaluate("() => window.__sameDocument") is True
+    figure = page.locator("[data-claim]").first
+    figure.focus()
+    page.keyboard.press("Escape")
+    figure.locator(".vb-panel").wait_for(state="hidden")
+    page.keyboard.press("Enter")
+    figure.locator(".vb-panel").wait_for(state="visible")
+    assert figure.get_attribute("aria-expanded") == "true"
+    assert figure.get_attribute("role") == "button"
+    described = figure.get_attribute("aria-describedby")
+    assert described and page.locator(f"#{described}").count() == 1
+    page.keyboard.press("Enter")
+    figure.locator(".vb-panel").wait_for(state="hidden")
+    assert figure.get_attribute("aria-expanded") == "false"
+    assert not visit.errors and not visit.outside
+    visit.close()

@@ -3,6 +3,7 @@ each machine verifying its own marker into the artifact the merge checks, result
 before a site is built from them."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,22 +41,34 @@ def test_each_machine_verifies_its_own_marker_into_its_artifact() -> None:
     verify = workflow("fleet.yml")["jobs"]["verify"]
     assert verify["runs-on"] == ["self-hosted", "${{ matrix.machine }}"]
     assert verify["strategy"]["fail-fast"] is False, "one machine offline must not cancel the others"
+    assert verify["env"]["MACHINE"] == "${{ matrix.machine }}"
     command = next(r for r in runs(verify) if "pytest" in r)
-    assert "-m ${{ matrix.machine }}" in command
+    assert '-m "$MACHINE"' in command
     results_dir = command.split("--results-dir", 1)[1].split()[0]
     upload = uses(verify, "actions/upload-artifact")
     assert upload and upload[0]["with"]["path"] == f"{results_dir}/*.json"
     assert upload[0]["if"] == "always()", "a machine whose figures fail still hands in what it found"
 
 
-def test_the_merge_checks_every_file_before_the_site_is_built() -> None:
-    merge = workflow("fleet.yml")["jobs"]["merge"]
-    assert merge["needs"] == "verify" and "!cancelled()" in merge["if"]
-    commands = runs(merge)
-    merged = next(i for i, r in enumerate(commands) if "scripts/merge-results" in r)
-    built = next(i for i, r in enumerate(commands) if "mkdocs build --strict" in r)
-    assert merged < built
-    assert "--check-only" not in commands[merged], "the fleet's merge writes the merged files"
+def test_each_machine_publishes_its_own_results_without_waiting_for_the_others() -> None:
+    verify = workflow("fleet.yml")["jobs"]["verify"]
+    publish = next(step for step in verify["steps"] if "publish-results push" in step.get("run", ""))
+    assert "fleet-results/*.json" in publish["run"] and publish["if"].startswith("always()")
+    assert "actions/workflows/site.yml/dispatches" in publish["run"], "the machine does not ask for a publication"
+    assert verify["permissions"] == {"contents": "write", "actions": "write"}
+
+
+def test_the_site_is_built_from_the_gathered_results_after_they_are_checked() -> None:
+    for name, job in (("fleet.yml", "publish"), ("site.yml", "build")):
+        commands = runs(workflow(name)["jobs"][job])
+        gathered = next(i for i, r in enumerate(commands) if "publish-results gather --into published-results" in r)
+        checked = next(i for i, r in enumerate(commands) if "merge-results --check-only" in r)
+        built = next(i for i, r in enumerate(commands) if "mkdocs build --strict" in r)
+        assert gathered < checked < built, f"{name}: gather, check, build out of order"
+        assert "published-results/*.json" in commands[checked]
+        assert "CLAIMS_RESULTS_DIR=published-results" in commands[built]
+    publish = workflow("fleet.yml")["jobs"]["publish"]
+    assert publish["needs"] == "verify" and "!cancelled()" in publish["if"]
 
 
 @pytest.mark.parametrize("name", ["site.yml", "fleet.yml"])
@@ -66,3 +79,46 @@ def test_a_site_is_built_only_from_checked_results(name: str) -> None:
         checks = [i for i, r in enumerate(commands) if "scripts/merge-results" in r]
         for build in builds:
             assert checks and min(checks) < build, f"{name}: a site is built before any results file is checked"
+
+
+def test_every_pages_deployment_shares_one_group_and_none_is_cancelled() -> None:
+    fleet = workflow("fleet.yml")["jobs"]["publish"]["concurrency"]
+    assert fleet == {"group": "pages", "cancel-in-progress": False}
+    site = workflow("site.yml")["concurrency"]
+    assert "|| 'pages' }}" in site["group"] and "github.event_name == 'pull_request'" in site["group"]
+    assert site["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", \
+        "a push's deployment must never be cancelled; only a pull request's build may be replaced"
+
+
+SHA = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
+
+
+@pytest.mark.parametrize("name", ["site.yml", "fleet.yml"])
+def test_actions_are_pinned_credentials_dropped_and_python_recent(name: str) -> None:
+    text = (WORKFLOWS / name).read_text(encoding="utf-8")
+    for job_name, job in workflow(name)["jobs"].items():
+        where = f".github/workflows/{name}: job {job_name}"
+        for step in job["steps"]:
+            action = step.get("uses")
+            if action:
+                assert SHA.match(action), f"{where}: {action} is not pinned to a commit"
+                assert re.search(re.escape(action) + r" # v\d+\.\d+\.\d+", text), f"{where}: {action} has no version comment"
+            if str(action).startswith("actions/checkout"):
+                assert step["with"]["persist-credentials"] is False, f"{where}: checkout keeps its credentials"
+            if str(action).startswith("actions/setup-python"):
+                major, minor = map(int, step["with"]["python-version"].split(".")[:2])
+                assert (major, minor) >= (3, 11), f"{where}: Python {step['with']['python-version']}"
+        if any("python" in r for r in runs(job)):
+            assert uses(job, "actions/setup-python"), f"{where}: runs Python without setting up 3.11 or newer"
+
+
+def test_the_fleets_virtual_environment_lives_outside_the_checkout() -> None:
+    verify = workflow("fleet.yml")["jobs"]["verify"]
+    setup = "\n".join(runs(verify))
+    assert 'VERIFIED_BOOK_VENV=${RUNNER_TOOL_CACHE}/' in setup and 'PIP_CACHE_DIR=${RUNNER_TOOL_CACHE}/' in setup
+    assert "$VERIFIED_BOOK_VENV/bin/pytest" in setup
+
+
+def test_every_runner_label_is_declared_for_actionlint() -> None:
+    config = yaml.safe_load((WORKFLOWS.parent / "actionlint.yaml").read_text(encoding="utf-8"))
+    assert sorted(config["self-hosted-runner"]["labels"]) == sorted(profiles())

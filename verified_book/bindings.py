@@ -6,9 +6,11 @@ is words: `[four per cent](claim:formats.e4m3.zeroed "0.04")`. A title of `dispu
 (alone, or after the value: `"264; disputed"`) marks a figure the book prints from a
 source while showing that it does not hold.
 
-Code blocks, inline code, math and HTML are not prose and are not scanned, except
-fenced blocks whose info string starts with `output`: those are a snippet's "what
-you should see" text, where figures are bound like anywhere else.
+Code blocks, inline code, display math and HTML are not prose and are not scanned,
+except fenced blocks whose info string starts with `output`: those are a snippet's "what
+you should see" text, where figures are bound like anywhere else. In prose the scanner
+sees digits, numbers in words, numbers glued to a unit or a letter, and the numbers
+inside inline math (which cannot hold a binding, so they are allow-listed with a reason).
 """
 from __future__ import annotations
 
@@ -28,6 +30,34 @@ _CLAIM_LINK_START = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 NUMBER = re.compile(
     r"(?<![\w.\-/^$])(?:-(?=\d))?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w]|\.\d|-\w|,\d)"
 )
+# Numbers in words. A figure in words is one of: a cardinal from two up, alone or in a
+# compound ("twenty-five", "two hundred and fifty-six", "ten billion"); a fraction ("half",
+# "a quarter", "nine tenths"); a multiple ("twice", "doubles", "fourfold"). "One" is left
+# out on its own (it is an article and a pronoun far more often than a count) but counts
+# inside a compound ("twenty-one") and before a scale ("one hundred", "one billion"). Ordinals other than fractions ("second", "first") are
+# not quantities, and neither are plural magnitudes ("tens to hundreds of gigabytes",
+# "thousands of cores"), which name no value. Each match is one phrase: "four to ten" is
+# two, "four" and "ten".
+_UNITS = ("two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+          "sixteen|seventeen|eighteen|nineteen")
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_SCALES = "hundred|thousand|million|billion|trillion"
+_FRACTIONS = ("half|halves|halved|halve|thirds?|quarters?|fifths?|sixths?|sevenths?|eighths?|ninths?|"
+              "tenths?|hundredths?|thousandths?")
+_MULTIPLES = ("twice|double[sd]?|triple[sd]?|treble[sd]?|quadruple[sd]?|"
+              "(?:two|three|four|five|six|eight|ten|hundred|thousand)fold")
+_WORD = rf"(?:{_TENS})(?:-(?:one|{_UNITS}))?|{_UNITS}|{_SCALES}|{_FRACTIONS}|{_MULTIPLES}"
+WORD_NUMBER = re.compile(rf"(?<![\w-])(?:{_WORD}|one(?=[\s-]+(?:{_SCALES})\b))(?:(?:\s+and\s+|\s+|-)(?:{_WORD}|one))*(?![\w-])", re.IGNORECASE)
+# A number glued to letters is a figure with a unit or a multiplier: "0.6B", "2X", "16-bit",
+# "T/2", "2T". A run of letters directly before the digits (FP32, BF16, E4M3, Qwen3, x16)
+# makes a name, not a figure, and so does a number joined by a hyphen to a word before it
+# (Qwen3-8B, DDR5-5600, gpt-oss-20b); scientific notation (7.81e-03) is a plain number.
+GLUED = re.compile(
+    r"(?<![\w.^$])(?<!\w-)\d+(?:\.\d+)?(?![eE][+-]?\d)(?=[A-Za-z]|-[A-Za-z])[-A-Za-z]*"
+    r"|(?<=[A-Za-z]/)\d+(?:\.\d+)?(?![\w.])"
+)
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_INLINE_MATH = (re.compile(r"(?<![\\\w])\$(?!\s)[^$\n]+?(?<!\s)\$"), re.compile(r"\\\(.+?\\\)"))
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _INLINE_SKIPS = (
     re.compile(r"(`+)(?:(?!\1).)+?\1"),
@@ -188,6 +218,25 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
         text = _mask(text, leftover.start(), leftover.end())
     for match in NUMBER.finditer(text):
         page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
+    if in_output:
+        return
+    for pattern in (WORD_NUMBER, GLUED):
+        for match in pattern.finditer(text):
+            page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
+    for start, found in _math_numbers(raw):
+        page.unbound.append(Unbound(rel, number, start + 1, found, raw.strip()))
+
+
+def _math_numbers(raw: str) -> list[tuple[int, str]]:
+    """Numbers inside inline math (`$...$`, `\\(...\\)`) of a prose line, with their offsets."""
+    code = re.compile(r"(`+)(?:(?!\1).)+?\1")
+    line = code.sub(lambda m: " " * len(m.group(0)), raw)
+    out = []
+    for pattern in _INLINE_MATH:
+        for span in pattern.finditer(line):
+            for digits in _DIGITS.finditer(span.group(0)):
+                out.append((span.start() + digits.start(), digits.group(0)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -234,7 +283,7 @@ def read_allowlist(path: Path) -> list[Allowance]:
 
 
 def book_pages(book_dir: Path) -> list[Path]:
-    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.parts)
+    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts)
 
 
 @dataclass
@@ -279,5 +328,10 @@ class Book:
 
 
 def iter_numbers(text: str) -> Iterable[str]:
-    """The numbers the scanner would flag in one line of prose (for tests and tools)."""
-    return [m.group(0) for m in NUMBER.finditer(_prose_mask(text))]
+    """The numbers the scanner would flag in one line of prose (for tests and tools), in order of place.
+
+    Digits standing alone, numbers in words, numbers glued to letters, and numbers in inline math.
+    """
+    masked = _prose_mask(text)
+    found = [(m.start(), m.group(0)) for pattern in (NUMBER, WORD_NUMBER, GLUED) for m in pattern.finditer(masked)]
+    return [t for _, t in sorted(found + _math_numbers(text))]

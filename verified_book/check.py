@@ -10,15 +10,17 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 from verified_book import inputs
-from verified_book.backends import NO_BACKEND, Backend
+from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.bindings import Binding, Book
 from verified_book.figures import as_number
 from verified_book.machine import Machine
+from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
+from verified_book.vocabulary import Status, worst
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
 
@@ -32,7 +34,7 @@ class Outcome:
     state: str
     value: Any = None
     message: str = ""
-    inputs: list[inputs.Input] = field(default_factory=list)
+    inputs: list[inputs.Input | inputs.Setting] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -109,15 +111,9 @@ def _out_of_memory(error: BaseException) -> bool:
 def _release_device_memory() -> None:
     """After an out-of-memory error, give the cached blocks back so the next claim starts clean."""
     import gc
-    import sys
 
     gc.collect()
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except Exception:  # a device that is gone cannot be cleaned; the next claim reports it
-        pass
+    empty_caches()
 
 
 def evaluate(claim: Claim, backend: Backend) -> Outcome:
@@ -125,7 +121,8 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
     start = time.perf_counter()
     with inputs.recording() as reads:
         try:
-            value = claim.evaluate(backend if claim.needs_backend else None)
+            with backend.activate():
+                value = claim.evaluate(backend if claim.needs_backend else None)
         except NotOnBackend as e:
             return Outcome(claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads))
         except InvariantFailed as e:
@@ -179,29 +176,33 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     """Compare one printed figure with one backend's outcome."""
     claim = outcome.claim
     if outcome.state == SKIPPED:
-        return Verdict(binding, outcome.backend, "skipped", outcome.message)
+        return Verdict(binding, outcome.backend, Status.SKIPPED, outcome.message)
     if outcome.state == FAILED:
-        return Verdict(binding, outcome.backend, "failed",
+        return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
     if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
-        return Verdict(binding, outcome.backend, "verified",
-                       f"measured {show(outcome.value)} here; the printed {binding.text} is for {claim.printed_on} "
-                       f"and is compared only there (this machine: {machine.slug})")
+        return Verdict(binding, outcome.backend, Status.REFERENCE,
+                       f"{binding.where}: the author's machine ({claim.printed_on}) printed {binding.text}; this machine "
+                       f"({machine.slug}) measured {show(outcome.value)} on {outcome.backend}; compared only on "
+                       f"{claim.printed_on}, its invariants checked here")
     mismatch = _type_mismatch(binding, outcome.value)
     if mismatch:
-        return Verdict(binding, outcome.backend, "failed",
+        return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked on {outcome.backend}: {mismatch}")
     holds = _holds_within(claim, binding, outcome.value)
     if binding.disputed:
         if holds:
-            return Verdict(binding, outcome.backend, "failed",
+            return Verdict(binding, outcome.backend, Status.FAILED,
                            f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
-                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark")
-        return Verdict(binding, outcome.backend, "disputed",
-                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} on {outcome.backend}")
+                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark"
+                           + (f" ({claim.quoted_from})" if claim.quote else "") + _from(outcome))
+        quoted = f"; {claim.quoted_from}" if claim.quote else ""
+        return Verdict(binding, outcome.backend, Status.DISPUTED,
+                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
+                       f"on {outcome.backend}{quoted}")
     if holds:
-        return Verdict(binding, outcome.backend, "verified", "")
-    return Verdict(binding, outcome.backend, "stale", stale_message(binding, outcome))
+        return Verdict(binding, outcome.backend, Status.VERIFIED, "")
+    return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))
 
 
 def stale_message(binding: Binding, outcome: Outcome) -> str:
@@ -212,18 +213,15 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     if outcome.claim.tolerance is not None:
         line += f" (tolerance {outcome.claim.tolerance:.0%})"
     if outcome.inputs:
-        line += "\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)
+        line += _from(outcome)
     elif outcome.claim.kind is Kind.LIBRARY:
         line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
     return line
 
 
-STATUS_ORDER = ("failed", "stale", "disputed", "verified", "skipped")
-
-
-def worst(statuses: Iterable[str]) -> str:
-    found = set(statuses)
-    return next((s for s in STATUS_ORDER if s in found), "verified")
+def _from(outcome: Outcome) -> str:
+    """The inputs and settings a value came from, one per line, for a message."""
+    return ("\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)) if outcome.inputs else ""
 
 
 class Verifier:
@@ -266,9 +264,9 @@ class Verifier:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)
         if result.state == SKIPPED:
-            return "skipped", verdicts
+            return Status.SKIPPED, verdicts
         if result.state == FAILED:
-            return "failed", verdicts
+            return Status.FAILED, verdicts
         return worst(v.status for v in verdicts), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
@@ -276,11 +274,10 @@ class Verifier:
         result = self.outcome(claim, backend)
         status, verdicts = self.status(claim, backend)
         messages = [result.message] if result.message else []
-        messages += [v.message for v in verdicts if v.message and v.status != "verified"]
-        notes = sorted({v.message for v in verdicts if v.status == "verified" and v.message})
+        messages += [v.message for v in verdicts if v.message and v.status != Status.VERIFIED]
+        notes = sorted({v.message for v in verdicts if v.status == Status.VERIFIED and v.message})
         return {
             "status": status,
-            "kind": claim.kind.value,
             "value": to_json(result.value),
             "figures": [
                 {"file": v.binding.file, "line": v.binding.line, "printed": v.binding.text,
@@ -288,30 +285,42 @@ class Verifier:
                 for v in verdicts
             ],
             "message": "\n".join(messages + notes),
-            "inputs": [str(i) for i in result.inputs],
-            "source": f"{claim.source_file}:{claim.source_line}",
-            "citation": claim.source,
-            "hardware": claim.hardware,
-            "date": now(),
-            "seconds": round(result.seconds, 4),
+            "inputs": [input_entry(i) for i in result.inputs],
             "version": self.backends[backend.name].version if backend.name in self.backends else None,
         }
 
-    def results(self, slug: str, environment: dict[str, Any], outputs: dict[str, dict[str, Any]]) -> ResultsFile:
-        """Every (claim, backend) judged in this run, as a results file to merge."""
+    def claim_meta(self, claim: Claim) -> dict[str, Any]:
+        """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
+        return {"kind": claim.kind.value, "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
+                "hardware": claim.hardware, "code": code_fingerprint(claim, self.book.root)}
+
+    def results(self, slug: str, run: dict[str, Any], outputs: dict[str, dict[str, Any]],
+                not_here: dict[str, str] | None = None) -> ResultsFile:
+        """Every (claim, backend) judged in this run, as a results file to merge; `not_here` gives the
+        reason for each claim this run selected but could not compute on any backend here."""
         records: dict[str, dict[str, Any]] = {}
+        claims: dict[str, dict[str, Any]] = {}
+        seconds: dict[str, dict[str, float]] = {}
+        dates: dict[str, dict[str, str]] = {}
         for claim_id, backend_name in sorted(self.judged):
             claim = self.registry[claim_id]
             backend = self.backends.get(backend_name, NO_BACKEND)
+            if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
+                continue
             try:
                 record = self.record(claim, backend)
                 json.dumps(record, allow_nan=False)
             except Exception as e:  # one record that cannot be written must not cost the others
-                record = {"status": FAILED, "kind": claim.kind.value, "value": None, "figures": [],
+                record = {"status": FAILED, "value": None, "figures": [],
                           "message": _short(f"the record of {claim_id} on {backend_name} cannot be written: "
                                             f"{type(e).__name__}: {_text(e)}"),
-                          "inputs": [], "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
-                          "hardware": claim.hardware, "date": now(), "seconds": 0.0, "version": None}
+                          "inputs": [], "version": None}
             records.setdefault(claim_id, {})[backend_name] = record
+            claims[claim_id] = self.claim_meta(claim)
+            seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
+            dates.setdefault(claim_id, {})[backend_name] = run.get("date") or now()
+        for claim_id, reason in sorted((not_here or {}).items()):
+            if claim_id not in records and claim_id in self.registry:
+                claims[claim_id] = {**self.claim_meta(self.registry[claim_id]), "skipped": reason}
         machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": to_json(dict(self.machine.info))}
-        return ResultsFile(slug, machine, to_json(environment), records, outputs)
+        return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds, "dates": dates}, records, outputs, claims)

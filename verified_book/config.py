@@ -22,7 +22,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 FILE_NAME = "book.toml"
 
@@ -112,6 +112,26 @@ def find_root(start: Path) -> Path | None:
         if (folder / FILE_NAME).is_file():
             return folder
     return None
+
+
+def snapshot() -> Callable[[], None]:
+    """Remember which book this process has open; the returned function reopens it.
+
+    A run inside a run (pytester, a sample book) opens its own book; on its way out it
+    gives the outer run its book back, data folder, root and profiles alike.
+    """
+    from verified_book import inputs, machine, registry
+
+    saved = (inputs.DATA_DIR, inputs.SHOWN_AS, registry.ROOT, machine.HARDWARE_DIR, list(sys.path))
+
+    def restore() -> None:
+        data, shown, root, hardware, path = saved
+        inputs.use_data_dir(data, shown)
+        registry.use_root(root)
+        machine.use_hardware_dir(hardware)
+        sys.path[:] = path
+
+    return restore
 
 
 def open_book(config: BookConfig) -> list[str]:

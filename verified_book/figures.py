@@ -4,7 +4,10 @@ The printed text is the expected value, and its precision is the printed precisi
 `16.6` holds for 16.55 to 16.65, `8,190,427,136` is exact, `1.56e-02` and
 `1.56 × 10^-2` have three significant digits, `2^-7` is exact, `8.6%` is 0.086 to
 half a tenth of a per cent, and an approximate figure (`≈ 14`, `about 17`) holds
-within one unit of its last digit instead of a half. A unit after the number is kept
+within one unit of its last digit instead of a half. A figure may state its precision
+outright, `0.25 ± 0.03`: that is how a number in words or a round figure says how
+loosely it is meant ("a quarter", bound with the value `0.25 ± 0.03`, is nearer a
+quarter than a fifth or a third). A unit after the number is kept
 for rewriting and does not scale the value: a claim returns its value in the unit
 the book prints.
 """
@@ -32,6 +35,7 @@ _NUMBER = re.compile(
 _POWER = re.compile(r"^(?P<base>\d+)\^\{?(?P<exp>[+-]?\d+)\}?")
 _TEN_POWER = re.compile(r"^10\^\{?(?P<texp>[+-]?\d+)\}?")
 _SPECIAL = re.compile(r"^(?P<special>-?inf|nan)\b", re.IGNORECASE)
+_PLUS_MINUS = re.compile(r"^\s*(?:±|\+/-)\s*(?P<tol>\d+(?:\.\d+)?)(?P<pct>\s*%)?")
 _APPROX = re.compile(rf"^(?P<approx>≈|~|(?:{'|'.join(APPROX_WORDS)})\s+)\s*", re.IGNORECASE)
 
 
@@ -145,6 +149,10 @@ def parse(text: str) -> Printed:
     core, value, half = printed
     if prefix:
         half *= 2
+    stated = _PLUS_MINUS.match(body[len(core):])
+    if stated and isinstance(value, Fraction):
+        # An explicit precision, for a round figure or one in words: "0.25 ± 0.03" for "a quarter".
+        half = Fraction(stated.group("tol")) / (100 if stated.group("pct") else 1)
     low, high = (value - half, value + half) if isinstance(value, Fraction) else (value, value)
     return Printed(
         text=text, value=value, low=low, high=high, approximate=bool(prefix),

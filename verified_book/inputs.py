@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
 import re
 import tomllib
@@ -26,6 +27,7 @@ def use_data_dir(path: Path, shown_as: str) -> None:
     global DATA_DIR, SHOWN_AS
     DATA_DIR, SHOWN_AS = Path(path), shown_as
     _cache.clear()
+GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
 
 
 class InputError(Exception):
@@ -45,6 +47,25 @@ class Input:
     def __str__(self) -> str:
         cited = f" ({self.source})" if self.source else ""
         return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the machine a claim's answer depends on (an environment variable, a library's
+    mode, the device's architecture), recorded beside the data it read so a result says what governed it."""
+
+    name: str
+    value: Any
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.name} = {self.value!r}"
+
+
+def setting(name: str, value: Any, where: str) -> Any:
+    """Record a setting the current claim's answer depends on; returns the value."""
+    _record(Setting(name, value, where))  # type: ignore[arg-type]
+    return value
 
 
 _reads: contextvars.ContextVar[list[Input] | None] = contextvars.ContextVar("reads", default=None)
@@ -94,6 +115,7 @@ def _load(file: str) -> tuple[str, Any]:
     return _cache[file]
 
 
+@functools.lru_cache(maxsize=4096)
 def _line_of(text: str, key: str) -> int:
     leaf = re.escape(key.split(".")[-1])
     table = re.escape(key.split(".")[0])
@@ -134,6 +156,35 @@ def vendor(file: str, key: str) -> Any:
     value = _overrides.get((file, key), node["value"])
     _record(Input(file, key, value, _line_of(text, key), node.get("source")))
     return value
+
+
+def current(file: str, key: str) -> Any:
+    """What the data says now for an input a record names, unrecorded (for provenance checks).
+
+    A key of a JSON config is looked up as it is; a TOML key names a table whose `value` it is.
+    """
+    text, parsed = _load(file)
+    if file.endswith(".json"):
+        if not isinstance(parsed, Mapping) or key not in parsed:
+            raise InputError(f"{SHOWN_AS}/{file}: no key {key!r}")
+        return parsed[key]
+    node: Any = parsed
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r}")
+        node = node[part]
+    if not isinstance(node, Mapping) or "value" not in node:
+        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+    return node["value"]
+
+
+def given(key: str) -> Any:
+    """A value the book states or chooses, from `claims/data/given.toml`, recorded as an input.
+
+    An example's batch, a prompt length, a layout from a standard: `given("intensity.batches")`.
+    A claim of kind `given` returns one of these; an `exact` claim derives from them.
+    """
+    return vendor(GIVEN, key)
 
 
 def exact(value: Any) -> Fraction:

@@ -16,7 +16,10 @@ Fingerprint fields (all strings or numbers, `None` where not found):
 | `python`, `numpy`, `torch`, `mlx`, `ml_dtypes`, `transformers`, `gguf` | versions |
 
 Profiles of the book's hardware live in `<data>/<hardware>/<marker>.toml` (see `book.toml`); a
-profile's `[match]` table says which fingerprint it recognises.
+profile's `[match]` table says which fingerprint it recognises, field by field and exactly:
+a string is the whole value of the field (letter case and runs of spaces aside: "NVIDIA GeForce
+RTX 5080" is not "NVIDIA GeForce RTX 5080 Laptop GPU"), a list of strings is alternatives, a
+number is the field's value within `MATCH_TOLERANCE` (a memory configuration: 128 GiB is 137.4 GB).
 """
 from __future__ import annotations
 
@@ -49,17 +52,36 @@ class Profile:
     marker: str
     name: str
     backends: tuple[str, ...]
-    match: Mapping[str, str]
+    match: Mapping[str, Any]
     file: str
 
     def matches(self, fingerprint: Mapping[str, Any]) -> bool:
+        """Whether every field of the `[match]` table names this fingerprint exactly (see the module's doc)."""
         if not self.match:
             return False
-        for field_name, needle in self.match.items():
-            found = fingerprint.get(field_name)
-            if found is None or needle.lower() not in str(found).lower():
-                return False
-        return True
+        return all(field_matches(wanted, fingerprint.get(field_name)) for field_name, wanted in self.match.items())
+
+
+MATCH_TOLERANCE = 0.05  # a numeric `[match]` field: the fingerprint's value within 5 % (rounding, reserved memory)
+
+
+def _normal(text: Any) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+def field_matches(wanted: Any, found: Any) -> bool:
+    """One `[match]` field against the fingerprint's value: whole strings, alternatives, or a number."""
+    if found is None:
+        return False
+    if isinstance(wanted, list):
+        return any(field_matches(w, found) for w in wanted)
+    if isinstance(wanted, bool) or not isinstance(wanted, (int, float)):
+        return _normal(wanted) == _normal(found)
+    try:
+        value = float(found)
+    except (TypeError, ValueError):
+        return False
+    return abs(value - wanted) <= MATCH_TOLERANCE * abs(wanted)
 
 
 @functools.cache
@@ -181,13 +203,20 @@ class Machine:
 
     def describe(self) -> str:
         """How the machine reads in a skip reason: what hardware was found."""
-        parts = [self.slug, str(self.info.get("cpu"))]
-        if self.info.get("gpu") and self.info.get("gpu") != self.info.get("cpu"):
-            parts.append(f"{self.info['gpu']} ({self.info.get('gpu_memory_gb')} GB)")
-        else:
-            parts.append("no GPU")
+        parts = [self.slug, str(self.info.get("cpu")), self.gpu_words()]
         matched = f"; matches {', '.join(self.markers)}" if self.markers else "; matches none of the book's hardware profiles"
         return ", ".join(parts) + matched
+
+    def gpu_words(self) -> str:
+        """The accelerator in words: a discrete card with its memory, the GPU of an Apple chip, or none."""
+        gpu, cpu = self.info.get("gpu"), self.info.get("cpu")
+        if gpu and gpu != cpu:
+            return f"{gpu} ({self.info.get('gpu_memory_gb')} GB)"
+        if gpu or str(cpu or "").lower().startswith("apple"):
+            memory = self.info.get("memory_gb")
+            shared = f", sharing {memory} GB of unified memory" if memory else ""
+            return f"GPU on the chip{shared}"
+        return "no GPU"
 
 
 def identify(info: Mapping[str, Any], slug: str | None = None) -> Machine:

@@ -9,6 +9,7 @@ visible marker at the figure instead.
 """
 from __future__ import annotations
 
+import datetime
 import importlib
 import posixpath
 import re
@@ -39,6 +40,9 @@ class ClaimsConfig(base.Config):
     on_missing = c.Choice(("mark", "fail"), default="mark")  # a figure no machine verified: mark it, or fail the build
     machines_page = c.Type(str, default="machines.md")  # generated pages, by their path in the site
     plots_page = c.Type(str, default="plots.md")
+    legend_page = c.Type(str, default="marks.md")  # what each mark means, linked from every page
+    report_within_days = c.Type(int, default=8)  # a fleet machine quiet for longer shows as not reported this week
+    today = c.Type((str, datetime.date), default="")  # the date that is judged by (ISO); the build's own when empty
     stand_ins = c.Type(bool, default=True)  # a nav entry not written yet gets a "being written" page
 
 
@@ -71,7 +75,12 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                                  "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
         else:
             log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
-        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near)
+        try:
+            today = site_machines.today(str(self.config.today))
+        except ValueError as e:
+            raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
+        self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
+        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
         return config
 
     def _problem(self, problem: render.Problem) -> None:
@@ -89,12 +98,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except AllowListError as e:
             self._problem(render.Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
-        for page_name in (self.config.machines_page, self.config.plots_page):
+        for page_name in (self.config.machines_page, self.config.plots_page, self.config.legend_page):
             if files.get_file_from_path(page_name) is not None:
                 self._problem(render.Problem(page_name, "the claims plugin generates this page; the book has a file "
                                                         "of the same name, which is kept instead"))
                 continue
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
+        legend = files.get_file_from_path(self.config.legend_page)
+        config.extra["vb_legend_url"] = legend.url if legend is not None else ""
         if self.config.stand_ins:
             missing = [(src, title) for src, title in _nav_pages(config.nav or [])
                        if src.endswith(".md") and files.get_file_from_path(src) is None]
@@ -111,6 +122,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             return self._machines(page, files)
         if src == self.config.plots_page:
             return self._plots()
+        if src == self.config.legend_page and page.file.generated_by:
+            return self._legend(page, files)
         if page.file.generated_by or not page.file.abs_src_path:
             return markdown
         path = Path(page.file.abs_src_path).resolve()
@@ -162,6 +175,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         generated = site_machines.render_machines(
             self.results, self.book, REGISTRY.ids(), chapters, sources, self.context.repo_url,
             posixpath.relpath(plots.src_uri, posixpath.dirname(page.file.src_uri) or ".") if plots else None,
+            self.quiet, self.config.report_within_days,
         )
         self.generated[page.file.src_uri] = generated
         return generated.markdown
@@ -177,6 +191,26 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except (ImportError, AttributeError) as e:
             raise PluginError(f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}") from None
         return draw(self.results)
+
+    def _legend(self, page: MkPage, files: Files) -> str:
+        machines = files.get_file_from_path(self.config.machines_page)
+        href = posixpath.relpath(machines.src_uri, posixpath.dirname(page.file.src_uri) or ".") if machines else None
+        token = "VBLEGENDTABLEZ"
+        self.generated[page.file.src_uri] = render.GeneratedPage("", {token: render.render_legend(href)})
+        return (
+            "# Reading the marks\n\n"
+            "Every number the book prints is a figure bound to a claim that computes it, and every figure "
+            "carries a mark: its status across the machines that ran the book's suite. Each status has its "
+            "own shape, so the marks read without colour.\n\n"
+            "**A figure opens a panel** with what every machine computed for it, on which backend, when, and "
+            "where the claim's code lives: hover it, tap it, or reach it with Tab (Enter opens and closes the "
+            "panel, Escape closes it). A screen reader announces the status after the figure and reads the "
+            "panel as its description.\n\n"
+            f"{token}\n\n"
+            f"A figure shows the first of {', '.join(render.DISPLAY_ORDER[:-1])} that any "
+            "machine found; the panel lists each machine's own status, and a backend that skipped the claim "
+            "is named there with the reason.\n"
+        )
 
     def _plots(self) -> str:
         self.generated[self.config.plots_page] = self._plots_page()

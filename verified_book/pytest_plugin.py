@@ -20,14 +20,24 @@ from verified_book import hookspecs
 from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
-from verified_book.check import FAILED, SKIPPED, Verifier, worst
-from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config
+from verified_book.check import FAILED, SKIPPED, Verifier
+from verified_book.vocabulary import KIND_MEANINGS, RECORDED, Status, worst
+from verified_book.provenance import commit_of
+from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
+from verified_book.snippet_output import BookOutputs, check_snippet, read_book as read_output_blocks
 from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
 
 STATE = pytest.StashKey["RunState"]()
+REOPEN = pytest.StashKey[Callable[[], None]]()
+
+
+def is_measured(claim_id: str) -> bool:
+    """Whether a claim's value depends on the machine that computes it."""
+    claim = REGISTRY.get(claim_id)
+    return claim is not None and claim.kind is Kind.MEASURED
 
 
 class RunState:
@@ -41,6 +51,8 @@ class RunState:
         self.results_dir = Path(config.getoption("claims_results_dir") or book.results)
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.output_blocks: BookOutputs = read_output_blocks(
+            book_pages(self.book_dir) if self.book_dir.is_dir() else [], self.root, self.snippets_dir, is_measured)
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
@@ -52,6 +64,7 @@ class RunState:
         self.started = time.time()
         self.worker_statuses: dict[tuple[str, str], str] = {}
         self.worker_written: set[str] = set()
+        self.not_here: dict[str, str] = {}  # claim id -> why no backend here computed it
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""
@@ -110,6 +123,18 @@ class RunState:
         claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
         return claim is not None and claim.kind is Kind.MEASURED
 
+    def runs_on_cuda(self, nodeid: str) -> bool:
+        """Whether an item computes on the CUDA device (a claim's torch:cuda case, or a figure whose
+        claim is computed there), read from its node id: under xdist these share one worker."""
+        cuda = self.backends.get("torch:cuda")
+        if cuda is None or not cuda.available:
+            return False
+        if nodeid.endswith("[torch:cuda]"):
+            return True
+        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
+        return (claim is not None and FIGURE_NAME.search(nodeid) is not None
+                and any(b.name == "torch:cuda" for b in self.verifier.backends_for(claim)))
+
     def hardware_skip(self, claim: Claim) -> str | None:
         if claim.hardware and claim.hardware not in self.machine.markers:
             profile = machine_mod.profiles().get(claim.hardware)
@@ -161,27 +186,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-KIND_MARKERS = {
-    "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, or no backend at all)",
-    "cuda": "needs a CUDA device through torch",
-    "mps": "needs Apple's Metal Performance Shaders device through torch",
-    "mlx": "computed with MLX (mlx:cpu or mlx:gpu)",
-    "measured": "depends on the machine (a time, a bandwidth, an allocation)",
-    "exact": "arithmetic from stated inputs, computed once on no backend",
-    "library": "what a numerics library answers, computed on every backend present",
-    "quoted": "a figure taken from a cited source",
+BACKEND_MARKERS = {
+    "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, jax:cpu, or no backend at all)",
+    **backends_mod.markers(),  # each registered adapter's: cuda, mps, mlx, jax
+}
+RUN_MARKERS = {
     "slow": "starts other processes or takes long (a snippet run as a script)",
 }
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, text in KIND_MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
-    for name, text in backends_mod.markers().items():
-        if name not in KIND_MARKERS:
-            config.addinivalue_line("markers", f"{name}: {text}")
-    for marker, profile in machine_mod.profiles().items():
-        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
+    """Read the book's `book.toml`, open the book, and declare its markers: kinds, backends and
+    one per hardware profile, each from its one definition."""
     try:
         book = read_config(Path(config.rootpath))
     except ConfigError as e:
@@ -189,12 +205,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if book.offline:
         offline.set_hub_offline()
         offline.install()
+    config.stash[REOPEN] = snapshot()
     config.stash[STATE] = RunState(config, book)
+    for kind, text in KIND_MEANINGS.items():
+        config.addinivalue_line("markers", f"{kind.value}: {text}")
+    for name, text in {**BACKEND_MARKERS, **RUN_MARKERS}.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    for marker, profile in machine_mod.profiles().items():
+        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
+    if REOPEN in config.stash:
+        config.stash[REOPEN]()
 
 
 def state(config: pytest.Config) -> RunState:
@@ -228,7 +253,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     run = state(parent.config)
     if file_path == run.root / FILE_NAME:
         return ClaimsFile.from_parent(parent, path=file_path)
-    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) and "snippets" not in file_path.parts:
+    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) \
+            and "snippets" not in file_path.relative_to(run.book_dir).parts:
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)
@@ -310,6 +336,8 @@ class BookPage(pytest.File):
                     item.add_marker(pytest.mark.skip(reason=skip))
             yield item
         yield UnboundItem.from_parent(self, name="every number is bound", page=page)
+        if run.output_blocks.of_page(rel):
+            yield OutputBlocksItem.from_parent(self, name="every output block names its snippet", page=page)
 
 
 class BookItem(pytest.Item):
@@ -343,10 +371,10 @@ class FigureItem(BookItem):
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
-        bad = [v for v in verdicts if v.status in ("stale", "failed")]
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
-        if all(v.status == "skipped" for v in verdicts):
+        if all(v.status == Status.SKIPPED for v in verdicts):
             pytest.skip("; ".join(v.message for v in verdicts))
 
 
@@ -378,19 +406,39 @@ class UnboundItem(BookItem):
             raise BookFailure("\n".join(lines))
 
 
+class OutputBlocksItem(BookItem):
+    """A page's output blocks are declared right: each names a snippet of this book, and says which lines vary."""
+
+    def __init__(self, *, page: Page, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.page = page
+        self.line = 1
+
+    def runtest(self) -> None:
+        errors = state(self.config).output_blocks.errors(self.page.file)
+        if errors:
+            raise BookFailure("\n".join(errors))
+
+
 class SnippetFile(pytest.File):
     """A lab snippet: run inside the test process in the default run (as a script there too where
     it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        yield SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
+        inside = SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
         script = SnippetItem.from_parent(self, name="runs as a script", runner=run_as_script)
         script.add_marker(pytest.mark.slow)
-        yield script
+        for item in (inside, script):
+            # a reader runs a snippet on any machine: `-m <machine>` runs it too, and its output is
+            # recorded in that machine's results file beside the claims
+            for name in ("cpu", *machine_mod.profiles()):
+                item.add_marker(name)
+            yield item
 
 
 class SnippetItem(BookItem):
-    """A lab snippet runs as a reader would run it, and its output is kept per machine."""
+    """A lab snippet runs as a reader would run it, its output is kept per machine, and what it
+    printed is held against each output block of the book that shows it (`verified_book.snippet_output`)."""
 
     line = 1
 
@@ -404,7 +452,17 @@ class SnippetItem(BookItem):
         if done.exit_status != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
                               f"{done.stderr[-3000:]}")
-        run.outputs[self.path.name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how}
+        name = self.path.name
+        devices = [b.device for b in run.backends.values() if b.available]
+        checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
+        run.outputs[name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how,
+                             "checked": [c.to_json() for c in checks]}
+        if not checks:
+            raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
+                              f"prints: add one where the book runs it, fenced as ```output {name}")
+        stale = [c.message for c in checks if c.status == Status.STALE]
+        if stale:
+            raise BookFailure("\n".join(stale))
 
 
 def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:
@@ -430,14 +488,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
-    environment = {
+    commit, dirty = commit_of(run.root)
+    header = {
         "date": now(),
+        "commit": commit,
+        "dirty": dirty,
         "os": run.machine.info.get("os"),
         "driver": run.machine.info.get("driver"),
         "versions": {k: run.machine.info.get(k) for k in ("python", "numpy", "torch", "mlx", "ml_dtypes", "transformers", "gguf", "sympy")},
         "backends": {b.name: (b.version if b.available else None) for b in run.backends.values()},
     }
-    update = run.verifier.results(run.machine.slug, environment, run.outputs)
+    update = run.verifier.results(run.machine.slug, header, run.outputs, run.not_here)
     path = run.results_dir / f"{run.machine.slug}.json"
     warnings: list[str] = []
     try:
@@ -469,13 +530,13 @@ def _keep_unmerged(path: Path, update: Any) -> str:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`-n N` (xdist's default `load` distribution): the timed items run last and alone, see
-    `verified_book.scheduling`. Other distributions are left as asked."""
+    """`-n N` (xdist's default `load` distribution): the timed items run last and alone, and the
+    CUDA items on one worker, see `verified_book.scheduling`. Other distributions are left as asked."""
     if config.getoption("dist", "load") != "load":
         return None
     from verified_book.scheduling import QuietLastScheduling
 
-    return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone)
+    return QuietLastScheduling(config, log, runs_alone=state(config).runs_alone, pinned=state(config).runs_on_cuda)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -504,7 +565,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     table = summary_table(run.statuses())
     if not table:
         return
-    columns = ("verified", "stale", "failed", "disputed", "skipped")
+    columns = RECORDED
     order = ("none", *backends_mod.NAMES)
     terminalreporter.section("verified book")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>10}" for c in columns))
@@ -526,6 +587,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.longrepr = (str(item.path), item.line, reason)
         elif isinstance(item, ClaimItem):
             report.longrepr = (item.claim.source_file, item.claim.source_line, reason)
+    if report.skipped and isinstance(item, ClaimItem) and isinstance(report.longrepr, tuple):
+        state(item.config).not_here.setdefault(item.claim.id, str(report.longrepr[2]).removeprefix("Skipped: "))
     return report
 
 

@@ -12,20 +12,10 @@ import itertools
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
-
-
-class Kind(str, Enum):
-    """How a claim's value comes about, which decides where and how it is checked."""
-
-    EXACT = "exact"
-    LIBRARY = "library"
-    MEASURED = "measured"
-    QUOTED = "quoted"
+from verified_book.vocabulary import ID_PATTERN, Kind  # noqa: F401  (re-exported for topic modules)
 
 
 class NotOnBackend(Exception):
@@ -57,6 +47,8 @@ class Claim:
     source: str | None = None
     printed_on: str | None = None
     tolerance: float | None = None
+    quote: str | None = None
+    quote_at: str | None = None
     source_file: str = ""
     source_line: int = 0
 
@@ -65,8 +57,15 @@ class Claim:
         return self.id.split(".", 1)[0]
 
     @property
+    def quoted_from(self) -> str:
+        """The source's words a disputed figure contests, with their place, for messages."""
+        if not self.quote:
+            return ""
+        return f"the source says \u201c{self.quote}\u201d ({self.quote_at or 'place not given'})"
+
+    @property
     def needs_backend(self) -> bool:
-        """Exact and quoted claims are arithmetic, computed once on no backend."""
+        """Exact, given and quoted claims are arithmetic, computed once on no backend."""
         return self.kind in (Kind.LIBRARY, Kind.MEASURED)
 
     def runs_on(self, backend: str) -> bool:
@@ -168,6 +167,8 @@ def claim(
     source: str | None = None,
     printed_on: str | None = None,
     tolerance: float | None = None,
+    quote: str | None = None,
+    quote_at: str | None = None,
     registry: Registry = REGISTRY,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a claim, or a family of claims when `over` names parameters.
@@ -176,11 +177,16 @@ def claim(
     one function gives `formats.finfo.float16.eps`, `formats.finfo.bfloat16.eps`, ...
     Library and measured claims take the backend as their first argument.
     `printed_on` is the hardware marker a measured figure was printed for, and
-    `tolerance` the relative margin it is checked with there.
+    `tolerance` the relative margin it is checked with there. `quote` is the exact
+    words of a source that a disputed figure contests and `quote_at` their place,
+    `file:line` in the source texts (`../shared/sources/` beside the repository): the
+    claim computes what that sentence asserts.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
         raise RegistryError(f"measured claim {claim_id!r} printed on {printed_on} needs a tolerance")
+    if (quote is None) != (quote_at is None) or (quote_at is not None and not re.fullmatch(r"[^:\s]+:\d+", quote_at)):
+        raise RegistryError(f"claim {claim_id!r}: `quote` needs `quote_at` as 'file:line' in the sources, and the other way round")
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         file = _relative(inspect.getsourcefile(fn) or "?")
@@ -204,6 +210,8 @@ def claim(
                 source=source,
                 printed_on=printed_on,
                 tolerance=tolerance,
+                quote=quote,
+                quote_at=quote_at,
                 source_file=file,
                 source_line=line,
             )

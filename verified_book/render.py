@@ -16,37 +16,48 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import PurePosixPath
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
 from verified_book.machine import Machine
+from verified_book.provenance import outdated_reason
 from verified_book.registry import Claim
-from verified_book.results import STATUSES, ResultsFile
+from verified_book.results import ResultsFile
+from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
+from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Status
 
 UNVERIFIED = "unverified"
-DISPLAY_ORDER = ("failed", "stale", "disputed", "verified", UNVERIFIED)
-LABELS = {
-    "verified": "verified",
-    "stale": "stale",
-    "failed": "failed",
-    "disputed": "disputed",
-    "skipped": "skipped",
-    UNVERIFIED: "not yet verified",
-    "error": "error",
+NOT_REPORTED = "not-reported"
+#: the statuses a record can carry, as the report, the results file and the site name them
+VOCABULARY = STATUSES
+#: a figure shows the first of these that any machine found (skipped counts as no result)
+DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
+LABELS = {**{s.value: s.value for s in Status}, UNVERIFIED: "not yet verified", "error": "error",
+          NOT_REPORTED: "not reported this week"}
+MEANINGS = {**{s.value: text for s, text in STATUS_MEANINGS.items()},
+            UNVERIFIED: "no machine has recorded a result for this claim yet",
+            "error": "this figure's binding is broken; the build reports where",
+            NOT_REPORTED: "a machine of the fleet whose latest run is older than the site allows; its last "
+                          "results are still shown"}
+#: each mark's shape, so no status is told by colour alone (the icons are in claims.css)
+SHAPES = {
+    "verified": ("✓", "a tick"),
+    "stale": ("≠", "a not-equal sign"),
+    "failed": ("✗", "a cross"),
+    "disputed": ("⚑", "a flag"),
+    "reference": ("◇", "a hollow diamond"),
+    "outdated": ("↻", "a circular arrow"),
+    "skipped": ("⊖", "a circle with a bar"),
+    UNVERIFIED: ("○", "a hollow circle"),
+    "error": ("⚠", "an octagon with an exclamation mark"),
+    NOT_REPORTED: ("◷", "a clock with an exclamation mark"),
 }
-MEANINGS = {
-    "verified": "every machine that ran it computed a value that rounds to the printed figure",
-    "stale": "a machine computed a value that no longer rounds to the printed figure",
-    "failed": "the claim did not compute, or a property it must have did not hold",
-    "disputed": "the book prints a source's figure; the computation does not give it",
-    UNVERIFIED: "no machine has recorded a result for this claim yet",
-    "error": "this figure's binding is broken; the build reports where",
-}
+_STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -116,10 +127,29 @@ def show_value(value: Any) -> str:
     return short(value, 200)
 
 
+def status_of(value: Any) -> str:
+    """A recorded status as the site shows it: a status of the vocabulary, or any other plain name as
+    itself (a newer writer's status gets its own class and label), anything else as failed."""
+    if value in VOCABULARY or value in STATUSES:
+        return str(value)
+    return value if isinstance(value, str) and _STATUS_NAME.match(value) else "failed"
+
+
+def label(status: str) -> str:
+    return LABELS.get(status, status.replace("_", " ").replace("-", " "))
+
+
 def worst(statuses: Iterable[str]) -> str:
-    """The status a reader sees: the worst across machines; skipped counts as no result."""
-    found = set(statuses)
-    return next((s for s in DISPLAY_ORDER if s in found), UNVERIFIED)
+    """The status a reader sees: the worst across machines; skipped counts as no result.
+
+    A status outside the vocabulary ranks just before "not yet verified", so it shows.
+    """
+    found = set(statuses) - {"skipped"}
+    known = next((s for s in DISPLAY_ORDER if s in found), None)
+    if known is not None and known != UNVERIFIED:
+        return known
+    other = sorted(found - set(DISPLAY_ORDER) - {"error"})
+    return other[0] if other else UNVERIFIED
 
 
 def number(value: Any) -> float | None:
@@ -141,10 +171,23 @@ def machine_of(results: ResultsFile) -> Machine:
     return Machine(info if isinstance(info, dict) else {}, results.slug, markers)
 
 
-def claim_status_on(per_backend: Mapping[str, Any]) -> str:
-    """A claim's status on one machine: the worst over its backends; skipped only if all are."""
-    statuses = [r.get("status") for r in per_backend.values() if isinstance(r, dict)]
-    statuses = [s if s in STATUSES else "failed" for s in statuses]
+def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -> str:
+    """A record's status as the book stands now: outdated where its claim or inputs changed since."""
+    status = record.get("status")
+    if status in (Status.SKIPPED, None):
+        return str(status)
+    from verified_book.registry import REGISTRY
+
+    why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
+    return Status.OUTDATED.value if why else str(status)
+
+
+def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None = None, claim_id: str = "") -> str:
+    """A claim's status on one machine: the worst over its backends; skipped only if all are.
+    Given the results file, a record computed from an older claim or input counts as outdated."""
+    statuses = [(status_now(results, claim_id, r) if results is not None else r.get("status"))
+                for r in per_backend.values() if isinstance(r, dict)]
+    statuses = [status_of(s) for s in statuses]
     if not statuses:
         return UNVERIFIED
     ran = [s for s in statuses if s != "skipped"]
@@ -190,7 +233,7 @@ def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any]
         if entry.get("printed") != binding.text or entry.get("stated", binding.stated) != binding.stated:
             continue
         status = entry.get("status")
-        if status not in STATUSES:
+        if status not in RECORDED:
             continue
         if (status == "disputed" and not binding.disputed) or (status == "stale" and binding.disputed):
             continue
@@ -201,10 +244,22 @@ def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any]
 def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
             record: Mapping[str, Any]) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record."""
+    measured = _measure(binding, claim, results, backend, record)
+    if measured.status in (Status.SKIPPED, Status.FAILED) and record.get("value") is None:
+        return measured
+    why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
+    if why is None:
+        return measured
+    return replace(measured, status=Status.OUTDATED.value, rejudged=False,
+                   message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}")
+
+
+def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
+             record: Mapping[str, Any]) -> Measurement:
     raw_status = record.get("status")
     value = record.get("value")
     message = record.get("message") if isinstance(record.get("message"), str) else ""
-    date = record.get("date") if isinstance(record.get("date"), str) else ""
+    date = results.date_of(binding.claim_id, backend) or ""
     version = record.get("version") if isinstance(record.get("version"), str) else ""
     base = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
     if raw_status == "skipped":
@@ -220,7 +275,7 @@ def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend
         note = (f"the text changed since this run; its recorded value {show_value(value)} "
                 + ("rounds to the printed figure" if verdict.status == "verified" else f"makes the figure {verdict.status}"))
         return Measurement(status=verdict.status, message=note, rejudged=True, **base)
-    return Measurement(status=raw_status if raw_status in STATUSES else "failed", message=message, **base)
+    return Measurement(status=status_of(raw_status), message=message, **base)
 
 
 def claim_source(claim: Claim | None, records: Iterable[Mapping[str, Any]]) -> str | None:
@@ -274,15 +329,17 @@ def pretty(text: str) -> str:
 BACKEND_LABELS = {"none": "exact arithmetic"}
 
 
-def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None) -> str:
-    """A machine's heading in the panel: its name, the date of its records, python's version."""
+def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> str:
+    """A machine's heading in the panel: its name, the date of its records, python's version, and
+    whether the fleet has not heard from it within the site's window."""
     dates = sorted({m.date[:10] for m in items if m.date})
-    env = results.environment if results is not None and isinstance(results.environment, dict) else {}
+    env = results.run if results is not None and isinstance(results.run, dict) else {}
     versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
     python = versions.get("python") if isinstance(versions.get("python"), str) else ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
+    note = f'<span class="vb-quiet" data-status="{NOT_REPORTED}">{LABELS[NOT_REPORTED]}</span>' if quiet else ""
     return (f'<span class="vb-machine__name">{esc(slug)}</span>'
-            f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>')
+            f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>{note}')
 
 
 def _row_note(m: Measurement) -> str:
@@ -294,7 +351,8 @@ def _row_note(m: Measurement) -> str:
     return ""
 
 
-def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str) -> str:
+def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
+                 quiet: Collection[str] = ()) -> str:
     """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
 
     Its own element name (`vb-panel`, phrasing content like a span) keeps it whole out of the
@@ -304,7 +362,7 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
     parts = [
         f'<vb-panel class="vb-panel" id="{uid}" data-search-exclude>',
         '<span class="vb-panel__head">',
-        f'<span class="vb-badge" data-status="{view.status}">{LABELS[view.status]}</span> ',
+        f'<span class="vb-badge" data-status="{esc(view.status)}">{esc(label(view.status))}</span> ',
         f'<code class="vb-panel__id">{esc(b.claim_id)}</code>',
         "</span>",
     ]
@@ -315,7 +373,8 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
         printed += f", read as {esc(b.stated)}"
     if b.disputed:
         printed += ", marked disputed by the book"
-    parts.append(f'<span class="vb-panel__printed">{printed}: {esc(MEANINGS.get(view.status, ""))}.</span>')
+    meaning = MEANINGS.get(view.status, f"a machine recorded the status {label(view.status)!r}")
+    parts.append(f'<span class="vb-panel__printed">{printed}: {esc(meaning)}.</span>')
     if not view.measurements:
         parts.append('<span class="vb-panel__none">No machine has recorded this claim yet: '
                      "run the suite on yours to verify it.</span>")
@@ -326,16 +385,16 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
     for slug, items in by_machine.items():
         ran = [m for m in items if m.status != "skipped"]
         machine_status = worst(m.status for m in ran) if ran else "skipped"
-        parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{machine_status}">')
-        parts.append(_machine_line(slug, items, results.get(slug)))
+        parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{esc(machine_status)}">')
+        parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
             version = f" {esc(short(m.version, 40))}" if m.version else ""
             backend = esc(BACKEND_LABELS.get(m.backend, m.backend))
             parts.append(
-                f'<span class="vb-row" data-status="{m.status}" data-backend="{esc(m.backend)}">'
+                f'<span class="vb-row" data-status="{esc(m.status)}" data-backend="{esc(m.backend)}">'
                 f'<span class="vb-row__backend">{backend}{version}</span>'
                 f'<span class="vb-row__value">{esc(show_value(m.value))}</span>'
-                f'<span class="vb-row__status">{LABELS.get(m.status, "failed")}</span>'
+                f'<span class="vb-row__status">{esc(label(m.status))}</span>'
                 "</span>"
             )
             note = _row_note(m)
@@ -355,18 +414,18 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
 
 
 def render_figure(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
-                  in_code: bool = False) -> str:
+                  in_code: bool = False, quiet: Collection[str] = ()) -> str:
     """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
     b = view.binding
     text = esc(b.text) if in_code else pretty(b.text)
-    sr = f" ({LABELS[view.status]} figure)"
+    sr = f" ({label(view.status)} figure; opens what every machine computed)"
     return (
-        f'<span class="vb-fig" data-claim="{esc(b.claim_id)}" data-status="{view.status}" tabindex="0" '
-        f'aria-describedby="{uid}">'
+        f'<span class="vb-fig" data-claim="{esc(b.claim_id)}" data-status="{esc(view.status)}" tabindex="0" '
+        f'role="button" aria-expanded="false" aria-describedby="{uid}">'
         f'<span class="vb-fig__text">{text}</span>'
         f'<span class="vb-fig__mark" aria-hidden="true"></span>'
         f'<span class="vb-sr" data-search-exclude>{esc(sr)}</span>'
-        f"{render_panel(view, results, repo_url, uid)}"
+        f"{render_panel(view, results, repo_url, uid, quiet)}"
         "</span>"
     )
 
@@ -383,6 +442,36 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
     )
 
 
+def mark(status: str) -> str:
+    """A status's mark alone, as the figures carry it (the legend and the machines page use it)."""
+    return f'<span class="vb-mark" data-status="{esc(status)}" aria-hidden="true"></span>'
+
+
+LEGEND_ORDER = (*VOCABULARY[:-1], UNVERIFIED, "skipped", "error")
+
+
+def render_legend(machines_href: str | None = None) -> str:
+    """What each mark means: one row per status, with its mark, its shape in words and its meaning."""
+    rows = []
+    for status in LEGEND_ORDER:
+        glyph, shape = SHAPES[status]
+        sample = (f'<span class="vb-fig vb-fig--sample" data-status="{status}"><span class="vb-fig__text">16.6</span>'
+                  f'<span class="vb-fig__mark" aria-hidden="true"></span></span>')
+        rows.append(f'<tr data-status="{status}"><td>{sample}</td><th scope="row">{esc(LABELS[status])}</th>'
+                    f'<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {esc(shape)}</td>'
+                    f"<td>{esc(MEANINGS[status])}.</td></tr>")
+    glyph, shape = SHAPES[NOT_REPORTED]
+    machines = f'<a href="{esc(machines_href)}">machines page</a>' if machines_href else "machines page"
+    return (
+        '<div class="vb-scroll" data-vb-scroll><table class="vb-legend">'
+        '<thead><tr><th scope="col">looks like</th><th scope="col">status</th><th scope="col">mark</th>'
+        f'<th scope="col">means</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<p class="vb-legend__machine">{mark(NOT_REPORTED)} <b>{esc(LABELS[NOT_REPORTED])}</b> '
+        f'<span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> ({esc(shape)}), on the {machines} '
+        f"and in the panels: {esc(MEANINGS[NOT_REPORTED])}.</p>"
+    )
+
+
 # ---------------------------------------------------------------------------
 # One page
 
@@ -395,6 +484,7 @@ class Context:
     claims: Callable[[str], Claim | None]
     repo_url: str | None = None
     near: Callable[[str], Sequence[str]] = lambda _: ()
+    quiet: Collection[str] = ()  # fleet machines not reported within the site's window
 
 
 @dataclass
@@ -528,7 +618,7 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
     out.views.append(view)
     if view.status == UNVERIFIED:
         out.missing.append(b)
-    return render_figure(view, context.results, context.repo_url, uid, in_code)
+    return render_figure(view, context.results, context.repo_url, uid, in_code, context.quiet)
 
 
 def _uid(token: str) -> str:

@@ -18,17 +18,17 @@ import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
 from verified_book.backends import NAMES
+from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
+from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 1
-STATUSES = ("verified", "stale", "failed", "skipped", "disputed")
+SCHEMA_VERSION = 2
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", *NAMES)
-KINDS = ("exact", "library", "measured", "quoted")
 
 # Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -47,6 +47,10 @@ EXACT_PATTERN = re.compile(r"^-?\d{1,1300}/\d{1,1300}$")
 
 class ResultsError(Exception):
     """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
+
+
+class NewerSchema(ResultsError):
+    """A results file written by a newer verified-book: left alone, never overwritten or set aside."""
 
 
 def _too_large(value: int | Fraction) -> str:
@@ -97,33 +101,68 @@ class ResultsFile:
 
     slug: str
     machine: dict[str, Any] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
+    #: the latest run: date, commit, dirty, os, driver, versions, backends; `seconds` per claim and backend
+    run: dict[str, Any] = field(default_factory=dict)
+    #: verdicts: claim id -> backend -> status, value, figures, message, inputs, version
     records: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what each claim is, once: kind, source, citation, hardware, code (its fingerprint), skipped (why not here)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "slug": self.slug,
             "machine": self.machine,
-            "environment": self.environment,
+            "run": self.run,
+            "claims": self.claims,
             "records": self.records,
             "outputs": self.outputs,
         }
 
-    def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in STATUSES}
-        for per_backend in self.records.values():
+    def current(self, known: Container[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """The records of claims the book still declares; a retired claim's stay in the file, unshown."""
+        return {cid: per for cid, per in self.records.items() if cid in known}
+
+    def date_of(self, claim_id: str, backend: str) -> str | None:
+        """When the run that made a record ran: records merged from several runs keep their own date."""
+        dates = (self.run.get("dates") or {}).get(claim_id) or {}
+        date = dates.get(backend) if isinstance(dates, dict) else None
+        return date if isinstance(date, str) else (self.run.get("date") if isinstance(self.run.get("date"), str) else None)
+
+    def counts(self, known: Container[str] | None = None) -> dict[str, int]:
+        out = {s: 0 for s in RECORDED}
+        records = self.records if known is None else self.current(known)
+        for per_backend in records.values():
             for record in per_backend.values():
                 out[record.get("status", "failed")] = out.get(record.get("status", "failed"), 0) + 1
         return out
 
     def merge(self, other: "ResultsFile") -> None:
-        """Take every record of `other`, keeping ours where it has none."""
+        """Take every record of `other`, keeping ours where it has none; the run header is the latest
+        run's, its timings merged like the records."""
         self.machine = other.machine or self.machine
-        self.environment = other.environment or self.environment
+        per_record = {}
+        for key in PER_RECORD:
+            merged = {cid: dict(per) for cid, per in (self.run.get(key) or {}).items()}
+            for claim_id, per_backend in (other.run.get(key) or {}).items():
+                merged.setdefault(claim_id, {}).update(per_backend)
+            per_record[key] = merged
+        self.run = {**(other.run or self.run), **per_record}
         for claim_id, per_backend in other.records.items():
             self.records.setdefault(claim_id, {}).update(per_backend)
+        absent = {name for name, version in (self.run.get("backends") or {}).items() if version is None}
+        for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
+            per_backend = self.records[claim_id]
+            for name in [b for b, r in per_backend.items() if b in absent and r.get("status") == "skipped"]:
+                del per_backend[name]
+            if not per_backend:
+                del self.records[claim_id]
+        for claim_id, meta in other.claims.items():
+            if claim_id in other.records:
+                self.claims[claim_id] = meta
+            else:  # a claim this run could not compute here: keep what earlier runs recorded of it
+                self.claims[claim_id] = {**self.claims.get(claim_id, {}), **meta}
         self.outputs.update(other.outputs)
 
 
@@ -137,7 +176,44 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 1, "records": records, "outputs": data.get("outputs", {})}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1}
+CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
+#: what the run header keeps per claim and backend, merged like the records: so a rerun that
+#: changes nothing changes the header only
+PER_RECORD = ("seconds", "dates")
+
+
+def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 to 2: the environment becomes the run header, timings leave the records for it,
+    each claim's metadata is kept once, and per-record dates go (the run header dates the run).
+
+    A migrated record carries no code fingerprint, so it reads as outdated until its machine
+    runs again: nothing says it still matches the book.
+    """
+    run = dict(data.get("environment") or {})
+    run.setdefault("commit", None)
+    run.setdefault("dirty", None)
+    seconds: dict[str, dict[str, Any]] = {}
+    dates: dict[str, dict[str, Any]] = {}
+    claims: dict[str, dict[str, Any]] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for claim_id, per_backend in (data.get("records") or {}).items():
+        for backend, record in per_backend.items():
+            record = dict(record)
+            meta = {k: record.pop(k) for k in CLAIM_FIELDS if k in record}
+            claims.setdefault(claim_id, meta)
+            if record.get("seconds") is not None:
+                seconds.setdefault(claim_id, {})[backend] = record["seconds"]
+            record.pop("seconds", None)
+            if record.get("date") is not None:
+                dates.setdefault(claim_id, {})[backend] = record["date"]
+            record.pop("date", None)
+            records.setdefault(claim_id, {})[backend] = record
+    run["seconds"], run["dates"] = seconds, dates
+    rest = {k: v for k, v in data.items() if k not in ("environment", "records")}
+    return {**rest, "schema_version": 2, "run": run, "claims": claims, "records": records}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2}
 
 
 def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
@@ -145,7 +221,7 @@ def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise ResultsError(f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}")
     if version > SCHEMA_VERSION:
-        raise ResultsError(
+        raise NewerSchema(
             f"{where}: written by schema version {version} (a newer verified-book), this checkout reads up to "
             f"{SCHEMA_VERSION}; update the project (git pull, then `python3 run.py setup`, which reinstalls "
             "verified-book) to read it"
@@ -236,6 +312,15 @@ def _optional(record: dict[str, Any], key: str, check: Callable[[Any], bool]) ->
     return key not in record or record[key] is None or check(record[key])
 
 
+def _is_input(item: Any) -> bool:
+    if isinstance(item, str):
+        return True
+    if isinstance(item, dict) and "setting" in item:
+        return isinstance(item["setting"], str) and isinstance(item.get("where"), str)
+    return (isinstance(item, dict) and isinstance(item.get("file"), str) and BOOK_PATH_PATTERN.match(item["file"]) is not None
+            and isinstance(item.get("key"), str) and _optional(item, "line", lambda v: _is_int(v) and 0 <= v <= MAX_LINE))
+
+
 def _check_value(value: Any, at: str, problems: list[str]) -> None:
     if isinstance(value, dict):
         exact, approx = value.get("exact"), value.get("float")
@@ -261,16 +346,16 @@ def _check_value(value: Any, at: str, problems: list[str]) -> None:
 
 
 def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
-    if record.get("status") not in STATUSES:
-        problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(STATUSES)}")
+    if record.get("status") not in RECORDED:
+        problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(RECORDED)}")
     if not _optional(record, "kind", lambda k: k in KINDS):
         problems.append(f"{at}: kind {_show(record.get('kind'))} is not one of {', '.join(KINDS)}")
     _check_value(record.get("value"), at, problems)
     for key in ("message", "source", "citation", "hardware", "version"):
         if not _optional(record, key, lambda v: isinstance(v, str)):
             problems.append(f"{at}: {key} must be a string")
-    if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)):
-        problems.append(f"{at}: inputs must be a list of strings")
+    if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(_is_input(i) for i in v)):
+        problems.append(f"{at}: inputs must be a list of {{file, key, value, line}} (or, migrated, strings)")
     if not _optional(record, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
         problems.append(f"{at}: seconds {_show(record.get('seconds'))} is not a duration between 0 and {MAX_SECONDS}")
     if record.get("date") is not None:
@@ -297,8 +382,8 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
         for key in ("printed", "stated"):
             if not _optional(fig, key, lambda v: isinstance(v, str)):
                 problems.append(f"{where}: {key} must be a string")
-        if not _optional(fig, "status", lambda v: v in STATUSES):
-            problems.append(f"{where}: status {_show(fig.get('status'))} is not one of {', '.join(STATUSES)}")
+        if not _optional(fig, "status", lambda v: v in RECORDED):
+            problems.append(f"{where}: status {_show(fig.get('status'))} is not one of {', '.join(RECORDED)}")
     statuses = {f.get("status") for f in figures if isinstance(f, dict)}
     if record.get("status") == "verified" and statuses & {"stale", "failed"}:
         problems.append(f"{at}: status is 'verified' while a figure of it is {', '.join(sorted(statuses & {'stale', 'failed'}))}")
@@ -316,16 +401,50 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
         if not isinstance(fingerprint, dict) or not all(
                 v is None or isinstance(v, (str, bool)) or _is_number(v) for v in fingerprint.values()):
             problems.append(f"{where}: machine fingerprint must be an object of strings and numbers")
-    environment = data.get("environment", {})
-    if isinstance(environment, dict):
-        if environment.get("date") is not None:
-            problem = _iso_date(environment["date"])
+    for header in ("run", "environment"):  # `environment` is schema 1's run header, checked before migrating
+        table_of_run = data.get(header, {})
+        if not isinstance(table_of_run, dict):
+            continue
+        if table_of_run.get("date") is not None:
+            problem = _iso_date(table_of_run["date"])
             if problem:
-                problems.append(f"{where}: environment date {problem}")
+                problems.append(f"{where}: {header} date {problem}")
         for key in ("versions", "backends"):
-            table = environment.get(key, {})
+            table = table_of_run.get(key, {})
             if table is not None and (not isinstance(table, dict) or not all(v is None or isinstance(v, str) for v in table.values())):
-                problems.append(f"{where}: environment {key} must be an object of version strings")
+                problems.append(f"{where}: {header} {key} must be an object of version strings")
+    run = data.get("run", {})
+    if isinstance(run, dict):
+        if not _optional(run, "commit", lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{7,64}", v) is not None):
+            problems.append(f"{where}: run commit {_show(run.get('commit'))} is not a commit hash")
+        if not _optional(run, "dirty", lambda v: isinstance(v, bool)):
+            problems.append(f"{where}: run dirty must be true or false")
+        seconds = run.get("seconds") or {}
+        if not isinstance(seconds, dict) or not all(
+                isinstance(per, dict) and all(_is_number(v) and 0 <= v <= MAX_SECONDS for v in per.values())
+                for per in seconds.values()):
+            problems.append(f"{where}: run seconds must map claims to backends to durations")
+        dates = run.get("dates") or {}
+        if not isinstance(dates, dict) or not all(isinstance(per, dict) for per in dates.values()):
+            problems.append(f"{where}: run dates must map claims to backends to dates")
+        else:
+            for claim_id, per in dates.items():
+                for backend, date in per.items():
+                    problem = _iso_date(date)
+                    if problem:
+                        problems.append(f"{where}: run dates[{_show(claim_id)}][{_show(backend)}] {problem}")
+    claims = data.get("claims", {})
+    if isinstance(claims, dict):
+        for claim_id, meta in claims.items():
+            at = f"{where}: claims[{_show(claim_id)}]"
+            if not isinstance(meta, dict):
+                problems.append(f"{at}: must be an object")
+                continue
+            if not _optional(meta, "kind", lambda k: k in KINDS):
+                problems.append(f"{at}: kind {_show(meta.get('kind'))} is not one of {', '.join(KINDS)}")
+            for key in ("source", "citation", "hardware", "code", "skipped"):
+                if not _optional(meta, key, lambda v: isinstance(v, str)):
+                    problems.append(f"{at}: {key} must be a string")
     outputs = data.get("outputs", {})
     if isinstance(outputs, dict):
         for name, output in outputs.items():
@@ -343,6 +462,29 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
                 problems.append(f"{at}: seconds {_show(output.get('seconds'))} is not a plausible duration")
             if not _optional(output, "how", lambda v: v in ("script", "in process")):
                 problems.append(f"{at}: how {_show(output.get('how'))} is not 'script' or 'in process'")
+            _check_output_checks(output.get("checked"), at, problems)
+
+
+def _check_output_checks(checked: Any, at: str, problems: list[str]) -> None:
+    """An output's `checked`: how each of the book's blocks showing the snippet compared with this run."""
+    if checked is None:
+        return
+    if not isinstance(checked, list):
+        problems.append(f"{at}: checked must be a list of the book's output blocks and how each compared")
+        return
+    for i, check in enumerate(checked):
+        where = f"{at}: checked[{i}]"
+        if not isinstance(check, dict):
+            problems.append(f"{where}: must be an object with file, line, status")
+            continue
+        if not isinstance(check.get("file"), str) or not BOOK_PATH_PATTERN.match(check["file"]):
+            problems.append(f"{where}: file {_show(check.get('file'))} is not a relative path inside the book")
+        if not _is_int(check.get("line")) or not 1 <= check["line"] <= MAX_LINE:
+            problems.append(f"{where}: line {_show(check.get('line'))} is not a positive integer")
+        if check.get("status") not in OUTPUT_STATUSES:
+            problems.append(f"{where}: status {_show(check.get('status'))} is not one of {', '.join(OUTPUT_STATUSES)}")
+        if not _optional(check, "message", lambda v: isinstance(v, str)):
+            problems.append(f"{where}: message must be a string")
 
 
 def validate(data: Any, where: str, known_claims: set[str] | None = None) -> list[str]:
@@ -358,10 +500,11 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
     _walk(data, where, 1, "", problems)
     if problems:
         return problems
+
     slug = data.get("slug")
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
         problems.append(f"{where}: slug {_show(slug)} is not a safe machine name (lower-case letters, digits, '-', '_')")
-    for key in ("machine", "environment", "records", "outputs"):
+    for key in ("machine", "run", "claims", "records", "outputs"):
         if not isinstance(data.get(key, {}), dict):
             problems.append(f"{where}: {key!r} must be an object")
     _check_machine(data, where, problems)
@@ -373,7 +516,7 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
                 continue
             if known_claims is not None and claim_id not in known_claims:
                 problems.append(f"{where}: records[{claim_id!r}] names no claim of this book")
-            elif not re.match(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$", claim_id):
+            elif not ID_PATTERN.match(claim_id):
                 problems.append(f"{where}: records[{_show(claim_id)}] is not a claim id")
             for backend, record in per_backend.items():
                 at = f"{where}: records[{claim_id!r}][{backend!r}]"
@@ -420,7 +563,8 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
                         f"a machine's file is named after its slug ({data.get('slug')}.json)")
     if problems:
         raise ResultsError("\n".join(problems))
-    return ResultsFile(data["slug"], data.get("machine", {}), data.get("environment", {}), data.get("records", {}), data.get("outputs", {}))
+    return ResultsFile(data["slug"], data.get("machine", {}), data.get("run", {}), data.get("records", {}),
+                       data.get("outputs", {}), data.get("claims", {}))
 
 
 def read_all(results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None) -> dict[str, ResultsFile]:
@@ -491,9 +635,9 @@ def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = la
             if path.exists():
                 try:
                     current = read(path)
+                except NewerSchema:
+                    raise
                 except ResultsError as e:
-                    if "schema version" in str(e) and "reads up to" in str(e):
-                        raise
                     aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
                     os.replace(path, aside)
                     warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")

@@ -7,6 +7,10 @@ because the copy was measured under load. `QuietLastScheduling` is xdist's `load
 scheduling (chunks of the collection to whichever worker has room) for every other item;
 once those have all been handed out, it shuts down every worker but one, waits until they
 have finished, and only then sends that worker the timed items.
+
+Items that compute on a CUDA device (`pinned`) all go to one worker, `gw0`, which also runs the
+timed items: each process that touches the card makes a CUDA context of its own, hundreds of MB
+of a 16 GB card's memory, so `-n auto` on a desktop GPU would otherwise spend the card on contexts.
 """
 from __future__ import annotations
 
@@ -15,15 +19,20 @@ from typing import Any, Callable
 
 from xdist.scheduler import LoadScheduling
 
+from verified_book.backends import CUDA_WORKER
+
 
 class QuietLastScheduling(LoadScheduling):
     """xdist's load scheduling with the items `runs_alone` picks held back for a quiet end."""
 
-    def __init__(self, config: Any, log: Any = None, *, runs_alone: Callable[[str], bool]) -> None:
+    def __init__(self, config: Any, log: Any = None, *, runs_alone: Callable[[str], bool],
+                 pinned: Callable[[str], bool] | None = None) -> None:
         super().__init__(config, log)
         self.runs_alone = runs_alone
+        self.pinned = pinned or (lambda nodeid: False)
         self.quiet: list[int] = []  # indices into the collection, held until the others are done
         self.quiet_node: Any = None
+        self.pin_node: Any = None  # the worker the pinned items (and then the timed ones) run on
 
     @property
     def tests_finished(self) -> bool:
@@ -47,7 +56,13 @@ class QuietLastScheduling(LoadScheduling):
         alone = [i for i, nodeid in enumerate(self.collection) if self.runs_alone(nodeid)]
         held = set(alone)
         self.quiet = alone
+        self.pin_node = next((n for n in self.nodes if getattr(n.gateway, "id", None) == CUDA_WORKER), self.nodes[0])
+        pinned = [i for i, nodeid in enumerate(self.collection) if i not in held and self.pinned(nodeid)]
+        held.update(pinned)
         self.pending[:] = [i for i in range(len(self.collection)) if i not in held]
+        if pinned:
+            self.node2pending[self.pin_node].extend(pinned)
+            self.pin_node.send_runtest_some(pinned)
         if self.maxschedchunk is None:
             self.maxschedchunk = len(self.collection)
         if len(self.pending) < 2 * len(self.nodes):
@@ -83,6 +98,8 @@ class QuietLastScheduling(LoadScheduling):
         if node is self.quiet_node:
             # finished, or died: then LoadScheduling puts back what it held, for a worker that is alone by now
             self.quiet_node = None
+        if node is self.pin_node:
+            self.pin_node = None
         crashed = super().remove_node(node)
         if self.quiet_node is not None:
             self._send_quiet_when_alone()
@@ -93,7 +110,8 @@ class QuietLastScheduling(LoadScheduling):
     def _quiet_phase(self, candidate: Any) -> None:
         """Everything else is handed out: keep `candidate` (or the worker already kept), stop the rest."""
         if self.quiet_node is None:
-            self.quiet_node = candidate
+            pin = self.pin_node
+            self.quiet_node = pin if pin is not None and pin in self.node2pending and not pin.shutting_down else candidate
         for node in self.nodes:
             if node is not self.quiet_node and not node.shutting_down:
                 node.shutdown()

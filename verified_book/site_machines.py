@@ -6,17 +6,17 @@ bindings to Markdown with placeholder tokens and the HTML they stand for, like
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from verified_book.bindings import Book
-from verified_book.registry import ID_PATTERN
-from verified_book.render import LABELS, UNVERIFIED, GeneratedPage, claim_status_on, esc, short, show_value, source_link
+from verified_book.render import LABELS, NOT_REPORTED, UNVERIFIED, VOCABULARY, GeneratedPage, claim_status_on, esc, label, mark, short, show_value, source_link
 from verified_book.results import ResultsFile
 
-COUNTED = ("verified", "stale", "failed", "disputed", "skipped")
+COUNTED = VOCABULARY
 FINGERPRINT_FIELDS = (
     ("cpu", "CPU"), ("arch", "architecture"), ("cores", "logical cores"), ("memory_gb", "memory (GB)"),
     ("gpu", "accelerator"), ("gpu_memory_gb", "accelerator memory (GB)"), ("compute_capability", "compute capability"),
@@ -33,16 +33,55 @@ class Chapter:
     href: str
 
 
+def today(text: str = "") -> dt.date:
+    """The date a build judges "reported this week" by: `text` (ISO) when given, else today in UTC."""
+    return dt.date.fromisoformat(text) if text else dt.datetime.now(dt.timezone.utc).date()
+
+
+def last_run(results: ResultsFile) -> dt.date | None:
+    """The date of a machine's latest run, from its results file; None when it gives none readable."""
+    env = results.run if isinstance(results.run, dict) else {}
+    date = env.get("date")
+    try:
+        return dt.datetime.fromisoformat(date).date() if isinstance(date, str) else None
+    except ValueError:
+        return None
+
+
+def in_fleet(results: ResultsFile) -> bool:
+    """A machine of the fleet: one that matches a hardware profile of the book (its runner verifies weekly)."""
+    markers = results.machine.get("markers") if isinstance(results.machine, dict) else None
+    return isinstance(markers, list) and any(isinstance(m, str) and m for m in markers)
+
+
+def quiet_machines(results: Mapping[str, ResultsFile], on: dt.date, days: int) -> frozenset[str]:
+    """The fleet's machines whose latest run is more than `days` days before `on` (or undated).
+
+    They are published with their last results and marked "not reported this week"; they
+    never hold the others' publication.
+    """
+    quiet = set()
+    for slug, rf in results.items():
+        if not in_fleet(rf):
+            continue
+        ran = last_run(rf)
+        if ran is None or (on - ran).days > days:
+            quiet.add(slug)
+    return frozenset(quiet)
+
+
 def _token(seed: str, n: int) -> str:
     return f"VBPAGE{hashlib.sha1(seed.encode()).hexdigest()[:10].upper()}N{n}Z"
 
 
-def claim_counts(results: ResultsFile) -> dict[str, int]:
-    """How many claims a machine found in each status (a claim's worst over its backends)."""
+def claim_counts(results: ResultsFile, known: Iterable[str] | None = None) -> dict[str, int]:
+    """How many claims a machine found in each status (a claim's worst over its backends, outdated
+    where the claim or its inputs changed since); records of retired claims are not counted."""
     counts = {s: 0 for s in COUNTED}
-    for per_backend in results.records.values():
+    records = results.records if known is None else results.current(set(known))
+    for claim_id, per_backend in records.items():
         if isinstance(per_backend, dict):
-            status = claim_status_on(per_backend)
+            status = claim_status_on(per_backend, results, claim_id)
             if status in counts:
                 counts[status] += 1
     return counts
@@ -59,7 +98,7 @@ def _scalar(value: Any) -> str | None:
 def _fingerprint(results: ResultsFile) -> str:
     machine = results.machine if isinstance(results.machine, dict) else {}
     fp = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
-    env = results.environment if isinstance(results.environment, dict) else {}
+    env = results.run if isinstance(results.run, dict) else {}
     rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
     markers = machine.get("markers")
     if isinstance(markers, list) and markers:
@@ -74,31 +113,39 @@ def _fingerprint(results: ResultsFile) -> str:
     rows.append(("backends absent", ", ".join(absent) or None))
     cells = "".join(f"<tr><th scope=\"row\">{esc(label)}</th><td>{esc(short(value, 300))}</td></tr>"
                     for label, value in rows if value)
-    return f'<table class="vb-fingerprint"><tbody>{cells}</tbody></table>'
+    return f'<div class="vb-scroll" data-vb-scroll><table class="vb-fingerprint"><tbody>{cells}</tbody></table></div>'
 
 
 def _counts_html(counts: Mapping[str, int]) -> str:
     items = "".join(
-        f'<li data-status="{s}"><span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>' for s in COUNTED
+        f'<li data-status="{s}">{mark(s)}<span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>'
+        for s in COUNTED if counts.get(s, 0) or s in ("verified", "stale", "failed")
     )
     return f'<ul class="vb-counts">{items}</ul>'
 
 
-def _overview(results: Mapping[str, ResultsFile]) -> str:
-    head = "".join(f"<th scope=\"col\">{LABELS[s]}</th>" for s in COUNTED)
+def _overview(results: Mapping[str, ResultsFile], known: set[str], quiet: Collection[str] = ()) -> str:
+    head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
+                   for s in COUNTED)
     rows = []
     for slug in sorted(results):
         rf = results[slug]
         fp = rf.machine.get("fingerprint") if isinstance(rf.machine, dict) else None
         fp = fp if isinstance(fp, dict) else {}
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
-        date = _scalar(rf.environment.get("date") if isinstance(rf.environment, dict) else None) or ""
-        counts = claim_counts(rf)
+        date = _scalar(rf.run.get("date") if isinstance(rf.run, dict) else None) or ""
+        counts = claim_counts(rf, known)
         cells = "".join(f'<td data-status="{s}">{counts[s]}</td>' for s in COUNTED)
-        rows.append(f'<tr><th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
-                    f"<td>{esc(what)}</td><td>{esc(date[:10])}</td>{cells}</tr>")
-    return (f'<table class="vb-overview"><thead><tr><th scope="col">machine</th><th scope="col">hardware</th>'
-            f'<th scope="col">latest run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+        when = esc(date[:10])
+        if slug in quiet:
+            when += (f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
+                     f"{LABELS[NOT_REPORTED]}</span>")
+        rows.append(f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}>'
+                    f'<th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
+                    f"<td>{esc(what)}</td><td>{when}</td>{cells}</tr>")
+    return ('<div class="vb-scroll" data-vb-scroll><table class="vb-overview"><thead><tr><th scope="col">machine</th>'
+            f'<th scope="col">hardware</th><th scope="col">latest run</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def anchor(slug: str) -> str:
@@ -116,13 +163,13 @@ def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
     if not isinstance(per_backend, dict) or not per_backend:
         return UNVERIFIED, (f'<td data-status="{UNVERIFIED}" title="no record on this machine">'
                             '<span class="vb-cell">—</span></td>')
-    status = claim_status_on(per_backend)
+    status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(
         f"{backend}: {show_value(r.get('value'))} ({r.get('status') if isinstance(r.get('status'), str) else '?'})"
         for backend, r in sorted(per_backend.items()) if isinstance(r, dict)
     )
-    return status, (f'<td data-status="{status}" title="{esc(short(detail, 600))}">'
-                    f'<span class="vb-cell">{LABELS.get(status, "failed")}</span></td>')
+    return status, (f'<td data-status="{esc(status)}" title="{esc(short(detail, 600))}">'
+                    f'<span class="vb-cell">{mark(status)}{esc(label(status))}</span></td>')
 
 
 def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
@@ -133,9 +180,7 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
         files = printed.setdefault(binding.claim_id, [])
         if binding.file not in files:
             files.append(binding.file)
-    ids = set(claim_ids) | set(printed)
-    for rf in results.values():
-        ids |= {cid for cid in rf.records if isinstance(cid, str) and ID_PATTERN.match(cid)}
+    ids = set(claim_ids) | set(printed)  # a retired claim's records stay in its file, unshown
     chapter_keys = {file: f"c{i}" for i, file in enumerate(chapters)}
     known = set(claim_ids)
     rows = []
@@ -158,7 +203,7 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
         )
     options = "".join(f'<option value="{chapter_keys[f]}">{esc(c.title)}</option>' for f, c in chapters.items())
     status_options = "".join(
-        f'<option value="{s}">{LABELS[s]}</option>' for s in ("verified", "stale", "failed", "disputed", "skipped", UNVERIFIED)
+        f'<option value="{s}">{LABELS[s]}</option>' for s in (*COUNTED, UNVERIFIED)
     )
     head = "".join(f'<th scope="col"><a href="#{esc(anchor(s))}">{esc(s)}</a></th>' for s in slugs)
     return (
@@ -178,8 +223,10 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
 
 def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
                     chapters: Mapping[str, Chapter], sources: Mapping[str, str] | None = None,
-                    repo_url: str | None = None, plots_href: str | None = None) -> GeneratedPage:
+                    repo_url: str | None = None, plots_href: str | None = None, quiet: Collection[str] = (),
+                    report_within_days: int = 8) -> GeneratedPage:
     """The machines page: one section per machine, then the claims × machines matrix."""
+    claim_ids = list(claim_ids)
     seed = "machines:" + ",".join(sorted(results))
     n = 0
     blocks: dict[str, str] = {}
@@ -200,11 +247,18 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
         lines += [
             f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
             f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
-            f"as skipped.{plots}", "", put(_overview(results)), "",
+            f"as skipped.{plots}", "", put(_overview(results, set(claim_ids), quiet)), "",
         ]
+        if quiet:
+            lines += [f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
+                      f"{report_within_days} days: its last results are shown, and the others are published "
+                      "without waiting for it.", ""]
         for slug in sorted(results):
+            quiet_note = (f'<p class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
+                          f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
+                          if slug in quiet else "")
             lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
-                      put(_counts_html(claim_counts(results[slug])) + _fingerprint(results[slug])), ""]
+                      put(quiet_note + _counts_html(claim_counts(results[slug], claim_ids)) + _fingerprint(results[slug])), ""]
     lines += ["## Claims × machines { #claims-by-machine }", "",
               "Every claim of the book against every machine: hover a cell for each backend's value. "
               "Filter by the chapter that prints a claim, or by status.", "",

@@ -209,7 +209,7 @@ def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbyte
 def _measure(runner: Runner, op: str, fn: Callable[[], Any], size: int, threads: int) -> Measurement:
     work = 2 * size if op == "copy" else size
     detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.adapter.splits_copies else "")
-    first = runner.seconds_per_call(fn, 1)
+    first = runner.calibrate(fn)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
     return repeat(runner.repetition(fn, first), what=f"{op} bandwidth on {runner.name}", work=work, unit="GB/s",
                   policy=policy, detail=detail)

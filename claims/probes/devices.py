@@ -4,11 +4,16 @@
 - torch on CUDA: a pair of `torch.cuda.Event`s recorded on the current stream after a
   `torch.cuda.synchronize()`, read after the end event has completed;
 - torch on MPS: `torch.mps.synchronize()` on both sides of the calls;
-- MLX: every call's result is `mx.eval`-ed inside the timed region (MLX is lazy; nothing
-  runs until then), on the backend's device, after `mx.synchronize()`;
+- MLX: every call's result is queued with `mx.async_eval` (MLX is lazy; nothing runs until it
+  is evaluated) on the backend's device, and the clock stops after one `mx.synchronize()` once
+  all are queued: evaluating each call on its own would charge every repetition a CPU-GPU round trip;
 - JAX: every call's result is waited for (`jax.block_until_ready`; JAX dispatches asynchronously).
 
 Each backend's adapter (`verified_book.backends`) does the timing; a Runner adds the policy.
+
+Before a repetition count is calibrated from one call's time, one untimed call runs, on every
+device (`Runner.calibrate`): the first call compiles kernels (Metal, CUDA's lazy loading) and
+would make the work look slow enough to need no repetitions.
 
 A repetition runs the work `inner` times and returns seconds per call, so that work too
 short for the clock (a copy on an accelerator) is timed over several calls.
@@ -54,6 +59,12 @@ class Runner:
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
         """Run `fn` `inner` times, timed as this device needs; seconds per call."""
         return self.adapter.seconds_per_call(fn, inner)
+
+    def calibrate(self, fn: Callable[[], Any]) -> float:
+        """Seconds of one warm call: one untimed call first (kernel compilation, first-touch
+        allocation), then one timed, which a repetition count can be calibrated from."""
+        self.seconds_per_call(fn, 1)
+        return self.seconds_per_call(fn, 1)
 
     def repetition(self, fn: Callable[[], Any], first_s: float | None = None) -> Callable[[], float]:
         """A repetition of `fn` long enough for the clock: calibrated from one call's time."""

@@ -135,7 +135,7 @@ def _measure_matmul(runner: Runner, dtype: str, note: str) -> Measurement:
         raise NotOnBackend(f"{backend.name} cannot multiply {dtype} matrices: {type(e).__name__}: {e}") from None
     n = _gpu_n(runner, dtype) if runner.gpu else _cpu_n(runner, backend, dtype)
     call, _arrays = _operands(backend, dtype, n, n, n)
-    first = runner.seconds_per_call(call, 1)
+    first = runner.calibrate(call)
     one = runner.repetition(call, first)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
     detail = f"n = {n}" + (f"; {note}" if note else "")
@@ -212,9 +212,9 @@ def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int
         call, arrays = _sweep_operands(backend, batch, inputs, outputs, w)
         w = arrays[1]
         if previous is None:
-            for _ in range(runner.policy.warmup):
+            for _ in range(runner.policy.warmup - 1):
                 runner.seconds_per_call(call, 1)
-        first = runner.seconds_per_call(call, 1)
+        first = runner.calibrate(call)
         if not runner.gpu and spent + first * runner.policy.min_reps_slow > budget:
             stop = (f"batch {batch} takes {first:.2f} s a call; measuring it would pass the sweep's budget of "
                     f"{budget:.1f} s (set CLAIMS_PROBE_CAP_S to allow more)")

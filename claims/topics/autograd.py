@@ -19,7 +19,9 @@ from typing import Any, Callable
 import sympy
 
 from verified_book.backends import Backend, supporting
+from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS
 
 AUTODIFF = supporting("autodiff")
 FP32_EPS = 2.0**-23
@@ -32,7 +34,11 @@ class Example:
 
     id: str
     body: Callable[..., Any]  # body(math_module, *inputs); math_module offers sin, exp, log, tanh
-    point: tuple[Fraction, ...]
+
+    @property
+    def point(self) -> tuple[Fraction, ...]:
+        """Where the gradient is taken: the example's chosen point, a given input."""
+        return tuple(Fraction(p) for p in given(f"autograd.examples.{self.id}.point"))
 
     def symbolic_gradient(self) -> tuple[sympy.Expr, ...]:
         symbols = sympy.symbols(f"x0:{len(self.point)}")
@@ -44,10 +50,9 @@ class Example:
 EXAMPLES: dict[str, Example] = {
     e.id: e
     for e in (
-        Example("f", lambda m, x, y: x**2 * y + m.sin(x * y), (Fraction(3, 2), Fraction(-1, 2))),
-        Example("g", lambda m, x, y, z: m.exp(x) * y / (1 + z**2), (Fraction(1, 2), Fraction(2), Fraction(-3, 2))),
-        Example("h", lambda m, a, b, c, d: m.log(1 + a**2 + b**2) * m.tanh(c) + a * d,
-                (Fraction(3, 10), Fraction(-6, 5), Fraction(4, 5), Fraction(5, 2))),
+        Example("f", lambda m, x, y: x**2 * y + m.sin(x * y)),
+        Example("g", lambda m, x, y, z: m.exp(x) * y / (1 + z**2)),
+        Example("h", lambda m, a, b, c, d: m.log(1 + a**2 + b**2) * m.tanh(c) + a * d),
     )
 }
 
@@ -80,16 +85,22 @@ def reverse(backend: Backend, example: str) -> tuple[float, ...]:
     return found
 
 
-PARAMETERS, SAMPLES = 16, 8
+SAMPLES = 8
+
+
+def parameters() -> int:
+    """Weights of the least-squares loss: a given input of the example."""
+    return int(given("autograd.regression.parameters"))
+
 
 
 def _regression() -> tuple[Any, Any, Any, Any]:
     """Rows, targets and weights of a least-squares loss, and its gradient in closed form (float64)."""
     import numpy as np
 
-    rows = np.array([[((3 * i + 5 * j) % 7 - 3) / 4 for j in range(PARAMETERS)] for i in range(SAMPLES)])
+    rows = np.array([[((3 * i + 5 * j) % 7 - 3) / 4 for j in range(parameters())] for i in range(SAMPLES)])
     target = np.array([(i % 3) - 1.0 for i in range(SAMPLES)])
-    weights = np.array([((j % 5) - 2) / 8 for j in range(PARAMETERS)])
+    weights = np.array([((j % 5) - 2) / 8 for j in range(parameters())])
     exact = 2 / SAMPLES * rows.T @ (rows @ weights - target)
     return rows, target, weights, exact
 
@@ -111,7 +122,7 @@ def _count_passes(backend: Backend, mode: str) -> int:
         residual = x @ w - y
         return (residual * residual).mean()
 
-    basis = np.eye(PARAMETERS).tolist()
+    basis = np.eye(parameters()).tolist()
     w = backend.tensor(weights.tolist(), float32)
     if mode == "reverse":
         grad = adapter.gradient(loss, [w])[0].tolist()
@@ -134,7 +145,12 @@ def passes(backend: Backend, mode: str) -> int:
     return _count_passes(backend, mode)
 
 
-BATCH, WIDTH = 64, 256
+
+
+def mlp_size() -> tuple[int, int]:
+    """(batch, width) of the recorded-activations example: given inputs."""
+    return int(given("autograd.mlp.batch")), int(given("autograd.mlp.width"))
+
 
 
 @dataclass(frozen=True)
@@ -146,16 +162,28 @@ class Recording:
     graph_nodes: int
 
 
+# Backward nodes of layout views: they move no value, and whether a device records one depends on how
+# it decomposes an op (CPU and CUDA run nn.Linear as addmm of a transposed weight, a TBackward node;
+# MPS records one LinearBackward node), so they are not counted.
+LAYOUT_NODES = frozenset({"TBackward0", "TransposeBackward0", "PermuteBackward0", "ViewBackward0",
+                          "UnsafeViewBackward0", "ReshapeAliasBackward0", "ExpandBackward0",
+                          "SqueezeBackward0", "UnsqueezeBackward0", "AliasBackward0"})
+
+
 def _graph_nodes(root: Any) -> int:
+    """Nodes of the backward graph reachable from `root`: operations and parameter accumulators,
+    layout views left out (`LAYOUT_NODES`), so the count does not depend on the device."""
     seen: set[int] = set()
+    counted = 0
     stack = [root] if root is not None else []
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
+        counted += node.name() not in LAYOUT_NODES
         stack.extend(n for n, _ in node.next_functions if n is not None)
-    return len(seen)
+    return counted
 
 
 def record(backend: Backend, mode: str) -> Recording:
@@ -170,6 +198,7 @@ def record(backend: Backend, mode: str) -> Recording:
     import torch
 
     generator = torch.Generator().manual_seed(0)
+    BATCH, WIDTH = mlp_size()
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH)).to(backend.device)
     x = torch.randn(BATCH, WIDTH, generator=generator).to(backend.device)
     parameters = {p.data_ptr() for p in model.parameters()}
@@ -205,11 +234,12 @@ def saved_bytes(backend: Backend, mode: str) -> int:
 
 @claim("autograd.recorded.{mode}.graph_nodes", kind="library", over={"mode": MODES})
 def graph_nodes(backend: Backend, mode: str) -> int:
-    """Nodes of the backward graph reachable from the loss's grad_fn (none without one)."""
+    """Nodes of the backward graph reachable from the loss's grad_fn (none without one), views aside."""
     return record(backend, mode).graph_nodes
 
 
 @claim("autograd.recorded.activation_bytes", kind="exact")
 def activation_bytes() -> int:
     """Bytes of one FP32 activation of the MLP: batch × width × 4."""
-    return BATCH * WIDTH * 4
+    batch, width = mlp_size()
+    return batch * width * FORMATS["fp32"].storage_bits // 8

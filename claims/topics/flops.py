@@ -11,34 +11,43 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import exact, vendor
+from verified_book.inputs import exact, given, vendor
 from verified_book.registry import claim
 from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
 
 COUNTS = ("stated", "exact")
-PROMPT_TOKENS = 2048
-PRETRAINING_TOKENS = 10**9
 TERA = 10**12
 
-# Jobs of the intensity table: tokens that use each weight read, and the file the weights come from.
+
+def prompt_length() -> int:
+    """The example prompt's length in tokens (a given)."""
+    return int(given("flops.prompt_tokens"))
+
+
+def pretraining_tokens() -> int:
+    return int(given("flops.pretraining_tokens"))
+
+
+# Jobs of the intensity table: the tokens that use each weight read (one stream of decode, a
+# batch of them, or a prompt), and the file the weights come from.
 JOBS = {
-    "decode_bf16": (1, "bf16"),
-    "decode_q4_k_m": (1, "q4_k_m"),
-    "decode_batch8_bf16": (8, "bf16"),
-    "prefill_bf16": (PROMPT_TOKENS, "bf16"),
+    "decode_bf16": (lambda: int(given("flops.single_stream_batch")), "bf16"),
+    "decode_q4_k_m": (lambda: int(given("flops.single_stream_batch")), "q4_k_m"),
+    "decode_batch8_bf16": (lambda: int(given("flops.decode_batch")), "bf16"),
+    "prefill_bf16": (prompt_length, "bf16"),
 }
 
 
 def forward_flops_per_param() -> int:
-    """One multiply and one add per weight per token."""
-    multiply, add = 1, 1
-    return multiply + add
+    """One multiply-add per weight per token in a matmul, counted as the convention's FLOPs."""
+    multiply_adds = 1  # (m, k) @ (k, n) does m·n·k multiply-adds: one per weight per token
+    return multiply_adds * int(given("flops.per_multiply_add"))
 
 
 def training_flops_per_param() -> int:
     """Forward, plus a backward pass of twice the forward: gradients for the inputs and the weights."""
     forward = forward_flops_per_param()
-    backward = 2 * forward
+    backward = int(given("flops.backward_over_forward")) * forward
     return forward + backward
 
 
@@ -53,10 +62,22 @@ def per_param(part: str) -> int:
     return {"forward": forward, "backward": training - forward, "training": training}[part]
 
 
-@claim("flops.prompt_tokens", kind="exact")
+@claim("flops.backward_over_forward", kind="given")
+def backward_over_forward() -> int:
+    """How many times the forward pass's FLOPs the backward pass costs."""
+    return int(given("flops.backward_over_forward"))
+
+
+@claim("flops.pretraining_tokens", kind="given")
+def pretraining_token_count() -> int:
+    """The tokens of the pretraining example."""
+    return pretraining_tokens()
+
+
+@claim("flops.prompt_tokens", kind="given")
 def prompt_tokens() -> int:
     """The example prompt's length in tokens."""
-    return PROMPT_TOKENS
+    return prompt_length()
 
 
 @claim("flops.decode.gflop.{count}", kind="exact", over={"count": COUNTS})
@@ -68,7 +89,7 @@ def decode_gflop(count: str) -> Fraction:
 @claim("flops.prefill.tflop.{count}", kind="exact", over={"count": COUNTS})
 def prefill_tflop(count: str) -> Fraction:
     """A 2,048-token prompt: 2 × parameters × tokens, in TFLOP (stated count, or exact)."""
-    return forward_flops_per_param() * params(count) * PROMPT_TOKENS / TERA
+    return forward_flops_per_param() * params(count) * prompt_length() / TERA
 
 
 @claim("flops.training_token.gflop.{count}", kind="exact", over={"count": COUNTS})
@@ -80,12 +101,12 @@ def training_token_gflop(count: str) -> Fraction:
 @claim("flops.pretraining.flop.{count}", kind="exact", over={"count": COUNTS})
 def pretraining_flop(count: str) -> Fraction:
     """Pretraining on a billion tokens: 6 × parameters × tokens, in FLOP."""
-    return training_flops_per_param() * params(count) * PRETRAINING_TOKENS
+    return training_flops_per_param() * params(count) * pretraining_tokens()
 
 
 def job_flops(job: str) -> Fraction:
     tokens, _ = JOBS[job]
-    return forward_flops_per_param() * stated_params() * tokens
+    return forward_flops_per_param() * stated_params() * tokens()
 
 
 def job_bytes(job: str) -> Fraction:
@@ -93,10 +114,10 @@ def job_bytes(job: str) -> Fraction:
     return (checkpoint_gb() if fmt == "bf16" else q4_k_m_gb()) * GB
 
 
-@claim("flops.job.{job}.tokens", kind="exact", over={"job": tuple(JOBS)})
+@claim("flops.job.{job}.tokens", kind="given", over={"job": tuple(JOBS)})
 def job_tokens(job: str) -> int:
     """Tokens that use each weight fetched: the batch in decode, the prompt length in prefill."""
-    return JOBS[job][0]
+    return JOBS[job][0]()
 
 
 @claim("flops.job.{job}.gflop", kind="exact", over={"job": tuple(JOBS)})

@@ -3,24 +3,38 @@
 Two statements of the source chapter are about defaults, and both are checked against
 the library on the machine that runs the suite:
 
-- "BF16 is the default working dtype": a library's default floating dtype is read from
-  the library itself (torch.get_default_dtype(), and the dtype a float literal gets);
-- "matmuls silently run in TF32 by default": an FP32 matmul is probed for how many
-  mantissa bits of its inputs survive. The probe multiplies matrices filled with
+- "BF16 is the default working dtype for both my inference and my training labs": the
+  author's choice, true as stated; what the libraries themselves default to is read from
+  them (torch.get_default_dtype(), and the dtype a float literal gets);
+- "Matmuls silently run in TF32 by default on recent hardware unless you ask for true
+  FP32": in the chapter's tool, PyTorch, on a tensor-core GPU. On such a GPU the FP32
+  matmul is probed with PyTorch's settings left as they are; elsewhere the same answer is
+  read from the two settings that decide it, `torch.get_float32_matmul_precision()` and
+  `torch.backends.cuda.matmul.allow_tf32`. On any backend, an FP32 matmul is probed for
+  how many mantissa bits of its inputs survive. The probe multiplies matrices filled with
   1 + 2^-k by the identity; the product is exact in FP32 for every k up to 23, while
   TF32 rounds the inputs to 10 mantissa bits and BF16 to 7, so the largest k that
   survives is the number of mantissa bits the matmul really kept.
+
+What decides that answer on a machine is recorded with it (`matmul_settings`): the environment
+variables that switch TF32 on or off behind the library's back (NGC containers set
+`TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1`, clusters `NVIDIA_TF32_OVERRIDE=0`; MLX reads
+`MLX_ENABLE_TF32`, and its CUDA build and newer Apple GPUs use TF32-like matmuls unless it is 0),
+the library's own mode, and the device's architecture. Where the environment, not the library,
+sets the default, the default's figure is skipped with the variable named.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Iterator
 
 from verified_book.backends import Backend, names_of
 from verified_book.inputs import vendor
-from verified_book.registry import NotOnBackend, claim
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
+TORCH = names_of("torch")
 LIBRARIES: dict[str, tuple[str, ...]] = {lib: names_of(lib) for lib in ("numpy", "torch", "mlx")}  # the book's figures
 PROBE_SIZE = 256  # large enough that a GPU library takes its tensor-core path
 
@@ -61,10 +75,48 @@ def kept_mantissa_bits(backend: Backend) -> int:
     return kept
 
 
+def matmul_settings(backend: Backend) -> dict[str, Any]:
+    """Record what decides an FP32 matmul's precision on this backend, and return it by name."""
+    return backend.adapter.matmul_settings()
+
+
+def environment_default(backend: Backend) -> str | None:
+    """Why an FP32 matmul's default precision on this backend is the environment's, not the
+    library's own; None where nothing outside the library sets it. Reads no device."""
+    return backend.adapter.matmul_environment()
+
+
 @claim("formats.default.matmul.kept_bits", kind="library")
 def default_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps with the library's settings left as they are."""
+    overridden = environment_default(backend)
+    if overridden:
+        raise NotOnBackend(f"{overridden}; the figure is the library's own default, so it is checked only where "
+                           "the environment leaves it alone")
+    matmul_settings(backend)
     return kept_mantissa_bits(backend)
+
+
+@claim("formats.default.matmul.torch_tensor_core_bits", kind="library", backends=TORCH,
+       quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
+       quote_at="tensors-autograd-and-number-formats.txt:33")
+def torch_tensor_core_bits(backend: Backend) -> int:
+    """Mantissa bits PyTorch's FP32 matmul keeps by default on a GPU with TF32 tensor cores.
+
+    Measured by the probe on such a GPU; on any other device, what PyTorch's own defaults
+    select there: TF32's mantissa if TF32 is allowed for matmuls, else FP32's. On a
+    tensor-core GPU the two must agree.
+    """
+    adapter = backend.adapter
+    allowed, settings = adapter.tf32_by_settings()
+    by_settings = FORMATS["tf32" if allowed else "fp32"].mantissa
+    found = adapter.compute_capability()
+    if found is not None and found >= capability(vendor("cuda_formats.toml", "tf32")):
+        measured = kept_mantissa_bits(backend)
+        if measured != by_settings:
+            raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; {settings} select {by_settings}")
+        return measured
+    return by_settings
 
 
 @contextlib.contextmanager
@@ -82,9 +134,12 @@ def _float32_matmul_precision(setting: str) -> Iterator[None]:
 @claim("formats.default.matmul.tf32_kept_bits", kind="library", backends=("torch:cuda",))
 def tf32_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps once TF32 is asked for with set_float32_matmul_precision("high")."""
-    import torch
-
-    found = torch.cuda.get_device_capability()
+    forced = os.environ.get("NVIDIA_TF32_OVERRIDE")
+    if forced == "0":
+        raise NotOnBackend("NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS on this machine, so asking for it keeps "
+                           "FP32's 23 bits; the figure is what TF32 keeps where it is allowed")
+    matmul_settings(backend)
+    found = backend.adapter.compute_capability() or (0, 0)
     needed = capability(vendor("cuda_formats.toml", "tf32"))
     if found < needed:
         raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device is {found[0]}.{found[1]}")

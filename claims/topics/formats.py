@@ -23,21 +23,51 @@ from typing import Any
 import sympy
 
 from verified_book.backends import Backend
+from verified_book.inputs import GIVEN, given, table
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
 
 @dataclass(frozen=True)
 class Format:
-    """A floating-point format's bit layout and how it spends its top exponent code."""
+    """A floating-point format, as each library names it; its layout is a given input.
+
+    The (sign, exponent, mantissa) layout and the use of the top exponent code are read
+    from `claims/data/given.toml` (the standard that defines the format) on every use, so
+    each claim that derives from them records them as inputs.
+    """
 
     id: str
     label: str
-    sign: int
-    exponent: int
-    mantissa: int
-    bias: int
-    specials: str  # "ieee", "fn" (NaN only, no inf) or "none"
     dtype: str | None  # the dtype's name, numpy style (ml_dtypes' for the small formats); each adapter looks it up
+
+    @property
+    def layout(self) -> tuple[int, int, int]:
+        sign, exponent, mantissa = given(f"formats.{self.id}.layout")
+        return int(sign), int(exponent), int(mantissa)
+
+    @property
+    def sign(self) -> int:
+        return self.layout[0]
+
+    @property
+    def exponent(self) -> int:
+        return self.layout[1]
+
+    @property
+    def mantissa(self) -> int:
+        return self.layout[2]
+
+    @property
+    def bias(self) -> int:
+        """The exponent bias every format here uses: half the exponent codes, less one."""
+        return 2 ** (self.exponent - 1) - 1
+
+    @property
+    def specials(self) -> str:
+        value = given(f"formats.{self.id}.specials")
+        if value not in ("ieee", "fn", "none"):
+            raise InvariantFailed(f"{self.label}'s top exponent code is {value!r}; expected 'ieee', 'fn' or 'none'")
+        return value
 
     @property
     def bits(self) -> int:
@@ -45,8 +75,10 @@ class Format:
 
     @property
     def storage_bits(self) -> int:
-        """Bits one element occupies in memory (TF32 lives in a 32-bit slot)."""
-        return 32 if self.id == "tf32" else self.bits
+        """Bits one element occupies in memory: its width, unless the standard gives a slot (TF32's 32)."""
+        if "storage_bits" in table(GIVEN).get("formats", {}).get(self.id, {}):
+            return int(given(f"formats.{self.id}.storage_bits"))
+        return self.bits
 
     def eps(self) -> sympy.Rational:
         return sympy.Rational(1, 2**self.mantissa)
@@ -65,7 +97,7 @@ class Format:
         emax = 2**self.exponent - 1 - self.bias
         if self.specials == "fn":
             return (2 - 2 * two ** -self.mantissa) * two**emax
-        return (2 - two ** -self.mantissa) * two**emax
+        return (2 - two ** -self.mantissa) * two**emax  # "none": every code is a number
 
     def derived(self, field: str) -> sympy.Rational:
         return {"eps": self.eps, "max": self.largest, "smallest_normal": self.smallest_normal,
@@ -75,13 +107,13 @@ class Format:
 FORMATS: dict[str, Format] = {
     f.id: f
     for f in (
-        Format("fp32", "FP32", 1, 8, 23, 127, "ieee", "float32"),
-        Format("tf32", "TF32", 1, 8, 10, 127, "ieee", None),
-        Format("fp16", "FP16", 1, 5, 10, 15, "ieee", "float16"),
-        Format("bf16", "BF16", 1, 8, 7, 127, "ieee", "bfloat16"),
-        Format("e4m3", "FP8 E4M3", 1, 4, 3, 7, "fn", "float8_e4m3fn"),
-        Format("e5m2", "FP8 E5M2", 1, 5, 2, 15, "ieee", "float8_e5m2"),
-        Format("e2m1", "E2M1 (FP4)", 1, 2, 1, 1, "none", "float4_e2m1fn"),
+        Format("fp32", "FP32", "float32"),
+        Format("tf32", "TF32", None),
+        Format("fp16", "FP16", "float16"),
+        Format("bf16", "BF16", "bfloat16"),
+        Format("e4m3", "FP8 E4M3", "float8_e4m3fn"),
+        Format("e5m2", "FP8 E5M2", "float8_e5m2"),
+        Format("e2m1", "E2M1 (FP4)", "float4_e2m1fn"),
     )
 }
 
@@ -92,6 +124,13 @@ FINFO_FIELDS = ("eps", "max", "smallest_normal")
 def dtype_of(backend: Backend, fmt: Format) -> Any:
     """The backend's dtype object for a format, or NotOnBackend naming what is missing."""
     return backend.adapter.dtype(fmt.dtype or fmt.id, fmt.label)
+
+
+def tensor_dtype(backend: Backend, fmt: Format) -> Any:
+    """The dtype of `fmt` for tensors on the backend's device: `dtype_of`, and NotOnBackend where the
+    library has the dtype but the device holds no tensors of it (torch's MPS has no float8: a cast
+    there raises TypeError, which would read as a failure instead of an absent format)."""
+    return backend.adapter.tensor_dtype(fmt.dtype or fmt.id, fmt.label)
 
 
 def finfo(backend: Backend, fmt: Format) -> Any:
@@ -116,13 +155,23 @@ def derived_field(fmt: Format, field: str) -> sympy.Rational:
     return fmt.derived(field)
 
 
-@claim("formats.{fmt}.{part}", kind="exact", over={"fmt": list(FORMATS.values()), "part": ("bits", "layout", "bias", "bytes")})
+@claim("formats.{fmt}.layout", kind="given", over={"fmt": list(FORMATS.values())})
+def layout(fmt: Format) -> tuple[int, int, int]:
+    """A format's (sign, exponent, mantissa) layout, as its standard defines it."""
+    return fmt.layout
+
+
+@claim("formats.{fmt}.{part}_bits", kind="given", over={"fmt": list(FORMATS.values()), "part": ("exponent", "mantissa")})
+def field_bits(fmt: Format, part: str) -> int:
+    """A format's exponent or mantissa width, from its layout."""
+    return fmt.exponent if part == "exponent" else fmt.mantissa
+
+
+@claim("formats.{fmt}.{part}", kind="exact", over={"fmt": list(FORMATS.values()), "part": ("bits", "bias", "bytes")})
 def layout_part(fmt: Format, part: str) -> Any:
-    """A format's width, (sign, exponent, mantissa) layout, exponent bias, and bytes per element."""
+    """A format's width, exponent bias, and bytes per element, from its layout."""
     if part == "bits":
         return fmt.bits
-    if part == "layout":
-        return (fmt.sign, fmt.exponent, fmt.mantissa)
     if part == "bias":
         return fmt.bias
     return sympy.Rational(fmt.storage_bits, 8)

@@ -22,19 +22,24 @@ from typing import Any
 import sympy
 
 from verified_book.backends import Backend
+from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
 
 @dataclass(frozen=True)
 class IntFormat:
-    """A signed integer code format; its id is also its dtype's name in every library that has it."""
+    """A signed integer code format; its id is also its dtype's name in every library that has it,
+    its width a given input."""
 
     id: str
-    bits: int
+
+    @property
+    def bits(self) -> int:
+        return int(given(f"formats.{self.id}.bits"))
 
 
-INT_FORMATS = {f.id: f for f in (IntFormat("int8", 8), IntFormat("int4", 4))}
+INT_FORMATS = {f.id: f for f in (IntFormat("int8"), IntFormat("int4"))}
 
 
 def iinfo(backend: Backend, fmt: IntFormat) -> Any:
@@ -42,9 +47,9 @@ def iinfo(backend: Backend, fmt: IntFormat) -> Any:
     return backend.adapter.iinfo(fmt.id)
 
 
-@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmax", "steps", "bytes")})
+@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmin", "qmax", "steps", "bytes")})
 def int_field(backend: Backend, fmt: str, field: str) -> Any:
-    """An integer code format's width, largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
+    """An integer code format's width, smallest and largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
     spec = INT_FORMATS[fmt]
     info = iinfo(backend, spec)
     low, high = int(info.min), int(info.max)
@@ -52,7 +57,7 @@ def int_field(backend: Backend, fmt: str, field: str) -> Any:
         raise InvariantFailed(f"{backend.name} reports {fmt} as {low}..{high}; {spec.bits} two's-complement bits hold "
                               f"{-(2 ** (spec.bits - 1))}..{2 ** (spec.bits - 1) - 1}")
     steps = high - low + 1
-    return {"bits": spec.bits, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
+    return {"bits": spec.bits, "qmin": low, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
 
 
 def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
@@ -97,7 +102,10 @@ def digits(fmt: Format) -> float:
     return (fmt.mantissa + 1) * math.log10(2)
 
 
-@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "bf16", "fp16")]})
+@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("bf16", "fp16")]})
+@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS["fp32"]]},
+       quote="single precision dynamic range including denormals is 264 powers of 2",
+       quote_at="tensors-gpus-and-precision.txt:340")
 def binades(fmt: Format) -> float:
     """Dynamic range in powers of two, subnormals included: log2(largest / smallest subnormal)."""
     ratio = fmt.largest() / fmt.smallest_subnormal()
@@ -111,3 +119,25 @@ def training_bytes() -> sympy.Rational:
     parts = {"bf16 weights": bf16, "bf16 gradients": bf16, "fp32 primary copy": fp32,
              "fp32 first moment": fp32, "fp32 second moment": fp32}
     return sympy.Rational(sum(f.storage_bits for f in parts.values()), 8)
+
+
+@claim("formats.fp16.mantissa_over_bf16", kind="exact")
+def fp16_mantissa_over_bf16() -> int:
+    """How many more mantissa bits FP16 has than BF16."""
+    return FORMATS["fp16"].mantissa - FORMATS["bf16"].mantissa
+
+
+TABLE_ROWS = ("bf16", "fp16", "e4m3", "e5m2", "e2m1", "int8", "int4")  # the formats table's rows below FP32
+
+
+def _row_bytes(name: str) -> Fraction:
+    if name in INT_FORMATS:
+        return Fraction(INT_FORMATS[name].bits, 8)
+    return Fraction(FORMATS[name].storage_bits, 8)
+
+
+@claim("formats.fp32.bytes_over_rows.{end}", kind="exact", over={"end": ("least", "most")})
+def fp32_bytes_over_rows(end: str) -> Fraction:
+    """FP32's bytes per parameter over another row's of the formats table: the least and the most of those ratios."""
+    ratios = [_row_bytes("fp32") / _row_bytes(name) for name in TABLE_ROWS]
+    return min(ratios) if end == "least" else max(ratios)

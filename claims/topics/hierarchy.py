@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Callable
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, table, vendor
+from verified_book.inputs import exact, given, table, vendor
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
@@ -21,7 +21,6 @@ from claims.topics.models import checkpoint_gb
 BITS_PER_BYTE = 8
 KIB = 1024
 MS_PER_S = 1000
-SPLIT_VRAM_GB = Fraction(12)  # the split example: what fits on the card, the rest in system memory
 CAPABILITIES = ("cc_8_0", "cc_9_0", "cc_10_0", "cc_12_x")
 
 
@@ -145,6 +144,18 @@ def ddr5(part: str) -> Fraction:
     return ddr5_gbps() if part == "gbps" else link(keys[part])
 
 
+@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")}, source="links.toml")
+def lanes(which: str) -> Fraction:
+    """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
+    return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
+
+
+@claim("hierarchy.nvme.lane_share", kind="exact")
+def nvme_lane_share() -> Fraction:
+    """An NVMe drive's lanes as a share of an x16 link's: a quarter."""
+    return 1 / nvme_lane_ratio()
+
+
 @claim("hierarchy.nvme.lane_ratio", kind="exact")
 def nvme_lane_ratio() -> Fraction:
     """Sixteen lanes of an x16 link against an NVMe drive's four."""
@@ -184,16 +195,37 @@ def step(step: str) -> Fraction:
     }[step]()
 
 
+@claim("hierarchy.step.range", kind="exact",
+       quote="Each level is larger and slower than the one above by a factor of four to ten.",
+       quote_at="tensors-gpus-and-precision.txt:224")
+def step_range() -> tuple[Fraction, Fraction]:
+    """The smallest and the largest step down the hierarchy, over the steps the chapter's table allows."""
+    steps = [step(name) for name in ("vram_to_pcie", "ddr5_to_nvme", "nvme_to_10gbe")]
+    return min(steps), max(steps)
+
+
 def split_parts() -> dict[str, tuple[Fraction, Fraction]]:
     """The split example: (GB, GB/s) in the RTX 5090's VRAM and in system memory over PCIe Gen5."""
-    total = checkpoint_gb()
+    total, on_card = checkpoint_gb(), split_vram_gb()
     return {
-        "vram": (SPLIT_VRAM_GB, bandwidth_gbps("rtx5090")),
-        "system": (total - SPLIT_VRAM_GB, link("pcie_gen5_x16_per_direction")),
+        "vram": (on_card, bandwidth_gbps("rtx5090")),
+        "system": (total - on_card, link("pcie_gen5_x16_per_direction")),
     }
 
 
-@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("vram", "system"), "field": ("gb", "ms")})
+def split_vram_gb() -> Fraction:
+    """The split example's choice: what sits on the card, the rest in system memory."""
+    return exact(given("hierarchy.split_vram_gb"))
+
+
+@claim("hierarchy.split.vram.gb", kind="given")
+def split_vram() -> Fraction:
+    """The split example's GB on the card."""
+    return split_vram_gb()
+
+
+@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("vram", "system"), "field": ("ms",)})
+@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("system",), "field": ("gb",)})
 def split_part(part: str, field: str) -> Fraction:
     """One part of the split model: its GB, and the milliseconds it takes to read per token."""
     gigabytes, bandwidth = split_parts()[part]

@@ -13,19 +13,36 @@ from typing import Any
 import numpy as np
 
 from verified_book.backends import Backend
+from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, claim
 
-BATCH, POSITIONS, VOCAB, WIDTH, OUTPUTS = 2, 5, 10, 4, 3
+SIZES = ("batch", "positions", "vocab", "width", "outputs")
+
+
+def size(name: str) -> int:
+    """One of the example's chosen sizes, a given input (claims/data/given.toml)."""
+    return int(given(f"lm_shapes.{name}"))
+
+
+@claim("lm_shapes.size.{name}", kind="given", over={"name": ("batch", "positions", "width", "outputs")})
+def example_size(name: str) -> int:
+    """The example's batch, positions per sequence, embedding width and projected width."""
+    return size(name)
+
+
+def _run(backend: Backend) -> dict[str, Any]:
+    """The run for the example's sizes as they are now read (so a changed input is a new run)."""
+    return _run_sized(backend, *(size(name) for name in SIZES))
 
 
 @functools.cache
-def _run(backend: Backend) -> dict[str, Any]:
+def _run_sized(backend: Backend, batch: int, positions: int, vocab: int, width: int, outputs: int) -> dict[str, Any]:
     """Token ids, embedded vectors and projected vectors on the backend, with a perturbed copy."""
     rng = np.random.default_rng(0)
-    ids = rng.integers(0, VOCAB, size=(BATCH, POSITIONS))
-    table = rng.standard_normal((VOCAB, WIDTH), dtype=np.float32)
-    weight = rng.standard_normal((OUTPUTS, WIDTH), dtype=np.float32)  # stored (outputs, inputs)
-    bump = np.zeros((BATCH, POSITIONS, WIDTH), dtype=np.float32)
+    ids = rng.integers(0, vocab, size=(batch, positions))
+    table = rng.standard_normal((vocab, width), dtype=np.float32)
+    weight = rng.standard_normal((outputs, width), dtype=np.float32)  # stored (outputs, inputs)
+    bump = np.zeros((batch, positions, width), dtype=np.float32)
     bump[0, 0] += 1.0  # one position's vector changed
     adapter = backend.adapter
     with adapter.on_device():

@@ -20,14 +20,24 @@ from fractions import Fraction
 from typing import Any
 
 from verified_book.backends import Backend
-from verified_book.inputs import model_config, model_config_all
+from verified_book.inputs import given, model_config, model_config_all
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.models import matrix_elements, norm_elements
 
 MODEL = "qwen3-0.6b"
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 META = ("torch:cpu",)  # the model lives on the meta device, whichever devices are present
-GIB, GB = 2**30, 10**9
+
+
+def gib() -> int:
+    """Bytes in a GiB (2^30), a given of the IEC standard."""
+    return int(given("units.gib"))
+
+
+def gb() -> int:
+    """Bytes in a GB (10^9), a given of SI."""
+    return int(given("units.gb"))
+
 
 
 @dataclass(frozen=True)
@@ -112,13 +122,13 @@ def total_bytes(backend: Backend, fmt: str) -> int:
 @claim("memory_lab.qwen3_0_6b.gib.{fmt}", kind="library", over={"fmt": tuple(DTYPES)}, backends=META)
 def total_gib(backend: Backend, fmt: str) -> Fraction:
     """The same bytes in GiB (2^30), the unit the lab prints."""
-    return Fraction(total_bytes(backend, fmt), GIB)
+    return Fraction(total_bytes(backend, fmt), gib())
 
 
 @claim("memory_lab.qwen3_0_6b.gb.{fmt}", kind="library", over={"fmt": tuple(DTYPES)}, backends=META)
 def total_gb(backend: Backend, fmt: str) -> Fraction:
     """The same bytes in decimal GB (10^9)."""
-    return Fraction(total_bytes(backend, fmt), GB)
+    return Fraction(total_bytes(backend, fmt), gb())
 
 
 @claim("memory_lab.qwen3_0_6b.embedding.params", kind="library", backends=META)
@@ -224,7 +234,7 @@ def cuda_allocation() -> Allocation:
 @claim("memory_lab.qwen3_0_6b.cuda.allocated_gib", kind="measured", backends=("torch:cuda",))
 def cuda_allocated_gib(backend: Backend) -> Fraction:
     """torch.cuda.memory_allocated() for the BF16 weights on the GPU, in GiB."""
-    return Fraction(cuda_allocation().allocated, GIB)
+    return Fraction(cuda_allocation().allocated, gib())
 
 
 @claim("memory_lab.qwen3_0_6b.cuda.allocated_over_summed", kind="measured", backends=("torch:cuda",))
@@ -237,4 +247,10 @@ def cuda_allocated_ratio(backend: Backend) -> Fraction:
 @claim("memory_lab.gib_over_gb", kind="exact")
 def gib_over_gb() -> Fraction:
     """How much larger a GiB is than a GB: 2^30 / 10^9 - 1, the error of mixing the units."""
-    return Fraction(GIB, GB) - 1
+    return Fraction(gib(), gb()) - 1
+
+
+@claim("memory_lab.qwen3_0_6b.billions", kind="exact")
+def billions() -> Fraction:
+    """Qwen3-0.6B's parameter count from its config.json, in billions: the '0.6' of its name."""
+    return Fraction(analytic_params(), gb())

@@ -287,8 +287,14 @@ def reference(backend: Backend, qtype: str) -> Quantised:
 
 
 @claim("quantisation.gguf.{qtype}.{field}", kind="library",
-       over={"qtype": ("q8_0", "q4_0"), "field": ("codes", "scale", "error_vs_rms", "zero_codes", "codes_differing")},
+       over={"qtype": ("q8_0", "q4_0"), "field": ("codes", "error_vs_rms", "zero_codes", "codes_differing")},
        backends=(GGUF_BACKEND,))
+@claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q8_0",), "field": ("scale",)},
+       backends=(GGUF_BACKEND,))
+@claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q4_0",), "field": ("scale",)},
+       backends=(GGUF_BACKEND,),
+       quote="Those are the two oldest GGUF types, and the snippet is their algorithm.",
+       quote_at="tensors-gpus-and-precision.txt:391")
 def gguf_reference(backend: Backend, qtype: str, field: str) -> Any:
     """What ggml's own Q8_0 and Q4_0 quantisers make of the snippet's block, and how many codes differ from it."""
     ref = reference(backend, qtype)

@@ -12,15 +12,26 @@ from fractions import Fraction
 
 from verified_book.registry import claim
 from claims.topics.decode import bandwidth_gbps, ceiling
-from claims.topics.flops import PROMPT_TOKENS, forward_flops_per_param
+from verified_book.inputs import given
+from claims.topics.flops import forward_flops_per_param, prompt_length
 from claims.topics.formats import FORMATS
 from claims.topics.hierarchy import MS_PER_S, link
 from claims.topics.models import GB, checkpoint_gb, gguf_bits_per_weight, q4_k_m_gb, total_params
 
 Q1_MACHINE = "dgx_spark"
-Q1_NOMINAL_BITS = 4  # the "4" in Q4: the bits a naive reading of the name assumes
-Q5_MODEL_GB = Fraction(20)
-Q5_VRAM_GB = Fraction(16)
+
+
+def q1_nominal() -> int:
+    """The "4" in Q4: the bits a naive reading of the name assumes (a given of the question)."""
+    return int(given("questions.q1.nominal_bits"))
+
+
+def q5_model_gb() -> Fraction:
+    return Fraction(given("questions.q5.model_gb"))
+
+
+def q5_vram_gb() -> Fraction:
+    return Fraction(given("questions.q5.vram_gb"))
 
 
 # Question 1 ---------------------------------------------------------------------------------
@@ -49,22 +60,23 @@ def q1_ratio() -> Fraction:
     return checkpoint_gb() / q4_k_m_gb()
 
 
-@claim("questions.q1.nominal_bits.{fmt}", kind="exact", over={"fmt": ("bf16", "q4")})
+@claim("questions.q1.nominal_bits.{fmt}", kind="given", over={"fmt": ("q4",)})
+@claim("questions.q1.nominal_bits.{fmt}", kind="exact", over={"fmt": ("bf16",)})
 def q1_nominal_bits(fmt: str) -> int:
     """Q1's wrong option's bit widths: 16 for BF16, 4 as the name Q4 suggests."""
-    return FORMATS["bf16"].bits if fmt == "bf16" else Q1_NOMINAL_BITS
+    return FORMATS["bf16"].bits if fmt == "bf16" else q1_nominal()
 
 
 @claim("questions.q1.nominal_factor", kind="exact")
 def q1_nominal_factor() -> Fraction:
     """Q1's wrong option: 'a factor of four', 16 bits over 4."""
-    return Fraction(FORMATS["bf16"].bits, Q1_NOMINAL_BITS)
+    return Fraction(FORMATS["bf16"].bits, q1_nominal())
 
 
 @claim("questions.q1.nominal_share", kind="exact")
 def q1_nominal_share() -> Fraction:
     """Q1's wrong option: '4 bits is a quarter of 16', 0.25."""
-    return Fraction(Q1_NOMINAL_BITS, FORMATS["bf16"].bits)
+    return Fraction(q1_nominal(), FORMATS["bf16"].bits)
 
 
 @claim("questions.q1.nominal_ceiling", kind="exact")
@@ -79,18 +91,25 @@ def q1_bytes_per_param() -> Fraction:
     return q4_k_m_gb() * GB / total_params()
 
 
-@claim("questions.q1.q4_k_bits_per_weight", kind="exact")
-def q1_q4_k_bits() -> Fraction:
+@claim("questions.q1.q4_k_bits_per_weight", kind="library", backends=("numpy",))
+def q1_q4_k_bits(backend: object) -> Fraction:
     """Q1's explanation: Q4_K's 4.5 bits per weight, from gguf's block size (144 bytes per 256 weights)."""
     return gguf_bits_per_weight("Q4_K")
 
 
 # Question 4 ---------------------------------------------------------------------------------
 
+@claim("questions.q4.prompt_growth", kind="given")
+def q4_prompt_growth() -> int:
+    """How many times longer Q4's second prompt is."""
+    return int(given("questions.q4.prompt_growth"))
+
+
 @claim("questions.q4.tokens.{prompt}", kind="exact", over={"prompt": ("short", "long")})
 def q4_tokens(prompt: str) -> int:
     """Q4's prompts: 2,048 tokens, and twice that, 4,096."""
-    return PROMPT_TOKENS if prompt == "short" else 2 * PROMPT_TOKENS
+    short = prompt_length()
+    return short if prompt == "short" else int(given("questions.q4.prompt_growth")) * short
 
 
 def _prefill_flops(tokens: int) -> Fraction:
@@ -101,6 +120,12 @@ def _prefill_flops(tokens: int) -> Fraction:
 def q4_time_ratio() -> Fraction:
     """Q4's answer 'about 2T': compute-bound prefill time scales with 2 × parameters × tokens."""
     return _prefill_flops(q4_tokens("long")) / _prefill_flops(q4_tokens("short"))
+
+
+@claim("questions.q4.inverse_ratio", kind="exact")
+def q4_inverse_ratio() -> Fraction:
+    """Q4's wrong option 'about T/2': the time if a longer prompt ran proportionally faster, the growth inverted."""
+    return 1 / q4_time_ratio()
 
 
 @claim("questions.q4.attention_ratio", kind="exact")
@@ -114,15 +139,16 @@ def q4_attention_ratio() -> Fraction:
 def _q5_parts() -> dict[str, tuple[Fraction, Fraction]]:
     """(GB, GB/s) of Q5's two places: the card's VRAM and system memory over PCIe Gen5."""
     return {
-        "vram": (Q5_VRAM_GB, bandwidth_gbps("rtx5090")),
-        "system": (Q5_MODEL_GB - Q5_VRAM_GB, link("pcie_gen5_x16_per_direction")),
+        "vram": (q5_vram_gb(), bandwidth_gbps("rtx5090")),
+        "system": (q5_model_gb() - q5_vram_gb(), link("pcie_gen5_x16_per_direction")),
     }
 
 
-@claim("questions.q5.gb.{place}", kind="exact", over={"place": ("model", "vram", "system")})
+@claim("questions.q5.gb.{place}", kind="given", over={"place": ("model", "vram")})
+@claim("questions.q5.gb.{place}", kind="exact", over={"place": ("system",)})
 def q5_gigabytes(place: str) -> Fraction:
     """Q5's sizes: the 20 GB model, the 16 GB on the card, the 4 GB left in system memory."""
-    return Q5_MODEL_GB if place == "model" else _q5_parts()[place][0]
+    return q5_model_gb() if place == "model" else _q5_parts()[place][0]
 
 
 @claim("questions.q5.bandwidth.{place}", kind="quoted", over={"place": ("vram", "system")},
@@ -148,7 +174,7 @@ def q5_ceiling() -> Fraction:
 @claim("questions.q5.all_vram_ceiling", kind="exact")
 def q5_all_vram() -> Fraction:
     """Q5's comparison: a card holding all 20 GB allows 1,792 / 20 = 89.6 ('about 90') tokens/s."""
-    return bandwidth_gbps("rtx5090") / Q5_MODEL_GB
+    return bandwidth_gbps("rtx5090") / q5_model_gb()
 
 
 @claim("questions.q5.half_ceiling", kind="exact")
@@ -161,5 +187,5 @@ def q5_half() -> Fraction:
 def q5_slow_share(of: str) -> Fraction:
     """Q5's slow part: a fifth of the bytes, seven eighths of the time."""
     if of == "bytes":
-        return (Q5_MODEL_GB - Q5_VRAM_GB) / Q5_MODEL_GB
+        return (q5_model_gb() - q5_vram_gb()) / q5_model_gb()
     return q5_ms("system") / q5_ms("total")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import model_config, vendor
+from verified_book.inputs import given, model_config, vendor
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.formats_table import INT_FORMATS
@@ -18,13 +18,12 @@ from claims.topics.models import LAYER_MATRICES, matrix_shapes, total_params
 
 NAPKIN = "napkin.toml"
 GB = 10**9
-FP64_BITS = 1 + 11 + 52  # IEEE 754 binary64: sign, exponent, mantissa
 
 
 def bytes_per_element(name: str) -> Fraction:
     """Bytes one element of a format occupies: floats from their layout, integers from their width."""
     if name == "fp64":
-        return Fraction(FP64_BITS, 8)
+        return Fraction(sum(given("formats.fp64.layout")), 8)
     if name in INT_FORMATS:
         return Fraction(INT_FORMATS[name].bits, 8)
     return Fraction(FORMATS[name].storage_bits, 8)
@@ -113,7 +112,7 @@ def quantised_factor(pair: str) -> Fraction:
     return 1 / quantised_share(pair)
 
 
-@claim("rules.quantised.int4_group.size", kind="quoted", source="the source chapter: 'a group size like 128'")
+@claim("rules.quantised.int4_group.size", kind="given", source="the source chapter: 'a group size like 128'")
 def int4_group() -> int:
     """Weights that share one scale in grouped INT4."""
     return int(vendor(NAPKIN, "int4_group"))
@@ -138,7 +137,7 @@ def lora_params(config: dict) -> int:
     return config["num_hidden_layers"] * sum(rank * sum(shapes[name]) for name in LAYER_MATRICES)
 
 
-@claim("rules.lora.rank", kind="quoted", source="the worked example's choice")
+@claim("rules.lora.rank", kind="given", source="the worked example's choice")
 def lora_rank() -> int:
     """The LoRA rank of the worked example."""
     return int(vendor(NAPKIN, "lora_rank"))

@@ -17,11 +17,16 @@ import sympy
 
 from verified_book.backends import Backend, supporting
 from verified_book.inputs import model_config
+from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
-LOGITS = (100, 99, 98)
 LAYERS = supporting("nn")  # libraries with neural-network layers of their own
+
+
+def logits() -> tuple[int, ...]:
+    """The example's logits, (100, 99, 98): a given input."""
+    return tuple(int(x) for x in given("stability.logits"))
 
 
 @contextlib.contextmanager
@@ -44,14 +49,14 @@ def _floats(array: Any) -> list[float]:
 @claim("stability.exp100.exact", kind="exact")
 def exp100() -> sympy.Float:
     """e^100, exactly enough to print: far beyond FP32's largest value."""
-    return sympy.exp(LOGITS[0]).evalf(30)
+    return sympy.exp(logits()[0]).evalf(30)
 
 
 @claim("stability.exp100.{fmt}", kind="library", over={"fmt": (FORMATS["fp32"], FORMATS["fp16"])})
 def exp100_in(backend: Backend, fmt: Format) -> float:
     """exp(100) computed in a format by the library: it overflows to inf."""
     with _quiet():
-        return _floats(backend.module.exp(_vector(backend, (LOGITS[0],), fmt.dtype or fmt.id)))[0]
+        return _floats(backend.module.exp(_vector(backend, (logits()[0],), fmt.dtype or fmt.id)))[0]
 
 
 @claim("stability.exp_limit.{fmt}", kind="exact", over={"fmt": (FORMATS["fp32"], FORMATS["fp16"], FORMATS["bf16"])})
@@ -63,14 +68,14 @@ def exp_limit(fmt: Format) -> float:
 @claim("stability.softmax.exact", kind="exact")
 def softmax_exact() -> tuple[sympy.Float, ...]:
     """softmax(100, 99, 98) from sympy: e^(x_i) / Σ e^(x_j), exactly."""
-    total = sum(sympy.exp(x) for x in LOGITS)
-    return tuple((sympy.exp(x) / total).evalf(30) for x in LOGITS)
+    total = sum(sympy.exp(x) for x in logits())
+    return tuple((sympy.exp(x) / total).evalf(30) for x in logits())
 
 
 @claim("stability.softmax.naive_finite", kind="library")
 def softmax_naive_finite(backend: Backend) -> int:
     """How many entries of the textbook softmax, exp(x) / sum(exp(x)) in FP32, are finite numbers."""
-    x = _vector(backend, LOGITS)
+    x = _vector(backend, logits())
     with _quiet():
         e = backend.module.exp(x)
         probabilities = _floats(e / e.sum())
@@ -80,7 +85,7 @@ def softmax_naive_finite(backend: Backend) -> int:
 @claim("stability.softmax.stable", kind="library")
 def softmax_stable(backend: Backend) -> tuple[float, ...]:
     """The softmax with the largest logit subtracted first, in FP32; it must equal sympy's."""
-    x = _vector(backend, LOGITS)
+    x = _vector(backend, logits())
     e = backend.module.exp(x - x.max())
     found = tuple(_floats(e / e.sum()))
     expected = [float(p) for p in softmax_exact()]
@@ -92,20 +97,20 @@ def softmax_stable(backend: Backend) -> tuple[float, ...]:
 @claim("stability.logsumexp.exact", kind="exact")
 def logsumexp_exact() -> sympy.Float:
     """log Σ e^(x_i) for the example's logits, exactly."""
-    return sympy.log(sum(sympy.exp(x) for x in LOGITS)).evalf(30)
+    return sympy.log(sum(sympy.exp(x) for x in logits())).evalf(30)
 
 
 @claim("stability.logsumexp.naive", kind="library")
 def logsumexp_naive(backend: Backend) -> float:
     """log(sum(exp(x))) computed as written, in FP32: the sum is already inf."""
     with _quiet():
-        return float(backend.module.log(backend.module.exp(_vector(backend, LOGITS)).sum()).item())
+        return float(backend.module.log(backend.module.exp(_vector(backend, logits())).sum()).item())
 
 
 @claim("stability.logsumexp.shifted", kind="library")
 def logsumexp_shifted(backend: Backend) -> float:
     """m + log Σ e^(x_i − m) with m the largest logit, in FP32; equal to the exact value."""
-    x = _vector(backend, LOGITS)
+    x = _vector(backend, logits())
     m = x.max()
     found = float((m + backend.module.log(backend.module.exp(x - m).sum())).item())
     if abs(found - float(logsumexp_exact())) > 1e-4:
@@ -116,13 +121,13 @@ def logsumexp_shifted(backend: Backend) -> float:
 @claim("stability.logsumexp.library", kind="library")
 def logsumexp_library(backend: Backend) -> float:
     """The library's own log-sum-exp (numpy: logaddexp.reduce), which does the shift for you."""
-    return backend.adapter.logsumexp(_vector(backend, LOGITS))
+    return backend.adapter.logsumexp(_vector(backend, logits()))
 
 
 @claim("stability.cross_entropy", kind="library", backends=LAYERS)
 def cross_entropy(backend: Backend) -> float:
     """The library's cross-entropy of the logits against the first class: log-sum-exp minus 100, finite."""
-    return backend.adapter.cross_entropy(_vector(backend, LOGITS).reshape(1, -1), 0)
+    return backend.adapter.cross_entropy(_vector(backend, logits()).reshape(1, -1), 0)
 
 
 FACTORS, PROBABILITY = 50, 1e-3
@@ -181,12 +186,17 @@ def seeded(backend: Backend, case: str) -> Fraction:
     return Fraction(sum(1 for a, b in zip(first, second) if a != b), SAMPLES)
 
 
-SMALL_TERMS = 16  # copies of 2^-24, FP32's half step at 1.0
+
+
+def small_terms_count() -> int:
+    """Copies of 2^-24, FP32's half step at 1.0, that the example adds: a given input."""
+    return int(given("stability.small_terms"))
+
 
 
 def _ordered_sum(backend: Backend, reverse: bool) -> float:
     """1 plus SMALL_TERMS copies of 2^-24, added one at a time in FP32, in either order."""
-    terms = [1.0] + [2.0**-24] * SMALL_TERMS
+    terms = [1.0] + [2.0**-24] * small_terms_count()
     if reverse:
         terms.reverse()
     values = _vector(backend, tuple(terms))
@@ -196,10 +206,10 @@ def _ordered_sum(backend: Backend, reverse: bool) -> float:
     return float(total.item())
 
 
-@claim("stability.order.small_terms", kind="exact")
+@claim("stability.order.small_terms", kind="given")
 def small_terms() -> int:
     """How many copies of 2^-24 the summation-order example adds to 1."""
-    return SMALL_TERMS
+    return small_terms_count()
 
 
 @claim("stability.order.{direction}", kind="library", over={"direction": ("large_first", "small_first")})

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from verified_book import results
+from verified_book.vocabulary import RECORDED
 from verified_book.registry import REGISTRY
 
 SLUG = "sample"
@@ -53,6 +55,23 @@ def copy_profiles(data: Path) -> None:
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
 CONFTEST = 'pytest_plugins = ["verified_book.pytest_plugin"]\n'
+
+
+def machine_conftest(fields: dict[str, Any]) -> str:
+    """A book's conftest that makes its machine look like `fields` say, through the public
+    `pytest_claims_machine_info` hook: a run here, fingerprinted as one of the book's machines."""
+    return CONFTEST + (
+        "\n\ndef pytest_claims_machine_info(machine_info):\n"
+        f"    machine_info.update({fields!r})\n"
+    )
+
+
+def profile_fingerprint(match: dict[str, Any]) -> dict[str, Any]:
+    """Fingerprint fields a hardware profile's `[match]` table recognises (its first alternatives)."""
+    fields = {k: (v[0] if isinstance(v, list) else v) for k, v in match.items()}
+    if "gpu" not in fields and str(fields.get("cpu", "")).lower().startswith("apple"):
+        fields["gpu"] = fields["cpu"]  # torch names an Apple chip's GPU after the chip
+    return fields
 
 # Imported at start-up through PYTHONPATH: hides the packages named in CLAIMS_ABSENT
 # exactly as an uninstalled package is hidden (no module, no distribution metadata).
@@ -98,7 +117,7 @@ def square(backend, n):
     return int((backend.tensor([n]) ** 2).sum())
 '''
 
-BASIC_PAGE = "The ceiling is [16.6](claim:basic.ratio) tokens/s and [4](claim:basic.square.2) is two squared.\n"
+BASIC_PAGE = "The ceiling is [16.6](claim:basic.ratio) tokens/s and [4](claim:basic.square.2) is a square.\n"
 
 
 @dataclass
@@ -164,8 +183,14 @@ class SampleBook:
             return {}
         return json.loads(path.read_text(encoding="utf-8")).get("records", {})
 
+    def forget_modules(self) -> None:
+        """Drop this book's claims modules from the import cache, so the next import reads them from disk."""
+        for name in [m for m in sys.modules if m.split(".")[0] == self.package]:
+            del sys.modules[name]
+
     def run(self, *args: str) -> Run:
         """Verify the book in this process, with its own registry; the caller's state is restored."""
+        self.forget_modules()
         before = set(sys.modules)
         saved_path = list(sys.path)
         saved_cwd = os.getcwd()
@@ -406,7 +431,7 @@ def counts_of(records: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[s
     out: dict[str, dict[str, int]] = {}
     for per_backend in records.values():
         for backend, record in per_backend.items():
-            row = out.setdefault(backend, {s: 0 for s in ("verified", "stale", "failed", "disputed", "skipped")})
+            row = out.setdefault(backend, {s: 0 for s in RECORDED})
             row[record["status"]] = row.get(record["status"], 0) + 1
     return out
 
@@ -644,7 +669,7 @@ def older_schema(root: Path) -> Tally:
     data = json.loads(book.results_file.read_text())
     expected = {f"old.item.r{i}" for i in range(4)} | {"basic.ratio", "basic.square.2", "basic.square.3"}
     tally.keep(len(expected), len(expected & set(data["records"])))
-    tally.check(run.ret == 0 and data.get("schema_version") == 1 and isinstance(data["records"], dict),
+    tally.check(run.ret == 0 and data.get("schema_version") == results.SCHEMA_VERSION and isinstance(data["records"], dict),
                 f"exit {run.ret}, schema {data.get('schema_version')}\n{run.output[-1500:]}")
     return tally
 
@@ -936,7 +961,7 @@ def total(backend, n):
     return int(backend.tensor([n, n]).sum())
 '''
 
-ENV_PAGE = "Two twos make [4](claim:env.sum.2), as [16.6](claim:basic.ratio) is a ratio.\n"
+ENV_PAGE = "The sum of twos is [4](claim:env.sum.2), as [16.6](claim:basic.ratio) is a ratio.\n"
 
 
 def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> list[Tally]:

@@ -356,7 +356,8 @@ def _dependents(verifier: Verifier) -> dict[tuple[str, str], list[tuple[Claim, B
             if result.state == "skipped":
                 continue
             for item in result.inputs:
-                found.setdefault((item.file, item.key), []).append((result.seconds, claim.id, claim, backend))
+                if isinstance(item, inputs.Input):  # a recorded machine setting is no data file to perturb
+                    found.setdefault((item.file, item.key), []).append((result.seconds, claim.id, claim, backend))
     out: dict[tuple[str, str], list[tuple[Claim, Backend]]] = {}
     for key, entries in found.items():
         pairs: list[tuple[Claim, Backend]] = []

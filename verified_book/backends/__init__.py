@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import os
 import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
+from verified_book.inputs import setting
 from verified_book.registry import NotOnBackend
 
 # The adapter modules of this package, in the order their backends are listed everywhere.
@@ -64,6 +66,17 @@ class Backend:
     def tensor(self, values: Any, dtype: Any = None) -> Any:
         """Make an array of this library on this device."""
         return self.adapter.array(values, dtype)
+
+    @contextlib.contextmanager
+    def activate(self) -> Iterator[None]:
+        """Make this backend's device the default for the block: a claim evaluated inside computes
+        there even where it makes arrays without naming a device (MLX picks its default device
+        itself, the GPU on a Mac, so an `mlx:cpu` claim must run inside the CPU's stream)."""
+        if self.name == NO_BACKEND.name or not self.available:
+            yield
+            return
+        with self.adapter.on_device():
+            yield
 
     def sync(self) -> None:
         """Wait for queued work on the device, before a clock is read."""
@@ -162,6 +175,11 @@ class Adapter:
             raise NotOnBackend(self.missing_dtype(name, label or name))
         return found
 
+    def tensor_dtype(self, name: str, label: str | None = None) -> Any:
+        """The dtype `name` for arrays on this backend's device: `dtype`, and NotOnBackend where the
+        library has the dtype but the device holds no arrays of it."""
+        return self.dtype(name, label)
+
     def missing_dtype(self, name: str, label: str) -> str:
         return f"{self.library} {self.version} has no {label} dtype"
 
@@ -170,7 +188,7 @@ class Adapter:
 
     def round_trip(self, x: Any, name: str, label: str | None = None) -> Any:
         """FP32 values cast into the format `name` and back to FP32, on the device."""
-        return self.astype(self.astype(x, self.dtype(name, label)), self.dtype("float32"))
+        return self.astype(self.astype(x, self.tensor_dtype(name, label)), self.dtype("float32"))
 
     def bitcast(self, x: Any, name: str) -> Any:
         """The same bits read as another dtype of the same width."""
@@ -178,7 +196,7 @@ class Adapter:
 
     def to_bits(self, values: Sequence[float], name: str, label: str) -> list[int]:
         """The 8-bit patterns a cast from FP32 to the format `name` gives."""
-        x = self.astype(self.array(list(values), self.dtype("float32")), self.dtype(name, label))
+        x = self.astype(self.array(list(values), self.dtype("float32")), self.tensor_dtype(name, label))
         return [int(v) for v in self.bitcast(x, "uint8").tolist()]
 
     def from_bits(self, codes: Sequence[int], name: str, label: str) -> list[float]:
@@ -318,6 +336,11 @@ class Adapter:
     def release_memory(self) -> None:
         """Hand the device's cached, unreferenced memory back."""
 
+    @classmethod
+    def empty_caches(cls) -> None:
+        """Hand every device's cached memory back, where the library is already loaded (after an
+        out-of-memory error); never raises, never imports the library."""
+
     def free_bytes(self) -> int | None:
         """Free memory on the device, or None where that is the system's memory."""
         return None
@@ -346,9 +369,51 @@ class Adapter:
         """The library's intra-op threads set to one for the block (`thread_count` feature)."""
         raise self.missing("thread_count")
 
+    # --- what decides an FP32 matmul's precision ----------------------------------------------
+
+    def device_words(self) -> str:
+        """The device and its architecture, as the library names them."""
+        return self.backend.device
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability of the device, or None where it is not a CUDA device."""
+        return None
+
+    def matmul_settings(self) -> dict[str, Any]:
+        """Record what decides an FP32 matmul's precision on this backend (the environment variables
+        that switch TF32 behind the library's back, the library's own mode, the device's
+        architecture) as settings of the current claim, and return them by name."""
+        return {}
+
+    def matmul_environment(self) -> str | None:
+        """Why an FP32 matmul's default precision here is the environment's, not the library's own;
+        None where nothing outside the library sets it. Reads no device."""
+        return None
+
+    def tf32_by_settings(self) -> tuple[bool, str]:
+        """Whether the library's own settings let an FP32 matmul use TF32, and those settings in words."""
+        raise self.missing("tf32_settings")
+
     def full_precision_fp32(self) -> contextlib.AbstractContextManager[str]:
         """Keep FP32 matmuls in FP32 for the block; yields a note when that could not be done."""
         return contextlib.nullcontext("")
+
+
+UNSET = "unset"  # how an environment variable that is not set is recorded
+
+
+def environment_setting(name: str) -> str:
+    """Record an environment variable the current claim's answer depends on; its value, or UNSET."""
+    return setting(name, os.environ.get(name, UNSET), "environment")
+
+
+CUDA_WORKER = "gw0"  # under xdist, the one worker that runs the CUDA items (see verified_book.scheduling)
+
+
+def touches_cuda_here() -> bool:
+    """Whether this process may create a CUDA context: not an xdist worker that runs no CUDA item,
+    since each context holds hundreds of MB of the card's memory."""
+    return os.environ.get("PYTEST_XDIST_WORKER", CUDA_WORKER) == CUDA_WORKER
 
 
 ADAPTERS: dict[str, type[Adapter]] = {}
@@ -402,6 +467,12 @@ def detect() -> dict[str, Backend]:
     """Every backend name with its availability on this machine, in the order of NAMES."""
     found = {b.name: b for cls in ADAPTERS.values() for b in cls.detect()}
     return {name: found[name] for name in NAMES}
+
+
+def empty_caches() -> None:
+    """After an out-of-memory error: every loaded library gives its devices' cached memory back."""
+    for cls in ADAPTERS.values():
+        cls.empty_caches()
 
 
 def available() -> list[Backend]:

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import sys
 import time
 from typing import Any, Callable, Iterator, Sequence
 
-from verified_book.backends import Adapter, Backend, register, try_import
+from verified_book.backends import Adapter, Backend, environment_setting, register, try_import
+from verified_book.inputs import setting
 from verified_book.registry import NotOnBackend
 
 PROBE_CACHE = 8 * 2**30  # bytes of freed buffers MLX keeps for a probe's duration
@@ -260,19 +263,36 @@ class MlxAdapter(Adapter):
             mx.set_cache_limit(max(previous, 0))
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
+        """Every call's result queued with `mx.async_eval` (nothing runs until it is evaluated), the
+        clock stopped after one `mx.synchronize()` once all are queued: evaluating each call on its
+        own would charge every repetition a CPU-GPU round trip."""
         mx = _core()
 
         mx.synchronize()
         t0 = time.perf_counter()
+        queued = []
         for _ in range(inner):
-            mx.eval(fn())
+            result = fn()
+            mx.async_eval(result)
+            queued.append(result)  # kept until the device is done with it
         mx.synchronize()
-        return (time.perf_counter() - t0) / inner
+        elapsed = time.perf_counter() - t0
+        del queued
+        return elapsed / inner
 
     def release_memory(self) -> None:
         mx = _core()
 
         mx.clear_cache()
+
+    @classmethod
+    def empty_caches(cls) -> None:
+        mx = sys.modules.get("mlx.core")
+        if mx is None:
+            return
+        with contextlib.suppress(Exception):
+            clear = getattr(mx, "clear_cache", None) or mx.metal.clear_cache
+            clear()
 
     def free_bytes(self) -> int | None:
         if self.backend.device == "cpu":
@@ -302,6 +322,29 @@ class MlxAdapter(Adapter):
         if dtype == "fp8":
             return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
                     "numpy and MLX have no float8 matmul")
+        return None
+
+    def device_words(self) -> str:
+        if self.backend.device != "gpu":
+            return self.backend.device
+        mx = _core()
+
+        try:
+            info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()
+            return f"{info.get('device_name', '?')} (architecture {info.get('architecture', '?')})"
+        except Exception as e:  # a build without device information still names itself
+            return f"MLX GPU ({'CUDA' if mx.cuda.is_available() else 'Metal'} build; no device information: {e})"
+
+    def matmul_settings(self) -> dict[str, Any]:
+        """MLX reads MLX_ENABLE_TF32: its CUDA build and newer Apple GPUs use TF32-like matmuls unless it is 0."""
+        if self.backend.device != "gpu":
+            return {}
+        return {"MLX_ENABLE_TF32": environment_setting("MLX_ENABLE_TF32"),
+                "device": setting("device", self.device_words(), self.backend.name)}
+
+    def matmul_environment(self) -> str | None:
+        if self.backend.device == "gpu" and os.environ.get("MLX_ENABLE_TF32") is not None:
+            return f"MLX_ENABLE_TF32={os.environ['MLX_ENABLE_TF32']} sets MLX's FP32 matmul precision here"
         return None
 
     def probe_values(self, shape: tuple[int, int], seed: int, fill: float) -> Any:

@@ -2,13 +2,57 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-from verified_book.backends import Adapter, Backend, register, try_import
+from verified_book.backends import UNSET, Adapter, Backend, environment_setting, register, touches_cuda_here, try_import
+from verified_book.inputs import setting
 from verified_book.registry import InvariantFailed, NotOnBackend
 
 FP8_CAPABILITY = (8, 9)  # FP8 tensor cores start at Ada and Hopper
+
+
+def _arch_fits(arch_list: list[str], major: int, minor: int) -> bool:
+    """Whether a torch build's architecture list has code this device runs: a cubin of the same
+    major version and no newer minor (`sm_120` runs on 12.0 and 12.1), or PTX no newer than it."""
+    for arch in arch_list:
+        kind, _, number = arch.partition("_")
+        digits = "".join(c for c in number if c.isdigit())
+        if len(digits) < 2:
+            continue
+        a_major, a_minor = int(digits[:-1]), int(digits[-1])
+        if kind == "sm" and a_major == major and a_minor <= minor and not number.endswith("a"):
+            return True
+        if kind == "sm" and number.endswith("a") and (a_major, a_minor) == (major, minor):
+            return True
+        if kind == "compute" and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+def cuda_build_problem(torch: Any) -> str | None:
+    """Why a torch that sees a CUDA device cannot compute on it, or None: its architecture list
+    lacks the card's (an RTX 50 card needs sm_120, from CUDA 12.8 builds on), or one tiny kernel
+    fails ("no kernel image is available"). Says what to install."""
+    name = torch.cuda.get_device_name(0)
+    major, minor = torch.cuda.get_device_capability(0)
+    archs = list(torch.cuda.get_arch_list() or [])
+    install = (f"install a torch build with sm_{major}{minor} kernels (pip install torch=={torch.__version__.split('+')[0]} "
+               "from PyPI, or from https://download.pytorch.org/whl/cu128 or newer; scripts/verify-cuda does it)")
+    built = f"torch {torch.__version__} (CUDA {torch.version.cuda}) has kernels for {', '.join(archs) or 'no architecture'}"
+    if archs and not _arch_fits(archs, major, minor):
+        return f"{built}, not for {name} (compute capability {major}.{minor}); {install}"
+    if not touches_cuda_here():
+        return None
+    try:
+        value = (torch.ones(4, device="cuda") * 2).sum().item()
+    except Exception as e:  # the kernel's own error says what is wrong (no kernel image, a driver mismatch)
+        return f"a tiny kernel fails on {name} (compute capability {major}.{minor}): {type(e).__name__}: {e}; {built}; {install}"
+    if value != 8:
+        return f"a tiny kernel on {name} computed {value} for 8; {built}; {install}"
+    return None
 
 
 @register
@@ -39,7 +83,11 @@ class TorchAdapter(Adapter):
         out = [Backend("torch:cpu", True, "torch on the CPU", version, "cpu")]
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name(0)
-            out.append(Backend("torch:cuda", True, f"CUDA device {name}", version, name))
+            problem = cuda_build_problem(torch)
+            if problem:
+                out.append(Backend("torch:cuda", False, problem, version, name))
+            else:
+                out.append(Backend("torch:cuda", True, f"CUDA device {name}", version, name))
         else:
             build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
             out.append(Backend("torch:cuda", False, f"torch {version} ({build}) sees no CUDA device", version))
@@ -63,10 +111,12 @@ class TorchAdapter(Adapter):
             raise NotOnBackend(f"torch {torch.__version__} has no dtype for {label or name}")
         return found
 
-    def _fp8(self, name: str, label: str) -> Any:
+    def tensor_dtype(self, name: str, label: str | None = None) -> Any:
+        """torch's MPS device has no float8 tensors: a cast there raises TypeError, which would read
+        as a failure instead of an absent format."""
         dtype = self.dtype(name, label)
-        if self.backend.device == "mps":
-            raise NotOnBackend(f"torch on MPS has no {label} tensors")
+        if self.backend.device == "mps" and name.startswith("float8"):
+            raise NotOnBackend(f"torch on MPS has no {label or name} tensors (a cast to {name} raises TypeError there)")
         return dtype
 
     def astype(self, x: Any, dtype: Any) -> Any:
@@ -75,14 +125,14 @@ class TorchAdapter(Adapter):
     def to_bits(self, values: Sequence[float], name: str, label: str) -> list[int]:
         import torch
 
-        dtype = self._fp8(name, label)
+        dtype = self.tensor_dtype(name, label)
         x = torch.tensor(list(values), dtype=torch.float32, device=self.backend.device)
         return [int(v) for v in x.to(dtype).view(torch.uint8).tolist()]
 
     def from_bits(self, codes: Sequence[int], name: str, label: str) -> list[float]:
         import torch
 
-        dtype = self._fp8(name, label)
+        dtype = self.tensor_dtype(name, label)
         return torch.tensor(list(codes), dtype=torch.uint8, device=self.backend.device).view(dtype).float().tolist()
 
     def iinfo(self, name: str) -> Any:
@@ -256,6 +306,19 @@ class TorchAdapter(Adapter):
         elif self.backend.device == "mps":
             torch.mps.empty_cache()
 
+    @classmethod
+    def empty_caches(cls) -> None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        with contextlib.suppress(Exception):  # a device that is gone cannot be cleaned; the next claim reports it
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        with contextlib.suppress(Exception):
+            mps = getattr(torch, "mps", None)
+            if mps is not None and torch.backends.mps.is_available():
+                mps.empty_cache()
+
     def free_bytes(self) -> int | None:
         import torch
 
@@ -321,6 +384,56 @@ class TorchAdapter(Adapter):
             return out[0] if isinstance(out, tuple) else out  # torch < 2.4 returned (out, amax)
 
         return call, [a, b, scale]
+
+    def device_words(self) -> str:
+        import torch
+
+        if self.backend.device != "cuda":
+            return self.backend.device
+        major, minor = torch.cuda.get_device_capability()
+        return f"{torch.cuda.get_device_name()} (compute capability {major}.{minor}, sm_{major}{minor})"
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        import torch
+
+        if self.backend.device != "cuda":
+            return None
+        major, minor = torch.cuda.get_device_capability()
+        return int(major), int(minor)
+
+    def matmul_settings(self) -> dict[str, Any]:
+        import torch
+
+        cuda = self.backend.device == "cuda"
+        found: dict[str, Any] = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": environment_setting("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")}
+        if cuda:
+            found["NVIDIA_TF32_OVERRIDE"] = environment_setting("NVIDIA_TF32_OVERRIDE")
+        found["precision"] = setting("torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision(),
+                                     self.backend.name)
+        if cuda:
+            found["device"] = setting("device", self.device_words(), self.backend.name)
+        return found
+
+    def matmul_environment(self) -> str | None:
+        import torch
+
+        precision = torch.get_float32_matmul_precision()
+        if precision != "highest":
+            variable = os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", UNSET)
+            because = (f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
+                       if variable not in (UNSET, "0") else "")
+            return f"FP32 matmul precision starts at {precision!r} here, not torch's default 'highest'{because}"
+        if self.backend.device == "cuda" and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
+            return f"NVIDIA_TF32_OVERRIDE={os.environ['NVIDIA_TF32_OVERRIDE']} overrides cuBLAS's math mode here"
+        return None
+
+    def tf32_by_settings(self) -> tuple[bool, str]:
+        import torch
+
+        allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+        precision = torch.get_float32_matmul_precision()
+        return (bool(allow_tf32) or precision != "highest",
+                f"torch's settings (allow_tf32={allow_tf32}, precision {precision!r})")
 
     @contextlib.contextmanager
     def full_precision_fp32(self) -> Iterator[str]:

@@ -1,10 +1,23 @@
-/* The verified book: place a figure's panel where it can be read, open it on tap, and
-   filter the claims x machines matrix. Without this script the panels still open on hover
-   and focus (CSS), anchored below the figure. */
+/* The verified book: place a figure's panel where it can be read, open it on tap or with
+   Enter, filter the claims x machines matrix, and mark boxes that scroll sideways. Without
+   this script the panels still open on hover and focus (CSS), anchored below the figure.
+
+   The listeners on the document are set once; what belongs to a page (the matrix, the
+   scrolling boxes) is set up on every page: under Material's instant navigation through
+   its `document$` observable, which emits on the first page and after each navigation;
+   without Material's bundle, once the document is loaded. */
 (function () {
   "use strict";
 
   var MARGIN = 8;
+  var SCROLLERS = [
+    ".vb-scroll",
+    ".vb-matrix__scroll",
+    ".md-typeset__scrollwrap",
+    ".md-typeset pre > code",
+    ".md-typeset div.arithmatex",
+    ".md-typeset .tabbed-labels"
+  ].join(", ");
 
   function place(fig) {
     var panel = fig.querySelector(".vb-panel");
@@ -31,10 +44,19 @@
     return document.querySelectorAll(".vb-fig.vb-open, .vb-fig:hover, .vb-fig:focus-within");
   }
 
+  function setOpen(fig, open) {
+    fig.classList.toggle("vb-open", open);
+    fig.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      fig.classList.remove("vb-closed");
+      place(fig);
+    }
+  }
+
   function closeAll(except) {
     document.querySelectorAll(".vb-fig.vb-open").forEach(function (fig) {
       if (fig !== except) {
-        fig.classList.remove("vb-open");
+        setOpen(fig, false);
       }
     });
   }
@@ -43,7 +65,33 @@
     return target && target.closest ? target.closest(".vb-fig[data-claim]") : null;
   }
 
-  function setup() {
+  /* A box that scrolls sideways says so: data-vb-more is "left", "right" or "left right"
+     while there is more to see that way (claims.css fades that edge). */
+  function markScroll(box) {
+    var more = [];
+    if (box.scrollWidth - box.clientWidth > 1) {
+      if (box.scrollLeft > 1) {
+        more.push("left");
+      }
+      if (box.scrollLeft + box.clientWidth < box.scrollWidth - 1) {
+        more.push("right");
+      }
+      box.setAttribute("data-vb-scrolls", "");
+    } else {
+      box.removeAttribute("data-vb-scrolls");
+    }
+    if (more.length) {
+      box.setAttribute("data-vb-more", more.join(" "));
+    } else {
+      box.removeAttribute("data-vb-more");
+    }
+  }
+
+  function markScrollers(root) {
+    root.querySelectorAll(SCROLLERS).forEach(markScroll);
+  }
+
+  function listen() {
     document.documentElement.classList.add("vb-js");
 
     document.addEventListener("pointerover", function (event) {
@@ -67,29 +115,41 @@
       }
       closeAll(fig);
       if (fig && !event.target.closest(".vb-panel")) {
-        fig.classList.toggle("vb-open");
-        fig.classList.remove("vb-closed");
-        place(fig);
+        setOpen(fig, !fig.classList.contains("vb-open"));
       }
     });
     document.addEventListener("keydown", function (event) {
+      var fig = figureOf(document.activeElement) || figureOf(event.target);
+      if ((event.key === "Enter" || event.key === " ") && fig && document.activeElement === fig) {
+        event.preventDefault();
+        closeAll(fig);
+        if (fig.classList.contains("vb-open")) {
+          setOpen(fig, false);
+          fig.classList.add("vb-closed");
+        } else {
+          setOpen(fig, true);
+        }
+        return;
+      }
       if (event.key !== "Escape") {
         return;
       }
-      var fig = figureOf(document.activeElement) || figureOf(event.target);
       closeAll(null);
       if (fig) {
         fig.classList.add("vb-closed");
       }
     });
-    window.addEventListener("scroll", function () {
+    window.addEventListener("scroll", function (event) {
       openFigures().forEach(place);
+      var box = event.target;
+      if (box && box.matches && box.matches(SCROLLERS)) {
+        markScroll(box);
+      }
     }, { capture: true, passive: true });
     window.addEventListener("resize", function () {
       openFigures().forEach(place);
+      markScrollers(document);
     }, { passive: true });
-
-    document.querySelectorAll("[data-vb-matrix]").forEach(setupMatrix);
   }
 
   function setupMatrix(matrix) {
@@ -113,6 +173,7 @@
       if (count) {
         count.textContent = shown === rows.length ? rows.length + " claims" : shown + " of " + rows.length + " claims";
       }
+      markScrollers(matrix);
     }
 
     chapter.addEventListener("change", apply);
@@ -120,9 +181,27 @@
     apply();
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", setup);
+  /* What belongs to one page; runs again after each instant navigation. */
+  function page() {
+    document.querySelectorAll("[data-vb-matrix]:not([data-vb-ready])").forEach(function (matrix) {
+      matrix.setAttribute("data-vb-ready", "");
+      setupMatrix(matrix);
+    });
+    markScrollers(document);
+    /* Math is typeset and fonts load after this runs: look again once they have. */
+    window.setTimeout(function () { markScrollers(document); }, 400);
+    if (document.fonts && document.fonts.ready) {
+      document.fonts.ready.then(function () { markScrollers(document); });
+    }
+    document.documentElement.setAttribute("data-vb-page", location.pathname);
+  }
+
+  listen();
+  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
+    window.document$.subscribe(page);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", page);
   } else {
-    setup();
+    page();
   }
 })();

@@ -1,0 +1,52 @@
+"""The engine as an installed package: inert in other projects, and shipped without the test harness."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+UNRELATED_TEST = '''
+import os
+import sys
+
+
+def test_nothing_of_the_book_is_here():
+    assert "verified_book" not in sys.modules, "the engine was imported"
+    assert "torch" not in sys.modules and "mlx.core" not in sys.modules, "a numerics library was imported"
+    assert "HF_HUB_OFFLINE" not in os.environ, "the hub was switched off"
+    import inspect
+    import socket
+    assert not inspect.isfunction(socket.socket.connect), "the network guard is installed"
+'''
+
+
+def test_an_unrelated_project_runs_as_if_the_engine_were_not_installed(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine is installed in this environment; a project that does not ask for its plugin
+    (in its conftest.py, as a book does) gets a pytest run with no book, no markers, no network guard."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    pytester.makepyfile(test_unrelated=UNRELATED_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    output = result.stdout.str()
+    assert "claims:" not in output and "verified book" not in output and "machine:" not in output
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_engine_and_nothing_of_the_book_or_its_tests(tmp_path: Path) -> None:
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = tmp_path.glob("verified_book-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
+    assert packages == {"verified_book"}, f"the wheel holds {sorted(packages)}"
+    assert not [n for n in names if "harness" in n or n.startswith(("tests/", "claims/"))]
+    assert "verified_book/pytest_plugin.py" in names and "verified_book/config.py" in names

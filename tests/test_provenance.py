@@ -1,0 +1,145 @@
+"""Provenance: a record says what it was computed from, and reads as outdated once the book changes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import faults
+from verified_book import inputs, provenance
+from verified_book.config import open_book, read_config, snapshot
+from verified_book.registry import REGISTRY
+from verified_book.results import SCHEMA_VERSION, read
+
+CLAIMS = '''
+from fractions import Fraction
+from verified_book.inputs import exact, vendor
+from verified_book.registry import claim
+
+
+def _per_token(bandwidth):
+    return bandwidth / Fraction("16.4")
+
+
+@claim("io.ceiling", kind="exact")
+def ceiling():
+    """Tokens per second: bandwidth over the bytes read per token."""
+    return _per_token(exact(vendor("hw.toml", "memory_bandwidth")))
+'''
+
+DATA = '[memory_bandwidth]\nvalue = {value}\nunit = "GB/s"\nsource = "a data sheet"\n'
+
+
+def _book(root: Path) -> faults.SampleBook:
+    book = faults.SampleBook(root)
+    book.claims("io", CLAIMS)
+    (root / "data" / "hw.toml").write_text(DATA.format(value=273))
+    book.page("page.md", "The ceiling is [16.6](claim:io.ceiling) tokens/s.\n")
+    return book
+
+
+def _outdated(book: faults.SampleBook) -> str | None:
+    """What the site would say of the record now, deciding it without running the claim."""
+    results = read(book.results_file)
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()  # the claims as they are on disk now, not as a run imported them
+            assert not open_book(read_config(book.root))
+            return provenance.outdated_reason(REGISTRY["io.ceiling"], results.claims["io.ceiling"],
+                                              results.records["io.ceiling"]["none"])
+    finally:
+        book.forget_modules()
+        reopen()
+
+
+def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    assert book.run().ret == 0
+    data = json.loads(book.results_file.read_text())
+    assert data["schema_version"] == SCHEMA_VERSION == 2
+    record = data["records"]["io.ceiling"]["none"]
+    assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 1}]
+    assert {"date", "seconds", "kind", "source"}.isdisjoint(record)
+    meta = data["claims"]["io.ceiling"]
+    assert meta["kind"] == "exact" and meta["source"].endswith("io.py:11") and len(meta["code"]) == 16
+    assert set(data["run"]) >= {"date", "commit", "dirty", "versions", "backends", "seconds"}
+    assert _outdated(book) is None
+
+
+def test_a_changed_input_makes_the_record_outdated_with_old_and_new_value(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.run()
+    (book.root / "data" / "hw.toml").write_text(DATA.format(value=280))
+    assert _outdated(book) == "computed from memory_bandwidth = 273; the book now says 280 (data/hw.toml)"
+    book.run()
+    assert _outdated(book) is None
+
+
+def test_a_changed_helper_of_the_claim_makes_the_record_outdated(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.run()
+    book.claims("io", CLAIMS.replace('Fraction("16.4")', 'Fraction("16.40")'))
+    assert (_outdated(book) or "").startswith("the claim's code changed since this record was made")
+
+
+def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.results_dir.mkdir()
+    book.results_file.write_text(json.dumps({"schema_version": 1, "slug": faults.SLUG, "environment": {}, "records": {
+        "io.ceiling": {"none": {"status": "verified", "kind": "exact", "value": 16, "figures": [], "seconds": 0.1,
+                                "date": "2026-11-01T00:00:00+00:00", "source": "x.py:1"}}}}))
+    assert "before records carried their provenance" in (_outdated(book) or "")
+    migrated = read(book.results_file)
+    assert migrated.claims["io.ceiling"] == {"kind": "exact", "source": "x.py:1"}
+    assert migrated.run["seconds"] == {"io.ceiling": {"none": 0.1}}
+
+
+def test_records_of_a_retired_claim_are_kept_but_not_counted(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.run()
+    data = json.loads(book.results_file.read_text())
+    data["records"]["io.gone"] = {"none": {"status": "failed", "value": None, "figures": []}}
+    book.results_file.write_text(json.dumps(data))
+    book.run()
+    results = read(book.results_file)
+    assert "io.gone" in results.records
+    assert results.counts({"io.ceiling"})["failed"] == 0 and results.counts()["failed"] == 1
+
+
+def test_the_current_value_of_an_input_is_read_without_recording(tmp_path: Path) -> None:
+    reopen = snapshot()
+    try:
+        (tmp_path / "hw.toml").write_text(DATA.format(value=273))
+        inputs.use_data_dir(tmp_path, "data")
+        with inputs.recording() as reads:
+            assert inputs.current("hw.toml", "memory_bandwidth") == 273
+        assert reads == []
+    finally:
+        reopen()
+
+
+def test_a_setting_the_answer_depended_on_is_kept_in_the_record(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.claims("env", '''
+from verified_book.inputs import setting
+from verified_book.registry import claim
+
+
+@claim("env.mode", kind="exact")
+def mode():
+    """A value that depends on a machine's setting."""
+    return setting("BOOK_MODE", 3, "the environment")
+''')
+    assert book.run().ret == 0
+    record = json.loads(book.results_file.read_text())["records"]["env.mode"]["none"]
+    assert record["status"] == "verified"
+    assert record["inputs"] == [{"setting": "BOOK_MODE", "value": 3, "where": "the environment"}]
+
+
+def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -> None:
+    from verified_book.results import ResultsFile
+
+    merged = ResultsFile("m", records={"a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
+                                       "a.two": {"mlx:gpu": {"status": "skipped"}}})
+    merged.merge(ResultsFile("m", run={"backends": {"numpy": "2.4", "mlx:gpu": None}}))
+    assert merged.records == {"a.one": {"numpy": {"status": "verified"}}}

@@ -1,0 +1,103 @@
+"""What the site says beside the figures, as plain functions: the status vocabulary and its marks,
+the legend, the fleet's quiet machines, and plots that admit where their data contradicts the page."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from claims import plots as site_plots
+from verified_book import render, site_machines
+from verified_book.results import ResultsFile
+
+DAY = "2026-11-28T10:00:00+00:00"
+
+
+def record(status: str, value: Any = None, message: str = "") -> dict[str, Any]:
+    return {"status": status, "kind": "measured", "value": value, "figures": [], "message": message,
+            "source": "claims/topics/measured.py:1", "date": DAY, "version": "2.4.6"}
+
+
+def sweep_file(gflops: dict[int, float | None], slug: str = "box") -> ResultsFile:
+    """A machine's sweep on torch:cpu: None for a batch its time budget skipped."""
+    records: dict[str, dict[str, dict[str, Any]]] = {}
+    for batch, value in gflops.items():
+        skipped = record("skipped", None, f"torch:cpu: batch {batch} would take about 9 s to measure, past the "
+                                          "sweep's budget of 1.6 s")
+        records[f"probe.sweep.{batch}.gflops"] = {"torch:cpu": record("verified", value) if value else skipped}
+        records[f"probe.sweep.{batch}.weight_gbs"] = {"torch:cpu": record("verified", 40 / batch) if value else skipped}
+    return ResultsFile(slug, run={"date": DAY}, records=records)
+
+
+def test_a_sweep_that_contradicts_the_page_says_so_on_the_chart() -> None:
+    """torch:cpu falling from batch 1 to 8, with 64 and 256 skipped by the budget, as once recorded."""
+    plot = site_plots.sweep(sweep_file({1: 9.9, 8: 6.6, 64: None, 256: None}))
+    assert plot.svg is not None
+    drawn = plot.svg.replace("&gt;", ">")
+    assert "GFLOP/s fall from batch 1 to 8" in drawn and "against the rise the page states" in drawn
+    assert "batch 64, 256 not measured (skipped by the sweep's time budget)" in drawn
+    assert "torch:cpu · box · 2026-11-28" in drawn, "the series does not name its machine and run date"
+    assert "fall from batch 1 to 8" in plot.note
+
+
+def test_a_sweep_that_agrees_with_the_page_draws_no_warning() -> None:
+    plot = site_plots.sweep(sweep_file({1: 5.0, 8: 30.0, 64: 90.0, 256: 120.0}))
+    assert plot.svg is not None and "⚠" not in plot.svg and "not measured" not in plot.note
+    assert "torch:cpu · box · 2026-11-28" in plot.svg
+
+
+@pytest.mark.parametrize(("gflops", "traffic", "expected"), [
+    ({1: 2.0, 8: 1.0}, {1: 4.0, 8: 0.5}, "GFLOP/s fall from batch 1 to 8"),
+    ({1: 1.0, 8: 2.0, 64: 3.0, 256: 4.0}, {1: 1.0, 8: 2.0, 64: 1.0, 256: 0.5}, "weight GB/s rise from batch 1 to 8"),
+])
+def test_each_contradiction_is_named(gflops: dict[int, float], traffic: dict[int, float], expected: str) -> None:
+    found = site_plots.sweep_findings(gflops, traffic, {})
+    assert any(f.startswith(expected) for f in found), found
+
+
+def test_every_status_of_the_vocabulary_has_a_label_a_shape_and_a_meaning() -> None:
+    for status in (*render.VOCABULARY, render.UNVERIFIED, render.NOT_REPORTED, "error"):
+        assert render.LABELS[status] and render.MEANINGS[status] and render.SHAPES[status]
+    glyphs = [render.SHAPES[s][0] for s in render.SHAPES]
+    assert len(set(glyphs)) == len(glyphs), "two statuses share a glyph"
+    legend = render.render_legend("machines.html")
+    for status in render.LEGEND_ORDER:
+        assert f'<tr data-status="{status}">' in legend
+    assert render.LABELS[render.NOT_REPORTED] in legend
+
+
+def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
+    assert render.status_of("reference") == "reference" and render.status_of("outdated") == "outdated"
+    assert render.status_of("provisional") == "provisional"
+    assert render.status_of('"><script>') == "failed" and render.status_of(None) == "failed"
+    assert render.worst(["verified", "provisional"]) == "verified"
+    assert render.worst(["provisional", "skipped"]) == "provisional"
+    assert render.worst(["reference", "outdated", "verified", "stale"]) == "stale"
+    assert render.worst(["skipped"]) == render.UNVERIFIED
+
+
+def machine(slug: str, date: str, markers: list[str]) -> ResultsFile:
+    return ResultsFile(slug, machine={"slug": slug, "markers": markers}, run={"date": date})
+
+
+def test_a_fleet_machine_quiet_for_longer_than_the_window_is_not_reported_this_week() -> None:
+    results = {
+        "fresh": machine("fresh", "2026-11-28T03:17:00+00:00", ["rtx5080"]),
+        "quiet": machine("quiet", "2026-11-10T03:17:00+00:00", ["m4_max"]),
+        "undated": machine("undated", "", ["h100"]),
+        "contributed": machine("contributed", "2025-01-01T00:00:00+00:00", []),
+    }
+    quiet = site_machines.quiet_machines(results, dt.date(2026, 11, 30), 8)
+    assert quiet == {"quiet", "undated"}
+    page = site_machines.render_machines(results, _empty_book(), [], {}, quiet=quiet, report_within_days=8)
+    overview = next(b for b in page.blocks.values() if "vb-overview" in b)
+    assert overview.count("not reported this week") == 2
+    assert 'data-machine="quiet" data-quiet' in overview and 'data-machine="fresh">' in overview
+
+
+def _empty_book() -> Any:
+    from pathlib import Path
+
+    from verified_book.bindings import Book
+    return Book(Path("."), [], [])

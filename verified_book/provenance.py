@@ -1,0 +1,126 @@
+"""What a record was computed from, and whether the book still says the same.
+
+A record carries a fingerprint of its claim's code and every input it read (file, key,
+value). Reading a results file, the site compares them with the claim and the data as
+they are now, without running anything: a record whose claim or inputs changed since
+its run is *outdated*, with the old and the new value, until that machine runs again.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import subprocess
+import types
+from pathlib import Path
+from typing import Any, Mapping
+
+from verified_book import inputs
+from verified_book.registry import Claim
+
+_CODE_CACHE: dict[int, str] = {}
+
+
+def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
+    """The source of `fn` and of every function or class of the book it names, transitively.
+
+    A helper the claim calls changes the claim as much as its own body does; library
+    code (anything outside the book's root) is left to the versions the record names.
+    """
+    if id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    try:
+        file = inspect.getsourcefile(fn)
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return []
+    if not file or not Path(file).resolve().is_relative_to(root):
+        return []
+    out = [source]
+    code = getattr(fn, "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    namespace = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types.ModuleType("_"))
+    for name in sorted(names):
+        target = namespace.get(name)
+        if inspect.isfunction(target) or inspect.isclass(target):
+            out += _own_sources(target, root, seen)
+        elif inspect.ismodule(target):
+            continue
+    return out
+
+
+def code_fingerprint(claim: Claim, root: Path) -> str:
+    """A short hash of what decides a claim's value: its code (and its helpers'), its
+    parameters and its declaration."""
+    key = id(claim)
+    if key not in _CODE_CACHE:
+        parts = _own_sources(claim.compute, Path(root).resolve(), set())
+        parts.append(repr(sorted((k, repr(v)) for k, v in claim.params.items())))
+        parts.append(repr((claim.kind.value, claim.backends, claim.hardware, claim.printed_on, claim.tolerance)))
+        _CODE_CACHE[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return _CODE_CACHE[key]
+
+
+def input_entry(item: inputs.Input | inputs.Setting) -> dict[str, Any]:
+    """One input as a record keeps it: a data file's enough to look it up again and compare; a
+    machine's setting (an environment variable, a library's mode) as it was during the run."""
+    from verified_book.results import to_json
+
+    if isinstance(item, inputs.Setting):
+        return {"setting": item.name, "value": to_json(item.value), "where": item.where}
+    return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line}
+
+
+def changed_inputs(entries: Any) -> list[str]:
+    """Each recorded input whose value the data no longer holds, as 'file:line key = old; now new'."""
+    from verified_book.results import to_json
+
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str) or not isinstance(entry.get("key"), str):
+            continue
+        try:
+            now = to_json(inputs.current(entry["file"], entry["key"]))
+        except inputs.InputError as e:
+            out.append(f"computed from {entry['key']} = {entry.get('value')!r} ({entry['file']}); now {e}")
+            continue
+        if now != entry.get("value"):
+            out.append(f"computed from {entry['key']} = {entry.get('value')!r}; the book now says {now!r} "
+                       f"({inputs.SHOWN_AS}/{entry['file']})")
+    return out
+
+
+def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any],
+                    root: Path | None = None) -> str | None:
+    """Why a record no longer speaks for the book as it is now; None while it still does."""
+    if claim is None:
+        return None
+    if root is None:
+        from verified_book import registry
+
+        root = registry.ROOT
+    recorded = (meta or {}).get("code")
+    if not isinstance(recorded, str):
+        return "recorded before records carried their provenance; run the suite on that machine again"
+    if recorded != code_fingerprint(claim, root):
+        return f"the claim's code changed since this record was made ({claim.source_file}:{claim.source_line})"
+    changes = changed_inputs(record.get("inputs"))
+    return "; ".join(changes) if changes else None
+
+
+def commit_of(root: Path) -> tuple[str | None, bool | None]:
+    """The checkout's commit and whether its tree has changes; (None, None) outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=30)
+        return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None, None

@@ -1,0 +1,383 @@
+"""A snippet's printed output held against the book's "what you should see" blocks.
+
+A page shows what a snippet prints in a fenced block whose info string is `output`
+followed by the snippet's file name and, where some lines change from machine to
+machine, which ones:
+
+    ```output intensity.py varies=1,3-6
+    weights: [201](claim:intensity.weight_mb) MB, read once per call; [12](claim:intensity.threads) CPU threads
+    ...
+    ```
+
+Words after the name: `varies=<lines>` (1-based lines of the block, `1,3-6`) marks the
+lines whose numbers are the machine's (times, rates, thread counts, library versions),
+and `without=cuda` says the block is what a machine without a CUDA device prints (the
+snippet prints its allocator report instead where one is present, so there the block is
+not compared, and the record says why).
+
+After a snippet runs, its stdout is compared with each block that names it, line by
+line. On every line the text around the numbers must be the book's (whitespace runs
+count as one space) and the numbers must stand in the same places. On a line that does
+not vary, every number must also hold at the book's printed precision (`16.6` holds for
+a printed 16.63; `524,288` only for 524,288), read as `verified_book.figures` reads a
+figure. On a varying line only that shape is checked; its values are the measured
+claims' business. The declaration is itself checked: a line with a figure bound to a
+measured claim, or a library version, must be declared varying, and a declared line
+must hold something that can vary (a figure of a measured claim, or a number no claim
+binds), so a declaration cannot hide a line that should hold.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from verified_book.bindings import _FENCE, BINDING
+from verified_book.figures import FigureSyntaxError, parse
+from verified_book.vocabulary import Status
+
+#: the statuses of one output block's comparison, as recorded under `outputs[<snippet>]["checked"]`
+#: what an output block can come to: a subset of the one vocabulary
+STATUSES = (Status.VERIFIED.value, Status.STALE.value, Status.SKIPPED.value)
+
+#: devices a block can declare itself to be printed without (`without=cuda`)
+WITHOUT = ("cuda",)
+
+#: differing lines reported per block: past them a count, so a runaway snippet cannot swell the results file
+MAX_REPORTED = 20
+
+#: a number as a snippet prints it: sign, thousands groups, decimals, exponent, per cent, or a
+#: dotted version (2.5.2); not a digit glued to a word (float32, e4m3, 3072x1024, layers.0)
+NUMBER = re.compile(
+    r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)*(?:[eE][+-]?\d+)?%?(?![\w%]|\.\d)"
+)
+_VERSION = re.compile(r"^\d+\.\d+\.\d+")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number on a book's output line: its text, where it sits, and the claim that binds it, if any."""
+
+    text: str
+    start: int
+    claim_id: str | None
+    measured: bool
+    figure: str = ""  # the text of the figure that binds it: (4096, 12288) holds two numbers
+    figure_start: int = -1  # where that figure starts on the line, so its numbers are reported together
+
+    @property
+    def is_version(self) -> bool:
+        return bool(_VERSION.match(self.text))
+
+
+@dataclass(frozen=True)
+class BookLine:
+    """One line of an output block as a reader sees it (bindings replaced by their text)."""
+
+    file: str
+    line: int
+    text: str
+    numbers: tuple[Number, ...]
+    varies: bool
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class OutputBlock:
+    """A "what you should see" block: where it is, the snippet it shows, its lines."""
+
+    file: str
+    line: int
+    snippet: str | None
+    lines: tuple[BookLine, ...]
+    without: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    end_line: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """How one output block compared with one run of its snippet."""
+
+    file: str
+    line: int
+    status: str
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "status": self.status, "message": self.message}
+
+
+def numbers_in(text: str) -> list[tuple[int, int, str]]:
+    """Each number printed in `text`: start, end, text."""
+    return [(m.start(), m.end(), m.group(0)) for m in NUMBER.finditer(text)]
+
+
+def shape(text: str) -> str:
+    """A line's words with every number replaced by `#` and whitespace runs by one space."""
+    return " ".join(NUMBER.sub("#", text).split())
+
+
+def parse_info(info: str) -> tuple[str | None, frozenset[int], tuple[str, ...], list[str]]:
+    """An output fence's info string: the snippet it names, its varying lines, what it is printed without, problems."""
+    words = info.split()
+    snippet: str | None = None
+    varies: set[int] = set()
+    without: list[str] = []
+    problems: list[str] = []
+    for word in words[1:]:
+        key, eq, value = word.partition("=")
+        if not eq and word.endswith(".py"):
+            if snippet is not None:
+                problems.append(f"names two snippets, {snippet} and {word}; a block shows one snippet's output")
+            snippet = Path(word.strip("\"'")).name
+        elif key == "varies" and eq:
+            for part in value.split(","):
+                m = _RANGE.match(part)
+                if not m or int(m.group(1)) < 1 or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+                    problems.append(f"varies={value}: {part!r} is not a line of the block (1, 3-6)")
+                    continue
+                varies.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+        elif key == "without" and eq and value in WITHOUT:
+            without.append(value)
+        else:
+            problems.append(f"{word!r} in the fence is not understood: expected the snippet's file name, "
+                            f"varies=<lines> or without={'|'.join(WITHOUT)}")
+    if snippet is None:
+        problems.append("output block names no snippet: write the snippet's file name after `output`, "
+                        "as in ```output shapes.py")
+    return snippet, frozenset(varies), tuple(without), problems
+
+
+def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Callable[[str], bool]) -> BookLine:
+    """The displayed text of a raw output line, and each number in it with the claim that binds it."""
+    text: list[str] = []
+    spans: list[tuple[int, int, str, str]] = []
+    cursor = 0
+    shown = 0
+    for m in BINDING.finditer(raw):
+        text.append(raw[cursor:m.start()])
+        shown += m.start() - cursor
+        spans.append((shown, shown + len(m.group("text")), m.group("id"), m.group("text")))
+        text.append(m.group("text"))
+        shown += len(m.group("text"))
+        cursor = m.end()
+    text.append(raw[cursor:])
+    display = "".join(text)
+    numbers = []
+    for start, end, token in numbers_in(display):
+        claim_id, figure, at = next(((c, f, s) for s, e, c, f in spans if s <= start and end <= e), (None, "", -1))
+        numbers.append(Number(token, start, claim_id, bool(claim_id and is_measured(claim_id)), figure, at))
+    return BookLine(file, number, display, tuple(numbers), varies)
+
+
+def read_blocks(path: Path, rel: str, is_measured: Callable[[str], bool]) -> list[OutputBlock]:
+    """Every output block of one page, in order, with the problems of its declaration."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[OutputBlock] = []
+    index = 1 if lines and lines[0].strip() == "---" else 0
+    if index:
+        while index < len(lines) and lines[index].strip() not in ("---", "..."):
+            index += 1
+        index += 1
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, info, indent = match.group("fence"), match.group("info").strip(), match.group("indent")
+        end = index + 1
+        while end < len(lines):
+            closing = _FENCE.match(lines[end])
+            if closing and closing.group("fence").startswith(fence) and not closing.group("info").strip():
+                break
+            end += 1
+        if info.lower().split()[:1] == ["output"]:
+            blocks.append(_block(rel, index, end, lines, indent, info, is_measured))
+        index = end + 1
+    return blocks
+
+
+def _block(rel: str, start: int, end: int, lines: list[str], indent: str, info: str,
+           is_measured: Callable[[str], bool]) -> OutputBlock:
+    snippet, varies, without, problems = parse_info(info)
+    where = f"{rel}:{start + 1}"
+    errors = [f"{where}: {p}" for p in problems]
+    body = []
+    for i in range(start + 1, end):
+        raw = lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip()
+        body.append(_book_line(rel, i + 1, raw, (i - start) in varies, is_measured))
+    for n in sorted(varies):
+        if n > len(body):
+            errors.append(f"{where}: varies names line {n}; the block has {len(body)}")
+    for line in body:
+        errors += _declaration_errors(line, where)
+    return OutputBlock(rel, start + 1, snippet, tuple(body), without, tuple(errors), end + 1)
+
+
+def _declaration_errors(line: BookLine, fence: str) -> list[str]:
+    """A varying line must hold something that varies; a line with a measured figure or a version must vary."""
+    if line.varies:
+        if not any(n.measured or n.claim_id is None for n in line.numbers):
+            return [f"{line.where}: declared varying (varies= at {fence}) but every number on it is bound to a claim "
+                    f"that is computed the same on every machine, so it must hold: take it out of varies=\n"
+                    f"    {line.text.strip()}"]
+        return []
+    why = [f"figure {n.text} ({n.claim_id}) is measured" for n in line.numbers if n.measured]
+    why += [f"{n.text} is a library version" for n in line.numbers if n.is_version and n.claim_id is None]
+    if why:
+        return [f"{line.where}: {'; '.join(why)}, so this line changes from machine to machine: "
+                f"declare it in varies= of the fence at {fence}\n    {line.text.strip()}"]
+    return []
+
+
+def match_line(book: BookLine, printed: str) -> str | None:
+    """Why `printed` is not the book's line, or None when it is: the same words with numbers
+    in the same places, and on a line that does not vary, each number at the book's precision."""
+    if shape(book.text) != shape(printed):
+        return "the text differs"
+    if book.varies:
+        return None
+    figures: dict[tuple[int, int], list[tuple[Number, str]]] = {}  # a bound figure's numbers, or one unbound number
+    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed))):
+        key = (expected.figure_start, -1) if expected.claim_id else (expected.start, i)
+        figures.setdefault(key, []).append((expected, found))
+    differ = []
+    for pairs in figures.values():
+        if all(_holds(expected.text, found) for expected, found in pairs):
+            continue
+        first = pairs[0][0]
+        if not first.claim_id:
+            differ.append(f"{first.text} printed as {pairs[0][1]}")
+            continue
+        now, cursor = [], first.figure_start
+        for expected, found in pairs:  # the figure as the snippet printed it: the book's text, its numbers replaced
+            now += [book.text[cursor:expected.start], found]
+            cursor = expected.start + len(expected.text)
+        now.append(book.text[cursor:first.figure_start + len(first.figure)])
+        differ.append(f"figure {first.figure} ({first.claim_id}) printed as {''.join(now)}")
+    return "; ".join(differ) or None
+
+
+def _holds(book_text: str, printed_text: str) -> bool:
+    """Whether a printed number holds the book's, at the book's printed precision."""
+    if _VERSION.match(book_text) or _VERSION.match(printed_text):
+        return book_text == printed_text
+    try:
+        printed = parse(printed_text).value
+        return parse(book_text).holds(printed)
+    except FigureSyntaxError:
+        return book_text == printed_text
+
+
+def _trimmed(lines: Iterable[str]) -> list[str]:
+    out = [line.rstrip() for line in lines]
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
+    """One block against one run's stdout, aligned line by line; stale with a message per line that differs."""
+    book = list(block.lines)
+    while book and not book[-1].text.strip():
+        book.pop()
+    printed = _trimmed(stdout.splitlines())
+    name = block.snippet or "the snippet"
+    ran = f" ({how})" if how else ""
+    problems: list[str] = []
+
+    def differs(line: BookLine, now: str, why: str) -> None:
+        problems.append(f"{line.where}: {name}{ran} no longer prints the book's line: {why}\n"
+                        f"    book:    {line.text.strip()}\n    printed: {now.strip()}")
+
+    def missing(line: BookLine) -> None:
+        problems.append(f"{line.where}: {name}{ran} no longer prints this line at all\n    book:    {line.text.strip()}")
+
+    def extra(before: int, now: str) -> None:
+        where = book[before].where if before < len(book) else f"{block.file}:{block.end_line}"
+        problems.append(f"{where}: {name}{ran} prints a line the book does not show\n    printed: {now.strip()}")
+
+    matcher = difflib.SequenceMatcher(None, [shape(b.text) for b in book], [shape(p) for p in printed], autojunk=False)
+    for _op, b0, b1, p0, p1 in matcher.get_opcodes():
+        paired = min(b1 - b0, p1 - p0)
+        for k in range(paired):
+            why = match_line(book[b0 + k], printed[p0 + k])
+            if why:
+                differs(book[b0 + k], printed[p0 + k], why)
+        for k in range(b0 + paired, b1):
+            missing(book[k])
+        for k in range(p0 + paired, p1):
+            extra(b1, printed[k])
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        shown = problems[:MAX_REPORTED] + ([f"{block.where}: and {more} more line(s) differ"] if more > 0 else [])
+        return Check(block.file, block.line, Status.STALE.value, "\n".join(shown))
+    return Check(block.file, block.line, Status.VERIFIED.value)
+
+
+@dataclass
+class BookOutputs:
+    """Every output block of a book, by page and by the snippet it shows."""
+
+    blocks: list[OutputBlock] = field(default_factory=list)
+    snippets: tuple[str, ...] = ()
+
+    def of_page(self, rel: str) -> list[OutputBlock]:
+        return [b for b in self.blocks if b.file == rel]
+
+    def of_snippet(self, name: str) -> list[OutputBlock]:
+        return [b for b in self.blocks if b.snippet == name]
+
+    def errors(self, rel: str) -> list[str]:
+        """A page's declaration problems: a block that names no snippet or an unknown one, bad words, bad varies=."""
+        out: list[str] = []
+        for block in self.of_page(rel):
+            out += block.errors
+            if block.snippet is not None and block.snippet not in self.snippets:
+                known = ", ".join(self.snippets) or "none"
+                out.append(f"{block.where}: output block names {block.snippet}, which is not a snippet of this book "
+                           f"(snippets: {known})")
+        return out
+
+
+def read_book(pages: Iterable[Path], root: Path, snippets_dir: Path, is_measured: Callable[[str], bool]) -> BookOutputs:
+    """The output blocks of every page, and the snippet files they may name."""
+    blocks: list[OutputBlock] = []
+    for path in pages:
+        rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        try:
+            blocks += read_blocks(path, rel, is_measured)
+        except (OSError, UnicodeDecodeError):
+            continue  # the page's load error is reported where pages are read
+    names = tuple(sorted(p.name for p in snippets_dir.glob("*.py"))) if snippets_dir.is_dir() else ()
+    return BookOutputs(blocks, names)
+
+
+def check_snippet(outputs: BookOutputs, name: str, stdout: str, how: str = "",
+                  devices: Iterable[str] = ()) -> list[Check]:
+    """Each block that shows snippet `name`, against this run's stdout. A block printed without a
+    device this machine has is skipped with that reason."""
+    present = set(devices)
+    checks = []
+    for block in outputs.of_snippet(name):
+        absent = [d for d in block.without if d in present]
+        if absent:
+            checks.append(Check(block.file, block.line, Status.SKIPPED.value,
+                                f"{block.where}: the block shows {name} on a machine without {', '.join(absent).upper()}; "
+                                f"this one has it, so {name} printed its {absent[0].upper()} report instead"))
+        elif block.errors:
+            checks.append(Check(block.file, block.line, Status.STALE.value, "\n".join(block.errors)))
+        else:
+            checks.append(compare(block, stdout, how))
+    return checks
