@@ -320,3 +320,15 @@ def test_show_value_keeps_exact_values_readable() -> None:
     assert render.show_value(8190427136) == "8,190,427,136"
     assert render.show_value([4096, 12288]) == "(4,096, 12,288)"
     assert render.from_json({"exact": "1/128", "float": 0.0078125}) == Fraction(1, 128)
+
+
+def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> None:
+    b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
+    rf = machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
+                                                        figures_of(page, "t.ceiling"))}})
+    assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
+    rf.claims["t.ceiling"] = {"code": "0" * 16}  # made by another version of the claim's code
+    view = render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+    assert view.status == "outdated"
+    panel = render.render_panel(view, {"alpha": rf}, None, "p")
+    assert "the claim&#x27;s code changed since this record was made (claims/topics/t.py:12)" in panel

@@ -343,8 +343,9 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
 
 
 def _row_note(m: Measurement) -> str:
-    """What a row needs said beyond its value: why it failed, or that it was judged from the record."""
-    if m.status == "failed" and m.message:
+    """What a row needs said beyond its value: why it failed, why it is outdated (what it was computed
+    from and what the book says now), what the author's machine printed, or that it was judged from the record."""
+    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE) and m.message:
         return short(m.message.splitlines()[0], 300)
     if m.rejudged and m.status != "verified":
         return short(m.message, 300)
