@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
-CLAIM_IDS = {"half.mantissa_bits", "half.eps", "half.max", "half.finfo_eps", "half.sum_2049", "half.sum_ms"}
+CLAIM_IDS = {"half.mantissa_bits", "half.eps", "half.max", "half.finfo_eps", "half.sum_2049", "half.sum_count", "half.sum_ms"}
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def test_the_example_is_verified_and_built_from_its_own_folder(tmp_path: Path) -
     records = json.loads(written.read_text())["records"]
     assert set(records) == CLAIM_IDS  # this book's claims, and none of the main book's
     statuses = {r["status"] for per_backend in records.values() for r in per_backend.values()}
-    assert statuses <= {"verified", "skipped"}, records
+    assert statuses <= {"verified", "skipped", "reference"}, records  # reference: the timing printed for the author's machine
 
     build = _run(["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                  env={"CLAIMS_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"})

@@ -5,8 +5,9 @@ One claim of each kind:
 - exact: eps and the largest value, derived from the quoted layout with sympy;
 - library: eps as each array library's finfo reports it, which must equal the derivation,
   and 2048 + 1 computed in FP16 on each backend;
-- measured: how long summing a million FP16 ones takes on each backend, with the
-  invariant that the sum is exact or saturates where FP16 must.
+- given: how many ones the timing sums, the page's own choice, read from data/given.toml;
+- measured: how long summing those FP16 ones takes on each backend, with the
+  invariant that the sum is exact.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from fractions import Fraction
 import sympy
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, vendor
+from verified_book.inputs import exact, given, vendor
 from verified_book.registry import InvariantFailed, claim
 
 FORMATS = "formats.toml"
@@ -67,15 +68,19 @@ def sum_2049(backend: Backend) -> float:
         return float(adapter.astype(total, adapter.dtype("float32")).tolist()[0])
 
 
-COUNT = 1_000_000
+@claim("half.sum_count", kind="given")
+def sum_count() -> int:
+    """How many FP16 ones the timing sums: the page's choice."""
+    return int(given("half.sum_count"))
 
 
 @claim("half.sum_ms", kind="measured", printed_on=PRINTED_ON, tolerance=0.5)
 def sum_ms(backend: Backend) -> float:
-    """Milliseconds to sum a million FP16 ones in FP32 on the backend (best of five)."""
+    """Milliseconds to sum `half.sum_count` FP16 ones in FP32 on the backend (best of five)."""
+    count = int(given("half.sum_count"))
     adapter = backend.adapter
     with adapter.on_device():
-        ones = adapter.full((COUNT,), 1.0, adapter.dtype("float16"))
+        ones = adapter.full((count,), 1.0, adapter.dtype("float16"))
         adapter.evaluate(ones)
         best = float("inf")
         for _ in range(5):
@@ -84,6 +89,6 @@ def sum_ms(backend: Backend) -> float:
             adapter.evaluate(total)
             value = float(total.item())
             best = min(best, time.perf_counter() - start)
-    if value != COUNT:
-        raise InvariantFailed(f"{backend.name}: a million FP16 ones summed in FP32 give {value}; FP32 holds {COUNT} exactly")
+    if value != count:
+        raise InvariantFailed(f"{backend.name}: {count} FP16 ones summed in FP32 give {value}; FP32 holds {count} exactly")
     return best * 1e3
