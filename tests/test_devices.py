@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from verified_book import backends, check
-from verified_book.backends import Backend, cuda_build_problem, touches_cuda_here
+from verified_book.backends import Backend, touches_cuda_here
+from verified_book.backends import torch as torch_adapter
+from verified_book.backends.torch import cuda_build_problem
 from verified_book.registry import Claim, Kind
 
 pytestmark = pytest.mark.usefixtures("project_book")
@@ -78,8 +80,8 @@ def test_a_build_with_the_cards_kernels_is_a_backend(monkeypatch: pytest.MonkeyP
 def test_detection_reports_the_missing_kernels_as_an_absent_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = FakeCudaTorch(["sm_80", "sm_90"])
     torch.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
-    monkeypatch.setattr(backends, "_try_import", lambda name: (torch, "") if name == "torch" else (None, "absent"))
-    found = {b.name: b for b in backends._detect_torch()}
+    monkeypatch.setattr(torch_adapter, "try_import", lambda name: (torch, "") if name == "torch" else (None, "absent"))
+    found = {b.name: b for b in torch_adapter.TorchAdapter.detect()}
     assert not found["torch:cuda"].available and "sm_120" in found["torch:cuda"].reason
 
 

@@ -10,16 +10,16 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 from verified_book import inputs
-from verified_book.backends import NO_BACKEND, Backend
+from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.bindings import Binding, Book
 from verified_book.figures import as_number
 from verified_book.machine import Machine
+from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
-from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.vocabulary import Status, worst
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
@@ -111,28 +111,9 @@ def _out_of_memory(error: BaseException) -> bool:
 def _release_device_memory() -> None:
     """After an out-of-memory error, give the cached blocks back so the next claim starts clean."""
     import gc
-    import sys
 
     gc.collect()
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except Exception:  # a device that is gone cannot be cleaned; the next claim reports it
-        pass
-    try:
-        mps = getattr(torch, "mps", None) if torch is not None else None
-        if mps is not None and torch.backends.mps.is_available():
-            mps.empty_cache()
-    except Exception:
-        pass
-    mx = sys.modules.get("mlx.core")
-    try:
-        if mx is not None:
-            clear = getattr(mx, "clear_cache", None) or mx.metal.clear_cache
-            clear()
-    except Exception:
-        pass
+    empty_caches()
 
 
 def evaluate(claim: Claim, backend: Backend) -> Outcome:

@@ -8,9 +8,9 @@ figures are TOML tables with a `value`, a `unit` and the `source` they were take
 from __future__ import annotations
 
 import contextlib
-import functools
 import contextvars
 import difflib
+import functools
 import json
 import re
 import tomllib

@@ -10,6 +10,7 @@ visible marker at the figure instead.
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import posixpath
 import re
@@ -24,11 +25,9 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-import importlib
-
 from verified_book import render, site_machines
-from verified_book.config import ConfigError, open_book, read_config
 from verified_book.bindings import AllowListError, Book, read_page
+from verified_book.config import ConfigError, open_book, read_config
 from verified_book.registry import REGISTRY
 from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
 

@@ -193,10 +193,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 BACKEND_MARKERS = {
-    "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, or no backend at all)",
-    "cuda": "needs a CUDA device through torch",
-    "mps": "needs Apple's Metal Performance Shaders device through torch",
-    "mlx": "computed with MLX (mlx:cpu or mlx:gpu)",
+    "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, jax:cpu, or no backend at all)",
+    **backends_mod.markers(),  # each registered adapter's: cuda, mps, mlx, jax
+}
+RUN_MARKERS = {
+    "slow": "starts other processes or takes long (a snippet run as a script)",
 }
 
 
@@ -214,7 +215,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = RunState(config, book)
     for kind, text in KIND_MEANINGS.items():
         config.addinivalue_line("markers", f"{kind.value}: {text}")
-    for name, text in BACKEND_MARKERS.items():
+    for name, text in {**BACKEND_MARKERS, **RUN_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     for marker, profile in machine_mod.profiles().items():
         config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
@@ -657,7 +658,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     absent = {name for name, b in run.backends.items() if not b.available}
     statuses = {k: s for k, s in run.statuses().items() if not (s == "skipped" and k[1] in absent)}
     table = summary_table(statuses, run.selected)
-    for (claim_id, backend_name), why in outdated_records(run, statuses).items():
+    for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
     if not table:

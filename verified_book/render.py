@@ -25,8 +25,8 @@ from urllib.parse import quote
 from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
 from verified_book.machine import Machine
-from verified_book.registry import Claim
 from verified_book.provenance import outdated_reason
+from verified_book.registry import Claim
 from verified_book.results import ResultsFile
 from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
 from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Status

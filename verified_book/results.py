@@ -22,12 +22,13 @@ from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
+from verified_book.backends import NAMES
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
 SCHEMA_VERSION = 2
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
-BACKEND_NAMES = ("none", "numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
+BACKEND_NAMES = ("none", *NAMES)
 
 # Limits on a results file, which may come from anyone: past them a file is refused, not rendered.
 MAX_FILE_BYTES = 64 * 1024 * 1024

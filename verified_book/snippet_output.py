@@ -177,7 +177,7 @@ def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Call
     numbers = []
     for start, end, token in numbers_in(display):
         claim_id, figure, at = next(((c, f, s) for s, e, c, f in spans if s <= start and end <= e), (None, "", -1))
-        numbers.append(Number(token, start, claim_id, bool(claim_id) and is_measured(claim_id), figure, at))
+        numbers.append(Number(token, start, claim_id, bool(claim_id and is_measured(claim_id)), figure, at))
     return BookLine(file, number, display, tuple(numbers), varies)
 
 
@@ -309,7 +309,7 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
         problems.append(f"{where}: {name}{ran} prints a line the book does not show\n    printed: {now.strip()}")
 
     matcher = difflib.SequenceMatcher(None, [shape(b.text) for b in book], [shape(p) for p in printed], autojunk=False)
-    for op, b0, b1, p0, p1 in matcher.get_opcodes():
+    for _op, b0, b1, p0, p1 in matcher.get_opcodes():
         paired = min(b1 - b0, p1 - p0)
         for k in range(paired):
             why = match_line(book[b0 + k], printed[p0 + k])
@@ -341,7 +341,7 @@ class BookOutputs:
 
     def errors(self, rel: str) -> list[str]:
         """A page's declaration problems: a block that names no snippet or an unknown one, bad words, bad varies=."""
-        out = []
+        out: list[str] = []
         for block in self.of_page(rel):
             out += block.errors
             if block.snippet is not None and block.snippet not in self.snippets:

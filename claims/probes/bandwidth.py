@@ -139,8 +139,8 @@ def _split(array: Any, parts: int) -> list[Any]:
 def _operations(runner: Runner, nbytes: int, threads: int) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], bool]]:
     """(copy, read, check) on two float32 buffers of `nbytes` each on this backend."""
     n = nbytes // 4
-    library = runner.backend.library
-    if library == "numpy":
+    adapter = runner.adapter
+    if adapter.splits_copies:
         import numpy as np
 
         src = np.full(n, 1.0, dtype=np.float32)
@@ -159,24 +159,22 @@ def _operations(runner: Runner, nbytes: int, threads: int) -> tuple[Callable[[],
 
         runner.cleanup.append(pool.shutdown)
         return copy, read, (lambda: bool(dst[-1] == src[-1] and dst[0] == src[0]))
-    if library == "torch":
-        import torch
-
-        src = torch.full((n,), 1.0, dtype=torch.float32, device=runner.backend.device)
-        dst = torch.zeros(n, dtype=torch.float32, device=runner.backend.device)
-        return (lambda: dst.copy_(src)), (lambda: torch.sum(src)), (lambda: bool(dst[-1].item() == src[-1].item()))
-    import mlx.core as mx
-
-    src = mx.full((n,), 1.0, dtype=mx.float32)
-    mx.eval(src)
+    float32 = adapter.dtype("float32")
+    src = adapter.full((n,), 1.0, float32)
+    dst = adapter.zeros((n,), float32)
+    adapter.evaluate(src, dst)
+    total = adapter.module.sum
     last: list[Any] = []
 
-    def copy_mlx() -> Any:
-        out = mx.add(src, 0.0)
+    def copy_one() -> Any:
+        out = adapter.copy_into(dst, src)  # a new array where the library copies into none in place
         last[:] = [out]
         return out
 
-    return copy_mlx, (lambda: mx.sum(src)), (lambda: bool(last and last[0].shape == src.shape and last[0][-1].item() == 1.0))
+    def check() -> bool:
+        return bool(last and last[0].shape == src.shape and last[0][-1].item() == src[-1].item())
+
+    return copy_one, (lambda: total(src)), check
 
 
 def measure(backend: Backend, op: str, nbytes: int | None = None, threads: int | None = None) -> Measurement:
@@ -196,7 +194,7 @@ def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbyte
     try:
         with runner.on_device():
             size = nbytes or buffer_bytes(runner)
-            threads = threads or (cpu_threads() if backend.library == "numpy" else 1)
+            threads = threads or (cpu_threads() if runner.adapter.splits_copies else 1)
             copy, read, check = _operations(runner, size, threads)
             out = {op: _measure(runner, op, copy if op == "copy" else read, size, threads) for op in ops}
             if "copy" in ops and not check():
@@ -210,7 +208,7 @@ def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbyte
 
 def _measure(runner: Runner, op: str, fn: Callable[[], Any], size: int, threads: int) -> Measurement:
     work = 2 * size if op == "copy" else size
-    detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.backend.library == "numpy" else "")
+    detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.adapter.splits_copies else "")
     first = runner.calibrate(fn)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
     return repeat(runner.repetition(fn, first), what=f"{op} bandwidth on {runner.name}", work=work, unit="GB/s",

@@ -6,7 +6,10 @@
 - torch on MPS: `torch.mps.synchronize()` on both sides of the calls;
 - MLX: every call's result is queued with `mx.async_eval` (MLX is lazy; nothing runs until it
   is evaluated) on the backend's device, and the clock stops after one `mx.synchronize()` once
-  all are queued: evaluating each call on its own would charge every repetition a CPU-GPU round trip.
+  all are queued: evaluating each call on its own would charge every repetition a CPU-GPU round trip;
+- JAX: every call's result is waited for (`jax.block_until_ready`; JAX dispatches asynchronously).
+
+Each backend's adapter (`verified_book.backends`) does the timing; a Runner adds the policy.
 
 Before a repetition count is calibrated from one call's time, one untimed call runs, on every
 device (`Runner.calibrate`): the first call compiles kernels (Metal, CUDA's lazy loading) and
@@ -20,8 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from verified_book.backends import Backend
 from claims.probes.timing import Policy, default_policy
@@ -29,7 +31,6 @@ from verified_book.registry import NotOnBackend
 
 GIB = 2**30
 MIB = 2**20
-MLX_PROBE_CACHE = 8 * GIB
 
 
 class Runner:
@@ -39,71 +40,25 @@ class Runner:
         if not backend.available:
             raise NotOnBackend(f"{backend.name} is not here: {backend.reason}")
         self.backend = backend
-        self.gpu = backend.device in ("cuda", "mps", "gpu")
+        self.adapter = backend.adapter
+        self.gpu = self.adapter.accelerator
         self.policy: Policy = default_policy(self.gpu)
         # a repetition lasts at least this long, so the clock's resolution and launch costs vanish
         self.min_rep_s = 0.005 if self.gpu else 0.002
-        self._events: tuple[Any, Any] | None = None
         self.cleanup: list[Callable[[], Any]] = []
 
     @property
     def name(self) -> str:
         return self.backend.name
 
-    @contextlib.contextmanager
-    def on_device(self) -> Iterator[None]:
-        """Make this backend's device the default for the arrays created inside the block."""
-        if self.backend.library == "mlx":
-            import mlx.core as mx
-
-            # MLX returns freed buffers above its cache limit (32 MiB on some CPUs) to the OS, so
-            # each new result would be page-faulted in again: keep them for the probe's duration
-            previous = mx.set_cache_limit(MLX_PROBE_CACHE)
-            if previous > MLX_PROBE_CACHE:  # never lower a larger limit (Metal's is the memory size)
-                mx.set_cache_limit(previous)
-            try:
-                with mx.stream(mx.cpu if self.backend.device == "cpu" else mx.gpu):
-                    yield
-            finally:
-                mx.set_cache_limit(max(previous, 0))
-        else:
-            yield
+    def on_device(self) -> contextlib.AbstractContextManager[Any]:
+        """Make this backend's device the default for the arrays created inside the block,
+        with the memory settings a probe needs (MLX keeps freed buffers for reuse)."""
+        return self.adapter.probe_scope()
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
         """Run `fn` `inner` times, timed as this device needs; seconds per call."""
-        name = self.backend.name
-        if name == "torch:cuda":
-            import torch
-
-            if self._events is None:
-                self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            start, end = self._events
-            torch.cuda.synchronize()
-            start.record()
-            for _ in range(inner):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3 / inner
-        if self.backend.library == "mlx":
-            mx = self.backend.module
-            mx.synchronize()
-            t0 = time.perf_counter()
-            queued = []
-            for _ in range(inner):
-                result = fn()
-                mx.async_eval(result)
-                queued.append(result)  # kept until the device is done with it
-            mx.synchronize()
-            elapsed = time.perf_counter() - t0
-            del queued
-            return elapsed / inner
-        self.backend.sync()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        self.backend.sync()
-        return (time.perf_counter() - t0) / inner
+        return self.adapter.seconds_per_call(fn, inner)
 
     def calibrate(self, fn: Callable[[], Any]) -> float:
         """Seconds of one warm call: one untimed call first (kernel compilation, first-touch
@@ -131,43 +86,12 @@ class Runner:
             self.cleanup.pop()()
         if self.gpu:
             gc.collect()
-        if self.backend.name == "torch:cuda":
-            import torch
-
-            torch.cuda.empty_cache()
-        elif self.backend.name == "torch:mps":
-            import torch
-
-            torch.mps.empty_cache()
-        elif self.backend.library == "mlx":
-            import mlx.core as mx
-
-            mx.clear_cache()
+        self.adapter.release_memory()
 
     def free_bytes(self) -> int:
         """Memory a probe may use on this device: free device memory, else system memory."""
-        if self.backend.name == "torch:cuda":
-            import torch
-
-            free, _total = torch.cuda.mem_get_info()
-            return int(free)
-        if self.backend.name == "torch:mps":
-            import torch
-
-            recommended = getattr(torch.mps, "recommended_max_memory", None)
-            if recommended is not None:
-                return int(recommended()) - int(torch.mps.current_allocated_memory())
-        if self.backend.name == "mlx:gpu":
-            import mlx.core as mx
-
-            try:
-                info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()
-                limit = int(info.get("max_recommended_working_set_size", 0) or info.get("memory_size", 0))
-                if limit:
-                    return limit - int(mx.get_active_memory())
-            except Exception:  # an MLX build without device information: fall back to system memory
-                pass
-        return available_memory()
+        free = self.adapter.free_bytes()
+        return available_memory() if free is None else free
 
 
 def available_memory() -> int:

@@ -25,14 +25,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import warnings
 from fractions import Fraction
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from verified_book.backends import Backend
 from claims.probes import store
 from claims.probes.devices import Runner
 from claims.probes.timing import Measurement, repeat
+from verified_book.backends import Backend
 from verified_book.registry import NotOnBackend
 
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
@@ -54,119 +53,28 @@ def intensity(batch: int, inputs: int, outputs: int, element_bytes: int = 4) -> 
 
 def _unsupported(backend: Backend, dtype: str) -> str | None:
     """Why this backend cannot multiply `dtype` matrices, or None."""
-    library, device = backend.library, backend.device
-    if dtype == "fp8":
-        if backend.name != "torch:cuda":
-            return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
-                    f"{'numpy and MLX have no float8 matmul' if library != 'torch' else 'torch has no FP8 matmul on ' + device}")
-        import torch
-
-        if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
-            return f"torch {torch.__version__} has no torch._scaled_mm or float8_e4m3fn"
-        capability = torch.cuda.get_device_capability()
-        if tuple(capability) < FP8_CAPABILITY:
-            return (f"{torch.cuda.get_device_name()} has compute capability {capability[0]}.{capability[1]}; "
-                    f"FP8 tensor cores need {FP8_CAPABILITY[0]}.{FP8_CAPABILITY[1]} or higher")
-        return None
-    if library == "numpy" and dtype == "bf16":
-        return "numpy has no bfloat16 of its own (ml_dtypes adds the dtype, not a matrix-multiply kernel for it)"
-    if backend.name == "torch:cuda" and dtype == "bf16":
-        import torch
-
-        if not torch.cuda.is_bf16_supported():
-            return f"{torch.cuda.get_device_name()} does not support bfloat16 through torch"
-    return None
+    return backend.adapter.matmul_unsupported(dtype)
 
 
-@contextlib.contextmanager
-def _full_fp32(backend: Backend, active: bool = True) -> Iterator[str]:
-    """Keep CUDA FP32 matmuls in FP32 (no TF32) for the block; yields a note when that failed."""
-    if not active or backend.name != "torch:cuda":
-        yield ""
-        return
-    import torch
+def _full_fp32(backend: Backend, active: bool = True) -> contextlib.AbstractContextManager[str]:
+    """Keep FP32 matmuls in FP32 (no TF32 on CUDA) for the block; yields a note when that failed."""
+    return backend.adapter.full_precision_fp32() if active else contextlib.nullcontext("")
 
-    previous = None
-    note = ""
-    with warnings.catch_warnings():  # torch may warn that these are its older TF32 settings
-        warnings.simplefilter("ignore")
-        try:
-            previous = torch.get_float32_matmul_precision()
-            torch.set_float32_matmul_precision("highest")
-            if getattr(torch.backends.cuda.matmul, "allow_tf32", False):
-                note = "TF32 stays allowed by this torch's settings"
-        except Exception as e:  # a torch that refuses mixing its TF32 settings: measure as set, and say so
-            note = f"FP32 precision left as set ({type(e).__name__}: {e})"
-    try:
-        yield note
-    finally:
-        if previous is not None:
-            with warnings.catch_warnings(), contextlib.suppress(Exception):
-                warnings.simplefilter("ignore")
-                torch.set_float32_matmul_precision(previous)
+
+DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def _operands(backend: Backend, dtype: str, rows: int, inner: int, cols: int, seed: int = 0) -> tuple[Callable[[], Any], list[Any]]:
     """(one call of a @ b, the arrays) for a (rows × inner) by (inner × cols) product in `dtype`."""
-    library = backend.library
-    if library == "numpy":
-        import numpy as np
-
-        np_dtype = {"fp32": np.float32, "fp16": np.float16}[dtype]
-        a = np.full((rows, inner), CPU_FILL, dtype=np_dtype)
-        b = np.full((inner, cols), CPU_FILL, dtype=np_dtype)
-        c = np.empty((rows, cols), dtype=np_dtype)
-        return (lambda: np.matmul(a, b, out=c)), [a, b, c]
-    if library == "torch":
-        import torch
-
-        device = backend.device
-
-        def normal(shape: tuple[int, int]) -> Any:
-            return _torch_values(torch, shape, device, seed)
-
-        if dtype == "fp8":
-            f8 = torch.float8_e4m3fn
-            a = normal((rows, inner)).to(f8)
-            b = normal((cols, inner)).to(f8).t()  # column-major, as _scaled_mm needs its second operand
-            scale = torch.ones((), device=device, dtype=torch.float32)
-
-            def fp8_call() -> Any:
-                out = torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
-                return out[0] if isinstance(out, tuple) else out  # torch < 2.4 returned (out, amax)
-
-            return fp8_call, [a, b, scale]
-        t_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-        a = normal((rows, inner)).to(t_dtype)
-        b = normal((inner, cols)).to(t_dtype)
-        c = torch.empty((rows, cols), dtype=t_dtype, device=device)
-        return (lambda: torch.matmul(a, b, out=c)), [a, b, c]
-    import mlx.core as mx
-
-    m_dtype = {"fp32": mx.float32, "bf16": mx.bfloat16, "fp16": mx.float16}.get(dtype)
-    if m_dtype is None:
-        raise NotOnBackend(f"MLX has no {dtype} matmul")
-    a = _mlx_values(mx, (rows, inner), backend, seed).astype(m_dtype)
-    b = _mlx_values(mx, (inner, cols), backend, seed + 1).astype(m_dtype)
-    mx.eval(a, b)
-    return (lambda: mx.matmul(a, b)), [a, b]
-
-
-def _torch_values(torch: Any, shape: tuple[int, int], device: str, seed: int) -> Any:
-    """FP32 operands: random normal on an accelerator, a constant on the CPU."""
-    if device == "cpu":
-        return torch.full(shape, CPU_FILL, dtype=torch.float32)
-    if device == "cuda":
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(device)
-
-
-def _mlx_values(mx: Any, shape: tuple[int, int], backend: Backend, seed: int) -> Any:
-    if backend.device == "cpu":
-        return mx.full(shape, CPU_FILL, dtype=mx.float32)
-    return mx.random.normal(shape, key=mx.random.key(seed))
+    adapter = backend.adapter
+    if dtype == "fp8":
+        return adapter.fp8_matmul(rows, inner, cols, seed, CPU_FILL)
+    t_dtype = adapter.dtype(DTYPE_NAMES[dtype])
+    a = adapter.astype(adapter.probe_values((rows, inner), seed, CPU_FILL), t_dtype)
+    b = adapter.astype(adapter.probe_values((inner, cols), seed + 1, CPU_FILL), t_dtype)
+    c = adapter.zeros((rows, cols), t_dtype)
+    adapter.evaluate(a, b, c)
+    return adapter.matmul_into(a, b, c), [a, b, c]
 
 
 def _gpu_n(runner: Runner, dtype: str) -> int:
@@ -203,34 +111,19 @@ def measure_matmul(backend: Backend, dtype: str, one_thread: bool = False, cap_s
     """
     if dtype not in DTYPES:
         raise ValueError(f"matmul probe: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
-    if one_thread and backend.name != "torch:cpu":
-        raise ValueError(f"matmul probe: one_thread applies to torch:cpu, not {backend.name}")
+    if one_thread and not backend.has("thread_count"):
+        raise ValueError(f"matmul probe: one_thread applies to a library whose thread count can be set, not {backend.name}")
     runner = Runner(backend)
     runner.policy = dataclasses.replace(runner.policy, cap_s=runner.policy.cap_s * cap_scale)
     why = _unsupported(backend, dtype)
     if why:
         raise NotOnBackend(why)
     try:
-        with runner.on_device(), _full_fp32(backend, dtype == "fp32") as note, _threads(one_thread):
+        with runner.on_device(), _full_fp32(backend, dtype == "fp32") as note, \
+                (backend.adapter.one_thread() if one_thread else contextlib.nullcontext()):
             return _measure_matmul(runner, dtype, note + ("; one thread" if one_thread else ""))
     finally:
         runner.release()  # after the measurement has returned, so its matrices are unreferenced
-
-
-@contextlib.contextmanager
-def _threads(one: bool) -> Iterator[None]:
-    """torch's intra-op threads set to one for the block, when asked; restored after."""
-    if not one:
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _measure_matmul(runner: Runner, dtype: str, note: str) -> Measurement:
@@ -326,31 +219,13 @@ def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int
 
 def _sweep_operands(backend: Backend, batch: int, inputs: int, outputs: int, w: Any) -> tuple[Callable[[], Any], list[Any]]:
     """One call of x @ w at this batch, reusing the weight `w` when given (it stays warm)."""
-    library = backend.library
-    if library == "numpy":
-        import numpy as np
-
-        if w is None:
-            w = np.full((inputs, outputs), CPU_FILL, dtype=np.float32)
-        x = np.full((batch, inputs), CPU_FILL, dtype=np.float32)
-        out = np.empty((batch, outputs), dtype=np.float32)
-        return (lambda: np.matmul(x, w, out=out)), [x, w, out]
-    if library == "torch":
-        import torch
-
-        device = backend.device
-        if w is None:
-            w = _torch_values(torch, (inputs, outputs), device, 0)
-        x = _torch_values(torch, (batch, inputs), device, batch)
-        out = torch.empty((batch, outputs), dtype=torch.float32, device=device)
-        return (lambda: torch.matmul(x, w, out=out)), [x, w, out]
-    import mlx.core as mx
-
+    adapter = backend.adapter
     if w is None:
-        w = _mlx_values(mx, (inputs, outputs), backend, 0)
-    x = _mlx_values(mx, (batch, inputs), backend, batch)
-    mx.eval(w, x)
-    return (lambda: mx.matmul(x, w)), [x, w]
+        w = adapter.probe_values((inputs, outputs), 0, CPU_FILL)
+    x = adapter.probe_values((batch, inputs), batch, CPU_FILL)
+    out = adapter.zeros((batch, outputs), adapter.dtype("float32"))
+    adapter.evaluate(w, x, out)
+    return adapter.matmul_into(x, w, out), [x, w, out]
 
 
 def sweep(backend: Backend, inputs: int, outputs: int) -> dict[int, SweepPoint]:

@@ -18,13 +18,12 @@ from typing import Any, Callable
 
 import sympy
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, supporting
 from verified_book.inputs import given
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")
+AUTODIFF = supporting("autodiff")
 FP32_EPS = 2.0**-23
 ULPS = 8  # FP32 units of the gradient's largest component allowed between a library and sympy
 
@@ -58,25 +57,12 @@ EXAMPLES: dict[str, Example] = {
 }
 
 
-def _need_autodiff(backend: Backend) -> None:
-    if backend.library == "numpy":
-        raise NotOnBackend("numpy has no automatic differentiation")
-
-
 def reverse_gradient(backend: Backend, example: Example) -> tuple[float, ...]:
-    """The gradient by reverse mode in FP32: torch's .backward(), or MLX's mx.grad."""
-    _need_autodiff(backend)
-    point = [float(p) for p in example.point]
-    if backend.library == "torch":
-        import torch
-
-        inputs = [torch.tensor(p, dtype=torch.float32, device=backend.device, requires_grad=True) for p in point]
-        example.body(torch, *inputs).backward()
-        return tuple(float(x.grad.item()) for x in inputs)
-    import mlx.core as mx
-
-    grads = mx.grad(lambda *xs: example.body(mx, *xs), argnums=tuple(range(len(point))))(
-        *(backend.tensor(p, mx.float32) for p in point))
+    """The gradient by reverse mode in FP32: torch's .backward(), MLX's mx.grad, JAX's jax.grad."""
+    backend.need("autodiff")
+    float32, module = backend.adapter.dtype("float32"), backend.module
+    inputs = [backend.tensor(float(p), float32) for p in example.point]
+    grads = backend.adapter.gradient(lambda *xs: example.body(module, *xs), inputs)
     return tuple(float(g.item()) for g in grads)
 
 
@@ -121,12 +107,13 @@ def _regression() -> tuple[Any, Any, Any, Any]:
 
 def _count_passes(backend: Backend, mode: str) -> int:
     """Evaluations of the loss needed for its whole gradient, in reverse or forward mode."""
-    _need_autodiff(backend)
+    backend.need("autodiff")
     import numpy as np
 
     rows, target, weights, exact = _regression()
-    module = backend.module
-    x, y = backend.tensor(rows.tolist(), module.float32), backend.tensor(target.tolist(), module.float32)
+    adapter = backend.adapter
+    float32 = adapter.dtype("float32")
+    x, y = backend.tensor(rows.tolist(), float32), backend.tensor(target.tolist(), float32)
     calls = 0
 
     def loss(w: Any) -> Any:
@@ -136,24 +123,11 @@ def _count_passes(backend: Backend, mode: str) -> int:
         return (residual * residual).mean()
 
     basis = np.eye(parameters()).tolist()
-    if backend.library == "torch":
-        import torch
-
-        if mode == "reverse":
-            w = backend.tensor(weights.tolist(), torch.float32).requires_grad_(True)
-            loss(w).backward()
-            grad = w.grad.tolist()
-        else:
-            w = backend.tensor(weights.tolist(), torch.float32)
-            grad = [torch.func.jvp(loss, (w,), (backend.tensor(e, torch.float32),))[1].item() for e in basis]
+    w = backend.tensor(weights.tolist(), float32)
+    if mode == "reverse":
+        grad = adapter.gradient(loss, [w])[0].tolist()
     else:
-        import mlx.core as mx
-
-        w = backend.tensor(weights.tolist(), mx.float32)
-        if mode == "reverse":
-            grad = mx.grad(loss)(w).tolist()
-        else:
-            grad = [mx.jvp(loss, [w], [backend.tensor(e, mx.float32)])[1][0].item() for e in basis]
+        grad = [adapter.jvp(loss, w, backend.tensor(e, float32)).item() for e in basis]
     if not np.allclose(grad, exact, rtol=1e-5, atol=1e-6):
         raise InvariantFailed(f"{mode} mode gives the gradient {grad}; the closed form 2/m·Xᵀ(Xw − y) gives {exact.tolist()}")
     return calls
@@ -217,11 +191,10 @@ def record(backend: Backend, mode: str) -> Recording:
 
     Saved parameters are not counted: the model holds them anyway.
     """
-    if backend.library == "numpy":
-        raise NotOnBackend("numpy has no automatic differentiation, so it records nothing to switch off")
-    if backend.library == "mlx":
-        raise NotOnBackend("MLX records no graph while it evaluates: it differentiates a function when asked "
-                           "(mx.grad), so there is no grad mode to switch off")
+    why = backend.adapter.lacks("autodiff")
+    if why is not None:
+        raise NotOnBackend(f"{why}, so it records nothing to switch off")
+    backend.need("grad_mode")  # what follows is torch's recorded graph, the one library that keeps one
     import torch
 
     generator = torch.Generator().manual_seed(0)

@@ -58,20 +58,9 @@ def _as_float32(value: float) -> float:
 
 def round_trip(backend: Backend, value: float, fmt: Format) -> float:
     """Cast an FP32 value into `fmt` on the backend and back to FP32, as a Python float."""
-    dtype = dtype_of(backend, fmt)
-    if backend.library == "numpy":
-        with np.errstate(over="ignore"):
-            return float(np.asarray(value, dtype=np.float32).astype(dtype).astype(np.float32))
-    if backend.library == "torch":
-        import torch
-
-        x = torch.tensor(value, dtype=torch.float32, device=backend.device)
-        return float(x.to(dtype).to(torch.float32).item())
-    import mlx.core as mx
-
-    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-        x = mx.array(value, dtype=mx.float32)
-        return float(x.astype(dtype).astype(mx.float32).item())
+    dtype_of(backend, fmt)  # a format the library lacks is a skip that names it
+    x = backend.tensor(value, backend.adapter.dtype("float32"))
+    return float(backend.adapter.round_trip(x, fmt.dtype or fmt.id, fmt.label).item())
 
 
 @claim("casts.{case}.{fmt}", kind="library", over={"case": tuple(CASES), "fmt": [FORMATS[f] for f in CAST_FORMATS]})
@@ -88,20 +77,11 @@ def cast(backend: Backend, case: str, fmt: Format) -> float:
 
 def add_in(backend: Backend, fmt: Format, weight: float, update: float) -> float:
     """`weight + update` with the weight stored in `fmt` and the sum stored back in it."""
-    dtype = dtype_of(backend, fmt)
-    if backend.library == "numpy":
-        w = np.asarray(weight, dtype=dtype)
-        return float((w + np.asarray(update, dtype=np.float32)).astype(dtype).astype(np.float32))
-    if backend.library == "torch":
-        import torch
-
-        w = torch.tensor(weight, dtype=dtype, device=backend.device)
-        return float((w + update).to(torch.float32).item())
-    import mlx.core as mx
-
-    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-        w = mx.array(weight, dtype=dtype)
-        return float((w + update).astype(dtype).astype(mx.float32).item())
+    adapter = backend.adapter
+    dtype, float32 = dtype_of(backend, fmt), adapter.dtype("float32")
+    with adapter.on_device():
+        total = adapter.astype(backend.tensor(weight, dtype) + backend.tensor(update, float32), dtype)
+        return float(adapter.astype(total, float32).item())
 
 
 @claim("casts.lost_update.{fmt}", kind="library", over={"fmt": [FORMATS[f] for f in ("bf16", "fp32")]})

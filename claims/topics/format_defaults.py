@@ -29,33 +29,19 @@ import contextlib
 import os
 from typing import Any, Iterator
 
-from verified_book.backends import Backend
-from verified_book.inputs import setting, vendor
+from verified_book.backends import Backend, names_of
+from verified_book.inputs import vendor
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-LIBRARIES: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "torch": TORCH, "mlx": ("mlx:cpu", "mlx:gpu")}
+TORCH = names_of("torch")
+LIBRARIES: dict[str, tuple[str, ...]] = {lib: names_of(lib) for lib in ("numpy", "torch", "mlx")}  # the book's figures
 PROBE_SIZE = 256  # large enough that a GPU library takes its tensor-core path
 
 
 def default_float_bits(backend: Backend) -> int:
     """Bits of the dtype a library gives a float literal, and (torch) of its declared default."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        return np.asarray([1.0]).dtype.itemsize * 8
-    if backend.library == "torch":
-        import torch
-
-        declared = torch.get_default_dtype()
-        made = torch.tensor([1.0], device=backend.device).dtype
-        if made != declared:
-            raise InvariantFailed(f"torch.get_default_dtype() is {declared}, but a float literal became {made}")
-        return declared.itemsize * 8
-    import mlx.core as mx
-
-    return mx.array([1.0]).dtype.size * 8
+    return backend.adapter.default_float_bits()
 
 
 def capability(text: str) -> tuple[int, int]:
@@ -68,27 +54,17 @@ for _lib, _names in LIBRARIES.items():
     claim(f"formats.default.float_bits.{_lib}", kind="library", backends=_names)(default_float_bits)
 
 
-def _on_device(backend: Backend) -> contextlib.AbstractContextManager[Any]:
-    """MLX computes on the stream of the backend's device; the others place tensors explicitly."""
-    if backend.library != "mlx":
-        return contextlib.nullcontext()
-    module = backend.module
-    return module.stream(module.cpu if backend.device == "cpu" else module.gpu)
-
-
 def _square(backend: Backend, size: int, value: float | None) -> Any:
     """A size × size FP32 matrix on the backend's device: filled with `value`, or the identity for None."""
-    module = backend.module
-    if backend.library == "torch":
-        place = {"dtype": module.float32, "device": backend.device}
-        return module.eye(size, **place) if value is None else module.full((size, size), value, **place)
-    return module.eye(size, dtype=module.float32) if value is None else module.full((size, size), value, dtype=module.float32)
+    adapter = backend.adapter
+    float32 = adapter.dtype("float32")
+    return adapter.eye(size, float32) if value is None else adapter.full((size, size), value, float32)
 
 
 def kept_mantissa_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps: the largest k for which (1 + 2^-k) · I comes back exact."""
     kept = 0
-    with _on_device(backend):
+    with backend.adapter.on_device():
         identity = _square(backend, PROBE_SIZE, None)
         for k in range(1, FORMATS["fp32"].mantissa + 1):
             value = 1.0 + 2.0**-k
@@ -99,59 +75,15 @@ def kept_mantissa_bits(backend: Backend) -> int:
     return kept
 
 
-UNSET = "unset"
-
-
-def _variable(name: str) -> str:
-    return setting(name, os.environ.get(name, UNSET), "environment")
-
-
-def _device_words(backend: Backend) -> str:
-    """The device and its architecture, as the library names them."""
-    module = backend.module
-    if backend.library == "torch" and backend.device == "cuda":
-        major, minor = module.cuda.get_device_capability()
-        return f"{module.cuda.get_device_name()} (compute capability {major}.{minor}, sm_{major}{minor})"
-    if backend.library == "mlx" and backend.device == "gpu":
-        try:
-            info = module.device_info() if hasattr(module, "device_info") else module.metal.device_info()
-            return f"{info.get('device_name', '?')} (architecture {info.get('architecture', '?')})"
-        except Exception as e:  # a build without device information still names itself
-            return f"MLX GPU ({'CUDA' if module.cuda.is_available() else 'Metal'} build; no device information: {e})"
-    return backend.device
-
-
 def matmul_settings(backend: Backend) -> dict[str, Any]:
     """Record what decides an FP32 matmul's precision on this backend, and return it by name."""
-    found: dict[str, Any] = {}
-    if backend.library == "torch":
-        found["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = _variable("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
-        if backend.device == "cuda":
-            found["NVIDIA_TF32_OVERRIDE"] = _variable("NVIDIA_TF32_OVERRIDE")
-        found["precision"] = setting("torch.get_float32_matmul_precision()", backend.module.get_float32_matmul_precision(),
-                                     backend.name)
-    elif backend.library == "mlx" and backend.device == "gpu":
-        found["MLX_ENABLE_TF32"] = _variable("MLX_ENABLE_TF32")
-    if backend.device in ("cuda", "gpu"):
-        found["device"] = setting("device", _device_words(backend), backend.name)
-    return found
+    return backend.adapter.matmul_settings()
 
 
 def environment_default(backend: Backend) -> str | None:
     """Why an FP32 matmul's default precision on this backend is the environment's, not the
     library's own; None where nothing outside the library sets it. Reads no device."""
-    if backend.library == "torch":
-        precision = backend.module.get_float32_matmul_precision()
-        if precision != "highest":
-            variable = os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", UNSET)
-            because = (f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
-                       if variable not in (UNSET, "0") else "")
-            return f"FP32 matmul precision starts at {precision!r} here, not torch's default 'highest'{because}"
-        if backend.device == "cuda" and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
-            return f"NVIDIA_TF32_OVERRIDE={os.environ['NVIDIA_TF32_OVERRIDE']} overrides cuBLAS's math mode here"
-    if backend.library == "mlx" and backend.device == "gpu" and os.environ.get("MLX_ENABLE_TF32") is not None:
-        return f"MLX_ENABLE_TF32={os.environ['MLX_ENABLE_TF32']} sets MLX's FP32 matmul precision here"
-    return None
+    return backend.adapter.matmul_environment()
 
 
 @claim("formats.default.matmul.kept_bits", kind="library")
@@ -165,9 +97,6 @@ def default_matmul_bits(backend: Backend) -> int:
     return kept_mantissa_bits(backend)
 
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-
-
 @claim("formats.default.matmul.torch_tensor_core_bits", kind="library", backends=TORCH,
        quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
        quote_at="tensors-autograd-and-number-formats.txt:33")
@@ -178,20 +107,15 @@ def torch_tensor_core_bits(backend: Backend) -> int:
     select there: TF32's mantissa if TF32 is allowed for matmuls, else FP32's. On a
     tensor-core GPU the two must agree.
     """
-    import torch
-
-    allowed = torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+    adapter = backend.adapter
+    allowed, settings = adapter.tf32_by_settings()
     by_settings = FORMATS["tf32" if allowed else "fp32"].mantissa
-    if backend.device == "cuda":
-        found = torch.cuda.get_device_capability()
-        needed = capability(vendor("cuda_formats.toml", "tf32"))
-        if found >= needed:
-            measured = kept_mantissa_bits(backend)
-            if measured != by_settings:
-                raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; torch's settings "
-                                      f"(allow_tf32={torch.backends.cuda.matmul.allow_tf32}, precision "
-                                      f"{torch.get_float32_matmul_precision()!r}) select {by_settings}")
-            return measured
+    found = adapter.compute_capability()
+    if found is not None and found >= capability(vendor("cuda_formats.toml", "tf32")):
+        measured = kept_mantissa_bits(backend)
+        if measured != by_settings:
+            raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; {settings} select {by_settings}")
+        return measured
     return by_settings
 
 
@@ -210,14 +134,12 @@ def _float32_matmul_precision(setting: str) -> Iterator[None]:
 @claim("formats.default.matmul.tf32_kept_bits", kind="library", backends=("torch:cuda",))
 def tf32_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps once TF32 is asked for with set_float32_matmul_precision("high")."""
-    import torch
-
     forced = os.environ.get("NVIDIA_TF32_OVERRIDE")
     if forced == "0":
         raise NotOnBackend("NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS on this machine, so asking for it keeps "
                            "FP32's 23 bits; the figure is what TF32 keeps where it is allowed")
     matmul_settings(backend)
-    found = torch.cuda.get_device_capability()
+    found = backend.adapter.compute_capability() or (0, 0)
     needed = capability(vendor("cuda_formats.toml", "tf32"))
     if found < needed:
         raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device is {found[0]}.{found[1]}")

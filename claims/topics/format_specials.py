@@ -15,57 +15,25 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
-from verified_book.backends import Backend
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS, Format, dtype_of, tensor_dtype
+from verified_book.backends import Backend, names_of, supporting
+from verified_book.registry import InvariantFailed, claim
+from claims.topics.formats import FORMATS, Format
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-MLX = ("mlx:cpu", "mlx:gpu")
-LIBRARIES: dict[str, tuple[str, ...]] = {"ml_dtypes": ("numpy",), "torch": TORCH, "mlx": MLX}
+# The libraries whose cast of infinity the book reports, by the package that does the cast.
+LIBRARIES: dict[str, tuple[str, ...]] = {"ml_dtypes": names_of("numpy"), "torch": names_of("torch"), "mlx": names_of("mlx")}
 FP8 = (FORMATS["e4m3"], FORMATS["e5m2"])
-
-
-def _torch_fp8(backend: Backend, fmt: Format) -> Any:
-    return tensor_dtype(backend, fmt)
 
 
 def encode(backend: Backend, fmt: Format, value: float) -> int:
     """The bit pattern a library's cast from FP32 gives for `value` in an 8-bit format."""
-    if backend.library == "mlx":
-        if fmt.id != "e4m3":
-            raise NotOnBackend(f"mlx has no {fmt.label} conversion (mx.to_fp8 converts to E4M3 only)")
-        import mlx.core as mx
-
-        return int(mx.to_fp8(backend.tensor([value], mx.float32)).tolist()[0])
-    if backend.library == "numpy":
-        import numpy as np
-
-        return int(np.array([value], np.float32).astype(dtype_of(backend, fmt)).view(np.uint8)[0])
-    import torch
-
-    dtype = _torch_fp8(backend, fmt)
-    return int(torch.tensor([value], dtype=torch.float32, device=backend.device).to(dtype).view(torch.uint8).item())
+    return backend.adapter.to_bits([value], fmt.dtype or fmt.id, fmt.label)[0]
 
 
 def decode(backend: Backend, fmt: Format, codes: list[int]) -> list[float]:
     """The values a library reads from bit patterns of an 8-bit format, as floats."""
-    if backend.library == "mlx":
-        if fmt.id != "e4m3":
-            raise NotOnBackend(f"mlx has no {fmt.label} conversion (mx.from_fp8 reads E4M3 only)")
-        import mlx.core as mx
-
-        return mx.from_fp8(backend.tensor(codes, mx.uint8), dtype=mx.float32).tolist()
-    if backend.library == "numpy":
-        import numpy as np
-
-        return np.array(codes, np.uint8).view(dtype_of(backend, fmt)).astype(np.float32).tolist()
-    import torch
-
-    dtype = _torch_fp8(backend, fmt)
-    return torch.tensor(codes, dtype=torch.uint8, device=backend.device).view(dtype).float().tolist()
+    return backend.adapter.from_bits(codes, fmt.dtype or fmt.id, fmt.label)
 
 
 def inf_bits(backend: Backend, fmt: Format) -> int:
@@ -123,32 +91,13 @@ def e2m1_count() -> int:
 @claim("formats.mx.e8m0.bits", kind="library")
 def e8m0_bits(backend: Backend) -> int:
     """The width of MX's E8M0 block scale as a library stores it: an exponent with no sign or mantissa."""
-    if backend.library == "numpy":
-        import ml_dtypes
-
-        info = ml_dtypes.finfo(ml_dtypes.float8_e8m0fnu)
-        if (info.nexp, info.nmant) != (8, 0):
-            raise InvariantFailed(f"ml_dtypes' float8_e8m0fnu has {info.nexp} exponent and {info.nmant} mantissa bits; E8M0 has 8 and 0")
-        return int(info.bits)
-    if backend.library == "torch":
-        import torch
-
-        if not hasattr(torch, "float8_e8m0fnu"):
-            raise NotOnBackend(f"torch {torch.__version__} has no float8_e8m0fnu dtype")
-        return torch.float8_e8m0fnu.itemsize * 8
-    import mlx.core as mx
-
-    weights = backend.tensor([[((3 * j) % 11 - 5) / 2 for j in range(64)]], mx.float32)
-    scales = mx.quantize(weights, mode="mxfp4")[1]
-    return scales.itemsize * 8
+    return backend.adapter.e8m0_bits()
 
 
-@claim("formats.decimal.fp32.guaranteed_digits", kind="library", backends=("numpy", *TORCH))
+@claim("formats.decimal.fp32.guaranteed_digits", kind="library", backends=supporting("finfo.resolution"))
 def fp32_guaranteed_digits(backend: Backend) -> int:
     """Digits a library promises for FP32: its finfo resolution is 10^-digits."""
-    import numpy as np
-
-    info = np.finfo(np.float32) if backend.library == "numpy" else backend.module.finfo(backend.module.float32)
+    info = backend.adapter.finfo(backend.adapter.dtype("float32"))
     return round(-math.log10(float(info.resolution)))
 
 

@@ -38,9 +38,7 @@ class Format:
 
     id: str
     label: str
-    torch_name: str | None
-    numpy_name: str | None
-    mlx_name: str | None
+    dtype: str | None  # the dtype's name, numpy style (ml_dtypes' for the small formats); each adapter looks it up
 
     @property
     def layout(self) -> tuple[int, int, int]:
@@ -109,13 +107,13 @@ class Format:
 FORMATS: dict[str, Format] = {
     f.id: f
     for f in (
-        Format("fp32", "FP32", "float32", "float32", "float32"),
-        Format("tf32", "TF32", None, None, None),
-        Format("fp16", "FP16", "float16", "float16", "float16"),
-        Format("bf16", "BF16", "bfloat16", "bfloat16", "bfloat16"),
-        Format("e4m3", "FP8 E4M3", "float8_e4m3fn", "float8_e4m3fn", None),
-        Format("e5m2", "FP8 E5M2", "float8_e5m2", "float8_e5m2", None),
-        Format("e2m1", "E2M1 (FP4)", "float4_e2m1fn_x2", "float4_e2m1fn", None),
+        Format("fp32", "FP32", "float32"),
+        Format("tf32", "TF32", None),
+        Format("fp16", "FP16", "float16"),
+        Format("bf16", "BF16", "bfloat16"),
+        Format("e4m3", "FP8 E4M3", "float8_e4m3fn"),
+        Format("e5m2", "FP8 E5M2", "float8_e5m2"),
+        Format("e2m1", "E2M1 (FP4)", "float4_e2m1fn"),
     )
 }
 
@@ -125,48 +123,19 @@ FINFO_FIELDS = ("eps", "max", "smallest_normal")
 
 def dtype_of(backend: Backend, fmt: Format) -> Any:
     """The backend's dtype object for a format, or NotOnBackend naming what is missing."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        if fmt.numpy_name in ("float32", "float16"):
-            return getattr(np, fmt.numpy_name)
-        import ml_dtypes
-
-        if fmt.numpy_name and hasattr(ml_dtypes, fmt.numpy_name):
-            return getattr(ml_dtypes, fmt.numpy_name)
-        raise NotOnBackend(f"numpy with ml_dtypes {ml_dtypes.__version__} has no dtype for {fmt.label}")
-    if backend.library == "torch":
-        import torch
-
-        if fmt.torch_name and hasattr(torch, fmt.torch_name):
-            return getattr(torch, fmt.torch_name)
-        raise NotOnBackend(f"torch {torch.__version__} has no dtype for {fmt.label}")
-    import mlx.core as mx
-
-    if fmt.mlx_name and hasattr(mx, fmt.mlx_name):
-        return getattr(mx, fmt.mlx_name)
-    raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.label} dtype")
+    return backend.adapter.dtype(fmt.dtype or fmt.id, fmt.label)
 
 
 def tensor_dtype(backend: Backend, fmt: Format) -> Any:
     """The dtype of `fmt` for tensors on the backend's device: `dtype_of`, and NotOnBackend where the
     library has the dtype but the device holds no tensors of it (torch's MPS has no float8: a cast
     there raises TypeError, which would read as a failure instead of an absent format)."""
-    dtype = dtype_of(backend, fmt)
-    if backend.library == "torch" and backend.device == "mps" and str(fmt.torch_name or "").startswith("float8"):
-        raise NotOnBackend(f"torch on MPS has no {fmt.label} tensors (a cast to {fmt.torch_name} raises TypeError there)")
-    return dtype
+    return backend.adapter.tensor_dtype(fmt.dtype or fmt.id, fmt.label)
 
 
 def finfo(backend: Backend, fmt: Format) -> Any:
     """The backend's finfo object for a format."""
-    dtype = dtype_of(backend, fmt)
-    if backend.library == "numpy":
-        import ml_dtypes
-        import numpy as np
-
-        return np.finfo(dtype) if fmt.numpy_name in ("float32", "float16") else ml_dtypes.finfo(dtype)
-    return backend.module.finfo(dtype)
+    return backend.adapter.finfo(dtype_of(backend, fmt))
 
 
 def _finfo_field(info: Any, field: str) -> float:

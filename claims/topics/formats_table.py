@@ -19,59 +19,32 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import sympy
 
 from verified_book.backends import Backend
 from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
 
 @dataclass(frozen=True)
 class IntFormat:
-    """A signed integer code format, as each library names it; its width is a given input."""
+    """A signed integer code format; its id is also its dtype's name in every library that has it,
+    its width a given input."""
 
     id: str
-    numpy_name: str  # numpy itself for int8, ml_dtypes for int4
-    torch_name: str | None
-    mlx_name: str | None
-
 
     @property
     def bits(self) -> int:
         return int(given(f"formats.{self.id}.bits"))
 
 
-INT_FORMATS = {f.id: f for f in (IntFormat("int8", "int8", "int8", "int8"), IntFormat("int4", "int4", "int4", None))}
+INT_FORMATS = {f.id: f for f in (IntFormat("int8"), IntFormat("int4"))}
 
 
 def iinfo(backend: Backend, fmt: IntFormat) -> Any:
     """The backend's iinfo for an integer format, or NotOnBackend naming what is missing."""
-    if backend.library == "numpy":
-        if hasattr(np, fmt.numpy_name):
-            return np.iinfo(getattr(np, fmt.numpy_name))
-        import ml_dtypes
-
-        if not hasattr(ml_dtypes, fmt.numpy_name):
-            raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no {fmt.numpy_name}")
-        return ml_dtypes.iinfo(getattr(ml_dtypes, fmt.numpy_name))
-    if backend.library == "torch":
-        import torch
-
-        dtype = getattr(torch, fmt.torch_name or "", None)
-        if dtype is None:
-            raise NotOnBackend(f"torch {torch.__version__} has no {fmt.id} dtype")
-        try:
-            return torch.iinfo(dtype)
-        except TypeError as e:
-            raise NotOnBackend(f"torch {torch.__version__} has an {fmt.id} dtype but torch.iinfo does not answer for it ({e})") from None
-    import mlx.core as mx
-
-    dtype = getattr(mx, fmt.mlx_name or "", None)
-    if dtype is None:
-        raise NotOnBackend(f"mlx {mx.__version__} has no {fmt.id} dtype")
-    return mx.iinfo(dtype)
+    return backend.adapter.iinfo(fmt.id)
 
 
 @claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmin", "qmax", "steps", "bytes")})
@@ -106,28 +79,10 @@ def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
 
 def _decoded_e2m1(backend: Backend) -> list[float]:
     """The values the backend decodes from all sixteen E2M1 codes."""
-    if backend.library == "numpy":
-        import ml_dtypes
-
-        if not hasattr(ml_dtypes, "float4_e2m1fn"):
-            raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no float4_e2m1fn")
-        return np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32).tolist()
-    if backend.library == "mlx":
-        import mlx.core as mx
-
-        # MXFP4 with a unit scale (E8M0 code 127 is 2^0) decodes each nibble as its bare E2M1 value
-        with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-            nibbles = np.arange(32, dtype=np.uint32) % 16
-            packed = (nibbles.reshape(4, 8) << (4 * np.arange(8, dtype=np.uint32))).sum(axis=1).astype(np.uint32)
-            out = mx.dequantize(mx.array(packed.reshape(1, 4)), mx.array([[127]], dtype=mx.uint8),
-                                group_size=32, bits=4, mode="mxfp4", dtype=mx.float32)
-            return np.array(out).reshape(-1)[:16].tolist()
-    import torch
-
-    raise NotOnBackend(f"torch {torch.__version__} stores E2M1 only packed in pairs (float4_e2m1fn_x2) and cannot cast it")
+    return backend.adapter.e2m1_values()
 
 
-@claim("formats.e2m1.grid", kind="library", backends=("numpy", "mlx:cpu", "mlx:gpu", "torch:cpu", "torch:cuda", "torch:mps"))
+@claim("formats.e2m1.grid", kind="library")
 def e2m1_grid(backend: Backend) -> tuple[float, ...]:
     """E2M1's magnitudes, 0, 0.5, 1, 1.5, 2, 3, 4, 6, decoded by the backend and equal to the layout's."""
     derived = e2m1_magnitudes(FORMATS["e2m1"])

@@ -42,40 +42,16 @@ def _run_sized(backend: Backend, batch: int, positions: int, vocab: int, width: 
     ids = rng.integers(0, vocab, size=(batch, positions))
     table = rng.standard_normal((vocab, width), dtype=np.float32)
     weight = rng.standard_normal((outputs, width), dtype=np.float32)  # stored (outputs, inputs)
-    if backend.library == "torch":
-        import torch
-
-        dev = backend.device
-        embed = torch.nn.Embedding.from_pretrained(torch.from_numpy(table)).to(dev)
-        project = torch.nn.Linear(width, outputs, bias=False).to(dev)
-        with torch.no_grad():
-            project.weight.copy_(torch.from_numpy(weight))
-            tokens = torch.from_numpy(ids).to(dev)
-            vectors = embed(tokens)
-            out = project(vectors)
-            nudged = vectors.clone()
-            nudged[0, 0] += 1.0
-            out2 = project(nudged)
-        to_np = lambda t: t.cpu().numpy()  # noqa: E731
-    elif backend.library == "mlx":
-        import mlx.core as mx
-
-        with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-            tokens = mx.array(ids)
-            vectors = mx.array(table)[tokens]
-            out = vectors @ mx.array(weight).T
-            bump = mx.zeros(vectors.shape).at[0, 0].add(1.0)
-            out2 = (vectors + bump) @ mx.array(weight).T
-            to_np = np.array
-    else:
-        tokens = ids
-        vectors = table[tokens]
-        out = vectors @ weight.T
-        nudged = vectors.copy()
-        nudged[0, 0] += 1.0
-        out2 = nudged @ weight.T
-        to_np = np.asarray
-    changed = np.abs(to_np(out2) - to_np(out)).max(axis=-1) > 0
+    bump = np.zeros((batch, positions, width), dtype=np.float32)
+    bump[0, 0] += 1.0  # one position's vector changed
+    adapter = backend.adapter
+    with adapter.on_device():
+        tokens = adapter.from_numpy(ids)
+        vectors = adapter.from_numpy(table)[tokens]  # the embedding lookup: one row of the table per id
+        project = adapter.from_numpy(weight).T
+        out = vectors @ project
+        out2 = (vectors + adapter.from_numpy(bump)) @ project
+        changed = np.abs(adapter.to_numpy(out2) - adapter.to_numpy(out)).max(axis=-1) > 0
     if changed.sum() != 1 or not changed[0, 0]:
         raise InvariantFailed(f"{backend.name}: changing position (0, 0)'s vector changed the outputs at "
                               f"{np.argwhere(changed).tolist()}; a projection acts on each position alone")

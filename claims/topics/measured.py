@@ -162,7 +162,7 @@ def cpu_ridge_recheck(backend: Backend) -> tuple[float, str]:
     longest for a core, and can fall twenty-fold while a copy barely slows; one thread
     keeps its share. Its rate is a floor of the CPU's, so a ridge from it is a floor too.
     """
-    torch_cpu = next((b for b in same_memory(backend) if b.name == "torch:cpu"), None)
+    torch_cpu = next((b for b in same_memory(backend) if b.has("thread_count") and not b.adapter.accelerator), None)
     if torch_cpu is None:
         return 0.0, "no torch:cpu to recheck with"
     best_copy, via = max((bandwidth.copy(b).best, b.name) for b in same_memory(backend))

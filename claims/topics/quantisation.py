@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, supporting
 from verified_book.inputs import model_config
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
@@ -68,37 +68,19 @@ def _qmax(bits: int) -> int:
 @functools.cache
 def quantise(backend: Backend, bits: int) -> Quantised:
     """The snippet's symmetric block quantiser, computed with the backend's own arithmetic."""
-    block = snippet_block()
     qmax = _qmax(bits)
-    if backend.library == "numpy":
-        scale = np.float16(np.abs(block).max() / qmax)
-        codes = np.clip(np.round(block / np.float32(scale)), -qmax - 1, qmax).astype(np.int8)
-        restored = codes * np.float32(scale)
-        rms = float(np.sqrt(np.mean(block**2)))
-        error = float(np.abs(restored - block).mean())
-        return Quantised(block.copy(), codes, float(scale), scale.itemsize * 8, restored, rms, error)
-    if backend.library == "torch":
-        import torch
-
-        x = torch.from_numpy(block).to(backend.device)
-        scale = (x.abs().max() / qmax).to(torch.float16)
-        codes = torch.clamp(torch.round(x / scale.float()), -qmax - 1, qmax).to(torch.int8)
-        restored = codes.float() * scale.float()
-        rms = float(torch.sqrt(torch.mean(x**2)).item())
-        error = float((restored - x).abs().mean().item())
-        return Quantised(x.cpu().numpy(), codes.cpu().numpy(), float(scale.item()), scale.element_size() * 8,
-                         restored.cpu().numpy(), rms, error)
-    import mlx.core as mx
-
-    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-        x = mx.array(block)
-        scale = (mx.abs(x).max() / qmax).astype(mx.float16)
-        codes = mx.clip(mx.round(x / scale.astype(mx.float32)), -qmax - 1, qmax).astype(mx.int8)
-        restored = codes.astype(mx.float32) * scale.astype(mx.float32)
-        rms = float(mx.sqrt(mx.mean(x**2)).item())
-        error = float(mx.abs(restored - x).mean().item())
-        return Quantised(np.array(x), np.array(codes), float(scale.item()), scale.itemsize * 8, np.array(restored),
-                         rms, error)
+    adapter, module = backend.adapter, backend.module
+    float32 = adapter.dtype("float32")
+    with adapter.on_device():
+        x = adapter.from_numpy(snippet_block().copy())
+        scale = adapter.astype(abs(x).max() / qmax, adapter.dtype("float16"))
+        codes = adapter.astype(module.clip(module.round(x / adapter.astype(scale, float32)), -qmax - 1, qmax),
+                               adapter.dtype("int8"))
+        restored = adapter.astype(codes, float32) * adapter.astype(scale, float32)
+        rms = float(module.sqrt((x**2).mean()).item())
+        error = float(abs(restored - x).mean().item())
+        return Quantised(adapter.to_numpy(x), adapter.to_numpy(codes), float(scale.item()), adapter.itemsize(scale) * 8,
+                         adapter.to_numpy(restored), rms, error)
 
 
 def _check_grid(backend: Backend, bits: int, q: Quantised) -> None:
@@ -186,8 +168,11 @@ def zero_codes(backend: Backend, bits: int) -> int:
 
 # --- GGUF: block sizes from gguf-py, and its reference quantisers on the same block -------------
 
+GGUF_BACKEND = "numpy"  # gguf-py's quantisers are numpy code: its claims are declared on numpy alone
+
+
 def _gguf(backend: Backend) -> Any:
-    if backend.library != "numpy":
+    if backend.name not in (GGUF_BACKEND,):  # a caller that asks on another backend (the snapshots) gets a skip
         raise NotOnBackend(f"{backend.name}: gguf-py quantises with numpy; checked on the numpy backend")
     try:
         import gguf
@@ -227,13 +212,13 @@ def _layout(backend: Backend, name: str) -> dict[str, int]:
 GGUF_TYPES = ("q8_0", "q4_0", "q4_k", "mxfp4", "nvfp4")
 
 
-@claim("quantisation.gguf.{qtype}.block_weights", kind="library", over={"qtype": GGUF_TYPES}, backends=("numpy",))
+@claim("quantisation.gguf.{qtype}.block_weights", kind="library", over={"qtype": GGUF_TYPES}, backends=(GGUF_BACKEND,))
 def gguf_block_weights(backend: Backend, qtype: str) -> int:
     """Weights per block of a GGUF type, from gguf-py's GGML_QUANT_SIZES."""
     return _quant_size(backend, qtype)[0]
 
 
-@claim("quantisation.gguf.{qtype}.block_bytes", kind="library", over={"qtype": GGUF_TYPES}, backends=("numpy",))
+@claim("quantisation.gguf.{qtype}.block_bytes", kind="library", over={"qtype": GGUF_TYPES}, backends=(GGUF_BACKEND,))
 def gguf_block_bytes(backend: Backend, qtype: str) -> int:
     """Bytes per block of a GGUF type, which must equal the sum of its declared parts."""
     weights, size = _quant_size(backend, qtype)
@@ -244,7 +229,7 @@ def gguf_block_bytes(backend: Backend, qtype: str) -> int:
     return size
 
 
-@claim("quantisation.gguf.{qtype}.bits_per_weight", kind="library", over={"qtype": GGUF_TYPES}, backends=("numpy",))
+@claim("quantisation.gguf.{qtype}.bits_per_weight", kind="library", over={"qtype": GGUF_TYPES}, backends=(GGUF_BACKEND,))
 def gguf_bits_per_weight(backend: Backend, qtype: str) -> Fraction:
     """Bits per weight of a GGUF type: block bytes x 8 over block weights, scales included."""
     weights, size = _quant_size(backend, qtype)
@@ -252,21 +237,21 @@ def gguf_bits_per_weight(backend: Backend, qtype: str) -> Fraction:
 
 
 @claim("quantisation.gguf.{qtype}.{part}_bytes", kind="library",
-       over={"qtype": ("q4_k",), "part": ("d", "dmin", "scales", "codes")}, backends=("numpy",))
+       over={"qtype": ("q4_k",), "part": ("d", "dmin", "scales", "codes")}, backends=(GGUF_BACKEND,))
 def gguf_part_bytes(backend: Backend, qtype: str, part: str) -> int:
     """Bytes of one part of a Q4_K block: two float16 super-scales, packed 6-bit scales and minimums, nibbles."""
     gguf_block_bytes(backend, qtype)
     return _layout(backend, qtype)[part]
 
 
-@claim("quantisation.gguf.{qtype}.code_bytes", kind="library", over={"qtype": ("q8_0", "q4_0")}, backends=("numpy",))
+@claim("quantisation.gguf.{qtype}.code_bytes", kind="library", over={"qtype": ("q8_0", "q4_0")}, backends=(GGUF_BACKEND,))
 def gguf_code_bytes(backend: Backend, qtype: str) -> int:
     """Bytes of codes in one block: 32 one-byte codes for Q8_0, 16 bytes of nibbles for Q4_0."""
     gguf_block_bytes(backend, qtype)
     return _layout(backend, qtype)["codes"]
 
 
-@claim("quantisation.gguf.q4_k.sub_block_weights", kind="library", backends=("numpy",))
+@claim("quantisation.gguf.q4_k.sub_block_weights", kind="library", backends=(GGUF_BACKEND,))
 def q4_k_sub_block(backend: Backend) -> int:
     """Weights per sub-block of Q4_K, from how many 6-bit scales gguf unpacks from one block's 12 bytes."""
     _gguf(backend)
@@ -303,11 +288,11 @@ def reference(backend: Backend, qtype: str) -> Quantised:
 
 @claim("quantisation.gguf.{qtype}.{field}", kind="library",
        over={"qtype": ("q8_0", "q4_0"), "field": ("codes", "error_vs_rms", "zero_codes", "codes_differing")},
-       backends=("numpy",))
+       backends=(GGUF_BACKEND,))
 @claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q8_0",), "field": ("scale",)},
-       backends=("numpy",))
+       backends=(GGUF_BACKEND,))
 @claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q4_0",), "field": ("scale",)},
-       backends=("numpy",),
+       backends=(GGUF_BACKEND,),
        quote="Those are the two oldest GGUF types, and the snippet is their algorithm.",
        quote_at="tensors-gpus-and-precision.txt:391")
 def gguf_reference(backend: Backend, qtype: str, field: str) -> Any:
@@ -348,40 +333,34 @@ def q4_k_m_bits_per_param() -> Fraction:
 FP4_MODES = {"mxfp4": 32, "nvfp4": 16}  # the block each format's specification fixes
 
 
-@functools.cache
-def _mlx_fp4(backend: Backend, mode: str) -> tuple[int, float]:
-    """(weights per scale, bits per weight) measured from the arrays mx.quantize returns."""
-    import mlx.core as mx
+FP4_BACKENDS = (GGUF_BACKEND, *supporting("fp4_quantize"))  # gguf's block layout, or the library's own quantiser
 
-    with mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu):
-        w = mx.random.normal((8, 512), key=mx.random.key(0))
-        parts = mx.quantize(w, group_size=FP4_MODES[mode], bits=4, mode=mode)
-        mx.eval(*parts)
-        stored = sum(p.nbytes for p in parts)
-        group = w.shape[-1] // parts[1].shape[-1]
-        back = mx.dequantize(*parts, group_size=FP4_MODES[mode], bits=4, mode=mode)
-        error = float((mx.abs(back - w).mean() / mx.abs(w).mean()).item())
+
+@functools.cache
+def _library_fp4(backend: Backend, mode: str) -> tuple[int, float]:
+    """(weights per scale, bits per weight) measured from the arrays the library's quantiser returns."""
+    group, bits, error = backend.adapter.quantize_fp4(mode, FP4_MODES[mode])
     if not error < 0.25:
         raise InvariantFailed(f"{backend.name}: {mode} round trip has mean error {error:.2%} of the mean weight; "
                               "a 4-bit float grid with a per-block scale stays well under a quarter")
-    return group, stored * 8 / w.size
+    return group, bits
 
 
-@claim("quantisation.{mode}.block", kind="library", over={"mode": tuple(FP4_MODES)}, backends=("numpy", "mlx:cpu", "mlx:gpu"))
+@claim("quantisation.{mode}.block", kind="library", over={"mode": tuple(FP4_MODES)}, backends=FP4_BACKENDS)
 def fp4_block(backend: Backend, mode: str) -> int:
     """Weights per scale: 32 for MXFP4, 16 for NVFP4 (MLX's scales array, or gguf's block layout)."""
-    if backend.library == "mlx":
-        return _mlx_fp4(backend, mode)[0]
+    if backend.has("fp4_quantize"):
+        return _library_fp4(backend, mode)[0]
     weights, size = _quant_size(backend, mode)
     scales = size - weights * 4 // 8  # bytes left after the 4-bit elements, one byte per scale
     return weights // scales
 
 
-@claim("quantisation.{mode}.bits_per_weight", kind="library", over={"mode": tuple(FP4_MODES)}, backends=("numpy", "mlx:cpu", "mlx:gpu"))
+@claim("quantisation.{mode}.bits_per_weight", kind="library", over={"mode": tuple(FP4_MODES)}, backends=FP4_BACKENDS)
 def fp4_bits_per_weight(backend: Backend, mode: str) -> float:
     """Bits per weight of MXFP4 (4 + 8/32) and NVFP4 (4 + 8/16), measured from stored bytes."""
-    if backend.library == "mlx":
-        bits = _mlx_fp4(backend, mode)[1]
+    if backend.has("fp4_quantize"):
+        bits = _library_fp4(backend, mode)[1]
     else:
         bits = float(gguf_bits_per_weight(backend, mode))
     derived = 4 + 8 / FP4_MODES[mode]

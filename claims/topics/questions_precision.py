@@ -15,7 +15,7 @@ import numpy as np
 
 from verified_book.backends import Backend
 from verified_book.inputs import model_config
-from verified_book.registry import InvariantFailed, claim
+from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field
@@ -26,28 +26,15 @@ BATCH = 32  # token vectors in Question 3's x
 SHRINK = 16  # Question 3's numerical check runs at a sixteenth of each weight dimension
 
 
-def _mlx_stream(backend: Backend) -> Any:
-    import mlx.core as mx
-
-    return mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu)
-
-
 def _bf16_next_above(backend: Backend, value: float) -> float:
     """The BF16 value one code above `value`, found by incrementing its bit pattern on the backend."""
+    adapter = backend.adapter
     dtype = dtype_of(backend, FORMATS["bf16"])
-    if backend.library == "numpy":
-        bits = np.asarray(value, dtype=dtype).view(np.uint16)
-        return float((bits + np.uint16(1)).view(dtype).astype(np.float32))
-    if backend.library == "torch":
-        import torch
-
-        bits = torch.tensor([value], dtype=dtype, device=backend.device).view(torch.int16)
-        return float((bits + 1).view(dtype).to(torch.float32).item())
-    import mlx.core as mx
-
-    with _mlx_stream(backend):
-        bits = mx.array([value], dtype=dtype).view(mx.uint16)
-        return float((bits + 1).astype(mx.uint16).view(dtype).astype(mx.float32).item())
+    with adapter.on_device():
+        bits = adapter.bitcast(backend.tensor([value], dtype), "int16")
+        one = backend.tensor([1], adapter.dtype("int16"))
+        above = adapter.bitcast(bits + one, FORMATS["bf16"].dtype or "bfloat16")
+        return float(adapter.astype(above, adapter.dtype("float32")).item())
 
 
 @claim("questions.q2.step_near_half", kind="library")
@@ -64,24 +51,12 @@ def q2_step(backend: Backend) -> float:
 @claim("questions.q2.updated_weight", kind="library")
 def q2_updated(backend: Backend) -> float:
     """A BF16 weight of 0.5 after `w -= 1e-4 * grad` with a gradient of 1: still 0.5."""
-    dtype = dtype_of(backend, FORMATS["bf16"])
-    if backend.library == "numpy":
-        w = np.asarray([WEIGHT], dtype=dtype)
-        w -= np.float32(LEARNING_RATE) * np.asarray([GRADIENT], dtype=np.float32)
-        out = float(w.astype(np.float32)[0])
-    elif backend.library == "torch":
-        import torch
-
-        w = torch.tensor([WEIGHT], device=backend.device).to(dtype)
-        w -= LEARNING_RATE * torch.tensor([GRADIENT], device=backend.device)
-        out = float(w.to(torch.float32).item())
-    else:
-        import mlx.core as mx
-
-        with _mlx_stream(backend):
-            w = mx.array([WEIGHT], dtype=dtype)
-            w = (w - LEARNING_RATE * mx.array([GRADIENT])).astype(dtype)  # stored back in the weight's format
-            out = float(w.astype(mx.float32).item())
+    adapter = backend.adapter
+    dtype, float32 = dtype_of(backend, FORMATS["bf16"]), adapter.dtype("float32")
+    with adapter.on_device():
+        w = backend.tensor([WEIGHT], dtype)
+        w = adapter.astype(w - backend.tensor([GRADIENT], float32) * LEARNING_RATE, dtype)  # stored back in the weight's format
+        out = float(adapter.astype(w, float32).item())
     half_step = float(spacing_at(WEIGHT, FORMATS["bf16"])) / 2
     if LEARNING_RATE * GRADIENT < half_step and out != WEIGHT:
         raise InvariantFailed(f"{backend.name}: an update of {LEARNING_RATE * GRADIENT:g}, below half BF16's step at "
@@ -105,31 +80,18 @@ def _q3_shapes_on(backend: Backend, x_shape: tuple[int, int], w_shape: tuple[int
     recorded every time and a changed config is never answered from the cache.
     """
     (b, h), (o, i) = x_shape, w_shape
-    if backend.library == "torch":
-        import torch
-
-        x, w = torch.empty(b, h, device="meta"), torch.empty(o, i, device="meta")
-        matmul, error = (lambda a, c: a @ c), RuntimeError
+    adapter = backend.adapter
+    with adapter.on_device():
+        x, w = adapter.placeholder((b, h)), adapter.placeholder((o, i))  # no data where the library allows it
         transposed, reshaped = w.T, w.reshape(i, o)
-    elif backend.library == "mlx":
-        import mlx.core as mx
-
-        with _mlx_stream(backend):
-            x, w = mx.zeros((b, h)), mx.zeros((o, i))  # lazy: shapes come without evaluation
-            matmul, error = (lambda a, c: a @ c), ValueError
-            transposed, reshaped = w.T, w.reshape(i, o)
-    else:
-        x, w = np.zeros((b, h), dtype=np.float32), np.zeros((o, i), dtype=np.float32)
-        matmul, error = np.matmul, ValueError
-        transposed, reshaped = w.T, w.reshape(i, o)
-    try:
-        matmul(x, w)
-    except error:
-        pass
-    else:
-        raise InvariantFailed(f"{backend.name}: x {x.shape} @ w {w.shape} ran; the inner sizes differ and it must raise")
-    return {"x": tuple(x.shape), "w": tuple(w.shape), "transpose": tuple(matmul(x, transposed).shape),
-            "reshape": tuple(matmul(x, reshaped).shape)}
+        try:
+            x @ w
+        except adapter.shape_errors:
+            pass
+        else:
+            raise InvariantFailed(f"{backend.name}: x {x.shape} @ w {w.shape} ran; the inner sizes differ and it must raise")
+        return {"x": tuple(x.shape), "w": tuple(w.shape), "transpose": tuple((x @ transposed).shape),
+                "reshape": tuple((x @ reshaped).shape)}
 
 
 @claim("questions.q3.{what}_shape", kind="library", over={"what": ("x", "w", "transpose", "reshape")})
@@ -149,21 +111,13 @@ def _q3_products(backend: Backend, x_shape: tuple[int, int], w_shape: tuple[int,
     rng = np.random.default_rng(0)
     x = rng.standard_normal((b, h // SHRINK), dtype=np.float32)
     w = rng.standard_normal((o // SHRINK, h // SHRINK), dtype=np.float32)
-    if backend.library == "torch":
-        import torch
-
-        X, W = torch.from_numpy(x).to(backend.device), torch.from_numpy(w).to(backend.device)
-        out = {"transpose": X @ W.T, "linear": torch.nn.functional.linear(X, W), "swapped": (W @ X.T).T,
-               "reshape": X @ W.reshape(W.shape[1], W.shape[0])}
-        return {k: v.cpu().numpy() for k, v in out.items()}
-    if backend.library == "mlx":
-        import mlx.core as mx
-
-        with _mlx_stream(backend):
-            X, W = mx.array(x), mx.array(w)
-            out = {"transpose": X @ W.T, "swapped": (W @ X.T).T, "reshape": X @ W.reshape(W.shape[1], W.shape[0])}
-            return {k: np.array(v) for k, v in out.items()}
-    return {"transpose": x @ w.T, "swapped": (w @ x.T).T, "reshape": x @ w.reshape(w.shape[1], w.shape[0])}
+    adapter = backend.adapter
+    with adapter.on_device():
+        X, W = adapter.from_numpy(x), adapter.from_numpy(w)
+        out = {"transpose": X @ W.T, "swapped": (W @ X.T).T, "reshape": X @ W.reshape(W.shape[1], W.shape[0])}
+        if backend.has("linear"):
+            out["linear"] = adapter.linear(X, W)
+        return {k: adapter.to_numpy(v) for k, v in out.items()}
 
 
 @claim("questions.q3.reshape_changed", kind="library")
@@ -198,17 +152,15 @@ def q6_exponent_bits(fmt: Any) -> int:
 @claim("questions.q6.e4m3_smallest_normal", kind="library")
 def q6_smallest_normal(backend: Backend) -> float:
     """E4M3's smallest normal as the backend reports it, which sits below a typical weight of 0.02."""
-    if backend.library == "mlx":
-        import mlx.core as mx
-
-        # no float8 dtype and no finfo: decode code 0x08, exponent field 1 and mantissa 0, with from_fp8
-        with _mlx_stream(backend):
-            value = float(mx.from_fp8(mx.array([0x08], dtype=mx.uint8), mx.float32).item())
-        derived = float(FORMATS["e4m3"].smallest_normal())
+    e4m3 = FORMATS["e4m3"]
+    try:
+        value = finfo_field(backend, e4m3, "smallest_normal")
+    except NotOnBackend:
+        # no float8 dtype and so no finfo (MLX): decode code 0x08, exponent field 1 and mantissa 0
+        value = backend.adapter.from_bits([0x08], e4m3.dtype or e4m3.id, e4m3.label)[0]
+        derived = float(e4m3.smallest_normal())
         if value != derived:
-            raise InvariantFailed(f"{backend.name}: from_fp8 decodes E4M3 code 0x08 as {value!r}; the layout gives {derived!r}")
-    else:
-        value = finfo_field(backend, FORMATS["e4m3"], "smallest_normal")
+            raise InvariantFailed(f"{backend.name}: the library decodes E4M3 code 0x08 as {value!r}; the layout gives {derived!r}")
     if not value < float(q6_weight_size()):
         raise InvariantFailed(f"E4M3's smallest normal {value} is not below the typical weight {float(q6_weight_size())}")
     return value

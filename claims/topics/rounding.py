@@ -23,7 +23,7 @@ import numpy as np
 
 from verified_book.backends import Backend
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS, Format, dtype_of, tensor_dtype
+from claims.topics.formats import FORMATS, Format
 
 COUNT = 1_000_000
 SIGMA = 0.02  # initializer_range: the standard deviation of freshly initialised weights
@@ -69,30 +69,10 @@ def own_weights() -> np.ndarray:
     return (np.random.default_rng(SEED).standard_normal(COUNT) * SIGMA).astype(np.float32)
 
 
-def _mlx_stream(backend: Backend) -> Any:
-    import mlx.core as mx
-
-    return mx.stream(mx.cpu if backend.device == "cpu" else mx.gpu)
-
-
 def _restore(backend: Backend, weights: Any, row: Row) -> Any:
     """Scale, cast into the row's format, cast back to float32, unscale: on the backend."""
     fmt = row.fmt
-    if backend.library == "mlx":
-        import mlx.core as mx
-
-        if fmt.id == "e4m3":
-            # MLX has no float8 dtype; to_fp8/from_fp8 convert to and from E4M3 codes in uint8
-            return mx.from_fp8(mx.to_fp8(weights * row.scale), mx.float32) / row.scale
-        if fmt.id == "e5m2":
-            raise NotOnBackend(f"mlx {mx.__version__} has no E5M2: no float8 dtype, and to_fp8 is E4M3 only")
-        return (weights * row.scale).astype(dtype_of(backend, fmt)).astype(mx.float32) / row.scale
-    dtype = tensor_dtype(backend, fmt)
-    if backend.library == "numpy":
-        return (weights * np.float32(row.scale)).astype(dtype).astype(np.float32) / np.float32(row.scale)
-    import torch
-
-    return (weights * row.scale).to(dtype).to(torch.float32) / row.scale
+    return backend.adapter.round_trip(weights * row.scale, fmt.dtype or fmt.id, fmt.label) / row.scale
 
 
 @functools.cache
@@ -105,26 +85,11 @@ def statistics(backend: Backend, row_id: str) -> tuple[float, int, bool]:
     weights = book_weights()
     is_book = weights is not None
     host = weights if is_book else own_weights()
-    if backend.library == "numpy":
-        x = host
+    with backend.adapter.on_device():
+        x = backend.adapter.from_numpy(host)
         back = _restore(backend, x, row)
-        rel = float((np.abs(back - x) / np.abs(x)).mean())
-        zeros = int((back == 0).sum())
-    elif backend.library == "torch":
-        import torch
-
-        x = torch.from_numpy(host).to(backend.device)
-        back = _restore(backend, x, row)
-        rel = float(((back - x).abs() / x.abs()).mean().item())
+        rel = float((abs(back - x) / abs(x)).mean().item())
         zeros = int((back == 0).sum().item())
-    else:
-        import mlx.core as mx
-
-        with _mlx_stream(backend):
-            x = mx.array(host)
-            back = _restore(backend, x, row)
-            rel = float((mx.abs(back - x) / mx.abs(x)).mean().item())
-            zeros = int((back == 0).sum().item())
     _check_zeros(backend, row, host, zeros)
     return rel, zeros, is_book
 
@@ -195,32 +160,16 @@ def below_normal(backend: Backend) -> float:
     weights = book_weights()
     _book_only(backend, weights is not None, "nothing")
     threshold = float(FORMATS["e4m3"].smallest_normal())
-    if backend.library == "numpy":
-        return float((np.abs(weights) < threshold).mean())
-    if backend.library == "torch":
-        import torch
-
-        x = torch.from_numpy(weights).to(backend.device)
-        return float((x.abs() < threshold).to(torch.float32).mean().item())
-    import mlx.core as mx
-
-    with _mlx_stream(backend):
-        return float((mx.abs(mx.array(weights)) < threshold).astype(mx.float32).mean().item())
+    adapter = backend.adapter
+    with adapter.on_device():
+        return adapter.share(abs(adapter.from_numpy(weights)) < threshold)
 
 
 def _e4m3_cast(backend: Backend, values: np.ndarray) -> np.ndarray:
     """Cast float32 values to E4M3 and back on a backend, as numpy float32."""
-    if backend.library == "numpy":
-        return values.astype(dtype_of(backend, FORMATS["e4m3"])).astype(np.float32)
-    if backend.library == "torch":
-        import torch
-
-        x = torch.from_numpy(values).to(backend.device)
-        return x.to(tensor_dtype(backend, FORMATS["e4m3"])).to(torch.float32).cpu().numpy()
-    import mlx.core as mx
-
-    with _mlx_stream(backend):
-        return np.array(mx.from_fp8(mx.to_fp8(mx.array(values)), mx.float32))
+    adapter, e4m3 = backend.adapter, FORMATS["e4m3"]
+    with adapter.on_device():
+        return adapter.to_numpy(adapter.round_trip(adapter.from_numpy(values), e4m3.dtype or e4m3.id, e4m3.label))
 
 
 @claim("rounding.e4m3.flush_threshold", kind="library")

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, names_of
 from verified_book.inputs import model_config
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 BATCH = 32
-LIBRARIES = ("numpy", "torch:cpu", "torch:cuda", "torch:mps")
+LIBRARIES = (*names_of("numpy"), *names_of("torch"))  # the libraries the book's snippet is written for
 
 
 def example_shapes() -> dict[str, tuple[int, int]]:
@@ -29,23 +29,16 @@ def example_shapes() -> dict[str, tuple[int, int]]:
 
 def zeros(backend: Backend, shape: tuple[int, ...]) -> Any:
     """An FP32 array of zeros on this backend, as the snippet makes them."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        return np.zeros(shape, dtype=np.float32)
-    if backend.library == "torch":
-        import torch
-
-        return torch.zeros(shape, dtype=torch.float32, device=backend.device)
-    raise NotOnBackend(f"the shapes example is written for numpy and torch, not {backend.name}")
+    if backend.name not in LIBRARIES:
+        raise NotOnBackend(f"the shapes example is written for numpy and torch, not {backend.name}")
+    return backend.adapter.zeros(shape, backend.adapter.dtype("float32"))
 
 
 def report(backend: Backend, array: Any) -> dict[str, Any]:
     """What the library says about an array: shape, ndim, elements, bytes."""
-    if backend.library == "numpy":
-        return {"shape": tuple(array.shape), "ndim": array.ndim, "elements": array.size, "bytes": array.nbytes}
-    return {"shape": tuple(array.shape), "ndim": array.ndim, "elements": array.numel(),
-            "bytes": array.numel() * array.element_size()}
+    elements = backend.adapter.numel(array)
+    return {"shape": tuple(array.shape), "ndim": array.ndim, "elements": elements,
+            "bytes": elements * backend.adapter.itemsize(array)}
 
 
 @claim("shapes.{name}.{field}", kind="library", backends=LIBRARIES,
@@ -86,7 +79,7 @@ def mismatch_message(backend: Backend) -> str:
     """The message of the error w @ x raises; an invariant failure if it raises none."""
     shapes = example_shapes()
     x, w = zeros(backend, shapes["x"]), zeros(backend, shapes["w"])
-    errors: tuple[type[BaseException], ...] = (ValueError, RuntimeError)
+    errors = backend.adapter.shape_errors
     try:
         w @ x
     except errors as e:

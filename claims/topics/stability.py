@@ -15,20 +15,18 @@ from typing import Any, Iterator
 
 import sympy
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, supporting
 from verified_book.inputs import model_config
 from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
+LAYERS = supporting("nn")  # libraries with neural-network layers of their own
 
 
 def logits() -> tuple[int, ...]:
     """The example's logits, (100, 99, 98): a given input."""
     return tuple(int(x) for x in given("stability.logits"))
-
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-MLX = ("mlx:cpu", "mlx:gpu")
 
 
 @contextlib.contextmanager
@@ -41,7 +39,7 @@ def _quiet() -> Iterator[None]:
 
 
 def _vector(backend: Backend, values: tuple[float, ...], dtype_name: str = "float32") -> Any:
-    return backend.tensor([float(v) for v in values], getattr(backend.module, dtype_name))
+    return backend.tensor([float(v) for v in values], backend.adapter.dtype(dtype_name))
 
 
 def _floats(array: Any) -> list[float]:
@@ -58,7 +56,7 @@ def exp100() -> sympy.Float:
 def exp100_in(backend: Backend, fmt: Format) -> float:
     """exp(100) computed in a format by the library: it overflows to inf."""
     with _quiet():
-        return _floats(backend.module.exp(_vector(backend, (logits()[0],), fmt.numpy_name)))[0]
+        return _floats(backend.module.exp(_vector(backend, (logits()[0],), fmt.dtype or fmt.id)))[0]
 
 
 @claim("stability.exp_limit.{fmt}", kind="exact", over={"fmt": (FORMATS["fp32"], FORMATS["fp16"], FORMATS["bf16"])})
@@ -123,27 +121,13 @@ def logsumexp_shifted(backend: Backend) -> float:
 @claim("stability.logsumexp.library", kind="library")
 def logsumexp_library(backend: Backend) -> float:
     """The library's own log-sum-exp (numpy: logaddexp.reduce), which does the shift for you."""
-    x = _vector(backend, logits())
-    if backend.library == "numpy":
-        import numpy as np
-
-        return float(np.logaddexp.reduce(x))
-    if backend.library == "torch":
-        return float(backend.module.logsumexp(x, dim=0).item())
-    return float(backend.module.logsumexp(x).item())
+    return backend.adapter.logsumexp(_vector(backend, logits()))
 
 
-@claim("stability.cross_entropy", kind="library", backends=(*TORCH, *MLX))
+@claim("stability.cross_entropy", kind="library", backends=LAYERS)
 def cross_entropy(backend: Backend) -> float:
     """The library's cross-entropy of the logits against the first class: log-sum-exp minus 100, finite."""
-    if backend.library == "torch":
-        import torch.nn.functional as F
-
-        row = _vector(backend, logits()).reshape(1, -1)
-        return float(F.cross_entropy(row, backend.tensor([0], backend.module.int64)).item())
-    import mlx.nn as nn
-
-    return float(nn.losses.cross_entropy(_vector(backend, logits()).reshape(1, -1), backend.tensor([0], backend.module.int32)).item())
+    return backend.adapter.cross_entropy(_vector(backend, logits()).reshape(1, -1), 0)
 
 
 FACTORS, PROBABILITY = 50, 1e-3
@@ -165,14 +149,10 @@ def probability_log_sum(backend: Backend) -> float:
     return found
 
 
-@claim("stability.norm_eps.layernorm", kind="library", backends=(*TORCH, *MLX))
+@claim("stability.norm_eps.layernorm", kind="library", backends=LAYERS)
 def layernorm_eps(backend: Backend) -> float:
     """The ε a LayerNorm gets when none is given."""
-    if backend.library == "torch":
-        return float(backend.module.nn.LayerNorm(8).eps)
-    import mlx.nn as nn
-
-    return float(nn.LayerNorm(8).eps)
+    return float(backend.adapter.layer_norm(8).eps)
 
 
 @claim("stability.norm_eps.qwen3", kind="exact")
@@ -181,21 +161,12 @@ def qwen3_rms_eps() -> Fraction:
     return Fraction(str(model_config("qwen3-8b")["rms_norm_eps"]))
 
 
-@claim("stability.norm_eps.{setting}_finite", kind="library", over={"setting": ("without", "with")}, backends=(*TORCH, *MLX))
+@claim("stability.norm_eps.{setting}_finite", kind="library", over={"setting": ("without", "with")}, backends=LAYERS)
 def constant_row(backend: Backend, setting: str) -> int:
     """Finite outputs of LayerNorm on a constant row of 8 (variance zero), with ε = 0 and with the default."""
     row = [[0.5] * 8]
-    if backend.library == "torch":
-        layer = backend.module.nn.LayerNorm(8, **({"eps": 0.0} if setting == "without" else {})).to(backend.device)
-        out = layer(backend.tensor(row, backend.module.float32)).tolist()[0]
-    else:
-        import mlx.nn as nn
-
-        try:
-            layer = nn.LayerNorm(8, **({"eps": 0.0} if setting == "without" else {}))
-        except ValueError as e:
-            raise NotOnBackend(f"mlx.nn.LayerNorm refuses to run without ε: {e}") from None
-        out = layer(backend.tensor(row, backend.module.float32)).tolist()[0]
+    layer = backend.adapter.layer_norm(8, 0.0 if setting == "without" else None)
+    out = layer(backend.tensor(row, backend.adapter.dtype("float32"))).tolist()[0]
     return sum(1 for v in out if math.isfinite(v))
 
 
@@ -204,18 +175,7 @@ SAMPLES = 1000
 
 def _random(backend: Backend, seed: int) -> list[float]:
     """SAMPLES standard normal FP32 draws from the library's generator, seeded."""
-    if backend.library == "numpy":
-        import numpy as np
-
-        return np.random.default_rng(seed).standard_normal(SAMPLES, dtype=np.float32).tolist()
-    if backend.library == "torch":
-        import torch
-
-        generator = torch.Generator(device=backend.device).manual_seed(seed)
-        return torch.randn(SAMPLES, generator=generator, device=backend.device).tolist()
-    import mlx.core as mx
-
-    return mx.random.normal((SAMPLES,), key=mx.random.key(seed)).tolist()
+    return backend.adapter.random_normal((SAMPLES,), seed).tolist()
 
 
 @claim("stability.seed.{case}_differing", kind="library", over={"case": ("same", "other")})

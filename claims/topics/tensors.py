@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, names_of
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
 ROWS, COLS = 2, 3
-MLX = ("mlx:cpu", "mlx:gpu")
-MLX_HAS_NO_STRIDES = ("MLX arrays expose no strides, storage or data pointer (mlx.core.array has shape, "
-                      "size, itemsize and nbytes only), so views and copies cannot be told apart")
+MLX = names_of("mlx")
 
 
 def float32(backend: Backend) -> Any:
     """The backend's FP32 dtype object."""
-    return backend.module.float32
+    return backend.adapter.dtype("float32")
 
 
 def matrix(backend: Backend) -> Any:
@@ -34,35 +32,18 @@ def matrix(backend: Backend) -> Any:
 
 
 def strides(backend: Backend, array: Any) -> tuple[int, ...]:
-    """Strides in elements; numpy counts bytes, so its strides are divided by the item size."""
-    if backend.library == "torch":
-        return tuple(array.stride())
-    if backend.library == "numpy":
-        return tuple(s // array.itemsize for s in array.strides)
-    raise NotOnBackend(MLX_HAS_NO_STRIDES)
+    """Strides in elements (numpy counts bytes; its adapter divides by the item size)."""
+    return backend.adapter.strides(array)
 
 
 def element_offset(backend: Backend, array: Any, i: int, j: int) -> int:
     """Where element (i, j) sits in the flat buffer, in elements from the buffer's start."""
-    if backend.library == "torch":
-        return int(array[i, j].storage_offset())
-    if backend.library == "numpy":
-        base = array.__array_interface__["data"][0]
-        return (array[i : i + 1, j : j + 1].__array_interface__["data"][0] - base) // array.itemsize
-    raise NotOnBackend(MLX_HAS_NO_STRIDES)
+    return backend.adapter.element_offset(array, i, j)
 
 
 def allocated(backend: Backend, parent: Any, result: Any) -> int:
     """Bytes of new storage `result` needed: 0 for a view on `parent`'s buffer, else its size."""
-    if backend.library == "torch":
-        if result.untyped_storage().data_ptr() == parent.untyped_storage().data_ptr():
-            return 0
-        return int(result.untyped_storage().nbytes())
-    if backend.library == "numpy":
-        import numpy as np
-
-        return 0 if np.shares_memory(parent, result) else int(result.nbytes)
-    raise NotOnBackend(MLX_HAS_NO_STRIDES)
+    return backend.adapter.allocated(parent, result)
 
 
 def footprint(array: Any) -> int:
@@ -79,7 +60,7 @@ def footprint(array: Any) -> int:
 def matrix_numel(backend: Backend) -> int:
     """Elements in the 2×3 matrix."""
     x = matrix(backend)
-    return int(x.numel() if backend.library == "torch" else x.size)
+    return backend.adapter.numel(x)
 
 
 @claim("tensors.matrix.bytes", kind="library")
@@ -92,7 +73,7 @@ def matrix_bytes(backend: Backend) -> int:
 def matrix_element_bytes(backend: Backend) -> int:
     """Bytes per FP32 element, as the library reports them."""
     x = matrix(backend)
-    return int(x.element_size() if backend.library == "torch" else x.itemsize)
+    return backend.adapter.itemsize(x)
 
 
 @claim("tensors.matrix.shape", kind="library")
@@ -163,8 +144,7 @@ OPERATIONS: dict[str, Callable[[Any], Any]] = {
 @claim("tensors.allocated.{op}", kind="library", over={"op": tuple(OPERATIONS)})
 def allocated_by(backend: Backend, op: str) -> int:
     """Bytes of new storage each operation makes: views make none, copies make the whole tensor."""
-    if backend.library == "mlx":
-        raise NotOnBackend(MLX_HAS_NO_STRIDES)
+    backend.need("strides")
     x = matrix(backend)
     return allocated(backend, x, OPERATIONS[op](x))
 
@@ -172,9 +152,9 @@ def allocated_by(backend: Backend, op: str) -> int:
 @claim("tensors.slice.parent_changed", kind="library")
 def slice_write_reaches_parent(backend: Backend) -> int:
     """Parent elements that change when the column slice x[:, 1] is overwritten: the slice aliases."""
-    if backend.library == "mlx":
-        raise NotOnBackend("MLX arrays are values: a write into a slice changes the slice only "
-                           "(see tensors.slice.mlx_parent_changed), so there is no aliasing to observe")
+    why = backend.adapter.lacks("views")
+    if why is not None:
+        raise NotOnBackend(f"{why} (see tensors.slice.mlx_parent_changed), so there is no aliasing to observe")
     x = matrix(backend)
     before = x.tolist()
     column = x[:, 1]
@@ -217,14 +197,7 @@ def broadcast_shape(backend: Backend) -> tuple[int, ...]:
 def broadcast_strides(backend: Backend) -> tuple[int, ...]:
     """Strides of the (D,) bias expanded to (B, S, D): zero on the new axes, so nothing is copied."""
     bias = backend.tensor([1.0] * WIDTH, float32(backend))
-    if backend.library == "torch":
-        wide = bias.expand(BATCH, SEQUENCE, WIDTH)
-    elif backend.library == "numpy":
-        import numpy as np
-
-        wide = np.broadcast_to(bias, (BATCH, SEQUENCE, WIDTH))
-    else:
-        raise NotOnBackend(MLX_HAS_NO_STRIDES)
+    wide = backend.adapter.broadcast_to(bias, (BATCH, SEQUENCE, WIDTH))
     if allocated(backend, bias, wide) != 0:
         raise InvariantFailed("the expanded bias has storage of its own; broadcasting should make a view")
     return strides(backend, wide)

@@ -19,17 +19,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator
 
-from verified_book.backends import Backend
+from verified_book.backends import Backend, names_of, supporting
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
 
-TORCH = ("torch:cpu", "torch:cuda", "torch:mps")
-AUTODIFF = (*TORCH, "mlx:cpu", "mlx:gpu")
+TORCH = names_of("torch")  # autocast and GradScaler are torch's
+AUTODIFF = supporting("autodiff")
+OPTIMIZERS = supporting("optimizer")
 WIDTHS = (32, 64, 16)  # a small MLP: 32 -> 64 -> 16
-
-
-def _no_numpy(backend: Backend, what: str) -> None:
-    if backend.library == "numpy":
-        raise NotOnBackend(f"numpy has no {what}")
 
 
 @dataclass(frozen=True)
@@ -48,66 +44,18 @@ class AdamState:
         return Fraction(self.weights + self.grads + self.moments, self.params)
 
 
-def _torch_adam(backend: Backend) -> AdamState:
-    import torch
-
-    torch.manual_seed(0)
-    layers = [torch.nn.Linear(a, b) for a, b in zip(WIDTHS, WIDTHS[1:])]
-    model = torch.nn.Sequential(layers[0], torch.nn.ReLU(), layers[1]).to(backend.device)
-    optimizer = torch.optim.Adam(model.parameters())
-    model(torch.randn(8, WIDTHS[0], device=backend.device)).pow(2).mean().backward()
-    optimizer.step()
-    params = list(model.parameters())
-    size = lambda t: t.numel() * t.element_size()  # noqa: E731
-    moments = scalars = 0
-    for p in params:
-        for value in optimizer.state[p].values():
-            if value.shape == p.shape:
-                moments += size(value)
-            else:
-                scalars += size(value)
-    return AdamState(sum(p.numel() for p in params), len(params), sum(size(p) for p in params),
-                     sum(size(p.grad) for p in params), moments, scalars)
-
-
-def _mlx_adam(backend: Backend) -> AdamState:
-    import mlx.core as mx
-    import mlx.nn as nn
-    import mlx.optimizers as optim
-    from mlx.utils import tree_flatten
-
-    mx.random.seed(0)
-    model = nn.Sequential(nn.Linear(WIDTHS[0], WIDTHS[1]), nn.ReLU(), nn.Linear(WIDTHS[1], WIDTHS[2]))
-    optimizer = optim.Adam(learning_rate=1e-3)
-    x = mx.random.normal((8, WIDTHS[0]))
-    grads = nn.value_and_grad(model, lambda m, x: (m(x) ** 2).mean())(model, x)[1]
-    optimizer.update(model, grads)
-    mx.eval(model.parameters(), optimizer.state)
-    weights = dict(tree_flatten(model.parameters()))
-    moments = scalars = 0
-    for name, value in tree_flatten(optimizer.state):
-        owner = name.rsplit(".", 1)[0]
-        if owner in weights and value.shape == weights[owner].shape:
-            moments += value.nbytes
-        else:
-            scalars += value.nbytes
-    return AdamState(sum(w.size for w in weights.values()), len(weights), sum(w.nbytes for w in weights.values()),
-                     sum(g.nbytes for _, g in tree_flatten(grads)), moments, scalars)
-
-
 def adam_state(backend: Backend) -> AdamState:
-    """Adam's bytes after one step of a small FP32 MLP, on torch or MLX."""
-    _no_numpy(backend, "optimizer")
-    return _torch_adam(backend) if backend.library == "torch" else _mlx_adam(backend)
+    """Adam's bytes after one step of a small FP32 MLP, with the library's own optimizer."""
+    return AdamState(**backend.adapter.adam_bytes(WIDTHS))
 
 
-@claim("training.adam.bytes_per_param", kind="library", backends=AUTODIFF)
+@claim("training.adam.bytes_per_param", kind="library", backends=OPTIMIZERS)
 def adam_bytes_per_param(backend: Backend) -> Fraction:
     """Bytes per parameter of FP32 Adam training: weights, gradients and both moments, measured."""
     return adam_state(backend).per_param
 
 
-@claim("training.adam.{part}_bytes_per_param", kind="library", over={"part": ("weights", "grads", "moments")}, backends=AUTODIFF)
+@claim("training.adam.{part}_bytes_per_param", kind="library", over={"part": ("weights", "grads", "moments")}, backends=OPTIMIZERS)
 def adam_part(backend: Backend, part: str) -> Fraction:
     """One role's bytes per parameter: 4 for weights, 4 for gradients, 8 for the two moments."""
     state = adam_state(backend)
@@ -117,7 +65,7 @@ def adam_part(backend: Backend, part: str) -> Fraction:
 @claim("training.adam.step_counter_bytes", kind="library", backends=TORCH)
 def adam_step_bytes(backend: Backend) -> Fraction:
     """Bytes of torch Adam's step counter, one per parameter tensor whatever its size."""
-    state = _torch_adam(backend)
+    state = adam_state(backend)
     return Fraction(state.per_tensor_scalars, state.tensors)
 
 
@@ -136,7 +84,7 @@ def _autocast(backend: Backend, dtype_name: str) -> Iterator[None]:
 def _autocast_linear(backend: Backend) -> tuple[Any, Any]:
     import torch
 
-    if backend.library != "torch":
+    if not backend.has("autocast"):
         raise NotOnBackend(f"{backend.library} has no autocast: its dtypes change only when asked")
     torch.manual_seed(0)
     layer = torch.nn.Linear(WIDTHS[0], WIDTHS[1]).to(backend.device)
@@ -180,7 +128,7 @@ def loss_scaled_gradient(backend: Backend, dtype_name: str | None, scaled: bool)
     dtype_name None runs the matmul in FP32 (the true gradient); "float16" and
     "bfloat16" run it under autocast; `scaled` goes through torch.amp.GradScaler.
     """
-    if backend.library != "torch":
+    if not backend.has("autocast"):
         raise NotOnBackend(f"{backend.library} has no autocast or GradScaler")
     import torch
 
@@ -223,26 +171,19 @@ BATCH, MICRO = 8, 2
 
 def _accumulated(backend: Backend) -> tuple[list[float], list[float]]:
     """A linear model's gradient over a batch of BATCH, and accumulated over micro-batches of MICRO."""
-    _no_numpy(backend, "automatic differentiation")
+    backend.need("autodiff")
     import numpy as np
 
     steps = BATCH // MICRO
     rows = np.array([[((5 * i + 3 * j) % 9 - 4) / 4 for j in range(6)] for i in range(BATCH)], dtype=np.float32)
     target = np.array([((i % 4) - 1.5) / 2 for i in range(BATCH)], dtype=np.float32)
     start = np.array([0.1 * (j - 2) for j in range(6)], dtype=np.float32)
-    if backend.library == "torch":
-        import torch
+    adapter = backend.adapter
 
-        def grad_of(x: Any, y: Any, scale: float) -> list[float]:
-            w = torch.tensor(start, device=backend.device, requires_grad=True)
-            (((torch.tensor(x, device=backend.device) @ w - torch.tensor(y, device=backend.device)) ** 2).mean() * scale).backward()
-            return w.grad.tolist()
-    else:
-        import mlx.core as mx
-
-        def grad_of(x: Any, y: Any, scale: float) -> list[float]:
-            loss = lambda w: ((mx.array(x) @ w - mx.array(y)) ** 2).mean() * scale  # noqa: E731
-            return mx.grad(loss)(mx.array(start)).tolist()
+    def grad_of(x: Any, y: Any, scale: float) -> list[float]:
+        rows_, target_ = adapter.from_numpy(x), adapter.from_numpy(y)
+        loss = lambda w: ((rows_ @ w - target_) ** 2).mean() * scale  # noqa: E731
+        return adapter.gradient(loss, [adapter.from_numpy(start)])[0].tolist()
 
     full = grad_of(rows, target, 1.0)
     accumulated = [0.0] * len(start)

@@ -1,0 +1,63 @@
+"""Backends as adapters: one module per library, registered; topics ask the adapter, never the library's name."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from verified_book import backends, results
+from verified_book.backends import ADAPTERS, NAMES, Backend, names_of, supporting
+from verified_book.registry import NotOnBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+BRANCH = re.compile(r"\.library\s*(==|!=|\bin\b|\bnot in\b)|backend\.name\s*(==|!=)|\.device\s*==\s*\"(cuda|mps|gpu)\"")
+
+
+def test_the_backend_names_come_from_the_registered_adapters() -> None:
+    assert list(ADAPTERS) == list(backends.BUILTIN_ADAPTERS)
+    assert NAMES == tuple(n for cls in ADAPTERS.values() for n in cls.names)
+    assert NAMES[:6] == ("numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
+    assert "jax:cpu" in NAMES
+    assert results.BACKEND_NAMES == ("none", *NAMES)
+    assert list(backends.detect()) == list(NAMES)
+
+
+def test_capability_lists_follow_the_adapters() -> None:
+    assert supporting("autodiff") == (*names_of("torch"), *names_of("mlx"), *names_of("jax"))
+    assert "numpy" not in supporting("autodiff") and "jax:cpu" not in supporting("nn")
+
+
+def test_topics_do_not_branch_on_the_library() -> None:
+    offenders = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+                 for path in sorted((ROOT / "claims").rglob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if BRANCH.search(line) and 'f"' not in line.split("#")[0][: BRANCH.search(line).start()]]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_a_missing_library_is_an_unavailable_backend_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verified_book.backends import jax as jax_adapter
+
+    monkeypatch.setattr(jax_adapter, "try_import", lambda name: (None, f"{name} does not import (ModuleNotFoundError)"))
+    (found,) = jax_adapter.JaxAdapter.detect()
+    assert found == Backend("jax:cpu", False, "jax does not import (ModuleNotFoundError)")
+
+
+def test_what_a_library_lacks_is_a_skip_in_its_own_words() -> None:
+    numpy = backends.detect()["numpy"]
+    with pytest.raises(NotOnBackend, match="numpy has no automatic differentiation"):
+        numpy.need("autodiff")
+    with pytest.raises(NotOnBackend, match="numpy has no automatic differentiation"):
+        numpy.adapter.gradient(lambda x: x, [numpy.tensor(1.0)])
+    numpy.need("strides")  # has it: no error
+
+
+@pytest.mark.parametrize("name", [b.name for b in backends.available()])
+def test_every_available_adapter_casts_and_reports_finfo(name: str) -> None:
+    backend = backends.detect()[name]
+    adapter = backend.adapter
+    x = backend.tensor([1.0 + 2.0**-10], adapter.dtype("float32"))
+    assert float(adapter.round_trip(x, "bfloat16").tolist()[0]) == 1.0
+    assert float(adapter.finfo(adapter.dtype("float16")).eps) == 2.0**-10
+    assert backend.marker in backends.markers() or backend.marker == "cpu"
