@@ -68,7 +68,7 @@ def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path
     assert done.exit_status == 1 and done.stdout == "before\n"
     assert f'File "{snippet}", line 5' in done.stderr and f'File "{snippet}", line 4, in inner' in done.stderr
     assert done.stderr.rstrip().endswith("ValueError: the weights are the wrong shape")
-    assert "claims/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
+    assert "verified_book/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
 
 
 @pytest.mark.parametrize(("call", "status", "said"), [("sys.exit(3)", 3, ""), ("sys.exit('no GPU here')", 1, "no GPU here\n"),
