@@ -647,6 +647,6 @@ def test_a_clone_s_own_records_show_beside_the_committed_machines(tmp_path: Path
                           env={**env, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "results.local/readers-laptop.json (this clone's run) is shown beside the committed machines" in done.stderr
-    machines = (tmp_path / "site" / "machines" / "index.html").read_text()
+    machines = (tmp_path / "site" / "machines.html").read_text()
     assert "readers-laptop" in machines and committed.stem in machines
     assert sorted(p.name for p in (project / "results").glob("*.json")) == [committed.name], "results/ is untouched"
