@@ -143,3 +143,18 @@ def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -
                                        "a.two": {"mlx:gpu": {"status": "skipped"}}})
     merged.merge(ResultsFile("m", run={"backends": {"numpy": "2.4", "mlx:gpu": None}}))
     assert merged.records == {"a.one": {"numpy": {"status": "verified"}}}
+
+
+def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path) -> None:
+    """`vendor` and `exact` are the engine's: a change to them is pinned by the engine's tests, and
+    does not make every record of every book outdated."""
+    import inspect
+
+    from verified_book.registry import Claim, Kind
+
+    def ceiling() -> object:
+        return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
+
+    claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
+    sources = provenance._own_sources(claim.compute, Path(__file__).resolve().parents[1], set())
+    assert sources == [inspect.getsource(ceiling)]

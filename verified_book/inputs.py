@@ -153,6 +153,14 @@ def vendor(file: str, key: str) -> Any:
     `key` names a table that holds `value` (and `unit`, `source`), dotted for nesting:
     `vendor("hardware/dgx_spark.toml", "memory_bandwidth")`.
     """
+    text, node = _stated(file, key)
+    value = _overrides.get((file, key), node["value"])
+    _record(Input(file, key, value, _line_of(text, key), node.get("source")))
+    return value
+
+
+def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:
+    """The file's text and the table a dotted `key` names in it, which must hold a `value`."""
     text, parsed = _load(file)
     node: Any = parsed
     for part in key.split("."):
@@ -161,9 +169,7 @@ def vendor(file: str, key: str) -> Any:
         node = node[part]
     if not isinstance(node, Mapping) or "value" not in node:
         raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
-    value = _overrides.get((file, key), node["value"])
-    _record(Input(file, key, value, _line_of(text, key), node.get("source")))
-    return value
+    return text, node
 
 
 def current(file: str, key: str) -> Any:
@@ -171,19 +177,12 @@ def current(file: str, key: str) -> Any:
 
     A key of a JSON config is looked up as it is; a TOML key names a table whose `value` it is.
     """
-    text, parsed = _load(file)
     if file.endswith(".json"):
+        parsed = _load(file)[1]
         if not isinstance(parsed, Mapping) or key not in parsed:
             raise InputError(f"{SHOWN_AS}/{file}: no key {key!r}")
         return parsed[key]
-    node: Any = parsed
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r}")
-        node = node[part]
-    if not isinstance(node, Mapping) or "value" not in node:
-        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
-    return node["value"]
+    return _stated(file, key)[1]["value"]
 
 
 def given(key: str) -> Any:

@@ -18,13 +18,15 @@ from verified_book import inputs
 from verified_book.registry import Claim
 
 _CODE_CACHE: dict[int, str] = {}
+ENGINE = Path(__file__).resolve().parent
 
 
 def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
     """The source of `fn` and of every function or class of the book it names, transitively.
 
-    A helper the claim calls changes the claim as much as its own body does; library
-    code (anything outside the book's root) is left to the versions the record names.
+    A helper the claim calls changes the claim as much as its own body does. The engine's
+    code (this package) and libraries (anything outside the book's root) are not the claim's:
+    a record names the versions it ran with, and the engine's own tests pin its behaviour.
     """
     if id(fn) in seen:
         return []
@@ -34,7 +36,7 @@ def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
         source = inspect.getsource(fn)
     except (OSError, TypeError):
         return []
-    if not file or not Path(file).resolve().is_relative_to(root):
+    if not file or not Path(file).resolve().is_relative_to(root) or Path(file).resolve().is_relative_to(ENGINE):
         return []
     out = [source]
     code = getattr(fn, "__code__", None)
