@@ -3,13 +3,13 @@ results branch of a real (bare) repository in turn, then the site's results are 
 the site is built from them. What is committed is exactly what is published."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from verified_book.results import ResultsFile, dumps, read
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISH = [sys.executable, str(ROOT / "scripts" / "publish-results")]
@@ -22,21 +22,17 @@ def git(*args: str, cwd: Path) -> str:
 
 def machine_file(folder: Path, slug: str, date: str, marker: str, value: float) -> Path:
     """A results file as a fleet machine writes it: the committed file's records under another slug and date."""
-    data = json.loads(COMMITTED[0].read_text(encoding="utf-8"))
-    data["slug"] = data["machine"]["slug"] = slug
-    data["machine"]["markers"] = [marker]
-    data["run"]["date"] = date
-    records: dict[str, Any] = {}
-    for claim_id in ("probe.bandwidth.read", "formats.finfo.bf16.bits"):
-        for backend, record in data["records"][claim_id].items():
-            records.setdefault(claim_id, {})[backend] = record
-            data["run"].setdefault("dates", {}).setdefault(claim_id, {})[backend] = date
+    committed = read(COMMITTED[0])
+    kept = ("probe.bandwidth.read", "formats.finfo.bf16.bits")
+    records = {cid: {b: dict(r) for b, r in committed.records[cid].items()} for cid in kept}
     records["probe.bandwidth.read"]["numpy"]["value"] = value
-    data["records"] = records
-    data["outputs"] = {}
+    run = {**committed.run, "date": date, "seconds": {},
+           "dates": {cid: {b: date for b in records[cid]} for cid in kept}}
+    made = ResultsFile(slug, {**committed.machine, "slug": slug, "markers": [marker]}, run, records, {},
+                       {cid: committed.claims[cid] for cid in kept})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{slug}.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
+    path.write_text(dumps(made), encoding="utf-8")
     return path
 
 
@@ -74,7 +70,7 @@ def test_two_machines_publish_and_the_site_shows_exactly_what_was_committed(tmp_
         committed = git("show", f"results:results/{slug}.json", cwd=remote)
         assert (site_results / f"{slug}.json").read_text(encoding="utf-8") == committed, \
             f"the site's {slug}.json is not the file committed on the results branch"
-    assert json.loads((site_results / "fleet-a.json").read_text())["records"]["probe.bandwidth.read"]["numpy"]["value"] == 60.0
+    assert read(site_results / "fleet-a.json").records["probe.bandwidth.read"]["numpy"]["value"] == 60.0
     for path in COMMITTED:
         assert (site_results / path.name).read_bytes() == path.read_bytes()
 

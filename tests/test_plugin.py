@@ -168,7 +168,7 @@ def test_a_machine_selection_runs_the_snippets_and_records_their_output(book: py
     result = run(book, "-m", "rtx5080")
     assert result.ret == 0, result.stdout.str()
     (path,) = (book.path / "results").glob("*.json")
-    outputs = json.loads(path.read_text())["outputs"]
+    outputs = json.loads(path.read_text())["run"]["outputs"]
     assert outputs["hello.py"]["text"] == "hello from this machine\n"
 
 

@@ -270,7 +270,7 @@ def test_merge_results_merges_a_sound_file(tmp_path: Path, capsys: pytest.Captur
     path = _write(incoming, _sound_file())
     assert mr.main([str(path), "--into", str(results)]) == 0
     merged = json.loads((results / "test-box.json").read_text())
-    assert merged["records"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
+    assert merged["run"]["measured"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5  # a measurement sits in the run header
     assert "test-box.json" in capsys.readouterr().out
 
 

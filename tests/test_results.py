@@ -100,3 +100,27 @@ def test_readers_warn_and_skip_a_bad_file(tmp_path: Path) -> None:
     found = read_all(tmp_path, warnings.append)
     assert list(found) == ["good"]
     assert len(warnings) == 1 and "bad.json:1" in warnings[0]
+
+
+def test_a_rerun_that_changes_nothing_but_the_measurements_changes_only_the_run_header(tmp_path: Path) -> None:
+    """What a rerun changes by its nature (the date, timings, measured values, what the snippets
+    printed) is in the run header; the verdicts below it stay byte for byte."""
+    def run(measured: float, date: str) -> ResultsFile:
+        return ResultsFile(
+            "m", machine={"slug": "m"},
+            run={"date": date, "seconds": {"a.one": {"numpy": measured / 100}}},
+            claims={"a.one": {"kind": "exact"}, "b.probe": {"kind": "measured"}},
+            records={"a.one": {"numpy": {"status": "verified", "value": 2, "figures": [], "message": ""}},
+                     "b.probe": {"numpy": {"status": "reference", "value": measured, "figures": [],
+                                           "message": f"this machine measured {measured}"}}},
+            outputs={"lab.py": {"text": f"took {measured} s\n"}})
+
+    path = tmp_path / "m.json"
+    merge_into(path, run(1.5, "2026-11-29T00:00:00+00:00"))
+    first = json.loads(path.read_text())
+    merge_into(path, run(2.5, "2026-11-30T00:00:00+00:00"))
+    second = json.loads(path.read_text())
+    assert {k for k in first if first[k] != second[k]} == {"run"}
+    assert second["run"]["measured"]["b.probe"]["numpy"] == {"value": 2.5, "message": "this machine measured 2.5"}
+    again = read(path)
+    assert again.records["b.probe"]["numpy"]["value"] == 2.5 and again.outputs["lab.py"]["text"] == "took 2.5 s\n"

@@ -177,6 +177,8 @@ def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkey
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     from test_probes import _sound_file
 
+    from verified_book.results import read as read_results
+
     local, results = tmp_path / "results.local", tmp_path / "results"
     local.mkdir()
     (local / "test-box.json").write_text(json.dumps(_sound_file()))
@@ -186,7 +188,7 @@ def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkey
 
     mine = replace(book, local_results=local, results=results)
     assert cli.contribute(mine, []) == 0
-    assert json.loads((results / "test-box.json").read_text())["records"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
+    assert read_results(results / "test-box.json").records["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
     assert "pull request" in capsys.readouterr().out
     (local / "test-box.json").unlink()
     assert cli.contribute(mine, []) == 1 and "nothing to contribute" in capsys.readouterr().err

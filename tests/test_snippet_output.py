@@ -292,7 +292,7 @@ def outputs_of(pytester: pytest.Pytester) -> dict:
     (path,) = (pytester.path / "results").glob("*.json")
     data = json.loads(path.read_text())
     assert validate(data, str(path)) == []
-    return data["outputs"]
+    return data["run"]["outputs"]
 
 
 def test_the_default_run_holds_a_snippet_to_its_block_and_records_how(book: pytest.Pytester) -> None:
@@ -327,7 +327,7 @@ def test_a_block_naming_no_snippet_and_a_snippet_with_no_block_fail(book: pytest
 
 def test_a_results_file_with_a_bad_check_is_refused() -> None:
     data = json.loads((ROOT / "results" / "cpu-x86_64-2c.json").read_text(encoding="utf-8"))
-    data["outputs"]["shapes.py"]["checked"] = [{"file": "/etc/passwd", "line": 0, "status": "fine", "message": 3}]
+    data["run"]["outputs"]["shapes.py"]["checked"] = [{"file": "/etc/passwd", "line": 0, "status": "fine", "message": 3}]
     problems = validate(data, "r.json")
     assert [p.split(": ", 2)[2] for p in problems if "checked" in p] == [
         "checked[0]: file '/etc/passwd' is not a relative path inside the book",

@@ -110,15 +110,34 @@ class ResultsFile:
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The file's layout: what changes from run to run with nothing else changed (the date, the
+        timings, what the measured claims measured, what the snippets printed) sits in the run header,
+        so a rerun that changes nothing else changes only that header in `git diff`."""
+        records: dict[str, dict[str, Any]] = {}
+        measured: dict[str, dict[str, Any]] = {}
+        for claim_id, per_backend in self.records.items():
+            if (self.claims.get(claim_id) or {}).get("kind") == MEASURED:
+                for backend, record in per_backend.items():
+                    measured.setdefault(claim_id, {})[backend] = {k: record[k] for k in VOLATILE if k in record}
+                    records.setdefault(claim_id, {})[backend] = {k: v for k, v in record.items() if k not in VOLATILE}
+            else:
+                records[claim_id] = per_backend
+        run = {**self.run, "measured": measured, "outputs": self.outputs}
         return {
             "schema_version": SCHEMA_VERSION,
             "slug": self.slug,
             "machine": self.machine,
-            "run": self.run,
+            "run": run,
             "claims": self.claims,
-            "records": self.records,
-            "outputs": self.outputs,
+            "records": records,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ResultsFile":
+        """A file as `to_dict` lays it out, its run header's measurements folded back into the records."""
+        folded = folded_in(data)
+        return cls(folded["slug"], folded.get("machine", {}), folded.get("run", {}), folded.get("records", {}),
+                   folded.get("outputs", {}), folded.get("claims", {}))
 
     def current(self, known: Container[str]) -> dict[str, dict[str, dict[str, Any]]]:
         """The records of claims the book still declares; a retired claim's stay in the file, unshown."""
@@ -177,6 +196,35 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
+MEASURED = "measured"
+#: what a measured claim's record holds that a rerun changes: kept in the run header on disk
+VOLATILE = ("value", "message")
+
+
+def folded_in(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The records with the run header's measurements put back, and the snippets' outputs beside
+    them: the form every check and reader works on. Leaves `data` as it is."""
+    out = dict(data)
+    run = dict(out.get("run") or {}) if isinstance(out.get("run"), dict) else out.get("run")
+    if not isinstance(run, dict):
+        return out
+    measured = run.pop("measured", None)
+    outputs = run.pop("outputs", None)
+    out["run"] = run
+    if isinstance(outputs, dict):
+        out["outputs"] = {**(out.get("outputs") or {}), **outputs} if isinstance(out.get("outputs", {}), dict) else outputs
+    records = out.get("records")
+    if isinstance(measured, dict) and isinstance(records, dict):
+        records = {cid: dict(per) if isinstance(per, dict) else per for cid, per in records.items()}
+        for claim_id, per_backend in measured.items():
+            if not isinstance(per_backend, dict):
+                continue
+            for backend, volatile in per_backend.items():
+                target = records.get(claim_id, {}).get(backend) if isinstance(records.get(claim_id), dict) else None
+                if isinstance(target, dict) and isinstance(volatile, dict):
+                    records[claim_id][backend] = {**target, **{k: v for k, v in volatile.items() if k in VOLATILE}}
+        out["records"] = records
+    return out
 #: what the run header keeps per claim and backend, merged like the records: so a rerun that
 #: changes nothing changes the header only
 PER_RECORD = ("seconds", "dates")
@@ -500,6 +548,24 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
     _walk(data, where, 1, "", problems)
     if problems:
         return problems
+    run = data.get("run")
+    if isinstance(run, dict):
+        measured, outputs = run.get("measured", {}), run.get("outputs", {})
+        if not isinstance(outputs, dict):
+            problems.append(f"{where}: run outputs must be an object of snippets")
+        if not isinstance(measured, dict) or not all(
+                isinstance(per, dict) and all(isinstance(v, dict) and set(v) <= set(VOLATILE) for v in per.values())
+                for per in measured.values()):
+            problems.append(f"{where}: run measured must map claims to backends to {{value, message}}")
+        else:
+            records = data.get("records") if isinstance(data.get("records"), dict) else {}
+            for claim_id, per_backend in measured.items():
+                for backend in per_backend:
+                    if not isinstance(records.get(claim_id), dict) or backend not in records[claim_id]:
+                        problems.append(f"{where}: run measured[{_show(claim_id)}][{_show(backend)}] has no record")
+        if problems:
+            return problems
+    data = folded_in(data)
 
     slug = data.get("slug")
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
@@ -563,8 +629,7 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
                         f"a machine's file is named after its slug ({data.get('slug')}.json)")
     if problems:
         raise ResultsError("\n".join(problems))
-    return ResultsFile(data["slug"], data.get("machine", {}), data.get("run", {}), data.get("records", {}),
-                       data.get("outputs", {}), data.get("claims", {}))
+    return ResultsFile.from_dict(data)
 
 
 def read_all(results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None) -> dict[str, ResultsFile]:
