@@ -50,3 +50,18 @@ def test_the_wheel_ships_the_engine_and_nothing_of_the_book_or_its_tests(tmp_pat
     assert packages == {"verified_book"}, f"the wheel holds {sorted(packages)}"
     assert not [n for n in names if "harness" in n or n.startswith(("tests/", "claims/"))]
     assert "verified_book/pytest_plugin.py" in names and "verified_book/config.py" in names
+
+
+def test_the_engine_imports_nothing_of_a_book_or_of_the_test_harness() -> None:
+    """The engine knows no book: no module of `verified_book` imports this book's `claims` or the
+    test harness (a book's content reaches the engine only through book.toml)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "verified_book").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: imports {n}" for n in names
+                      if n.split(".")[0] in ("claims", "harness", "tests")]
+    assert found == []

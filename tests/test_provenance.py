@@ -158,3 +158,22 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
     claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
     sources = provenance._own_sources(claim.compute, Path(__file__).resolve().parents[1], set())
     assert sources == [inspect.getsource(ceiling)]
+
+
+def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_path: Path) -> None:
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "m.json").write_text("{}")
+    (tmp_path / "page.md").write_text("one\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    (tmp_path / "results" / "m.json").write_text('{"a": 1}')
+    commit, dirty = provenance.commit_of(tmp_path, (tmp_path / "results",))
+    assert commit and len(commit) == 40 and dirty is False
+    (tmp_path / "page.md").write_text("two\n")
+    assert provenance.commit_of(tmp_path, (tmp_path / "results",))[1] is True

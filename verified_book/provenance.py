@@ -115,14 +115,17 @@ def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record:
     return "; ".join(changes) if changes else None
 
 
-def commit_of(root: Path) -> tuple[str | None, bool | None]:
-    """The checkout's commit and whether its tree has changes; (None, None) outside git."""
+def commit_of(root: Path, own: tuple[Path, ...] = ()) -> tuple[str | None, bool | None]:
+    """The checkout's commit and whether its tree has changes other than in `own` (the results
+    folders a run writes to, whose changes are its output, not its input); (None, None) outside git."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None, None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True, timeout=30)
+        outside = [f":(exclude){Path(p).resolve().relative_to(root.resolve())}" for p in own
+                   if Path(p).resolve().is_relative_to(root.resolve())]
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outside],
+                                cwd=root, capture_output=True, text=True, timeout=30)
         return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None, None

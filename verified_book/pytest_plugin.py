@@ -500,7 +500,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput["claims_figures_selected"] = sorted(run.figures_selected)
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
-    commit, dirty = commit_of(run.root)
+    commit, dirty = commit_of(run.root, (run.results_dir, run.book_config.results))
     header = {
         "date": now(),
         "commit": commit,
