@@ -23,6 +23,8 @@ import pytest
 from verified_book import render
 from verified_book.bindings import Book
 from verified_book.config import open_book, read_config
+from verified_book.results import dumps
+from verified_book.results import read as read_results
 from verified_book.registry import REGISTRY
 from verified_book.results import read_all
 from conftest import served
@@ -375,14 +377,15 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
     results = tmp_path / "results"
     shutil.copytree(ROOT / "results", results, ignore=shutil.ignore_patterns("*.lock"))
     first = sorted(results.glob("*.json"))[0]
-    data = json.loads(first.read_text(encoding="utf-8"))
-    data["records"].update(probe_records(data["slug"], 1.0))
-    first.write_text(json.dumps(data), encoding="utf-8")
-    data["slug"] = data["machine"]["slug"] = "second-machine"
-    data["records"].update(probe_records("second-machine", 25.0))
-    data["outputs"] = {name: {"text": f"printed by {name} on the second machine\n", "date": "2026-11-28", "seconds": 0.1}
-                       for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))}
-    (results / "second-machine.json").write_text(json.dumps(data), encoding="utf-8")
+    data = read_results(first)
+    data.records.update(probe_records(data.slug, 1.0))
+    first.write_text(dumps(data), encoding="utf-8")
+    data.slug = "second-machine"
+    data.machine = {**data.machine, "slug": "second-machine"}
+    data.records.update(probe_records("second-machine", 25.0))
+    data.outputs = {name: {"text": f"printed by {name} on the second machine\n", "date": "2026-11-28", "seconds": 0.1}
+                    for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))}
+    (results / "second-machine.json").write_text(dumps(data), encoding="utf-8")
     monkeypatch.setenv("CLAIMS_RESULTS_DIR", str(results))
     site = tmp_path / "site"
     passed, log = build_here(ROOT, site, strict=False)
