@@ -71,10 +71,10 @@ def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
     assert render.status_of("reference") == "reference" and render.status_of("outdated") == "outdated"
     assert render.status_of("provisional") == "provisional"
     assert render.status_of('"><script>') == "failed" and render.status_of(None) == "failed"
-    assert render.worst(["verified", "provisional"]) == "verified"
-    assert render.worst(["provisional", "skipped"]) == "provisional"
-    assert render.worst(["reference", "outdated", "verified", "stale"]) == "stale"
-    assert render.worst(["skipped"]) == render.UNVERIFIED
+    assert render.shown_status(["verified", "provisional"]) == "verified"
+    assert render.shown_status(["provisional", "skipped"]) == "provisional"
+    assert render.shown_status(["reference", "outdated", "verified", "stale"]) == "stale"
+    assert render.shown_status(["skipped"]) == render.UNVERIFIED
 
 
 def machine(slug: str, date: str, markers: list[str]) -> ResultsFile:

@@ -139,7 +139,7 @@ def label(status: str) -> str:
     return LABELS.get(status, status.replace("_", " ").replace("-", " "))
 
 
-def worst(statuses: Iterable[str]) -> str:
+def shown_status(statuses: Iterable[str]) -> str:
     """The status a reader sees: the worst across machines; skipped counts as no result.
 
     A status outside the vocabulary ranks just before "not yet verified", so it shows.
@@ -191,7 +191,7 @@ def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None 
     if not statuses:
         return UNVERIFIED
     ran = [s for s in statuses if s != "skipped"]
-    return worst(ran) if ran else "skipped"
+    return shown_status(ran) if ran else "skipped"
 
 
 # ---------------------------------------------------------------------------
@@ -302,7 +302,7 @@ def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, Res
             if isinstance(record, dict):
                 records.append(record)
                 found.append(measure(binding, claim, results[slug], backend, record))
-    status = worst(m.status for m in found if m.status != "skipped")
+    status = shown_status(m.status for m in found if m.status != "skipped")
     return FigureView(binding, status, tuple(found), claim, claim_source(claim, records))
 
 
@@ -385,7 +385,7 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
     shown: set[str] = set()
     for slug, items in by_machine.items():
         ran = [m for m in items if m.status != "skipped"]
-        machine_status = worst(m.status for m in ran) if ran else "skipped"
+        machine_status = shown_status(m.status for m in ran) if ran else "skipped"
         parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{esc(machine_status)}">')
         parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
