@@ -177,3 +177,19 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
     assert commit and len(commit) == 40 and dirty is False
     (tmp_path / "page.md").write_text("two\n")
     assert provenance.commit_of(tmp_path, (tmp_path / "results",))[1] is True
+
+
+def test_a_fingerprint_is_the_same_whatever_was_fingerprinted_before(tmp_path: Path) -> None:
+    """A fingerprint taken against another root (a build of a copied book, say) is not handed back
+    for the book's own root: a record's code is named the same in every process."""
+    from verified_book.registry import Claim, Kind
+
+    def ceiling() -> object:
+        return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
+
+    claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
+    elsewhere = provenance.code_fingerprint(claim, tmp_path)  # the code is outside that root: not seen
+    here = provenance.code_fingerprint(claim, Path(__file__).resolve().parents[1])
+    assert here != elsewhere
+    provenance._CODE_CACHE.clear()
+    assert provenance.code_fingerprint(claim, Path(__file__).resolve().parents[1]) == here

@@ -15,7 +15,7 @@ import os
 import posixpath
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
@@ -27,7 +27,7 @@ from mkdocs.structure.pages import Page as MkPage
 
 from verified_book import render, site_machines
 from verified_book.bindings import AllowListError, Book, read_page
-from verified_book.config import ConfigError, open_book, read_config
+from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY
 from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
 
@@ -62,6 +62,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self.book_config = read_config(self.root)
         except ConfigError as e:
             raise PluginError(str(e)) from None
+        self._reopen: Callable[[], None] | None = snapshot()  # a build inside another process (a test) gives its book back
         for line in open_book(self.book_config):
             self._problem(render.Problem(line.split(": ", 1)[0], line.split(": ", 1)[-1]))
         results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else self.book_config.results
@@ -236,7 +237,17 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.generated[self.config.plots_page] = self._plots_page()
         return self.generated[self.config.plots_page].markdown
 
+    def _give_back(self) -> None:
+        reopen: Callable[[], None] | None = getattr(self, "_reopen", None)
+        self._reopen = None
+        if reopen is not None:
+            reopen()
+
+    def on_build_error(self, error: Exception) -> None:
+        self._give_back()
+
     def on_post_build(self, config: MkDocsConfig) -> None:
+        self._give_back()
         log.info(f"{self.figures} figures rendered from {len(self.results)} results file(s); "
                  f"{len(self.unverified)} not yet verified on any machine")
         if self.unverified:

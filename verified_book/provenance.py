@@ -11,13 +11,16 @@ import hashlib
 import inspect
 import subprocess
 import types
+import weakref
 from pathlib import Path
 from typing import Any, Mapping
 
 from verified_book import inputs
 from verified_book.registry import Claim
 
-_CODE_CACHE: dict[int, str] = {}
+#: fingerprints by claim function, then by (root, parameters): a function that is gone takes its
+#: entries with it, so no later object can be handed a dead one's fingerprint
+_CODE_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
 ENGINE = Path(__file__).resolve().parent
 
 
@@ -59,13 +62,15 @@ def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
 def code_fingerprint(claim: Claim, root: Path) -> str:
     """A short hash of what decides a claim's value: its code (and its helpers'), its
     parameters and its declaration."""
-    key = id(claim)
-    if key not in _CODE_CACHE:
-        parts = _own_sources(claim.compute, Path(root).resolve(), set())
-        parts.append(repr(sorted((k, repr(v)) for k, v in claim.params.items())))
-        parts.append(repr((claim.kind.value, claim.backends, claim.hardware, claim.printed_on, claim.tolerance)))
-        _CODE_CACHE[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return _CODE_CACHE[key]
+    root = Path(root).resolve()
+    declared = repr((sorted((k, repr(v)) for k, v in claim.params.items()),
+                     claim.kind.value, claim.backends, claim.hardware, claim.printed_on, claim.tolerance))
+    known = _CODE_CACHE.setdefault(claim.compute, {})
+    key = (str(root), declared)
+    if key not in known:
+        parts = [*_own_sources(claim.compute, root, set()), declared]
+        known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return known[key]
 
 
 def input_entry(item: inputs.Input | inputs.Setting) -> dict[str, Any]:
