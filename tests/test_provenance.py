@@ -156,8 +156,33 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
         return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
 
     claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
-    sources = provenance._own_sources(claim.compute, Path(__file__).resolve().parents[1], set())
+    sources = provenance._own_sources(claim.compute, provenance._package(ceiling), set())
     assert sources == [inspect.getsource(ceiling)]
+
+
+def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path) -> None:
+    """Taken in a fresh interpreter, from another folder, a fingerprint is the one this process
+    takes: a record's code is named the same wherever the book is checked or built."""
+    import subprocess
+    import sys
+
+    from verified_book.config import open_book, read_config
+    from verified_book.registry import REGISTRY
+
+    root = Path(__file__).resolve().parents[1]
+    script = ("from pathlib import Path; from verified_book.config import open_book, read_config; "
+              "from verified_book.registry import REGISTRY; from verified_book.provenance import code_fingerprint; "
+              f"open_book(read_config(Path({str(root)!r}))); "
+              "print(code_fingerprint(REGISTRY['decode.ceiling.dgx_spark.bf16']))")
+    there = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert there.returncode == 0, there.stderr[-2000:]
+    reopen = snapshot()
+    try:
+        open_book(read_config(root))
+        here = provenance.code_fingerprint(REGISTRY["decode.ceiling.dgx_spark.bf16"])
+    finally:
+        reopen()
+    assert there.stdout.strip() == here
 
 
 def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_path: Path) -> None:
@@ -177,19 +202,3 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
     assert commit and len(commit) == 40 and dirty is False
     (tmp_path / "page.md").write_text("two\n")
     assert provenance.commit_of(tmp_path, (tmp_path / "results",))[1] is True
-
-
-def test_a_fingerprint_is_the_same_whatever_was_fingerprinted_before(tmp_path: Path) -> None:
-    """A fingerprint taken against another root (a build of a copied book, say) is not handed back
-    for the book's own root: a record's code is named the same in every process."""
-    from verified_book.registry import Claim, Kind
-
-    def ceiling() -> object:
-        return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
-
-    claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
-    elsewhere = provenance.code_fingerprint(claim, tmp_path)  # the code is outside that root: not seen
-    here = provenance.code_fingerprint(claim, Path(__file__).resolve().parents[1])
-    assert here != elsewhere
-    provenance._CODE_CACHE.clear()
-    assert provenance.code_fingerprint(claim, Path(__file__).resolve().parents[1]) == here

@@ -50,7 +50,7 @@ def machine(slug: str, records: dict[str, dict[str, Any]], outputs: dict[str, An
     """A machine's results as a current run writes them: each claim's code fingerprint beside its records."""
     return ResultsFile(slug, {"slug": slug, "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
                        {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}}, records, outputs or {},
-                       {cid: {"code": code_fingerprint(c, Path.cwd())} for cid, c in CLAIMS.items()})
+                       {cid: {"code": code_fingerprint(c)} for cid, c in CLAIMS.items()})
 
 
 @pytest.fixture

@@ -292,7 +292,7 @@ class Verifier:
     def claim_meta(self, claim: Claim) -> dict[str, Any]:
         """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
         return {"kind": claim.kind.value, "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
-                "hardware": claim.hardware, "code": code_fingerprint(claim, self.book.root)}
+                "hardware": claim.hardware, "code": code_fingerprint(claim)}
 
     def results(self, slug: str, run: dict[str, Any], outputs: dict[str, dict[str, Any]],
                 not_here: dict[str, str] | None = None) -> ResultsFile:

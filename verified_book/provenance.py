@@ -18,28 +18,29 @@ from typing import Any, Mapping
 from verified_book import inputs
 from verified_book.registry import Claim
 
-#: fingerprints by claim function, then by (root, parameters): a function that is gone takes its
-#: entries with it, so no later object can be handed a dead one's fingerprint
-_CODE_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
-ENGINE = Path(__file__).resolve().parent
+#: fingerprints by claim function, then by its parameters and declaration: a function that is gone
+#: takes its entries with it, so no later object can be handed a dead one's fingerprint
+_CODE_CACHE: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
-def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
-    """The source of `fn` and of every function or class of the book it names, transitively.
+def _package(obj: Any) -> str:
+    return (getattr(obj, "__module__", None) or "").split(".")[0]
 
-    A helper the claim calls changes the claim as much as its own body does. The engine's
-    code (this package) and libraries (anything outside the book's root) are not the claim's:
-    a record names the versions it ran with, and the engine's own tests pin its behaviour.
+
+def _own_sources(fn: Any, package: str, seen: set[int]) -> list[str]:
+    """The source of `fn` and of every function or class of the book's `package` it names, transitively.
+
+    A helper the claim calls changes the claim as much as its own body does. What lives outside
+    the claim's own package (the engine, libraries) is not the claim's: a record names the
+    versions it ran with, and the engine's own tests pin its behaviour. Where the book lies on
+    disk does not enter: the same code gives the same fingerprint in every checkout and process.
     """
-    if id(fn) in seen:
+    if id(fn) in seen or _package(fn) != package:
         return []
     seen.add(id(fn))
     try:
-        file = inspect.getsourcefile(fn)
         source = inspect.getsource(fn)
     except (OSError, TypeError):
-        return []
-    if not file or not Path(file).resolve().is_relative_to(root) or Path(file).resolve().is_relative_to(ENGINE):
         return []
     out = [source]
     code = getattr(fn, "__code__", None)
@@ -53,24 +54,20 @@ def _own_sources(fn: Any, root: Path, seen: set[int]) -> list[str]:
     for name in sorted(names):
         target = namespace.get(name)
         if inspect.isfunction(target) or inspect.isclass(target):
-            out += _own_sources(target, root, seen)
-        elif inspect.ismodule(target):
-            continue
+            out += _own_sources(target, package, seen)
     return out
 
 
-def code_fingerprint(claim: Claim, root: Path) -> str:
-    """A short hash of what decides a claim's value: its code (and its helpers'), its
-    parameters and its declaration."""
-    root = Path(root).resolve()
+def code_fingerprint(claim: Claim) -> str:
+    """A short hash of what decides a claim's value: its code (and its helpers' in the book's
+    package), its parameters and its declaration."""
     declared = repr((sorted((k, repr(v)) for k, v in claim.params.items()),
                      claim.kind.value, claim.backends, claim.hardware, claim.printed_on, claim.tolerance))
     known = _CODE_CACHE.setdefault(claim.compute, {})
-    key = (str(root), declared)
-    if key not in known:
-        parts = [*_own_sources(claim.compute, root, set()), declared]
-        known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return known[key]
+    if declared not in known:
+        parts = [*_own_sources(claim.compute, _package(claim.compute), set()), declared]
+        known[declared] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return known[declared]
 
 
 def input_entry(item: inputs.Input | inputs.Setting) -> dict[str, Any]:
@@ -102,19 +99,14 @@ def changed_inputs(entries: Any) -> list[str]:
     return out
 
 
-def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any],
-                    root: Path | None = None) -> str | None:
+def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any]) -> str | None:
     """Why a record no longer speaks for the book as it is now; None while it still does."""
     if claim is None:
         return None
-    if root is None:
-        from verified_book import registry
-
-        root = registry.ROOT
     recorded = (meta or {}).get("code")
     if not isinstance(recorded, str):
         return "recorded before records carried their provenance; run the suite on that machine again"
-    if recorded != code_fingerprint(claim, root):
+    if recorded != code_fingerprint(claim):
         return f"the claim's code changed since this record was made ({claim.source_file}:{claim.source_line})"
     changes = changed_inputs(record.get("inputs"))
     return "; ".join(changes) if changes else None
