@@ -41,13 +41,7 @@ PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.sq
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\ntestpaths = book.toml book\naddopts = -p no:cacheprovider -ra\n")
-    (pytester.path / "book.toml").write_text(faults.BOOK_TOML.format(package="sample_claims"))
-    pytester.makeconftest(faults.CONFTEST)
-    faults.copy_profiles(pytester.path / "data")
-    pytester.syspathinsert()
-    pkg = pytester.mkpydir("sample_claims")
-    (pkg / "arith.py").write_text(CLAIMS)
+    (faults.pytester_book(pytester) / "arith.py").write_text(CLAIMS)
     (pytester.path / "book").mkdir()
     (pytester.path / "book" / "page.md").write_text(PAGE)
     return pytester

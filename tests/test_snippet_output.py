@@ -271,12 +271,7 @@ PAGE = "# Lab\n\nWhat `s.py` prints:\n\n```output s.py varies=2\n" \
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\ntestpaths = book.toml book\naddopts = -p no:cacheprovider -ra\n")
-    (pytester.path / "book.toml").write_text(faults.BOOK_TOML.format(package="sample_claims"))
-    pytester.makeconftest(faults.CONFTEST)
-    faults.copy_profiles(pytester.path / "data")
-    pytester.syspathinsert()
-    (pytester.mkpydir("sample_claims") / "lab.py").write_text(CLAIMS)
+    (faults.pytester_book(pytester) / "lab.py").write_text(CLAIMS)
     (pytester.path / "book" / "snippets").mkdir(parents=True)
     (pytester.path / "book" / "lab.md").write_text(PAGE)
     (pytester.path / "book" / "snippets" / "s.py").write_text(SNIPPET)

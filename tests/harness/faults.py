@@ -53,6 +53,17 @@ def copy_profiles(data: Path) -> None:
         (data / "hardware" / profile.name).write_text(profile.read_text(encoding="utf-8"), encoding="utf-8")
 
 
+def pytester_book(pytester: Any, package: str = "sample_claims") -> Path:
+    """Lay a sample book out in a pytester folder, as `SampleBook` does on disk: its ini, book.toml,
+    the conftest that turns the plugin on, the main book's profiles; returns the claims package."""
+    pytester.makeini("[pytest]\ntestpaths = book.toml book\naddopts = -p no:cacheprovider -ra\n")
+    (pytester.path / "book.toml").write_text(BOOK_TOML.format(package=package))
+    pytester.makeconftest(CONFTEST)
+    copy_profiles(pytester.path / "data")
+    pytester.syspathinsert()
+    return Path(pytester.mkpydir(package))
+
+
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
 CONFTEST = 'pytest_plugins = ["verified_book.pytest_plugin"]\n'
 
