@@ -202,3 +202,21 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
     assert commit and len(commit) == 40 and dirty is False
     (tmp_path / "page.md").write_text("two\n")
     assert provenance.commit_of(tmp_path, (tmp_path / "results",))[1] is True
+
+
+def test_the_runs_summary_counts_the_files_records_that_are_outdated(tmp_path: Path) -> None:
+    book = _book(tmp_path / "book")
+    book.claims("more", '''
+from verified_book.registry import claim
+
+
+@claim("more.two", kind="exact")
+def two():
+    """Two."""
+    return 2
+''')
+    assert book.run().ret == 0
+    (book.root / "data" / "hw.toml").write_text(DATA.format(value=280))
+    run = book.run("-k", "more")  # io.ceiling is not rerun: its record is outdated now
+    assert faults.summary_rows(run.output)["none"]["outdated"] == 1
+    assert faults.summary_rows(book.run().output)["none"].get("outdated", 0) == 0

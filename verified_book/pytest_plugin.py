@@ -25,8 +25,7 @@ from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
-from verified_book.results import ResultsError, dumps, merge_into, now
-from verified_book.results import read as read_results
+from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
 from verified_book.snippet_output import BookOutputs, check_snippet, read_book as read_output_blocks
 from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
@@ -70,6 +69,7 @@ class RunState:
         self.figure_statuses: dict[str, str] = {}  # figure item's node id -> its status on this machine
         self.figures_selected: set[str] = set()
         self.written: Path | None = None
+        self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""
@@ -514,7 +514,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = run.results_dir / f"{run.machine.slug}.json"
     warnings: list[str] = []
     try:
-        merge_into(path, update, warn=warnings.append)
+        run.merged = merge_into(path, update, warn=warnings.append)
         run.written = path
         if workeroutput is not None:
             workeroutput["claims_written"] = str(path)
@@ -611,11 +611,8 @@ def summary_table(statuses: dict[tuple[str, str], str],
 def outdated_records(run: RunState, judged: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
     """Records in this machine's results file that this run did not redo and that no longer match the
     book (the claim's code or an input changed since), each with why: a rerun of them clears it."""
-    if run.written is None or not run.written.exists():
-        return {}
-    try:
-        results = read_results(run.written)
-    except ResultsError:
+    results = run.merged
+    if results is None:
         return {}
     out = {}
     for claim_id, per_backend in results.current(REGISTRY).items():
