@@ -65,3 +65,24 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
     # 32 s in all; 8 + 6 + 2 could be shared by two cores: 32 − 16 + 8
     assert out["floor_seconds"] == 24.0
     assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1)["floor_seconds"] == 32.0
+
+
+def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy spell slows one round of both; the round with the median ratio is the one judged."""
+    order: list[str] = []
+    verify_s, snippets_s = iter([20.0, 40.0, 21.0]), iter([10.0, 30.0, 12.0])  # ratios 2.0, 1.33, 1.75
+
+    def verify() -> dict[str, object]:
+        order.append("verify")
+        return {"seconds": next(verify_s), "exit_status": 0, "verdict": "v", "command": "c"}
+
+    def snippets() -> dict[str, object]:
+        order.append("snippets")
+        return {"seconds": next(snippets_s), "count": 6, "each": {}}
+
+    monkeypatch.setattr(bench, "run_verify", verify)
+    monkeypatch.setattr(bench, "run_snippets", snippets)
+    judged, scripts = bench.verify_against_snippets(3)
+    assert order == ["verify", "snippets"] * 3
+    assert judged["over_snippets"] == 1.75 and [r["ratio"] for r in judged["each_round"]] == [2.0, 1.33, 1.75]
+    assert (judged["seconds"], scripts["seconds"]) == (21.0, 12.0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness import faults
 from verified_book import inputs, provenance
 from verified_book.config import open_book, read_config, snapshot
@@ -220,3 +222,63 @@ def two():
     run = book.run("-k", "more")  # io.ceiling is not rerun: its record is outdated now
     assert faults.summary_rows(run.output)["none"]["outdated"] == 1
     assert faults.summary_rows(book.run().output)["none"].get("outdated", 0) == 0
+
+
+SOURCES = '''
+import contextlib
+import functools
+
+
+def plain(x):
+    return x + 1
+
+
+@functools.cache
+@contextlib.contextmanager
+def decorated():
+    yield 1
+
+
+class Shape:
+    """A class, read by its name."""
+
+    def method(self):
+        return 2
+
+
+    # a comment inside the class
+ratio = lambda a, b: a / b  # noqa: E731 - a lambda: the parse places none, inspect reads it
+'''
+
+
+def test_a_definition_s_source_is_what_inspect_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint reads each file once; it must give inspect's own text, or every record would read as outdated."""
+    import importlib
+    import inspect
+
+    (tmp_path / "sources_sample.py").write_text(SOURCES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("sources_sample")
+    for obj in (module.plain, module.decorated, module.Shape, module.Shape.method, module.ratio):
+        assert provenance.source_of(obj) == inspect.getsource(obj), obj
+    assert provenance.source_of(len) is None
+
+
+def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() -> None:
+    import inspect
+
+    reached: dict[int, object] = {}
+
+    def walk(fn: object, package: str) -> None:
+        if id(fn) in reached or provenance._package(fn) != package:
+            return
+        reached[id(fn)] = fn
+        read = provenance._read(fn)
+        for target in read[1] if read else ():
+            walk(target, package)
+
+    for c in REGISTRY:
+        walk(c.compute, provenance._package(c.compute))
+    assert len(reached) > 100
+    differ = [obj for obj in reached.values() if provenance.source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
+    assert not differ

@@ -81,7 +81,7 @@ def test_the_site_extra_brings_no_backend() -> None:
 def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
     run = _run_py()
     assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)
-    assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.cli:main"
+    assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.cli:run"
 
 
 def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(monkeypatch: pytest.MonkeyPatch,

@@ -635,8 +635,11 @@ def test_panels_work_after_instant_navigation_and_from_the_keyboard(browser: Any
     visit.close()
 
 
-@pytest.mark.slow
-def test_a_clone_s_own_records_show_beside_the_committed_machines(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def clone_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A copy of the book with a reader's own records in results.local/, built as a reader builds it:
+    the project, its site, and the build's log."""
+    tmp_path = tmp_path_factory.mktemp("clone")
     project = copy_project(tmp_path / "project")
     (committed,) = sorted((project / "results").glob("*.json"))
     local = project / "results.local"
@@ -649,7 +652,29 @@ def test_a_clone_s_own_records_show_beside_the_committed_machines(tmp_path: Path
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
                           env={**env, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "results.local/readers-laptop.json (this clone's run) is shown beside the committed machines" in done.stderr
-    machines = (tmp_path / "site" / "machines.html").read_text()
+    return project, tmp_path / "site", done.stderr
+
+
+@pytest.mark.slow
+def test_a_clone_s_own_records_show_beside_the_committed_machines(clone_site: tuple[Path, Path, str]) -> None:
+    project, site, log = clone_site
+    (committed,) = sorted((project / "results").glob("*.json"))
+    assert "results.local/readers-laptop.json (this clone's run) is shown beside the committed machines" in log
+    machines = (site / "machines.html").read_text()
     assert "readers-laptop" in machines and committed.stem in machines
     assert sorted(p.name for p in (project / "results").glob("*.json")) == [committed.name], "results/ is untouched"
+
+
+@pytest.mark.slow
+def test_every_figure_keeps_its_panel_and_the_search_index_holds_none(clone_site: tuple[Path, Path, str],
+                                                                      book: Book) -> None:
+    """The build sets the panels aside while the search plugin indexes a page, and puts them back."""
+    _, site, _ = clone_site
+    for page in book.pages:
+        html = (site / page_url(page.file)).read_text(encoding="utf-8")
+        figures = len(re.findall(r'<span class="vb-fig" data-claim=', html))
+        assert figures == len(page.bindings), page.file
+        assert len(re.findall(r"<vb-panel\b", html)) == len(re.findall(r"</vb-panel>", html)) == figures, page.file
+        assert "<!--vb-panel-" not in html, f"{page.file}: a panel was set aside and not put back"
+    index = (site / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert "vb-panel" not in index and "Printed " not in index

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from verified_book.snippet_run import SNIPPET_ENV, run_as_script, run_in_process, run_in_process_or_as_script
+from verified_book import snippet_run
+from verified_book.snippet_run import (LOAD_TIME_VARIABLES, SNIPPET_ENV, pins_load_time_variables, run_as_script,
+                                         run_in_process, run_in_process_or_as_script)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,3 +108,38 @@ def test_a_pin_the_process_already_has_is_honoured_in_process(tmp_path: Path, mo
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     same = write(tmp_path, "same.py", "import os\nos.environ['OMP_NUM_THREADS'] = '1'\nprint('ok')\n")
     assert run_in_process_or_as_script(same).how == "in process"
+
+
+@pytest.mark.parametrize(("source", "pins"), [
+    ("print(1)\n", False),
+    ("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n", True),
+    ("import os\nos.environ.setdefault('OMP_NUM_THREADS', '1')\n", True),
+    ("import os\nname = 'MKL_NUM_THREADS'\nos.environ[name] = '1'\n", True),  # named, but set some other way
+    ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = os.environ.get('GPU', '0')\n", True),  # not a literal
+    ("# OMP_NUM_THREADS is left alone here\nprint(1)\n", True),  # mentioned but not set plainly: run it apart
+])
+def test_a_pin_written_in_the_source_is_seen_before_running(source: str, pins: bool,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in LOAD_TIME_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert pins_load_time_variables(source) is pins
+
+
+def test_a_pin_to_the_value_the_process_has_is_no_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert not pins_load_time_variables("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n")
+    assert pins_load_time_variables("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '2'\n")
+
+
+def test_a_snippet_whose_source_pins_a_thread_pool_is_not_first_run_here(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like matmul_cost.py, which pins BLAS to one core: one run, as a script, not one here thrown away."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    pins = write(tmp_path, "pins.py", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\nprint('ran')\n")
+
+    def not_here(path: Path) -> None:
+        raise AssertionError(f"{path} was run in this process")
+
+    monkeypatch.setattr(snippet_run, "run_in_process", not_here)
+    chosen = run_in_process_or_as_script(pins)
+    assert (chosen.how, chosen.stdout) == ("script", "ran\n")

@@ -16,11 +16,13 @@ command exits 130. `run.py` at a book's root sets up a virtual environment and c
 """
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from verified_book.config import BookConfig, ConfigError, find_root, read_config
 
@@ -73,12 +75,26 @@ def pytest_run(args: list[str], outcome: _Outcome | None = None) -> int:
 
 
 def site(book: BookConfig, args: list[str]) -> int:
-    """`mkdocs build --strict` at the book's root, in a process of its own (the site loads no backend)."""
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", *args]
+    """`mkdocs build --strict` at the book's root, in this process: after `verify`'s checks the
+    book's modules are loaded already, and the site needs no backend of its own."""
+    import click
+
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's notice about MkDocs 2 is not the reader's business
+    from mkdocs.__main__ import cli as mkdocs
+
     try:
-        return subprocess.run(command, cwd=book.root, env=_env()).returncode
+        mkdocs.main(args=["build", "--strict", *args], prog_name="mkdocs", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:  # a failed build (strict warnings, a plugin's error), said as mkdocs says it
+        e.show()
+        return e.exit_code
     except KeyboardInterrupt:
         return INTERRUPTED
+    except Exception:  # noqa: BLE001 - a crash inside the build fails it, as `mkdocs build` would, and verify still says so
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def verify_paths(book: BookConfig) -> list[str]:
@@ -103,9 +119,15 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     return f"verified-book: {state}: figures {counts}{machine}{elsewhere}; {where_site}; {where_results}"
 
 
+#: what the book's checks never use, kept out of `verify`: pytest's cache, hypothesis's plugin (installed
+#: with the dev tools; it imports all of hypothesis at the end of a run to print its statistics), and
+#: assertion rewriting (the checks raise their own errors; the hook would inspect every module imported)
+VERIFY_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain")
+
+
 def verify(book: BookConfig, args: list[str]) -> int:
     outcome = _Outcome()
-    tested = pytest_run(["-p", "no:cacheprovider", *verify_paths(book), *args], outcome)
+    tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
     if tested == INTERRUPTED:
         print("verified-book: interrupted; the records judged so far are kept"
               + (f" in {book.shown(outcome.written)}" if outcome.written else ""), file=sys.stderr)
@@ -188,5 +210,27 @@ def main(argv: list[str] | None = None) -> int:
         return INTERRUPTED
 
 
+def run() -> NoReturn:
+    """The `verified-book` command: `main`, then an exit that skips the interpreter's teardown.
+
+    By the time a job returns its records are written and closed. What an ordinary exit does
+    next is unload the libraries the claims imported, and torch with transformers takes one to
+    two seconds over it while doing nothing a finished command needs. The exit handlers still
+    run (logging's flush, temporary folders' removal) and the output is flushed; then the
+    process ends.
+    """
+    try:
+        code: int | str | None = main()
+    except SystemExit as e:
+        code = e.code
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()  # what `sys.exit` would run, in the same order
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,13 +10,14 @@ visible marker at the figure instead.
 from __future__ import annotations
 
 import datetime
-import importlib
 import os
 import posixpath
 import re
+import secrets
 from pathlib import Path
 from typing import Any, Callable
 
+import jinja2
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
@@ -25,7 +26,7 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-from verified_book import render, site_machines
+from verified_book import plots_process, render, site_machines
 from verified_book.bindings import AllowListError, Book, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY
@@ -58,6 +59,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.figures = 0
         self.rendered: dict[str, render.RenderedPage] = {}
         self.generated: dict[str, render.GeneratedPage] = {}
+        self._drawing: plots_process.Drawing | None = None
+        self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside from its content for the search index
+        self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         try:
             self.book_config = read_config(self.root)
         except ConfigError as e:
@@ -113,6 +117,20 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             where, _, what = line.partition(": ")
             self._problem(render.Problem(_with_line(where, what, self.root), what))
 
+    def on_env(self, env: jinja2.Environment, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
+        """Keep the theme's compiled templates between builds, in `.cache/jinja/` at the book's root.
+
+        Compiling Material's templates is a fixed second or so of every build; jinja's own
+        bytecode cache checks each entry against its template's source before using it.
+        """
+        folder = self.root / ".cache" / "jinja"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return env  # a read-only checkout builds without the cache
+        env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+        return env
+
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
         try:
             self.book = Book.read(self.docs, self.root, self.book_config.allowlist)
@@ -125,6 +143,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                                         "of the same name, which is kept instead"))
                 continue
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
+        plots_file = files.get_file_from_path(self.config.plots_page)
+        if plots_file is not None and plots_file.generated_by:
+            self._start_plots()
         legend = files.get_file_from_path(self.config.legend_page)
         config.extra["vb_legend_url"] = legend.url if legend is not None else ""
         if self.config.stand_ins:
@@ -164,6 +185,37 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return rendered.markdown
 
     def on_page_content(self, html: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        return self._set_aside_panels(self._filled(html, page), page)
+
+    def on_post_page(self, output: str, page: MkPage, config: MkDocsConfig) -> str:
+        return self._put_back_panels(output, page)
+
+    def _set_aside_panels(self, html: str, page: MkPage) -> str:
+        """The page's content with each figure's panel replaced by a short comment, until `on_post_page`.
+
+        The search plugin parses every page's content to index it, tag by tag, and the panels
+        (kept out of the index all the same) are most of a chapter's tags: set aside, a build
+        parses a fraction of them. Nothing else reads the content in between.
+        """
+        panels: list[str] = []
+
+        def aside(match: re.Match[str]) -> str:
+            panels.append(match.group(0))
+            return f"<!--{self._nonce}:{len(panels) - 1}-->"
+
+        html = _PANEL.sub(aside, html)
+        if panels:
+            self._panels[page.file.src_uri] = panels
+        return html
+
+    def _put_back_panels(self, output: str, page: MkPage) -> str:
+        panels = self._panels.pop(page.file.src_uri, None)
+        if not panels:
+            return output
+        back = re.compile(rf"<!--{self._nonce}:(\d+)-->")
+        return back.sub(lambda m: panels[int(m.group(1))], output)
+
+    def _filled(self, html: str, page: MkPage) -> str:
         src = page.file.src_uri
         if src in self.generated:
             return render.fill_blocks(html, self.generated[src].blocks)
@@ -201,16 +253,30 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.generated[page.file.src_uri] = generated
         return generated.markdown
 
-    def _plots_page(self) -> render.GeneratedPage:
-        """The book's charts, from the function `plots` in book.toml names (`module:function`)."""
+    def _plots_function(self) -> plots_process.Draw | None:
+        """The function `plots` in book.toml names (`module:function`), which draws the plots page."""
         where = self.book_config.plots
         if not where:
-            return render.GeneratedPage("# Plots\n\nThis book draws no charts.\n")
-        module, _, name = where.partition(":")
+            return None
         try:
-            draw = getattr(importlib.import_module(module), name)
+            return plots_process.function(where)
         except (ImportError, AttributeError) as e:
             raise PluginError(f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}") from None
+
+    def _start_plots(self) -> None:
+        """Start drawing the charts now in a process of their own, where a second core is free
+        (see `verified_book.plots_process`): they are then ready when the build reaches their page."""
+        if self._plots_function() is not None and self.book_config.plots and plots_process.free_cores() > 1:
+            self._drawing = plots_process.Drawing(self.book_config.plots, self.root, self.results)
+
+    def _plots_page(self) -> render.GeneratedPage:
+        """The plots page: the drawing `_start_plots` began, else drawn here."""
+        drawing, self._drawing = self._drawing, None
+        if drawing is not None:
+            return drawing.page()
+        draw = self._plots_function()
+        if draw is None:
+            return render.GeneratedPage("# Plots\n\nThis book draws no charts.\n")
         return draw(self.results)
 
     def _legend(self, page: MkPage, files: Files) -> str:
@@ -238,6 +304,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return self.generated[self.config.plots_page].markdown
 
     def _give_back(self) -> None:
+        drawing, self._drawing = getattr(self, "_drawing", None), None
+        if drawing is not None:
+            drawing.cancel()
         reopen: Callable[[], None] | None = getattr(self, "_reopen", None)
         self._reopen = None
         if reopen is not None:
@@ -275,6 +344,7 @@ def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
     return out
 
 
+_PANEL = re.compile(r"<vb-panel\b.*?</vb-panel>", re.DOTALL)  # a panel holds no other panel
 _LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
 
 

@@ -7,8 +7,12 @@ its run is *outdated*, with the old and the new value, until that machine runs a
 """
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import inspect
+import linecache
+import os
 import subprocess
 import types
 import weakref
@@ -38,11 +42,36 @@ def _own_sources(fn: Any, package: str, seen: set[int]) -> list[str]:
     if id(fn) in seen or _package(fn) != package:
         return []
     seen.add(id(fn))
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
+    read = _read(fn)
+    if read is None:
         return []
+    source, named = read
     out = [source]
+    for target in named:
+        out += _own_sources(target, package, seen)
+    return out
+
+
+#: each function's or class's source and the functions and classes it names, read once per object:
+#: a helper many claims call is otherwise read from disk and tokenised again for every one of them
+_READ_CACHE: weakref.WeakKeyDictionary[Any, tuple[str, tuple[Any, ...]] | None] = weakref.WeakKeyDictionary()
+
+
+def _read(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
+    try:
+        return _READ_CACHE[fn]
+    except KeyError:
+        pass
+    except TypeError:  # not weakly referable: read it each time
+        return _read_uncached(fn)
+    _READ_CACHE[fn] = read = _read_uncached(fn)
+    return read
+
+
+def _read_uncached(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
+    source = source_of(fn)
+    if source is None:
+        return None
     code = getattr(fn, "__code__", None)
     names: set[str] = set()
     stack = [code] if code is not None else []
@@ -51,11 +80,87 @@ def _own_sources(fn: Any, package: str, seen: set[int]) -> list[str]:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     namespace = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types.ModuleType("_"))
-    for name in sorted(names):
-        target = namespace.get(name)
-        if inspect.isfunction(target) or inspect.isclass(target):
-            out += _own_sources(target, package, seen)
-    return out
+    named = tuple(target for name in sorted(names)
+                  if inspect.isfunction(target := namespace.get(name)) or inspect.isclass(target))
+    return source, named
+
+
+def source_of(obj: Any) -> str | None:
+    """`inspect.getsource(obj)` for a function or class, found in one parse of its file.
+
+    inspect tokenises the file anew for each function it is asked about, and a book's claims
+    ask about hundreds; here each file is parsed once and every definition's lines looked up.
+    What the parse does not place (a lambda, say) is left to inspect. None where there is no source.
+    """
+    try:
+        obj = inspect.unwrap(obj)  # as inspect does: a decorated function's own source
+        file = inspect.getsourcefile(obj)
+    except (TypeError, ValueError):
+        return None
+    if file is None:
+        return None
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return None
+    lines, by_line, by_name = _definitions(file, stat.st_mtime_ns, stat.st_size)
+    code = getattr(obj, "__code__", None)
+    span = by_line.get(code.co_firstlineno) if code is not None else by_name.get(getattr(obj, "__qualname__", ""))
+    if span is not None and code is not None and code.co_filename != file:
+        span = None
+    if span is None:
+        try:
+            return inspect.getsource(obj)
+        except (OSError, TypeError):
+            return None
+    return "".join(lines[span[0] - 1:span[1]])
+
+
+@functools.lru_cache(maxsize=256)
+def _definitions(file: str, mtime_ns: int, size: int) -> tuple[list[str], dict[int, tuple[int, int]],
+                                                                 dict[str, tuple[int, int]]]:
+    """A source file's lines, and the lines (first, last) of every function and class it defines:
+    by the line a function's code starts on (its first decorator), and by a class's qualified name.
+    Cached by the file's modification time and size, so a file rewritten in place is read again."""
+    linecache.checkcache(file)
+    lines = linecache.getlines(file)
+    by_line: dict[int, tuple[int, int]] = {}
+    by_name: dict[str, tuple[int, int]] = {}
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return lines, by_line, by_name
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.end_lineno:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                span = (first, _block_end(lines, node.end_lineno, node.body[0].col_offset))
+                if isinstance(node, ast.ClassDef):
+                    by_name[prefix + node.name] = span
+                else:
+                    by_line[first] = span
+                inner = f"{prefix}{node.name}.<locals>." if not isinstance(node, ast.ClassDef) else f"{prefix}{node.name}."
+                visit(node.body, inner)
+
+    visit(tree.body, "")
+    return lines, by_line, by_name
+
+
+def _block_end(lines: list[str], last: int, body_column: int) -> int:
+    """The last line of a definition as inspect's block reader ends it: past the last statement,
+    over comment lines indented as deep as the body (blank lines between them too)."""
+    end, i = last, last
+    while i < len(lines):
+        text = lines[i]
+        stripped = text.strip()
+        i += 1
+        if not stripped:
+            continue
+        if not stripped.startswith("#") or len(text) - len(text.lstrip()) < body_column:
+            break
+        end = i
+    return end
 
 
 def code_fingerprint(claim: Claim) -> str:

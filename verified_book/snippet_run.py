@@ -13,6 +13,7 @@ that run after it.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
@@ -60,11 +61,38 @@ def run_as_script(path: Path, timeout: float = 600) -> SnippetRun:
 
 
 def run_in_process_or_as_script(path: Path) -> SnippetRun:
-    """The default run's way: inside this process, unless the snippet set a variable only a
-    fresh interpreter honours (it pins a thread pool, say); then that run is discarded and the
-    snippet runs as a script, so what is recorded is what a reader's run would print."""
+    """The default run's way: inside this process, unless the snippet sets a variable only a
+    fresh interpreter honours (it pins a thread pool, say); then it runs as a script, so what is
+    recorded is what a reader's run would print. A pin written plainly in the source is seen
+    before running; one set some other way is caught after the run, which is then discarded."""
+    if pins_load_time_variables(path.read_text(encoding="utf-8")):
+        return run_as_script(path)
     done = run_in_process(path)
     return run_as_script(path) if done.unhonoured else done
+
+
+def pins_load_time_variables(source: str) -> bool:
+    """Whether `source` sets a load-time variable (`os.environ["NAME"] = "value"`, or `setdefault`) to
+    a value this process did not start with, or names one in a way that cannot be read without running."""
+    if not any(name in source for name in LOAD_TIME_VARIABLES):
+        return False
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True
+    pinned: dict[str, object] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            key, value = node.targets[0].slice, node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
+              and len(node.args) == 2):
+            key, value = node.args
+        else:
+            continue
+        if isinstance(key, ast.Constant) and key.value in LOAD_TIME_VARIABLES:
+            pinned[key.value] = value.value if isinstance(value, ast.Constant) else value
+    mentioned = {name for name in LOAD_TIME_VARIABLES if name in source}
+    return mentioned != set(pinned) or any(os.environ.get(name) != value for name, value in pinned.items())
 
 
 def run_in_process(path: Path) -> SnippetRun:

@@ -1,0 +1,80 @@
+"""The plots page drawn in a process of its own: the same page as drawn here, or drawn here instead."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verified_book import plots_process
+from verified_book.render import GeneratedPage
+from verified_book.results import read_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DRAWER = '''\
+import os
+import sys
+
+from verified_book.render import GeneratedPage
+
+
+def draw(results):
+    print("a chatty drawing library")  # must not reach the page
+    return GeneratedPage(f"# {sorted(results)} drawn in {os.getpid()}", {"T": "<svg/>"})
+
+
+def broken(results):
+    raise ValueError("no such series")
+
+
+def half(results):
+    if "PLOTS_CHILD_DIES" in os.environ:
+        sys.stdout.write("not a page")
+        sys.stdout.flush()
+        os._exit(0)
+    return GeneratedPage("# drawn here")
+'''
+
+
+@pytest.fixture
+def drawer(tmp_path: Path) -> Path:
+    (tmp_path / "drawer_module.py").write_text(textwrap.dedent(DRAWER))
+    return tmp_path
+
+
+def test_the_child_draws_the_page_and_hands_it_back(drawer: Path) -> None:
+    page = plots_process.Drawing("drawer_module:draw", drawer, {}).page()
+    assert isinstance(page, GeneratedPage) and page.blocks == {"T": "<svg/>"}
+    assert page.markdown.startswith("# [] drawn in ") and not page.markdown.endswith(f" {__import__('os').getpid()}")
+
+
+def test_a_drawing_error_surfaces_here_with_its_own_message(drawer: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(drawer))  # as the book's root is on the path of the process that builds its site
+    with pytest.raises(ValueError, match="no such series"):
+        plots_process.Drawing("drawer_module:broken", drawer, {}).page()
+    assert "no such series" not in capfd.readouterr().err, "the child's traceback is not shown beside this one"
+
+
+def test_a_child_that_gives_back_no_page_is_drawn_here(drawer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLOTS_CHILD_DIES", "1")
+    drawing = plots_process.Drawing("drawer_module:half", drawer, {})
+    monkeypatch.delenv("PLOTS_CHILD_DIES")
+    monkeypatch.syspath_prepend(str(drawer))
+    assert drawing.page().markdown == "# drawn here"
+
+
+def test_a_cancelled_drawing_leaves_no_process_and_no_folder(drawer: Path) -> None:
+    drawing = plots_process.Drawing("drawer_module:draw", drawer, {})
+    folder = Path(drawing._folder.name)
+    drawing.cancel()
+    assert not folder.exists() and drawing._child is None
+
+
+@pytest.mark.slow
+def test_the_book_s_plots_drawn_apart_are_the_plots_drawn_here() -> None:
+    results = read_all(ROOT / "results", lambda text: pytest.fail(text))
+    apart = plots_process.Drawing("claims.plots:render_plots_page", ROOT, results).page()
+    here = plots_process.function("claims.plots:render_plots_page")(results)
+    assert apart == here and "<svg" in "".join(here.blocks.values())

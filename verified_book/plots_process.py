@@ -1,0 +1,95 @@
+"""A book's plots page, drawn in a process of its own while the site's other pages render.
+
+Drawing is the slowest page of a build (matplotlib alone takes a second to load) and needs
+nothing but the results files, read already. Where a second core is free, the site starts
+`python -m verified_book.plots_process` with the results and takes the page back when it
+reaches it. The child is a plain interpreter, not a multiprocessing one, so nothing of the
+process that builds the site (its main module, its threads) is imported or copied again.
+Where the child cannot give a page back, the page is drawn in the building process instead,
+so a drawing error surfaces there, once, with its own traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from verified_book.render import GeneratedPage
+from verified_book.results import ResultsFile
+
+Draw = Callable[[Mapping[str, ResultsFile]], GeneratedPage]
+
+
+def function(where: str) -> Draw:
+    """The function `module:function` names; ImportError or AttributeError where it names none."""
+    module, _, name = where.partition(":")
+    draw: Draw = getattr(importlib.import_module(module), name)
+    return draw
+
+
+def free_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class Drawing:
+    """One plots page being drawn apart; `page()` waits for it, or draws it here."""
+
+    def __init__(self, where: str, root: Path, results: Mapping[str, ResultsFile]) -> None:
+        self.where, self.results = where, results
+        self._folder = tempfile.TemporaryDirectory(prefix="verified-book-plots-")
+        given = Path(self._folder.name) / "results.pickle"
+        given.write_bytes(pickle.dumps(dict(results)))
+        # the book's root first on the path, as the building process has it, to import the book's package
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
+        self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-m", __name__, where, str(given)], cwd=root, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def page(self) -> GeneratedPage:
+        """The drawn page: the child's, or drawn here where the child gave none back."""
+        child, self._child = self._child, None
+        try:
+            if child is not None:
+                out, err = child.communicate()
+                page = _unpickled(out) if child.returncode == 0 else None
+                if isinstance(page, GeneratedPage):
+                    sys.stderr.write(err.decode(errors="replace"))  # the drawing's own warnings
+                    return page
+        finally:
+            self._folder.cleanup()
+        return function(self.where)(self.results)
+
+    def cancel(self) -> None:
+        """Stop the child (the build failed before it reached the page)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.communicate()
+        self._folder.cleanup()
+
+
+def _unpickled(data: bytes) -> Any:
+    try:
+        return pickle.loads(data)
+    except Exception:  # noqa: BLE001 - whatever the child wrote, the page is then drawn here
+        return None
+
+
+def main(argv: list[str]) -> int:
+    where, given = argv
+    results: Any = pickle.loads(Path(given).read_bytes())
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the page alone
+        page = function(where)(results)
+    sys.stdout.buffer.write(pickle.dumps(page))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
