@@ -225,6 +225,20 @@ def test_probe_sweep_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None
         assert point.measurement.work == 2 * batch * 256 * 512 and point.weight_bytes == 4 * 256 * 512
 
 
+def test_on_the_cpu_only_the_sweep_s_first_batch_gets_an_untimed_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Later batches reuse the warm weight: their first call is timed and calibrates the repetitions."""
+    monkeypatch.setenv(CAP_ENV, "0.02")
+    from verified_book.backends import detect
+    from claims.probes import devices
+    from claims.probes.matmul import measure_sweep
+
+    calibrated: list[int] = []
+    real = devices.Runner.calibrate
+    monkeypatch.setattr(devices.Runner, "calibrate", lambda self, fn: calibrated.append(1) or real(self, fn))
+    points = measure_sweep(detect()["numpy"], 128, 256, batches=(1, 2, 4))
+    assert len(calibrated) == 1 and all(p.measurement is not None and p.gflops > 0 for p in points.values())
+
+
 # scripts/merge-results
 
 

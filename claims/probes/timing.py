@@ -22,11 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
 CAP_ENV = "CLAIMS_PROBE_CAP_S"
-# A CPU probe repeats until settled or a tenth of a second has passed, never fewer than five times
-# (three for a call too slow for five): a busy machine rarely settles a probe in the next tenth
-# that has not settled in the first, and the invariants that set one probe against another
-# measure again with four times the cap before they fail.
-CPU_CAP_S = 0.1
+CPU_CAP_S = 0.2
 GPU_CAP_S = 1.0
 
 
