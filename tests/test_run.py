@@ -229,3 +229,16 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
     (written,) = results.glob("*.json")
     records = json.loads(written.read_text())["records"]
     assert sum(len(per_backend) for per_backend in records.values()) >= 3, "the records judged so far are kept"
+
+
+def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_output() -> None:
+    """`cli.run` skips the interpreter's teardown, not what an exit owes: handlers, flushed output, the code."""
+    script = ("import atexit, sys\nfrom verified_book import cli\n"
+              "atexit.register(lambda: print('handler ran'))\n"
+              "print('said before', end='')\n"
+              "sys.argv = ['verified-book', *sys.argv[1:]]\ncli.run()\n")
+    unknown = subprocess.run([sys.executable, "-c", script, "verfiy"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "unknown job 'verfiy'" in unknown.stderr
+    assert unknown.stdout == "said beforehandler ran\n"
+    helped = subprocess.run([sys.executable, "-c", script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "verified-book verify" in helped.stdout and helped.stdout.endswith("handler ran\n")

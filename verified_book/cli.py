@@ -227,8 +227,11 @@ def run() -> NoReturn:
         print(code, file=sys.stderr)
         code = 1
     atexit._run_exitfuncs()  # what `sys.exit` would run, in the same order
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError):  # the reader closed the pipe (`| head`): nothing left to say
+            pass
     os._exit(code or 0)
 
 
