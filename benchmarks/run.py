@@ -348,12 +348,12 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
 
     open_book(read_config(ROOT))  # the engine makes the book's content (claims/) importable
     from claims.probes import bandwidth
-    from claims.probes.devices import cpu_threads
+    from verified_book.machine import usable_cpus
 
     numpy_backend = detect()["numpy"]
     size = bandwidth.cpu_buffer_bytes()
     size_mib = size // MIB
-    threads = cpu_threads()
+    threads = usable_cpus()
     result: dict[str, Any] = {"working_set_mib": size_mib, "threads": threads,
                               "llc": dict(zip(("bytes", "from"), bandwidth.last_level_cache()))}
 

@@ -149,6 +149,14 @@ def _nvidia_driver() -> str | None:
         return None
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity where the OS says it, else every CPU)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def fingerprint() -> dict[str, Any]:
     """What this machine is, read from the OS and the libraries present."""
     info: dict[str, Any] = {

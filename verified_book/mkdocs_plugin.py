@@ -29,6 +29,7 @@ from mkdocs.structure.pages import Page as MkPage
 from verified_book import plots_process, render, site_machines
 from verified_book.bindings import AllowListError, Book, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
+from verified_book.machine import usable_cpus
 from verified_book.registry import REGISTRY
 from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
 
@@ -266,8 +267,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     def _start_plots(self) -> None:
         """Start drawing the charts now in a process of their own, where a second core is free
         (see `verified_book.plots_process`): they are then ready when the build reaches their page."""
-        if self._plots_function() is not None and self.book_config.plots and plots_process.free_cores() > 1:
-            self._drawing = plots_process.Drawing(self.book_config.plots, self.root, self.results)
+        where = self.book_config.plots
+        if where and self._plots_function() is not None and usable_cpus() > 1:
+            self._drawing = plots_process.Drawing(where, self.root, self.results)
 
     def _plots_page(self) -> render.GeneratedPage:
         """The plots page: the drawing `_start_plots` began, else drawn here."""

@@ -33,11 +33,6 @@ def function(where: str) -> Draw:
     return draw
 
 
-def free_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 class Drawing:
     """One plots page being drawn apart; `page()` waits for it, or draws it here."""
 

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from verified_book.backends import Backend
+from verified_book.machine import usable_cpus
 from claims.probes import store
-from claims.probes.devices import GIB, MIB, Runner, available_memory, cpu_threads
+from claims.probes.devices import GIB, MIB, Runner, available_memory
 from claims.probes.timing import Measurement, repeat
 from verified_book.registry import NotOnBackend
 
@@ -194,7 +195,7 @@ def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbyte
     try:
         with runner.on_device():
             size = nbytes or buffer_bytes(runner)
-            threads = threads or (cpu_threads() if runner.adapter.splits_copies else 1)
+            threads = threads or (usable_cpus() if runner.adapter.splits_copies else 1)
             copy, read, check = _operations(runner, size, threads)
             out = {op: _measure(runner, op, copy if op == "copy" else read, size, threads) for op in ops}
             if "copy" in ops and not check():

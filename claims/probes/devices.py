@@ -108,10 +108,3 @@ def available_memory() -> int:
     except (ValueError, OSError, AttributeError):
         return 8 * GIB
 
-
-def cpu_threads() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
