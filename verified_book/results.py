@@ -421,12 +421,7 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
         if not isinstance(fig, dict):
             problems.append(f"{where}: must be an object with file, line, printed")
             continue
-        line = fig.get("line")
-        if not _is_int(line) or not 1 <= line <= MAX_LINE:
-            problems.append(f"{where}: line {_show(line)} is not a positive integer")
-        file = fig.get("file")
-        if not isinstance(file, str) or not BOOK_PATH_PATTERN.match(file):
-            problems.append(f"{where}: file {_show(file)} is not a relative path inside the book")
+        problems += _line_problem(fig.get("line"), where) + _file_problem(fig.get("file"), where)
         for key in ("printed", "stated"):
             if not _optional(fig, key, lambda v: isinstance(v, str)):
                 problems.append(f"{where}: {key} must be a string")
@@ -513,6 +508,20 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
             _check_output_checks(output.get("checked"), at, problems)
 
 
+def _file_problem(file: Any, where: str) -> list[str]:
+    """A place's file: a relative path inside the book, or the problem with it."""
+    if isinstance(file, str) and BOOK_PATH_PATTERN.match(file):
+        return []
+    return [f"{where}: file {_show(file)} is not a relative path inside the book"]
+
+
+def _line_problem(line: Any, where: str) -> list[str]:
+    """A place's line: a positive integer up to MAX_LINE, or the problem with it."""
+    if _is_int(line) and 1 <= line <= MAX_LINE:
+        return []
+    return [f"{where}: line {_show(line)} is not a positive integer"]
+
+
 def _check_output_checks(checked: Any, at: str, problems: list[str]) -> None:
     """An output's `checked`: how each of the book's blocks showing the snippet compared with this run."""
     if checked is None:
@@ -525,10 +534,7 @@ def _check_output_checks(checked: Any, at: str, problems: list[str]) -> None:
         if not isinstance(check, dict):
             problems.append(f"{where}: must be an object with file, line, status")
             continue
-        if not isinstance(check.get("file"), str) or not BOOK_PATH_PATTERN.match(check["file"]):
-            problems.append(f"{where}: file {_show(check.get('file'))} is not a relative path inside the book")
-        if not _is_int(check.get("line")) or not 1 <= check["line"] <= MAX_LINE:
-            problems.append(f"{where}: line {_show(check.get('line'))} is not a positive integer")
+        problems += _file_problem(check.get("file"), where) + _line_problem(check.get("line"), where)
         if check.get("status") not in OUTPUT_STATUSES:
             problems.append(f"{where}: status {_show(check.get('status'))} is not one of {', '.join(OUTPUT_STATUSES)}")
         if not _optional(check, "message", lambda v: isinstance(v, str)):
