@@ -189,6 +189,42 @@ def test_under_xdist_measured_claims_run_after_everything_else_on_one_worker(tmp
     assert min(r["start"] for r in timed) >= max(r["end"] for r in plain)
 
 
+SKIPPED_ON_NUMPY = '''
+
+from verified_book.registry import NotOnBackend
+
+
+@claim("work.elsewhere", kind="library", backends=("numpy",))
+def elsewhere(backend):
+    """A case its backend cannot compute: a skipped status among the workers' statuses."""
+    raise NotOnBackend("not on this backend")
+'''
+
+
+@pytest.mark.slow  # four pytest processes
+def test_under_xdist_the_summary_and_the_records_are_those_of_a_plain_run(tmp_path: Path) -> None:
+    """The workers hand their statuses to the controller; one whose statuses cannot travel (a Status
+    is not a builtin str) dies at its end, and the table and the verdict read zero."""
+    def run(*args: str) -> faults.Run:
+        book = faults.SampleBook(tmp_path / ("xdist" if args else "plain"))
+        book.claims("work", TIMED_CLAIMS + SKIPPED_ON_NUMPY)
+        book.page("page.md", "Plain: [1](claim:work.plain.0), [1](claim:work.plain.1); timed: [1](claim:work.timed.0); "
+                             "skipped on numpy: [2](claim:work.elsewhere).\n")
+        return book.run_apart(*args, absent=("torch", "mlx"))
+
+    def summary(run: faults.Run) -> list[str]:
+        lines = run.output.splitlines()
+        start = next(i for i, line in enumerate(lines) if "verified book" in line)
+        return [line for line in lines[start + 1:] if line.startswith(("numpy ", "none ", "all ", "figures: "))]
+
+    plain, parallel = run(), run("-n", "2")
+    assert plain.ret == parallel.ret == 0, parallel.output[-3000:]
+    assert "DumpError" not in parallel.output
+    assert any(line.startswith("figures: 3 verified") for line in summary(plain)), summary(plain)
+    assert summary(parallel) == summary(plain)
+    assert parallel.statuses() == plain.statuses()
+
+
 def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there() -> None:
     """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
     from verified_book.backends import Backend

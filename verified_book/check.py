@@ -264,9 +264,9 @@ class Verifier:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)
         if result.state == SKIPPED:
-            return Status.SKIPPED, verdicts
+            return Status.SKIPPED.value, verdicts
         if result.state == FAILED:
-            return Status.FAILED, verdicts
+            return Status.FAILED.value, verdicts
         return worst(v.status for v in verdicts), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
