@@ -78,3 +78,37 @@ def test_the_book_s_plots_drawn_apart_are_the_plots_drawn_here() -> None:
     apart = plots_process.Drawing("claims.plots:render_plots_page", ROOT, results).page()
     here = plots_process.function("claims.plots:render_plots_page")(results)
     assert apart == here and "<svg" in "".join(here.blocks.values())
+
+
+@pytest.mark.slow  # a site build
+def test_a_book_with_its_own_plots_page_starts_no_drawing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drawing starts as soon as the results are read, before the files are listed; a book that
+    keeps a page of a generated page's name (the plots, the machines) gets no drawing, and its own pages are built."""
+    from test_site import build_here, copy_project
+
+    from verified_book.machine import usable_cpus
+
+    started: list[str] = []
+
+    class Recorded(plots_process.Drawing):
+        def __init__(self, where: str, root: Path, results: object) -> None:
+            started.append(where)
+            super().__init__(where, root, results)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plots_process, "Drawing", Recorded)
+    project = copy_project(tmp_path / "own")
+    (project / "book" / "plots.md").write_text("# Plots drawn by hand\n\nNone yet.\n")
+    (project / "book" / "machines.md").write_text("# Machines listed by hand\n\nNone yet.\n")
+    passed, log = build_here(project, tmp_path / "site", strict=False)
+    assert passed, log
+    assert "machines.md: the claims plugin generates this page; the book has a file of the same name" in log
+    assert "plots.md: the claims plugin generates this page; the book has a file of the same name" in log
+    assert "Plots drawn by hand" in (tmp_path / "site" / "plots.html").read_text()
+    assert "Machines listed by hand" in (tmp_path / "site" / "machines.html").read_text()
+    assert started == []
+
+    started.clear()
+    (project / "book" / "plots.md").unlink()
+    passed, log = build_here(project, tmp_path / "site", strict=False)
+    assert passed, log
+    assert started == (["claims.plots:render_plots_page"] if usable_cpus() > 1 else [])

@@ -92,6 +92,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
         self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
+        if not (self.docs / self.config.plots_page).exists():  # the page will be generated: start its drawing now
+            self._start_plots()
         return config
 
     def _read_local(self, local: Path) -> None:
@@ -145,8 +147,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 continue
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
         plots_file = files.get_file_from_path(self.config.plots_page)
-        if plots_file is not None and plots_file.generated_by:
-            self._start_plots()
+        if (plots_file is None or not plots_file.generated_by) and self._drawing is not None:
+            self._drawing.cancel()  # the book's own file of that name (excluded, say) is kept: nothing to draw
+            self._drawing = None
         legend = files.get_file_from_path(self.config.legend_page)
         config.extra["vb_legend_url"] = legend.url if legend is not None else ""
         if self.config.stand_ins:
@@ -161,12 +164,13 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         src = page.file.src_uri
-        if src == self.config.machines_page:
-            return self._machines(page, files)
-        if src == self.config.plots_page:
-            return self._plots()
-        if src == self.config.legend_page and page.file.generated_by:
-            return self._legend(page, files)
+        if page.file.generated_by:  # the book's own file of a generated page's name is kept, and rendered as any page
+            if src == self.config.machines_page:
+                return self._machines(page, files)
+            if src == self.config.plots_page:
+                return self._plots()
+            if src == self.config.legend_page:
+                return self._legend(page, files)
         if page.file.generated_by or not page.file.abs_src_path:
             return markdown
         path = Path(page.file.abs_src_path).resolve()
@@ -265,8 +269,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             raise PluginError(f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}") from None
 
     def _start_plots(self) -> None:
-        """Start drawing the charts now in a process of their own, where a second core is free
-        (see `verified_book.plots_process`): they are then ready when the build reaches their page."""
+        """Start drawing the charts in a process of their own, where a second core is free (see
+        `verified_book.plots_process`), as soon as the results are read: the drawing takes longer
+        than collecting the files and rendering the chapters, so it is ready when the build reaches its page."""
         where = self.book_config.plots
         if where and self._plots_function() is not None and usable_cpus() > 1:
             self._drawing = plots_process.Drawing(where, self.root, self.results)
