@@ -248,6 +248,39 @@ def test_the_panel_shows_each_machines_value_on_hover_and_on_focus(visit: Visit,
 
 
 @pytest.mark.browser
+def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Visit, book: Book) -> None:
+    """A wide table scrolls in its box, whose edge fades while there is more to see; the fade
+    must not cut off the panel of a figure in it, which reaches past the box."""
+    for page in (p for p in book.pages if p.bindings):
+        browser_page = visit.open(page_url(page.file))
+        faded = browser_page.locator("[data-vb-more~=right]:has([data-claim])")
+        if faded.count():
+            break
+    else:
+        pytest.fail("no page at 1280 px has a figure in a box that scrolls sideways; the test has nothing to check")
+    box = faded.first
+    edge = box.bounding_box()
+    assert edge
+    figures = box.locator("[data-claim]")
+    figure = max((figures.nth(i) for i in range(figures.count())),
+                 key=lambda f: (f.bounding_box() or {"x": -1.0})["x"] if f.is_visible() else -1.0)
+    figure.hover()
+    panel = figure.locator(".vb-panel")
+    panel.wait_for(state="visible")
+    browser_page.wait_for_timeout(300)  # the fade's and the panel's transitions
+    shown = panel.bounding_box()
+    assert shown and shown["x"] + shown["width"] > edge["x"] + edge["width"], "the panel stays inside the box"
+    for fx in (0.1, 0.5, 0.9):  # points across the panel, past the box's edge too: the panel is what is there
+        on_top = browser_page.evaluate(
+            "([p, fx]) => { const r = p.getBoundingClientRect();"
+            " const at = document.elementFromPoint(r.left + r.width * fx, r.top + r.height / 2);"
+            " return !!at && p.contains(at); }", [panel.element_handle(), fx])
+        assert on_top, f"at {fx:.0%} of its width the panel of {figure.get_attribute('data-claim')} is hidden"
+    mask = box.evaluate("b => getComputedStyle(b).maskImage || getComputedStyle(b).webkitMaskImage")
+    assert mask in ("none", ""), f"the box still fades while the panel is open: {mask}"
+
+
+@pytest.mark.browser
 def test_a_tap_opens_the_panel_and_a_tap_elsewhere_closes_it(browser: Any, base_url: str, book: Book) -> None:
     page = next(p for p in book.pages if p.bindings)
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
