@@ -374,7 +374,7 @@ def plot_html(plot: Plot) -> str:
     """A plot as a figure with its caption, or its note where it is left out."""
     if plot.svg is None:
         return f'<p class="vb-plot__missing" data-plot="{esc(plot.key)}">{esc(plot.note)}</p>'
-    return (f'<figure class="vb-plot" data-plot="{esc(plot.key)}">{plot.svg}'
+    return (f'<figure class="vb-plot" data-plot="{esc(plot.key)}"><div class="vb-scroll vb-plot__scroll">{plot.svg}</div>'
             f"<figcaption>{esc(plot.note)}</figcaption></figure>")
 
 

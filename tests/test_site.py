@@ -281,6 +281,25 @@ def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Vis
 
 
 @pytest.mark.browser
+def test_on_a_phone_a_chart_keeps_legible_labels_and_scrolls_sideways(browser: Any, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        phone = context.new_page()
+        phone.goto(base_url + "plots.html", wait_until="load")
+        charts = phone.locator("figure.vb-plot")
+        assert charts.count() >= 1, "the plots page drew no chart from the committed results"
+        for i in range(charts.count()):
+            chart = charts.nth(i)
+            heights = chart.locator("svg text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().height)")
+            assert heights and min(h for h in heights if h > 0) >= 8.5, f"chart {i}: labels {min(heights):.1f} px tall"
+            box = chart.locator(".vb-scroll")
+            assert box.evaluate("b => b.scrollWidth > b.clientWidth"), f"chart {i} is shrunk, not scrolled"
+            assert box.get_attribute("data-vb-more") == "right", f"chart {i} does not say there is more to the right"
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
 def test_a_tap_opens_the_panel_and_a_tap_elsewhere_closes_it(browser: Any, base_url: str, book: Book) -> None:
     page = next(p for p in book.pages if p.bindings)
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
