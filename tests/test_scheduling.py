@@ -225,6 +225,27 @@ def test_under_xdist_the_summary_and_the_records_are_those_of_a_plain_run(tmp_pa
     assert parallel.statuses() == plain.statuses()
 
 
+@pytest.mark.slow  # three pytest processes
+def test_under_xdist_a_worker_whose_statuses_are_lost_fails_the_run_and_says_so(tmp_path: Path) -> None:
+    book = faults.SampleBook(tmp_path / "lost")
+    book.claims("work", TIMED_CLAIMS)
+    book.page("page.md", "Plain: [1](claim:work.plain.0).\n")
+    book.conftest("""
+        import os
+
+        import pytest
+
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionfinish(session):
+            if os.environ.get("PYTEST_XDIST_WORKER") == "gw1":
+                session.config.workeroutput.pop("claims_statuses", None)
+    """)
+    run = book.run_apart("-n", "2", "--no-results", absent=("torch", "mlx"))
+    assert run.ret == pytest.ExitCode.INTERNAL_ERROR, run.output[-3000:]
+    assert "the statuses of worker gw1 (it handed back no statuses) did not reach this process" in run.output
+
+
 def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there() -> None:
     """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
     from verified_book.backends import Backend

@@ -64,6 +64,7 @@ class RunState:
         self.started = time.time()
         self.worker_statuses: dict[tuple[str, str], str] = {}
         self.worker_written: set[str] = set()
+        self.lost_workers: list[str] = []  # xdist workers whose statuses never reached the controller, and why
         self.not_here: dict[str, str] = {}  # claim id -> why no backend here computed it
         self.selected: set[tuple[str, str]] = set()  # (claim, backend) pairs this run's items check
         self.figure_statuses: dict[str, str] = {}  # figure item's node id -> its status on this machine
@@ -486,6 +487,8 @@ def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> N
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = state(session.config)
+    if run.lost_workers and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a summary without a worker's checks is not a pass
     if session.config.getoption("rewrite_stale_figures"):
         changed = rewrite_stale(run.verifier, run.root)
         if changed:
@@ -556,6 +559,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     """On the xdist controller: take in what a worker judged, for one summary of the whole run."""
     run = state(node.config)
     output = getattr(node, "workeroutput", None) or {}
+    if error is not None or "claims_statuses" not in output:
+        why = str(error).strip().splitlines()[-1] if error is not None and str(error).strip() else "it handed back no statuses"
+        run.lost_workers.append(f"{node.gateway.id} ({why})")
     for claim_id, backend_name, status in output.get("claims_statuses", []):
         key = (claim_id, backend_name)
         run.worker_statuses[key] = worst((status, run.worker_statuses[key])) if key in run.worker_statuses else status
@@ -658,6 +664,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
+    for lost in run.lost_workers:
+        terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
+                                    "below leave out every check it ran", red=True)
     if not table:
         return
     found = {s for row in table.values() for s in row} - {"selected", "not here"}
