@@ -14,7 +14,8 @@ Times, one after another:
    timed items run alone: start-up, collection, the timed items and the close one after
    another, everything else divided by the cores;
 2. `python3 run.py verify` (with `-q --no-results`): the book's checks and the site build, as a
-   reader verifies the book, judged against the snippets (at most 1.5 times their time);
+   reader verifies the book, judged against the snippets (at most 1.5 times their time), with
+   the same account of its phases (its close is the site build);
 3. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
    after another. 2 and 3 alternate for `--verify-rounds` rounds (3 by default), and the
    round with the median ratio is judged: see `verify_against_snippets`;
@@ -117,29 +118,39 @@ def run_suite(cores: int) -> dict[str, Any]:
     return out
 
 
-def run_verify() -> dict[str, Any]:
-    """`python3 run.py verify` as a reader runs it (the book's checks, then the site), writing no results file."""
+def run_verify(cores: int = 1) -> dict[str, Any]:
+    """`python3 run.py verify` as a reader runs it (the book's checks, then the site), writing no results file,
+    and where its seconds went (see `phases`; its `close` is the site build and the exit)."""
     args = ["verify", "-q", "--no-results"]
-    launched = time.time()
-    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=3600)
+    with tempfile.TemporaryDirectory(prefix="phases-") as folder:
+        phases_file = Path(folder) / "phases.json"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+               phases_plugin.OUT_ENV: str(phases_file)}
+        launched = time.time()
+        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=3600)
+        ended = time.time()
+        recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
     lines = proc.stdout.splitlines()
     verdict = next((line for line in reversed(lines) if line.startswith("verified-book: ")), "")
-    return {"seconds": round(time.time() - launched, 2), "exit_status": proc.returncode, "verdict": verdict,
-            "command": " ".join(["python3", "run.py", *args])}
+    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode, "verdict": verdict,
+                           "command": " ".join(["python3", "run.py", *args])}
+    if recorded:
+        out["phases"] = phases(recorded, launched, ended, cores)
+    return out
 
 
-def verify_against_snippets(rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
     """`run.py verify` and the snippets as scripts, one after the other, `rounds` times.
 
     Other work on a shared machine slows whatever runs beside it, by a quarter or more for a
     minute at a time; each round compares two runs made seconds apart, and the median round's
     ratio is the one judged. Each side's median seconds is shown beside it; the snippets'
-    per-script times are those of their median round.
+    per-script times are those of their median round, as are verify's phases.
     """
     verifies, snippet_runs = [], []
     for n in range(rounds):
-        verifies.append(run_verify())
+        verifies.append(run_verify(cores))
         snippet_runs.append(run_snippets())
         print(f"    round {n + 1}: verify {verifies[-1]['seconds']:.1f} s, snippets {snippet_runs[-1]['seconds']:.1f} s",
               flush=True)
@@ -450,9 +461,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"      {item_seconds:5.2f} s  {nodeid}")
     if not args.skip_suite:
         print(f"  timing python3 run.py verify and the snippets, alternating, {args.verify_rounds} round(s) ...", flush=True)
-        report["verify"], report["snippets"] = verify_against_snippets(max(1, args.verify_rounds))
+        report["verify"], report["snippets"] = verify_against_snippets(max(1, args.verify_rounds), info.get("cores") or 1)
         print(f"  verify: {report['verify']['seconds']:.1f} s, median of {report['verify']['rounds']} "
               f"(exit {report['verify']['exit_status']}); {report['verify']['verdict']}", flush=True)
+        split = report["verify"].get("phases", {})
+        for name, seconds in split.get("seconds", {}).items():
+            heading = name.removesuffix("_items")
+            count = split["items"].get(heading)
+            shown = "close (the site build and the exit)" if name == "close" else name.replace("_", " ")
+            print(f"    {shown}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else "") + " in the median round")
     else:
         print("  timing the snippets ...", flush=True)
         report["snippets"] = run_snippets()

@@ -72,9 +72,11 @@ def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkey
     order: list[str] = []
     verify_s, snippets_s = iter([20.0, 40.0, 21.0]), iter([10.0, 30.0, 12.0])  # ratios 2.0, 1.33, 1.75
 
-    def verify() -> dict[str, object]:
+    def verify(cores: int) -> dict[str, object]:
         order.append("verify")
-        return {"seconds": next(verify_s), "exit_status": 0, "verdict": "v", "command": "c"}
+        seconds = next(verify_s)
+        return {"seconds": seconds, "exit_status": 0, "verdict": "v", "command": "c",
+                "phases": {"cores": cores, "round_of": seconds}}
 
     def snippets() -> dict[str, object]:
         order.append("snippets")
@@ -82,7 +84,8 @@ def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkey
 
     monkeypatch.setattr(bench, "run_verify", verify)
     monkeypatch.setattr(bench, "run_snippets", snippets)
-    judged, scripts = bench.verify_against_snippets(3)
+    judged, scripts = bench.verify_against_snippets(3, cores=2)
     assert order == ["verify", "snippets"] * 3
+    assert judged["phases"] == {"cores": 2, "round_of": 21.0}, "the phases shown are the judged round's"
     assert judged["over_snippets"] == 1.75 and [r["ratio"] for r in judged["each_round"]] == [2.0, 1.33, 1.75]
     assert (judged["seconds"], scripts["seconds"]) == (21.0, 12.0)
