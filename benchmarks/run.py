@@ -94,10 +94,9 @@ def bin_of(name: str) -> str:
     return str(local) if local.exists() else (shutil.which(name) or name)
 
 
-def run_suite(cores: int) -> dict[str, Any]:
-    """The README's test command, with no results file written and no pytest cache, and where
-    its seconds went (see `phases`)."""
-    args = ["test", "-q", "-p", "no:cacheprovider", "--no-results"]
+def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`python3 run.py ARGS` with `benchmarks/phases.py` loaded: the finished process, and its seconds,
+    exit status and command, with where its seconds went where the run recorded them (see `phases`)."""
     with tempfile.TemporaryDirectory(prefix="phases-") as folder:
         phases_file = Path(folder) / "phases.json"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
@@ -107,37 +106,29 @@ def run_suite(cores: int) -> dict[str, Any]:
                               env=env, capture_output=True, text=True, timeout=3600)
         ended = time.time()
         recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
+    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode,
+                           "command": " ".join(["python3", "run.py", *args])}
+    if recorded:
+        out["phases"] = phases(recorded, launched, ended, cores)
+    return proc, out
+
+
+def run_suite(cores: int) -> dict[str, Any]:
+    """The README's test command, with no results file written and no pytest cache, and where
+    its seconds went."""
+    proc, out = run_job(["test", "-q", "-p", "no:cacheprovider", "--no-results"], cores)
     lines = proc.stdout.splitlines()
     summary = next((line for line in reversed(lines) if " in " in line), "")
     failed = [line.split(" - ")[0] for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode,
-                           "summary": summary.strip("= "), "failed": failed,
-                           "command": " ".join(["python3", "run.py", *args])}
-    if recorded:
-        out["phases"] = phases(recorded, launched, ended, cores)
-    return out
+    return {**out, "summary": summary.strip("= "), "failed": failed}
 
 
 def run_verify(cores: int = 1) -> dict[str, Any]:
-    """`python3 run.py verify` as a reader runs it (the book's checks, then the site), writing no results file,
-    and where its seconds went (see `phases`; its `close` is the site build and the exit)."""
-    args = ["verify", "-q", "--no-results"]
-    with tempfile.TemporaryDirectory(prefix="phases-") as folder:
-        phases_file = Path(folder) / "phases.json"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
-               phases_plugin.OUT_ENV: str(phases_file)}
-        launched = time.time()
-        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=3600)
-        ended = time.time()
-        recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
-    lines = proc.stdout.splitlines()
-    verdict = next((line for line in reversed(lines) if line.startswith("verified-book: ")), "")
-    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode, "verdict": verdict,
-                           "command": " ".join(["python3", "run.py", *args])}
-    if recorded:
-        out["phases"] = phases(recorded, launched, ended, cores)
-    return out
+    """`python3 run.py verify` as a reader runs it (the book's checks, then the site), writing no results
+    file, and where its seconds went (its `close` is the site build and the exit)."""
+    proc, out = run_job(["verify", "-q", "--no-results"], cores)
+    verdict = next((line for line in reversed(proc.stdout.splitlines()) if line.startswith("verified-book: ")), "")
+    return {**out, "verdict": verdict}
 
 
 def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
