@@ -148,7 +148,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
         plots_file = files.get_file_from_path(self.config.plots_page)
         if (plots_file is None or not plots_file.generated_by) and self._drawing is not None:
-            self._drawing.cancel()  # the book's own file of that name (excluded, say) is kept: nothing to draw
+            self._drawing.cancel()  # the page is the book's own after all: nothing to draw
             self._drawing = None
         legend = files.get_file_from_path(self.config.legend_page)
         config.extra["vb_legend_url"] = legend.url if legend is not None else ""
