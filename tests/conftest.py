@@ -51,3 +51,25 @@ def project_book() -> None:
     from verified_book import config
 
     config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
+
+
+@pytest.fixture(scope="session")
+def torch_operators_loaded() -> None:
+    """torch's lazily imported compiler modules, loaded once before any pytester fixture exists.
+
+    pytester drops every module a test imported once the test ends, and torch registers each
+    operator library in C++ once per process: a module such as torch._inductor.test_operators
+    (pulled in through torch._dynamo by some operators' decompositions) first imported inside one
+    in-process run fails the next run that imports it again ("Only a single TORCH_LIBRARY can be
+    used to register the namespace"). Loaded before pytester takes its snapshot, it is kept.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        import torch._dynamo  # noqa: F401
+
+
+@pytest.fixture
+def pytester(torch_operators_loaded: None, pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester's own fixture, set up after `torch_operators_loaded`."""
+    return pytester
