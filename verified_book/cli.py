@@ -40,10 +40,13 @@ def _book() -> BookConfig:
         raise SystemExit(f"verified-book: {e}") from None
 
 
+#: set for the jobs where the reader has not set them: Material's notice about MkDocs 2 is not the reader's business
+QUIET = {"NO_MKDOCS_2_WARNING": "1"}
+
+
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's notice about MkDocs 2 is not the reader's business
-    return env
+    """This process's environment with `QUIET`, for a job's child process."""
+    return {**QUIET, **os.environ}
 
 
 class _Outcome:
@@ -79,7 +82,8 @@ def site(book: BookConfig, args: list[str]) -> int:
     book's modules are loaded already, and the site needs no backend of its own."""
     import click
 
-    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's notice about MkDocs 2 is not the reader's business
+    for name, value in QUIET.items():
+        os.environ.setdefault(name, value)
     from mkdocs.__main__ import cli as mkdocs
 
     try:

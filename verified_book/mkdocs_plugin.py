@@ -171,7 +171,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 return self._plots()
             if src == self.config.legend_page:
                 return self._legend(page, files)
-        if page.file.generated_by or not page.file.abs_src_path:
+            return markdown
+        if not page.file.abs_src_path:
             return markdown
         path = Path(page.file.abs_src_path).resolve()
         book_page = read_page(path, self.root)

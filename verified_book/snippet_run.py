@@ -74,7 +74,8 @@ def run_in_process_or_as_script(path: Path) -> SnippetRun:
 def pins_load_time_variables(source: str) -> bool:
     """Whether `source` sets a load-time variable (`os.environ["NAME"] = "value"`, or `setdefault`) to
     a value this process did not start with, or names one in a way that cannot be read without running."""
-    if not any(name in source for name in LOAD_TIME_VARIABLES):
+    mentioned = {name for name in LOAD_TIME_VARIABLES if name in source}
+    if not mentioned:
         return False
     try:
         tree = ast.parse(source)
@@ -91,7 +92,6 @@ def pins_load_time_variables(source: str) -> bool:
             continue
         if isinstance(key, ast.Constant) and key.value in LOAD_TIME_VARIABLES:
             pinned[key.value] = value.value if isinstance(value, ast.Constant) else value
-    mentioned = {name for name in LOAD_TIME_VARIABLES if name in source}
     return mentioned != set(pinned) or any(os.environ.get(name) != value for name, value in pinned.items())
 
 
