@@ -10,7 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verified_book import inputs
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
@@ -21,6 +21,9 @@ from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
 from verified_book.vocabulary import Status, worst
+
+if TYPE_CHECKING:
+    from verified_book.ahead import Ahead
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
 
@@ -235,6 +238,7 @@ class Verifier:
         self.bindings = book.by_claim()
         self._outcomes: dict[tuple[str, str], Outcome] = {}
         self.judged: dict[tuple[str, str], Outcome] = {}
+        self.ahead: Ahead | None = None  # a helper process computing some claims while the run starts
 
     def backends_for(self, claim: Claim) -> list[Backend]:
         """The backends a claim is computed on, available or not (absent ones are skipped)."""
@@ -248,7 +252,8 @@ class Verifier:
             if not backend.available:
                 self._outcomes[key] = Outcome(claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}")
             else:
-                self._outcomes[key] = evaluate(claim, backend)
+                ahead = self.ahead.take(claim, backend) if self.ahead is not None else None
+                self._outcomes[key] = ahead if ahead is not None else evaluate(claim, backend)
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
 

@@ -57,6 +57,19 @@ class _Outcome:
         self.written: Path | None = None
         self.slug = ""
 
+    def pytest_claims_idle(self, config: Any) -> None:
+        """While the run waits for its helper, load what the site build will: MkDocs, the theme, the
+        plugins and the Markdown extensions, by reading the book's mkdocs.yml. Whatever goes wrong
+        here is the real build's to report."""
+        for name, value in QUIET.items():
+            os.environ.setdefault(name, value)
+        try:
+            from mkdocs.config import load_config
+
+            load_config(str(Path(config.rootpath) / "mkdocs.yml"))
+        except Exception:  # noqa: BLE001 - a broken config fails the build itself, with MkDocs' own message
+            pass
+
     def pytest_unconfigure(self, config: Any) -> None:
         from verified_book import pytest_plugin
 

@@ -18,6 +18,8 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     plausible = "claims.topics.measured:plausible"  # optional: bounds a contributed measured value must lie in
     plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results
     offline = true                      # optional: refuse network access while claims compute
+    ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
+                                        # (ids or fnmatch patterns; see verified_book.ahead)
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ class BookConfig:
     offline: bool = False
     local_results: Path | None = None
     plausible: str | None = None
+    ahead: tuple[str, ...] = ()
 
     @property
     def writes_to(self) -> Path:
@@ -74,6 +77,7 @@ DEFAULTS: dict[str, Any] = {
     "offline": False,
     "local_results": None,
     "plausible": None,
+    "ahead": [],
 }
 
 
@@ -105,6 +109,9 @@ def read_config(root: Path) -> BookConfig:
         topics = [topics]
     if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
         raise ConfigError(f"{path}: [book] topics must be a list of package names, found {topics!r}")
+    ahead = values["ahead"]
+    if not isinstance(ahead, list) or not all(isinstance(a, str) and a for a in ahead):
+        raise ConfigError(f"{path}: [book] ahead must be a list of claim ids or patterns, found {ahead!r}")
     pages = root / values["pages"]
     return BookConfig(
         root=root,
@@ -119,6 +126,7 @@ def read_config(root: Path) -> BookConfig:
         offline=bool(values["offline"]),
         local_results=root / values["local_results"] if values["local_results"] else None,
         plausible=values["plausible"],
+        ahead=tuple(ahead),
     )
 
 

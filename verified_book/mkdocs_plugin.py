@@ -197,11 +197,13 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return self._put_back_panels(output, page)
 
     def _set_aside_panels(self, html: str, page: MkPage) -> str:
-        """The page's content with each figure's panel replaced by a short comment, until `on_post_page`.
+        """The page's content with what the search leaves out (`_SET_ASIDE`) replaced by a short
+        comment each, until `on_post_page`.
 
         The search plugin parses every page's content to index it, tag by tag, and the panels
-        (kept out of the index all the same) are most of a chapter's tags: set aside, a build
-        parses a fraction of them. Nothing else reads the content in between.
+        are most of a chapter's tags, the matrix most of the machines page's: set aside, a build
+        parses a fraction of them, and the index holds the book's prose. Nothing else reads the
+        content in between.
         """
         panels: list[str] = []
 
@@ -209,7 +211,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             panels.append(match.group(0))
             return f"<!--{self._nonce}:{len(panels) - 1}-->"
 
-        html = _PANEL.sub(aside, html)
+        html = _SET_ASIDE.sub(aside, html)
         if panels:
             self._panels[page.file.src_uri] = panels
         return html
@@ -352,7 +354,10 @@ def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
     return out
 
 
-_PANEL = re.compile(r"<vb-panel\b.*?</vb-panel>", re.DOTALL)  # a panel holds no other panel
+#: what the site's search leaves out of its index, set aside while it parses each page: every
+#: figure's panel (it holds no other panel) and the machines page's claims × machines matrix (a
+#: status in each cell, found with the page's own filters; the table holds no other table)
+_SET_ASIDE = re.compile(rf"<vb-panel\b.*?</vb-panel>|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>", re.DOTALL)
 _LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
 
 

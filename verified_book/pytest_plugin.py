@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
+from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
 from verified_book import hookspecs
 from verified_book import machine as machine_mod
@@ -49,10 +50,13 @@ class RunState:
         self.book_dir = book.pages
         self.snippets_dir = book.snippets
         self.results_dir = Path(config.getoption("claims_results_dir") or book.writes_to)
+        ahead = self._start_ahead(config)  # first: the helper imports what it needs while this process does
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.output_blocks: BookOutputs = read_output_blocks(
             book_pages(self.book_dir) if self.book_dir.is_dir() else [], self.root, self.snippets_dir, is_measured)
+        if ahead is not None:
+            self._expect_ahead(ahead)
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
@@ -60,6 +64,7 @@ class RunState:
         self.machine = machine_mod.identify(info, slug)
         self.backends = backends_mod.detect()
         self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
+        self.verifier.ahead = ahead
         self.outputs: dict[str, dict[str, Any]] = {}
         self.started = time.time()
         self.worker_statuses: dict[tuple[str, str], str] = {}
@@ -71,6 +76,49 @@ class RunState:
         self.figures_selected: set[str] = set()
         self.written: Path | None = None
         self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
+        self.idled = False  # whether pytest_claims_idle has been called
+
+    def _start_ahead(self, config: pytest.Config) -> ahead_mod.Ahead | None:
+        """The helper for book.toml's `ahead` work, where this run has a core to spare for it: a plain
+        run (xdist's workers share the cores already) that runs its items, on two CPUs or more."""
+        plain = not hasattr(config, "workerinput") and not config.getoption("numprocesses", None)
+        if not self.book_config.ahead or not plain or config.getoption("claims_no_ahead") or config.option.collectonly \
+                or machine_mod.usable_cpus() < 2:
+            return None
+        return ahead_mod.Ahead(self.root)
+
+    def _expect_ahead(self, ahead: ahead_mod.Ahead) -> None:
+        """What this process takes from the helper: the claims book.toml's `ahead` matches, and the
+        snippets it names that time nothing; each entry that names nothing usable is a load error."""
+        claims, unmatched = ahead_mod.matching(self.book_config.ahead, REGISTRY)
+        text = (self.root / FILE_NAME).read_text(encoding="utf-8")
+
+        def problem(entry: str, what: str) -> None:
+            line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
+            self.load_errors.append(f"{FILE_NAME}:{line}: [book] ahead names {entry!r}, {what}")
+
+        for pattern in unmatched:
+            problem(pattern, "which matches no claim")
+        snippets = []
+        for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
+            if not path.is_file():
+                problem(path.name, f"which is not a snippet in {self.book_config.shown(self.snippets_dir)}")
+            elif self.output_blocks.times_the_machine(path.name):
+                problem(path.name, "which prints a measured figure: a snippet that times the machine runs alone")
+            else:
+                snippets.append(path)
+        ahead.expect(claims, snippets)
+
+    def done_ahead(self, item: pytest.Item) -> bool:
+        """Whether an item's work is the helper's: a claim it computes, a figure of one, a snippet it runs."""
+        ahead = self.verifier.ahead
+        if ahead is None:
+            return False
+        if isinstance(item, SnippetItem):
+            return item.runner is run_in_process_or_as_script and item.path in ahead.snippets
+        claim = item.claim if isinstance(item, ClaimItem) else (
+            REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
+        return claim is not None and claim.id in ahead.claim_ids
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""
@@ -191,6 +239,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--no-results", dest="claims_no_results", action="store_true", default=False,
         help="Verify without writing this machine's results file.",
     )
+    group.addoption(
+        "--no-ahead", dest="claims_no_ahead", action="store_true", default=False,
+        help="Compute every claim in this process: book.toml's `ahead` claims are otherwise computed by a "
+        "helper process while the run starts, on a machine with two CPUs or more.",
+    )
 
 
 BACKEND_MARKERS = {
@@ -223,6 +276,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if STATE in config.stash and config.stash[STATE].verifier.ahead is not None:
+        config.stash[STATE].verifier.ahead.cancel()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
     if REOPEN in config.stash:
@@ -243,6 +298,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"backends: {present or 'none'}",
         f"absent: {absent or 'none'}",
     ]
+    ahead = run.verifier.ahead
+    if ahead is not None:
+        done = [f"{n} {what}{'' if n == 1 else 's'} {how}" for n, what, how in
+                ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run")) if n]
+        lines.append(f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
+                     "(book.toml's ahead; --no-ahead does it all here)")
     dist = config.getoption("dist", "no")
     if dist not in ("no", "load"):
         lines.append(f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
@@ -458,7 +519,9 @@ class SnippetItem(BookItem):
 
     def runtest(self) -> None:
         run = state(self.config)
-        done = self.runner(self.path)
+        ahead = run.verifier.ahead
+        done = ahead.snippet(self.path) if ahead is not None and run.done_ahead(self) else None
+        done = done or self.runner(self.path)
         if done.exit_status != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
                               f"{done.stderr[-3000:]}")
@@ -597,6 +660,31 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             claim = REGISTRY.get(item.binding.claim_id)
             if claim is not None:
                 run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim))
+    ahead = run.verifier.ahead
+    if ahead is None:
+        return
+    if not any(run.done_ahead(item) for item in items):
+        ahead.cancel()  # nothing selected needs the helper: it stops, and no timed item waits for it
+        run.verifier.ahead = None
+        return
+    # the helper's work comes after everything else untimed, and the timed items last, alone
+    items[:] = sorted(items, key=lambda item: 1 if run.done_ahead(item) else 2 if run.runs_alone(item.nodeid) else 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A timed item has the machine to itself: it waits until the helper working ahead has exited."""
+    run = state(item.config)
+    ahead = run.verifier.ahead
+    if ahead is None or not ahead.running:
+        return
+    ours = run.done_ahead(item)
+    if ours or run.runs_alone(item.nodeid):
+        if not run.idled:
+            run.idled = True
+            item.config.hook.pytest_claims_idle(config=item.config)
+        if not ours:
+            ahead.wait()
 
 
 def summary_table(statuses: dict[tuple[str, str], str],
@@ -664,6 +752,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
+    if run.verifier.ahead is not None and run.verifier.ahead.problem:
+        terminalreporter.write_line(f"ahead: the helper process {run.verifier.ahead.problem}; this process did "
+                                    "its work itself", yellow=True)
     for lost in run.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)

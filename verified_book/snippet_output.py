@@ -339,6 +339,10 @@ class BookOutputs:
     def of_snippet(self, name: str) -> list[OutputBlock]:
         return [b for b in self.blocks if b.snippet == name]
 
+    def times_the_machine(self, name: str) -> bool:
+        """Whether snippet `name` prints a measured figure in some block: its run then has the machine to itself."""
+        return any(n.measured for b in self.of_snippet(name) for line in b.lines for n in line.numbers)
+
     def errors(self, rel: str) -> list[str]:
         """A page's declaration problems: a block that names no snippet or an unknown one, bad words, bad varies=."""
         out: list[str] = []

@@ -1,0 +1,179 @@
+"""Work done ahead (`verified_book.ahead`): a helper process computes book.toml's `ahead` claims and
+runs its `ahead` snippets while the run starts; the records are those of a run without it, the
+timed items wait until it is gone, and a helper that fails costs only time."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from harness import faults
+
+from verified_book.config import ConfigError, read_config
+
+CLAIMS = '''\
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from verified_book.registry import claim
+
+LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
+
+
+def logged(name, seconds=0.0):
+    start = time.time()
+    time.sleep(seconds)
+    if os.environ.get("AHEAD_HELPER_EXITS") and sys.modules["__main__"].__spec__ is not None \\
+            and sys.modules["__main__"].__spec__.name == "verified_book.ahead":
+        os._exit(3)
+    with LOG.open("a") as f:
+        f.write(json.dumps({"name": name, "pid": os.getpid(), "start": start, "end": time.time()}) + "\\n")
+
+
+@claim("heavy.product", kind="library", backends=("numpy",))
+def heavy(backend):
+    """Six sevens, as the library sums them: the claim the helper computes."""
+    logged("heavy", 0.3)
+    return int(backend.tensor([7] * 6).sum())
+
+
+@claim("light.sum", kind="exact")
+def light():
+    """Three and four, computed by the run itself."""
+    logged("light")
+    return 3 + 4
+
+
+@claim("work.timed", kind="measured", backends=("numpy",))
+def timed(backend):
+    """An item that times the machine."""
+    logged("timed")
+    return 1
+'''
+
+SNIPPET = '''\
+import json
+import os
+from pathlib import Path
+
+with (Path(os.environ["AHEAD_LOG"])).open("a") as f:
+    f.write(json.dumps({"name": "snippet", "pid": os.getpid()}) + "\\n")
+print("six sevens: 42")
+'''
+
+PAGE = ("Heavy: [42](claim:heavy.product); light: [7](claim:light.sum); timed: [1](claim:work.timed).\n\n"
+        "```output sevens.py\nsix sevens: [42](claim:heavy.product)\n```\n")
+
+
+IDLE = """
+    import json
+    import os
+    import time
+    from pathlib import Path
+
+
+    def pytest_claims_idle(config):
+        with (Path(__file__).parent / "runs.jsonl").open("a") as f:
+            f.write(json.dumps({"name": "idle", "pid": os.getpid(), "start": time.time()}) + "\\n")
+"""
+
+
+def sample(root: Path, ahead: str = '["heavy.*", "sevens.py"]') -> faults.SampleBook:
+    book = faults.SampleBook(root)
+    book.claims("work", CLAIMS)
+    book.page("page.md", PAGE)
+    (book.root / "book" / "snippets").mkdir()
+    (book.root / "book" / "snippets" / "sevens.py").write_text(SNIPPET)
+    with (book.root / "book.toml").open("a") as f:
+        f.write(f"ahead = {ahead}\n")
+    return book
+
+
+def logs(book: faults.SampleBook) -> dict[str, dict[str, float]]:
+    return {r["name"]: r for r in map(json.loads, (book.root / "runs.jsonl").read_text().splitlines())}
+
+
+def comparable(records: dict[str, dict[str, dict[str, object]]]) -> dict[str, dict[str, dict[str, object]]]:
+    return {c: {b: {k: v for k, v in r.items() if k not in ("date", "seconds")} for b, r in per.items()}
+            for c, per in records.items()}
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "snippet.jsonl"
+    monkeypatch.setenv("AHEAD_LOG", str(path))
+    return path
+
+
+def test_the_helper_does_the_ahead_work_and_the_records_are_a_plain_runs(tmp_path: Path, log: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead, here = sample(tmp_path / "ahead"), sample(tmp_path / "here")
+    ahead.conftest(IDLE)
+    run = ahead.run("-m", "not slow")  # the snippet in this process's way only, not also as a script
+    monkeypatch.setenv("AHEAD_LOG", str(tmp_path / "plain.jsonl"))
+    plain = here.run("-m", "not slow", "--no-ahead")
+    assert run.ret == plain.ret == 0, run.output[-3000:]
+    assert "ahead: 1 claim computed and 1 snippet run by a helper process" in run.output
+    done = logs(ahead)
+    assert done["heavy"]["pid"] != os.getpid(), "the helper computed the ahead claim"
+    assert done["light"]["pid"] == done["timed"]["pid"] == os.getpid(), "the run computed the others"
+    assert done["timed"]["start"] >= done["heavy"]["end"], "the timed item waited until the helper was done"
+    assert done["idle"]["start"] <= done["heavy"]["end"], "the run said it was idle while the helper worked"
+    assert (ahead.root / "runs.jsonl").read_text().count('"idle"') == 1
+    assert [json.loads(line)["pid"] != os.getpid() for line in log.read_text().splitlines()] == [True], \
+        "the helper ran the snippet, and the run took its output"
+    assert [json.loads(line)["pid"] for line in (tmp_path / "plain.jsonl").read_text().splitlines()] == [os.getpid()]
+    assert comparable(run.records) == comparable(plain.records)
+    assert run.statuses()["heavy.product"] == {"numpy": "verified"}
+    outputs = json.loads(ahead.results_file.read_text())["run"]["outputs"]
+    assert outputs["sevens.py"]["text"] == "six sevens: 42\n" and outputs["sevens.py"]["checked"][0]["status"] == "verified"
+    assert all(r["pid"] == os.getpid() for r in logs(here).values()), "--no-ahead does it all in the run"
+
+
+@pytest.mark.slow  # a run with its helper process
+def test_a_helper_that_fails_costs_only_time(tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AHEAD_HELPER_EXITS", "1")
+    book = sample(tmp_path / "book")
+    run = book.run()
+    assert run.ret == 0, run.output[-3000:]
+    assert "ahead: the helper process exited with status 3; this process did its work itself" in run.output
+    assert logs(book)["heavy"]["pid"] == os.getpid()
+    assert run.statuses()["heavy.product"] == {"numpy": "verified"}
+
+
+@pytest.mark.slow  # a run with its helper process
+def test_a_selection_without_ahead_work_stops_the_helper_and_waits_for_nothing(tmp_path: Path, log: Path) -> None:
+    book = sample(tmp_path / "book")
+    run = book.run("-k", "light or timed")
+    assert run.ret == 0, run.output[-3000:]
+    assert set(logs(book)) == {"light", "timed"}
+
+
+@pytest.mark.slow  # a run with its helper process
+def test_each_ahead_entry_that_names_nothing_usable_fails_the_run_at_its_line(tmp_path: Path, log: Path) -> None:
+    book = sample(tmp_path / "book", '[\n  "heavy.*",\n  "haevy.*",\n  "missing.py",\n]')
+    snippets = book.root / "book" / "snippets"
+    run = book.run()
+    assert run.ret == 1
+    assert "book.toml:8: [book] ahead names 'haevy.*', which matches no claim" in run.output
+    assert f"book.toml:9: [book] ahead names 'missing.py', which is not a snippet in {snippets.relative_to(book.root)}" \
+        in run.output
+    (snippets / "timer.py").write_text("print('took 1 s')\n")
+    (book.root / "book" / "page.md").write_text(PAGE + "\n```output timer.py varies=1\ntook [1](claim:work.timed) s\n```\n")
+    (book.root / "book.toml").write_text((book.root / "book.toml").read_text().replace("missing.py", "timer.py"))
+    run = book.run()
+    assert "book.toml:9: [book] ahead names 'timer.py', which prints a measured figure: a snippet that times the " \
+           "machine runs alone" in run.output
+
+
+@pytest.mark.parametrize("value", ['"heavy.*"', '[1]', '[""]'])
+def test_ahead_must_be_a_list_of_names(tmp_path: Path, value: str) -> None:
+    book = faults.SampleBook(tmp_path / "book")
+    with (book.root / "book.toml").open("a") as f:
+        f.write(f"ahead = {value}\n")
+    with pytest.raises(ConfigError, match=r"\[book\] ahead must be a list of claim ids or patterns"):
+        read_config(book.root)
