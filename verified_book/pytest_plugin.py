@@ -241,8 +241,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--no-ahead", dest="claims_no_ahead", action="store_true", default=False,
-        help="Compute every claim in this process: book.toml's `ahead` claims are otherwise computed by a "
-        "helper process while the run starts, on a machine with two CPUs or more.",
+        help="Do all the work in this process: book.toml's `ahead` claims and snippets are otherwise done by "
+        "a helper process while the run starts, on a machine with two CPUs or more.",
     )
 
 

@@ -42,6 +42,7 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
         lambda: faults.absent_packages(root / "absent"),
         lambda: faults.out_of_memory(root / "oom"),
         lambda: faults.keyboard_interrupt(root / "interrupt"),
+        lambda: faults.helper_dies(root / "helper"),
         lambda: faults.network(root / "network"),
     ]
     for step in steps:

@@ -1078,6 +1078,41 @@ def keyboard_interrupt(root: Path) -> Tally:
     return tally
 
 
+HELPER_CLAIMS = '''\
+import os
+import sys
+
+from verified_book.registry import claim
+
+
+@claim("ahead.product", kind="library", backends=("numpy",))
+def product(backend):
+    """Six sevens, computed ahead; the helper process dies computing it."""
+    main = sys.modules["__main__"].__spec__
+    if main is not None and main.name == "verified_book.ahead":
+        os._exit(3)
+    return int(backend.tensor([7] * 6).sum())
+'''
+
+
+def helper_dies(root: Path) -> Tally:
+    """The helper process that does book.toml's `ahead` work dies: the run does that work itself."""
+    tally = Tally("environment", "the helper process doing the ahead work dies",
+                  "the run computes those claims itself and says why; every record kept")
+    book = SampleBook.basic(root / "helper")
+    book.claims("ahead", HELPER_CLAIMS)
+    book.page("ahead.md", "The product: [42](claim:ahead.product).\n")
+    with (book.root / "book.toml").open("a") as f:
+        f.write('ahead = ["ahead.*"]\n')
+    run = book.run()
+    expected = basic_pairs() | {("ahead.product", "numpy")}
+    kept = {(c, b) for (c, b) in expected & _pairs(run.records) if run.statuses()[c][b] == "verified"}
+    tally.keep(len(expected), len(kept))
+    tally.check(run.ret == 0 and "ahead: the helper process exited with status 3; this process did its work itself"
+                in run.output, f"exit {run.ret}\n{run.output[-2000:]}")
+    return tally
+
+
 NETWORK_CLAIMS = '''\
 import os
 import socket
@@ -1106,6 +1141,8 @@ def network(root: Path) -> Tally:
     tally = Tally("environment", "a claim reaching for the network",
                   "refused with the address named; that claim fails alone; the hub is offline for the run")
     book = SampleBook.basic(root / "network")
+    with (book.root / "book.toml").open("a") as f:
+        f.write("offline = true\n")  # as this book's own book.toml says: the run, not its caller, turns the network off
     book.claims("net", NETWORK_CLAIMS)
     book.page("net.md", "Both switches are on: [2](claim:net.offline).\n")
     run = book.run()
