@@ -27,7 +27,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
 from verified_book import plots_process, render, site_machines
-from verified_book.bindings import AllowListError, Book, read_page
+from verified_book.bindings import AllowListError, Book, Page, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.machine import usable_cpus
 from verified_book.registry import REGISTRY
@@ -61,6 +61,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.rendered: dict[str, render.RenderedPage] = {}
         self.generated: dict[str, render.GeneratedPage] = {}
         self._drawing: plots_process.Drawing | None = None
+        self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
         self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside from its content for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         try:
@@ -140,6 +141,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except AllowListError as e:
             self._problem(render.Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
+        self._pages = {(self.root / page.file).resolve(): page for page in self.book.pages}
         for page_name in (self.config.machines_page, self.config.plots_page, self.config.legend_page):
             if files.get_file_from_path(page_name) is not None:
                 self._problem(render.Problem(page_name, "the claims plugin generates this page; the book has a file "
@@ -175,7 +177,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         if not page.file.abs_src_path:
             return markdown
         path = Path(page.file.abs_src_path).resolve()
-        book_page = read_page(path, self.root)
+        book_page = self._pages.get(path) or read_page(path, self.root)
         source = path.read_text(encoding="utf-8")
         offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
         rendered = render.render_markdown(markdown, book_page, self.context, offset)
