@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, KeysView
 
 from verified_book.backends import Backend
 from verified_book.check import Outcome
@@ -68,7 +68,6 @@ class Ahead:
     """
 
     def __init__(self, root: Path) -> None:
-        self.claim_ids: set[str] = set()
         self.snippets: set[Path] = set()
         self.problem: str | None = None  # why the helper's outcomes are not used, once it has exited
         self._outcomes: dict[tuple[str, str], Outcome] | None = None
@@ -85,8 +84,12 @@ class Ahead:
     def expect(self, claims: Iterable[Claim], snippets: Iterable[Path]) -> None:
         """The claims and snippets this process will take from the helper instead of doing them itself."""
         self._claims = {c.id: c for c in claims}
-        self.claim_ids = set(self._claims)
         self.snippets = {Path(p) for p in snippets}
+
+    @property
+    def claim_ids(self) -> KeysView[str]:
+        """The ids of the claims this process takes from the helper."""
+        return self._claims.keys()
 
     def covers(self, claim: Claim, backend: Backend) -> bool:
         return claim.id in self.claim_ids and on_cpu(backend)
@@ -157,7 +160,7 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     backend the claim runs on, and run each snippet it names."""
     from verified_book import backends as backends_mod
     from verified_book import offline
-    from verified_book.check import evaluate
+    from verified_book.check import backends_for, evaluate
     from verified_book.config import open_book, read_config
     from verified_book.registry import REGISTRY
     from verified_book.snippet_run import run_in_process_or_as_script
@@ -172,11 +175,10 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     libraries = {name.split(":")[0] for name in wanted}
     found = {b.name: b for library in libraries if library in backends_mod.ADAPTERS
              for b in backends_mod.ADAPTERS[library].detect()}
+    here = {name: found[name] for name in backends_mod.NAMES if name in found}  # detect()'s order, these libraries only
     shipped: list[tuple[object, ...]] = []
     for claim in claims:
-        targets = [backends_mod.NO_BACKEND] if not claim.needs_backend else \
-            [found[n] for n in backends_mod.NAMES if n in found and claim.runs_on(n)]
-        for backend in targets:
+        for backend in backends_for(claim, here):
             if not (backend.available and on_cpu(backend)):
                 continue
             outcome = evaluate(claim, backend)

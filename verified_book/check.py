@@ -10,7 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from verified_book import inputs
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
@@ -227,6 +227,14 @@ def _from(outcome: Outcome) -> str:
     return ("\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)) if outcome.inputs else ""
 
 
+def backends_for(claim: Claim, backends: Mapping[str, Backend]) -> list[Backend]:
+    """Of `backends` (by name, in the order of `backends.NAMES`), those a claim is computed on;
+    no backend at all for the arithmetic kinds."""
+    if not claim.needs_backend:
+        return [NO_BACKEND]
+    return [b for name, b in backends.items() if claim.runs_on(name)]
+
+
 class Verifier:
     """One run's engine: computes each (claim, backend) once and judges every figure against it."""
 
@@ -242,9 +250,7 @@ class Verifier:
 
     def backends_for(self, claim: Claim) -> list[Backend]:
         """The backends a claim is computed on, available or not (absent ones are skipped)."""
-        if not claim.needs_backend:
-            return [NO_BACKEND]
-        return [b for name, b in self.backends.items() if claim.runs_on(name)]
+        return backends_for(claim, self.backends)
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
         key = (claim.id, backend.name)

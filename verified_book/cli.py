@@ -44,6 +44,12 @@ def _book() -> BookConfig:
 QUIET = {"NO_MKDOCS_2_WARNING": "1"}
 
 
+def _quiet_here() -> None:
+    """`QUIET` in this process's environment, where the reader has not set it (for MkDocs run in-process)."""
+    for name, value in QUIET.items():
+        os.environ.setdefault(name, value)
+
+
 def _env() -> dict[str, str]:
     """This process's environment with `QUIET`, for a job's child process."""
     return {**QUIET, **os.environ}
@@ -61,8 +67,7 @@ class _Outcome:
         """While the run waits for its helper, load what the site build will: MkDocs, the theme, the
         plugins and the Markdown extensions, by reading the book's mkdocs.yml. Whatever goes wrong
         here is the real build's to report."""
-        for name, value in QUIET.items():
-            os.environ.setdefault(name, value)
+        _quiet_here()
         try:
             from mkdocs.config import load_config
 
@@ -95,8 +100,7 @@ def site(book: BookConfig, args: list[str]) -> int:
     book's modules are loaded already, and the site needs no backend of its own."""
     import click
 
-    for name, value in QUIET.items():
-        os.environ.setdefault(name, value)
+    _quiet_here()
     from mkdocs.__main__ import cli as mkdocs
 
     try:

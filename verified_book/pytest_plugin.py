@@ -663,12 +663,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     ahead = run.verifier.ahead
     if ahead is None:
         return
-    if not any(run.done_ahead(item) for item in items):
+    # the helper's work comes after everything else untimed, and the timed items last, alone
+    tier = {item: 1 if run.done_ahead(item) else 2 if run.runs_alone(item.nodeid) else 0 for item in items}
+    if 1 not in tier.values():
         ahead.cancel()  # nothing selected needs the helper: it stops, and no timed item waits for it
         run.verifier.ahead = None
         return
-    # the helper's work comes after everything else untimed, and the timed items last, alone
-    items[:] = sorted(items, key=lambda item: 1 if run.done_ahead(item) else 2 if run.runs_alone(item.nodeid) else 0)
+    items.sort(key=tier.__getitem__)
 
 
 @pytest.hookimpl(tryfirst=True)
