@@ -340,24 +340,3 @@ def test_merge_results_refuses_a_bad_file(change: str, tmp_path: Path, capsys: p
     assert f"refused {bad}" in err and words in err, err
     assert "nothing merged" in err
     assert not results.exists() or not any(results.iterdir())  # the good file waits for the bad one
-
-
-def test_best_seconds_starts_no_call_past_its_budget() -> None:
-    """The chapter's best-of-a-few timing: one call always, none begun once the budget is spent."""
-    import time
-
-    from claims.topics.matmul import best_seconds
-
-    starts: list[float] = []
-    began = time.perf_counter()
-
-    def call() -> None:
-        starts.append(time.perf_counter() - began)
-        time.sleep(0.02)
-
-    best = best_seconds(call, calls=50, budget_s=0.05)
-    assert 1 <= len(starts) < 50 and all(s <= 0.05 + 0.005 for s in starts[1:]), starts
-    assert 0.02 <= best < 1.0
-    starts.clear()
-    best_seconds(call, calls=3, budget_s=0.0)
-    assert len(starts) == 1

@@ -282,3 +282,47 @@ def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() ->
     assert len(reached) > 100
     differ = [obj for obj in reached.values() if provenance.source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
     assert not differ
+
+
+SNIPPET_CLAIMS = '''
+from verified_book.registry import claim
+from verified_book.snippet_figures import snippet_figure
+
+
+@claim("lab.ms", kind="measured", backends=("numpy",))
+def ms(backend):
+    """Milliseconds per call, as s.py prints them on this machine."""
+    return snippet_figure("lab.ms")
+'''
+
+
+def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(tmp_path: Path) -> None:
+    book = faults.SampleBook(tmp_path / "book")
+    book.claims("lab", SNIPPET_CLAIMS)
+    book.page("lab.md", "What s.py prints:\n\n```output s.py varies=1\ntook [1.25](claim:lab.ms) ms a call\n```\n")
+    snippet = book.root / "book" / "snippets" / "s.py"
+    snippet.parent.mkdir()
+    snippet.write_text('print("took 1.25 ms a call")\n')
+    assert book.run().ret == 0
+    data = json.loads(book.results_file.read_text())
+    record = data["records"]["lab.ms"]["numpy"]
+    assert record["status"] == "verified"
+    assert record["inputs"] == [{"snippet": "book/snippets/s.py", "sha256": record["inputs"][0]["sha256"],
+                                 "where": "book/lab.md:4", "value": "1.25"}]
+
+    def outdated() -> str | None:
+        reopen = snapshot()
+        try:
+            with REGISTRY.isolated():
+                book.forget_modules()
+                assert not open_book(read_config(book.root))
+                return provenance.outdated_reason(REGISTRY["lab.ms"], data["claims"]["lab.ms"], record)
+        finally:
+            book.forget_modules()
+            reopen()
+
+    assert outdated() is None
+    snippet.write_text('print("took 1.25 ms a call")  # the same line, from another program\n')
+    assert outdated() == "computed from what book/snippets/s.py printed ('1.25'); the snippet has changed since"
+    snippet.unlink()
+    assert outdated() == "computed from what book/snippets/s.py printed; the book has no such snippet now"

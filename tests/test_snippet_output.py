@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 from harness import faults
 from verified_book.bindings import book_pages
 from verified_book.config import read_config
-from verified_book.pytest_plugin import is_measured
-from verified_book.registry import REGISTRY
-from verified_book.results import validate
-from verified_book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, _book_line, check_snippet, compare, match_line,
-                                          numbers_in, parse_info, read_blocks, read_book, shape)
+from verified_book.registry import REGISTRY, is_measured
+from verified_book.results import read, validate
+from verified_book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, NotPrinted, _book_line, check_snippet, compare,
+                                          match_line, numbers_in, parse_info, printed_figure, read_blocks, read_book, shape)
 from verified_book.snippet_run import run_in_process
 
 pytest_plugins = ["pytester"]
@@ -205,6 +204,30 @@ def test_a_block_printed_without_cuda_is_skipped_where_cuda_is(tmp_path: Path) -
     assert skipped.status == "skipped" and "on a machine without CUDA" in skipped.message
 
 
+# --- a measured figure read from a run -----------------------------------------------------------------
+
+TIMED = "```output s.py varies=2-3\nsizes\nbatch [8](claim:t.batch): [2.50](claim:t.ms) ms\nshape [(2, 3)](claim:t.shape)\n```\n"
+
+
+def test_a_figure_is_read_where_the_block_shows_it_past_lines_the_book_does_not_show(tmp_path: Path) -> None:
+    (block,) = read_blocks(page(tmp_path, TIMED), "book/p.md", lambda c: c == "t.ms")
+    run = "a warning first\nsizes\nbatch 8: 17.25 ms\nshape (4, 5)\n"
+    line, found = printed_figure(block, run, "t.ms")
+    assert (line.where, found) == ("book/p.md:3", ("17.25",))
+    assert printed_figure(block, run, "t.batch")[1] == ("8",)
+    assert printed_figure(block, run, "t.shape")[1] == ("4", "5")  # a figure of several numbers gives them all
+
+
+def test_a_run_without_the_books_line_gives_no_figure_and_says_where(tmp_path: Path) -> None:
+    (block,) = read_blocks(page(tmp_path, TIMED), "book/p.md", lambda c: c == "t.ms")
+    with pytest.raises(NotPrinted) as caught:
+        printed_figure(block, "sizes\nbatch 8: 17.25 ms per call\nshape (4, 5)\n", "t.ms")
+    assert str(caught.value).startswith("book/p.md:3: s.py printed no line like the book's, so t.ms has no value here\n"
+                                        "    book:    batch 8: 2.50 ms\n")
+    with pytest.raises(NotPrinted, match="book/p.md:1: the block shows no figure of t.other"):
+        printed_figure(block, "sizes\n", "t.other")
+
+
 # --- the real book: every block as declared, and a snippet edited in a copy ---------------------------
 
 def real_outputs() -> BookOutputs:
@@ -330,3 +353,51 @@ def test_a_results_file_with_a_bad_check_is_refused() -> None:
         "checked[0]: status 'fine' is not one of verified, stale, skipped",
         "checked[0]: message must be a string",
     ]
+
+
+TIMED_SNIPPET = 'import time\nprint(f"took {time.time_ns() % 10**6 / 1000:.3f} ms a call")\n'
+TIMED_CLAIMS = '''
+from verified_book.registry import claim
+from verified_book.snippet_figures import snippet_figure
+
+
+@claim("lab.ms", kind="measured", backends=("numpy",), printed_on="author_test_box", tolerance=0.5)
+def ms(backend):
+    """Milliseconds per call, as s.py prints them on this machine."""
+    return snippet_figure("lab.ms")
+'''
+TIMED_PAGE = "# Lab\n\n```output s.py varies=1\ntook [0.500](claim:lab.ms) ms a call\n```\n"
+
+
+@pytest.fixture
+def timed_book(pytester: pytest.Pytester) -> pytest.Pytester:
+    (faults.pytester_book(pytester) / "lab.py").write_text(TIMED_CLAIMS)
+    (pytester.path / "book" / "snippets").mkdir(parents=True)
+    (pytester.path / "book" / "lab.md").write_text(TIMED_PAGE)
+    (pytester.path / "book" / "snippets" / "s.py").write_text(TIMED_SNIPPET)
+    return pytester
+
+
+def test_a_measured_claim_takes_the_figure_the_snippets_one_run_printed(timed_book: pytest.Pytester) -> None:
+    result = run(timed_book)
+    assert result.ret == 0, result.stdout.str()
+    (path,) = (timed_book.path / "results").glob("*.json")
+    data = json.loads(path.read_text())
+    printed = data["run"]["outputs"]["s.py"]["text"].split()[1]  # a clock reading: a second run would print another
+    record = read(path).records["lab.ms"]["numpy"]
+    assert record["status"] == "reference" and record["inputs"][0]["value"] == printed
+    assert record["value"] == pytest.approx(float(printed))
+
+
+def test_a_claim_whose_snippet_fails_or_prints_another_line_fails_with_the_place(timed_book: pytest.Pytester) -> None:
+    snippet = timed_book.path / "book" / "snippets" / "s.py"
+    snippet.write_text("raise SystemExit('no clock here')\n")
+    result = run(timed_book, "-k", "lab.ms")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*claim lab.ms on numpy: bad input: book/snippets/s.py exited 1 (in process), so it "
+                                 "printed no lab.ms for book/lab.md:3:*"])
+    snippet.write_text('print("took about 3 ms")\n')
+    result = run(timed_book, "-k", "lab.ms")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*claim lab.ms on numpy: bad input: book/lab.md:4: s.py printed no line like the book's, "
+                                 "so lab.ms has no value here"])

@@ -37,7 +37,7 @@ class Outcome:
     state: str
     value: Any = None
     message: str = ""
-    inputs: list[inputs.Input | inputs.Setting] = field(default_factory=list)
+    inputs: list[inputs.Read] = field(default_factory=list)
     seconds: float = 0.0
 
 

@@ -145,16 +145,17 @@ def snapshot() -> Callable[[], None]:
     A run inside a run (pytester, a sample book) opens its own book; on its way out it
     gives the outer run its book back, data folder, root and profiles alike.
     """
-    from verified_book import inputs, machine, registry
+    from verified_book import inputs, machine, registry, snippet_figures
 
-    saved = (inputs.DATA_DIR, inputs.SHOWN_AS, registry.ROOT, machine.HARDWARE_DIR, list(sys.path))
+    saved = (inputs.DATA_DIR, inputs.SHOWN_AS, registry.ROOT, machine.HARDWARE_DIR, list(sys.path), snippet_figures.book())
 
     def restore() -> None:
-        data, shown, root, hardware, path = saved
+        data, shown, root, hardware, path, snippets = saved
         inputs.use_data_dir(data, shown)
         registry.use_root(root)
         machine.use_hardware_dir(hardware)
         sys.path[:] = path
+        snippet_figures.use_book(*snippets)
 
     return restore
 
@@ -162,14 +163,16 @@ def snapshot() -> Callable[[], None]:
 def open_book(config: BookConfig) -> list[str]:
     """Make `config` the book this process verifies or renders; return its topics' load errors.
 
-    Points `inputs` at the book's data and `registry` at its root (for file:line in
-    messages), puts the root on `sys.path` so its content imports, and loads its topics.
+    Points `inputs` at the book's data, `registry` at its root (for file:line in
+    messages) and `snippet_figures` at its pages and snippets, puts the root on `sys.path`
+    so its content imports, and loads its topics.
     """
-    from verified_book import inputs, machine, registry
+    from verified_book import inputs, machine, registry, snippet_figures
 
     inputs.use_data_dir(config.data, config.shown(config.data))
     machine.use_hardware_dir(config.hardware)
     registry.use_root(config.root)
+    snippet_figures.use_book(config.root, config.pages, config.snippets)
     if str(config.root) not in sys.path:
         sys.path.insert(0, str(config.root))
     errors: list[str] = []

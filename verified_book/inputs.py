@@ -72,19 +72,42 @@ class Setting:
 
 def setting(name: str, value: Any, where: str) -> Any:
     """Record a setting the current claim's answer depends on; returns the value."""
-    _record(Setting(name, value, where))  # type: ignore[arg-type]
+    _record(Setting(name, value, where))
     return value
 
 
-_reads: contextvars.ContextVar[list[Input] | None] = contextvars.ContextVar("reads", default=None)
+@dataclass(frozen=True)
+class SnippetFigure:
+    """A figure a book snippet printed in this run, read where the book's output block shows it
+    (`verified_book.snippet_figures`): the snippet, a hash of its source, the book's line, the text read."""
+
+    snippet: str  # relative to the book's root
+    sha256: str
+    where: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.value} as {self.snippet} printed it"
+
+
+#: what a claim's computation reads and its record keeps: data, the machine's settings, a snippet's print
+Read = Input | Setting | SnippetFigure
+
+
+def snippet_figure_read(item: SnippetFigure) -> None:
+    """Record a figure read from a snippet's run as an input of the current claim."""
+    _record(item)
+
+
+_reads: contextvars.ContextVar[list[Read] | None] = contextvars.ContextVar("reads", default=None)
 _overrides: dict[tuple[str, str], Any] = {}
 _cache: dict[str, tuple[str, Any]] = {}
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[Input]]:
+def recording() -> Iterator[list[Read]]:
     """Collect every input read inside the block, in order, without duplicates."""
-    reads: list[Input] = []
+    reads: list[Read] = []
     token = _reads.set(reads)
     try:
         yield reads
@@ -102,7 +125,7 @@ def overridden(file: str, key: str, value: Any) -> Iterator[None]:
         del _overrides[(file, key)]
 
 
-def _record(item: Input) -> None:
+def _record(item: Read) -> None:
     reads = _reads.get()
     if reads is not None and item not in reads:
         reads.append(item)

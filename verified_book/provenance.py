@@ -175,14 +175,30 @@ def code_fingerprint(claim: Claim) -> str:
     return known[declared]
 
 
-def input_entry(item: inputs.Input | inputs.Setting) -> dict[str, Any]:
+def input_entry(item: inputs.Read) -> dict[str, Any]:
     """One input as a record keeps it: a data file's enough to look it up again and compare; a
-    machine's setting (an environment variable, a library's mode) as it was during the run."""
+    machine's setting (an environment variable, a library's mode) as it was during the run; a
+    snippet's printed figure with a hash of the snippet's source, to tell when it changed."""
     from verified_book.results import to_json
 
     if isinstance(item, inputs.Setting):
         return {"setting": item.name, "value": to_json(item.value), "where": item.where}
+    if isinstance(item, inputs.SnippetFigure):
+        return {"snippet": item.snippet, "sha256": item.sha256, "where": item.where, "value": item.value}
     return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line}
+
+
+def changed_snippet(entry: Mapping[str, Any]) -> str | None:
+    """How a snippet a record read its figure from differs from the book's now, or None."""
+    from verified_book import registry
+    from verified_book.snippet_figures import source_hash
+
+    path = registry.ROOT / entry["snippet"]
+    if not path.is_file():
+        return f"computed from what {entry['snippet']} printed; the book has no such snippet now"
+    if source_hash(path) != entry.get("sha256"):
+        return f"computed from what {entry['snippet']} printed ({entry.get('value')!r}); the snippet has changed since"
+    return None
 
 
 def changed_inputs(entries: Any) -> list[str]:
@@ -191,6 +207,10 @@ def changed_inputs(entries: Any) -> list[str]:
 
     out = []
     for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("snippet"), str):
+            change = changed_snippet(entry)
+            out += [change] if change else []
+            continue
         if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str) or not isinstance(entry.get("key"), str):
             continue
         try:

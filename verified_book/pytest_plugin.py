@@ -28,17 +28,12 @@ from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, 
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
-from verified_book.snippet_output import BookOutputs, check_snippet, read_book as read_output_blocks
-from verified_book.snippet_run import SnippetRun, run_as_script, run_in_process_or_as_script
+from verified_book.snippet_figures import book_outputs
+from verified_book.snippet_output import BookOutputs, check_snippet
+from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
 
 STATE = pytest.StashKey["RunState"]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
-
-
-def is_measured(claim_id: str) -> bool:
-    """Whether a claim's value depends on the machine that computes it."""
-    claim = REGISTRY.get(claim_id)
-    return claim is not None and claim.kind is Kind.MEASURED
 
 
 class RunState:
@@ -53,8 +48,7 @@ class RunState:
         ahead = self._start_ahead(config)  # first: the helper imports what it needs while this process does
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
-        self.output_blocks: BookOutputs = read_output_blocks(
-            book_pages(self.book_dir) if self.book_dir.is_dir() else [], self.root, self.snippets_dir, is_measured)
+        self.output_blocks: BookOutputs = book_outputs()
         if ahead is not None:
             self._expect_ahead(ahead)
         info = machine_mod.fingerprint()
@@ -115,7 +109,7 @@ class RunState:
         if ahead is None:
             return False
         if isinstance(item, SnippetItem):
-            return item.runner is run_in_process_or_as_script and item.path in ahead.snippets
+            return item.runner is shared_run and item.path in ahead.snippets
         claim = item.claim if isinstance(item, ClaimItem) else (
             REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
         return claim is not None and claim.id in ahead.claim_ids
@@ -496,7 +490,7 @@ class SnippetFile(pytest.File):
     it sets what a library reads only as it loads, see `verified_book.snippet_run`), as a script in the slow set."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        inside = SnippetItem.from_parent(self, name="runs in this process", runner=run_in_process_or_as_script)
+        inside = SnippetItem.from_parent(self, name="runs in this process", runner=shared_run)
         script = SnippetItem.from_parent(self, name="runs as a script", runner=run_as_script)
         script.add_marker(pytest.mark.slow)
         for item in (inside, script):

@@ -224,6 +224,12 @@ def claim(
     return register
 
 
+def is_measured(claim_id: str) -> bool:
+    """Whether a claim's value depends on the machine that computes it."""
+    claim = REGISTRY.get(claim_id)
+    return claim is not None and claim.kind is Kind.MEASURED
+
+
 def _id_part(value: Any) -> str:
     """The id segment for a family parameter: its `id` attribute, else its text."""
     text = getattr(value, "id", None) or str(value)

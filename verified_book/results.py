@@ -365,6 +365,10 @@ def _is_input(item: Any) -> bool:
         return True
     if isinstance(item, dict) and "setting" in item:
         return isinstance(item["setting"], str) and isinstance(item.get("where"), str)
+    if isinstance(item, dict) and "snippet" in item:
+        return (isinstance(item["snippet"], str) and BOOK_PATH_PATTERN.match(item["snippet"]) is not None
+                and isinstance(item.get("sha256"), str) and isinstance(item.get("where"), str)
+                and isinstance(item.get("value"), str))
     return (isinstance(item, dict) and isinstance(item.get("file"), str) and BOOK_PATH_PATTERN.match(item["file"]) is not None
             and isinstance(item.get("key"), str) and _optional(item, "line", lambda v: _is_int(v) and 0 <= v <= MAX_LINE))
 
@@ -403,7 +407,8 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
         if not _optional(record, key, lambda v: isinstance(v, str)):
             problems.append(f"{at}: {key} must be a string")
     if not _optional(record, "inputs", lambda v: isinstance(v, list) and all(_is_input(i) for i in v)):
-        problems.append(f"{at}: inputs must be a list of {{file, key, value, line}} (or, migrated, strings)")
+        problems.append(f"{at}: inputs must be a list of {{file, key, value, line}}, {{setting, value, where}} or "
+                        "{snippet, sha256, where, value} (or, migrated, strings)")
     if not _optional(record, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
         problems.append(f"{at}: seconds {_show(record.get('seconds'))} is not a duration between 0 and {MAX_SECONDS}")
     if record.get("date") is not None:

@@ -21,7 +21,8 @@ count as one space) and the numbers must stand in the same places. On a line tha
 not vary, every number must also hold at the book's printed precision (`16.6` holds for
 a printed 16.63; `524,288` only for 524,288), read as `verified_book.figures` reads a
 figure. On a varying line only that shape is checked; its values are the measured
-claims' business. The declaration is itself checked: a line with a figure bound to a
+claims' business (such a claim may read its value from the run: `printed_figure`, used by
+`verified_book.snippet_figures`). The declaration is itself checked: a line with a figure bound to a
 measured claim, or a library version, must be declared varying, and a declared line
 must hold something that can vary (a figure of a measured claim, or a number no claim
 binds), so a declaration cannot hide a line that should hold.
@@ -308,8 +309,7 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
         where = book[before].where if before < len(book) else f"{block.file}:{block.end_line}"
         problems.append(f"{where}: {name}{ran} prints a line the book does not show\n    printed: {now.strip()}")
 
-    matcher = difflib.SequenceMatcher(None, [shape(b.text) for b in book], [shape(p) for p in printed], autojunk=False)
-    for _op, b0, b1, p0, p1 in matcher.get_opcodes():
+    for b0, b1, p0, p1 in _aligned(book, printed):
         paired = min(b1 - b0, p1 - p0)
         for k in range(paired):
             why = match_line(book[b0 + k], printed[p0 + k])
@@ -324,6 +324,41 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
         shown = problems[:MAX_REPORTED] + ([f"{block.where}: and {more} more line(s) differ"] if more > 0 else [])
         return Check(block.file, block.line, Status.STALE.value, "\n".join(shown))
     return Check(block.file, block.line, Status.VERIFIED.value)
+
+
+def _aligned(book: list[BookLine], printed: list[str]) -> list[tuple[int, int, int, int]]:
+    """The block's lines against the run's, by their shapes: (book from, to, printed from, to) runs, the
+    first min(to - from) lines of each run paired, as `compare` and `printed_figure` read them."""
+    matcher = difflib.SequenceMatcher(None, [shape(b.text) for b in book], [shape(p) for p in printed], autojunk=False)
+    return [(b0, b1, p0, p1) for _op, b0, b1, p0, p1 in matcher.get_opcodes()]
+
+
+class NotPrinted(Exception):
+    """A run of a snippet printed no number where the book shows the figure asked for."""
+
+
+def printed_figure(block: OutputBlock, stdout: str, claim_id: str) -> tuple[BookLine, tuple[str, ...]]:
+    """The numbers a run printed where `block` shows the figure of `claim_id`, and the book's line.
+
+    The run's lines are paired with the block's as `compare` pairs them; the figure's numbers
+    are those at the same places on the paired line, which must have the book line's shape.
+    """
+    where = next(((i, line) for i, line in enumerate(block.lines)
+                  if any(n.claim_id == claim_id for n in line.numbers)), None)
+    if where is None:
+        raise NotPrinted(f"{block.where}: the block shows no figure of {claim_id}")
+    index, line = where
+    printed = _trimmed(stdout.splitlines())
+    name = block.snippet or "the snippet"
+    for b0, b1, p0, p1 in _aligned(list(block.lines), printed):
+        if b0 <= index < b0 + min(b1 - b0, p1 - p0):
+            now = printed[p0 + index - b0]
+            if shape(now) != shape(line.text):
+                break
+            found = [text for _, _, text in numbers_in(now)]
+            return line, tuple(found[k] for k, n in enumerate(line.numbers) if n.claim_id == claim_id)
+    raise NotPrinted(f"{line.where}: {name} printed no line like the book's, so {claim_id} has no value here\n"
+                     f"    book:    {line.text.strip()}\n    printed: " + ("\n             ".join(printed[-5:]) or "nothing"))
 
 
 @dataclass

@@ -71,6 +71,25 @@ def run_in_process_or_as_script(path: Path) -> SnippetRun:
     return run_as_script(path) if done.unhonoured else done
 
 
+#: this process's run of each snippet, by its resolved path: see `shared_run`
+_SHARED: dict[Path, SnippetRun] = {}
+
+
+def shared_run(path: Path) -> SnippetRun:
+    """The default run's run of a snippet, made once per process (`run_in_process_or_as_script`):
+    the snippet's own check and every measured claim that reads a figure it prints
+    (`verified_book.snippet_figures`) take the same run, so the machine is timed once."""
+    key = path.resolve()
+    if key not in _SHARED:
+        _SHARED[key] = run_in_process_or_as_script(path)
+    return _SHARED[key]
+
+
+def forget_shared_runs() -> None:
+    """Drop the runs `shared_run` kept: a book opened again runs its snippets again."""
+    _SHARED.clear()
+
+
 def pins_load_time_variables(source: str) -> bool:
     """Whether `source` sets a load-time variable (`os.environ["NAME"] = "value"`, or `setdefault`) to
     a value this process did not start with, or names one in a way that cannot be read without running."""

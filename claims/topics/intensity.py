@@ -4,28 +4,24 @@ The weight is Qwen3-8B's gate_proj as x @ w needs it, (hidden_size, intermediate
 in FP32. Its FLOPs per byte read are exact, batch / 2. The chapter prints one run of
 book/snippets/intensity.py on the author's test box; its times are inputs
 (claims/data/author_runs.toml), and the rates printed beside them must be the work over
-those times. The measured claims repeat the sweep on this machine at the same size with
-torch on the CPU, record the times, and check the shape that must hold anywhere: the
-arithmetic rate rises from batch 1 to batch 256 while the rate at which the weights are
-read falls.
+those times. The measured claims read the times this machine's run of the snippet prints
+(`verified_book.snippet_figures`: the default run executes it once, inside the test
+process), record them, and check the shape that must hold anywhere: the arithmetic rate
+rises from batch 1 to batch 256 while the rate at which the weights are read falls.
 """
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cache
-from typing import Any
 
 from verified_book.backends import Backend
 from verified_book.inputs import exact, given, model_config, table, vendor
 from verified_book.registry import InvariantFailed, claim
+from verified_book.snippet_figures import snippet_figure, snippet_holds
 from claims.topics.formats import FORMATS
-from claims.topics.matmul import best_seconds
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere
 BATCHES = tuple(table("given.toml")["intensity"]["batches"]["value"])  # the ids; values are read as inputs
-REPEATS = 3
-BUDGET_S = 0.6  # no new call after this: a busy two-core machine keeps each claim near a second
 GIGA = 10**9
 MEGA = 10**6
 
@@ -97,27 +93,21 @@ def author_rate_ratio() -> Fraction:
     return author_gflops(BATCHES[-1]) / author_gflops(BATCHES[0])
 
 
-@cache
-def weight(inputs: int, outputs: int) -> Any:
-    """The FP32 weight, filled with a constant: the time of x @ w does not depend on its values."""
-    import torch
-
-    return torch.full((inputs, outputs), 1.0 / inputs, dtype=torch.float32)
-
-
-@cache
-def seconds_per_call(batch: int, inputs: int, outputs: int) -> float:
-    """The best of a few calls of x @ w at one batch size, with torch on the CPU."""
-    import torch
-
-    w = weight(inputs, outputs)
-    x = torch.full((batch, inputs), 0.5, dtype=torch.float32)
-    return best_seconds(lambda: x @ w, calls=REPEATS, budget_s=BUDGET_S)
+def printed_seconds(batch: int) -> float:
+    """Seconds per call at a batch size as intensity.py printed them on this machine, from the row
+    whose batch and weight size are the book's: a row that printed another batch, or a weight of
+    another size, would time other work than the claims' arithmetic counts."""
+    row_batch, weight = snippet_figure(f"intensity.b{batch}.batch"), snippet_figure("intensity.weight_mb")
+    if row_batch != sweep(batch):
+        raise InvariantFailed(f"intensity.py printed batch {row_batch:g} on the row where the book shows batch {sweep(batch)}")
+    if not snippet_holds("intensity.weight_mb", weight_mb()):
+        raise InvariantFailed(f"intensity.py printed a {weight:g} MB weight; the book's weight is {float(weight_mb()):.1f} MB")
+    return float(snippet_figure(f"intensity.b{batch}.ms")) / 1000
 
 
 def measured_rates(batch: int) -> tuple[float, float]:
-    """(GFLOP/s, weight GB/s) measured here at a batch size."""
-    seconds = seconds_per_call(sweep(batch), *weight_shape())
+    """(GFLOP/s, weight GB/s) of this machine's run at a batch size."""
+    seconds = printed_seconds(batch)
     return batch_flops(batch) / seconds / GIGA, weight_bytes() / seconds / GIGA
 
 
@@ -132,8 +122,8 @@ def threads(backend: Backend) -> int:
 @claim("intensity.b{batch}.ms", kind="measured", over={"batch": BATCHES}, backends=("torch:cpu",),
        printed_on=PRINTED_ON, tolerance=0.5)
 def measured_ms(backend: Backend, batch: int) -> float:
-    """Milliseconds per x @ w call at a batch size on this machine."""
-    return seconds_per_call(batch, *weight_shape()) * 1000
+    """Milliseconds per x @ w call at a batch size, as intensity.py prints them on this machine."""
+    return printed_seconds(batch) * 1000
 
 
 @claim("intensity.measured.gflops_rise", kind="measured", backends=("torch:cpu",))
