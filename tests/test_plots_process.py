@@ -49,6 +49,14 @@ def test_the_child_draws_the_page_and_hands_it_back(drawer: Path) -> None:
     assert page.markdown.startswith("# [] drawn in ") and not page.markdown.endswith(f" {__import__('os').getpid()}")
 
 
+def test_the_child_starts_before_the_results_and_draws_once_given_them(drawer: Path) -> None:
+    drawing = plots_process.Drawing("drawer_module:draw", drawer, None)
+    drawing.give({})
+    assert drawing.page().markdown.startswith("# [] drawn in ")
+    with pytest.raises(ValueError, match="given no results"):
+        plots_process.Drawing("drawer_module:draw", drawer, None).page()
+
+
 def test_a_drawing_error_surfaces_here_with_its_own_message(drawer: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capfd: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(drawer))  # as the book's root is on the path of the process that builds its site
@@ -82,7 +90,7 @@ def test_the_book_s_plots_drawn_apart_are_the_plots_drawn_here() -> None:
 
 @pytest.mark.slow  # a site build
 def test_a_book_with_its_own_plots_page_starts_no_drawing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The drawing starts as soon as the results are read, before the files are listed; a book that
+    """The drawing starts before the results are read, and before the files are listed; a book that
     keeps a page of a generated page's name (the plots, the machines) gets no drawing, and its own pages are built."""
     from test_site import build_here, copy_project
 

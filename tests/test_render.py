@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
-from verified_book import render, site_machines
+from verified_book import provenance, render, site_machines
 from verified_book.bindings import Book, read_page
 from verified_book.figures import parse
 from verified_book.provenance import code_fingerprint
@@ -332,3 +332,22 @@ def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> N
     assert view.status == "outdated"
     panel = render.render_panel(view, {"alpha": rf}, None, "p")
     assert "the claim&#x27;s code changed since this record was made (claims/topics/t.py:12)" in panel
+
+
+def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every figure of a claim and the machines page ask whether the same record is outdated: within
+    one build's `judged_once` it is judged once; the next build, or a caller outside one, judges anew."""
+    b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
+    rf = machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
+                                                        figures_of(page, "t.ceiling"))}})
+    judged: list[object] = []
+    judge = provenance._outdated_reason
+    monkeypatch.setattr(provenance, "_outdated_reason", lambda *args: judged.append(args) or judge(*args))
+    with provenance.judged_once({}):
+        for _ in range(3):
+            assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
+    assert len(judged) == 1
+    with provenance.judged_once({}):
+        render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+    render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+    assert len(judged) == 3

@@ -26,7 +26,7 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-from verified_book import plots_process, render, site_machines
+from verified_book import plots_process, provenance, render, site_machines
 from verified_book.bindings import AllowListError, Book, Page, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.machine import usable_cpus
@@ -64,17 +64,36 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
         self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside from its content for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
+        self._verdicts: provenance.Verdicts = {}  # whether each record is outdated, judged once in this build
         try:
             self.book_config = read_config(self.root)
         except ConfigError as e:
             raise PluginError(str(e)) from None
         self._reopen: Callable[[], None] | None = snapshot()  # a build inside another process (a test) gives its book back
+        generates_plots = not (self.docs / self.config.plots_page).exists()
+        if generates_plots:
+            self._start_plots()
+        self.results: dict[str, ResultsFile] = {}
+        self._read_results()
+        if self._drawing is not None:  # it draws while the topics load, which it does not need
+            self._drawing.give(self.results)
         for line in open_book(self.book_config):
             self._problem(render.Problem(line.split(": ", 1)[0], line.split(": ", 1)[-1]))
+        if generates_plots:
+            self._plots_function()  # a `plots` that names no function fails the build here, not at its page
+        try:
+            today = site_machines.today(str(self.config.today))
+        except ValueError as e:
+            raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
+        self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
+        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
+        return config
+
+    def _read_results(self) -> None:
+        """Every machine's results file, committed and (unless the build is pointed at a results folder)
+        this clone's own."""
         results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else self.book_config.results
-        self.results: dict[str, ResultsFile] = {}
         if results_dir.is_dir():
-            self.results = {}
             for stem, results in read_all(results_dir, self._results_problem).items():
                 if SLUG_PATTERN.match(stem):
                     self.results[stem] = results
@@ -87,15 +106,6 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         # this clone's own runs, unless the build is pointed at a results folder (CLAIMS_RESULTS_DIR, as tests do)
         if "CLAIMS_RESULTS_DIR" not in os.environ and local is not None and local.is_dir():
             self._read_local(local)
-        try:
-            today = site_machines.today(str(self.config.today))
-        except ValueError as e:
-            raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
-        self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
-        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
-        if not (self.docs / self.config.plots_page).exists():  # the page will be generated: start its drawing now
-            self._start_plots()
-        return config
 
     def _read_local(self, local: Path) -> None:
         """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
@@ -165,6 +175,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return files
 
     def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        with provenance.judged_once(self._verdicts):
+            return self._page_markdown(markdown, page, files)
+
+    def _page_markdown(self, markdown: str, page: MkPage, files: Files) -> str:
         src = page.file.src_uri
         if page.file.generated_by:  # the book's own file of a generated page's name is kept, and rendered as any page
             if src == self.config.machines_page:
@@ -275,11 +289,11 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def _start_plots(self) -> None:
         """Start drawing the charts in a process of their own, where a second core is free (see
-        `verified_book.plots_process`), as soon as the results are read: the drawing takes longer
-        than collecting the files and rendering the chapters, so it is ready when the build reaches its page."""
+        `verified_book.plots_process`), before the results are read: the drawing takes longer than
+        reading them, loading the topics and rendering the chapters, so it is ready when the build reaches its page."""
         where = self.book_config.plots
-        if where and self._plots_function() is not None and usable_cpus() > 1:
-            self._drawing = plots_process.Drawing(where, self.root, self.results)
+        if where and usable_cpus() > 1:
+            self._drawing = plots_process.Drawing(where, self.root, results=None)  # given them once read
 
     def _plots_page(self) -> render.GeneratedPage:
         """The plots page: the drawing `_start_plots` began, else drawn here."""
@@ -357,9 +371,12 @@ def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
 
 
 #: what the site's search leaves out of its index, set aside while it parses each page: every
-#: figure's panel (it holds no other panel) and the machines page's claims × machines matrix (a
-#: status in each cell, found with the page's own filters; the table holds no other table)
-_SET_ASIDE = re.compile(rf"<vb-panel\b.*?</vb-panel>|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>", re.DOTALL)
+#: figure's panel (it holds no other panel) with the mark and the screen reader's words before it
+#: (no text, and excluded text), and the machines page's claims × machines matrix (a status in
+#: each cell, found with the page's own filters; the table holds no other table)
+_SET_ASIDE = re.compile(r'(?:<span class="vb-fig__mark" aria-hidden="true"></span>'
+                        r'<span class="vb-sr" data-search-exclude>[^<]*</span>)?<vb-panel\b.*?</vb-panel>'
+                        rf"|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>", re.DOTALL)
 _LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
 
 

@@ -1,10 +1,11 @@
 """A book's plots page, drawn in a process of its own while the site's other pages render.
 
 Drawing is the slowest page of a build (matplotlib alone takes a second to load) and needs
-nothing but the results files, read already. Where a second core is free, the site starts
-`python -m verified_book.plots_process` with the results and takes the page back when it
-reaches it. The child is a plain interpreter, not a multiprocessing one, so nothing of the
-process that builds the site (its main module, its threads) is imported or copied again.
+nothing but the results files. Where a second core is free, the site starts
+`python -m verified_book.plots_process`, which loads the drawing's code while the site reads
+the results, draws once it is handed them, and gives the page back when the site reaches it.
+The child is a plain interpreter, not a multiprocessing one, so nothing of the process that
+builds the site (its main module, its threads) is imported or copied again.
 Where the child cannot give a page back, the page is drawn in the building process instead,
 so a drawing error surfaces there, once, with its own traceback.
 """
@@ -36,19 +37,37 @@ def function(where: str) -> Draw:
 class Drawing:
     """One plots page being drawn apart; `page()` waits for it, or draws it here."""
 
-    def __init__(self, where: str, root: Path, results: Mapping[str, ResultsFile]) -> None:
-        self.where, self.results = where, results
+    def __init__(self, where: str, root: Path, results: Mapping[str, ResultsFile] | None) -> None:
+        """Start the child, which loads the drawing's code and then waits for the results: pass them
+        here, or `give` them once read (None), so the child's start overlaps their reading."""
+        self.where = where
+        self.results: Mapping[str, ResultsFile] | None = None
         self._folder = tempfile.TemporaryDirectory(prefix="verified-book-plots-")
-        given = Path(self._folder.name) / "results.pickle"
-        given.write_bytes(pickle.dumps(dict(results)))
+        self._given = Path(self._folder.name) / "results.pickle"
         # the book's root first on the path, as the building process has it, to import the book's package
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
         self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", __name__, where, str(given)], cwd=root, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            [sys.executable, "-m", __name__, where, str(self._given)], cwd=root, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if results is not None:
+            self.give(results)
+
+    def give(self, results: Mapping[str, ResultsFile]) -> None:
+        """The results to draw from: written beside the child, which reads them once told so on its input."""
+        self.results = results
+        self._given.write_bytes(pickle.dumps(dict(results)))
+        if self._child is not None and self._child.stdin is not None:
+            try:
+                self._child.stdin.write(b"\n")
+                self._child.stdin.flush()
+            except BrokenPipeError:  # the child is gone: `page` draws here
+                pass
 
     def page(self) -> GeneratedPage:
         """The drawn page: the child's, or drawn here where the child gave none back."""
+        if self.results is None:
+            self.cancel()
+            raise ValueError(f"the drawing of {self.where} was given no results")
         child, self._child = self._child, None
         try:
             if child is not None:
@@ -79,9 +98,11 @@ def _unpickled(data: bytes) -> Any:
 
 def main(argv: list[str]) -> int:
     where, given = argv
-    results: Any = pickle.loads(Path(given).read_bytes())
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the page alone
-        page = function(where)(results)
+        draw = function(where)
+        sys.stdin.buffer.read(1)  # the building process says when the results are written
+        results: Any = pickle.loads(Path(given).read_bytes())
+        page = draw(results)
     sys.stdout.buffer.write(pickle.dumps(page))
     return 0
 

@@ -8,6 +8,8 @@ its run is *outdated*, with the old and the new value, until that machine runs a
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import functools
 import hashlib
 import inspect
@@ -17,7 +19,7 @@ import subprocess
 import types
 import weakref
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from verified_book import inputs
 from verified_book.registry import Claim
@@ -224,8 +226,38 @@ def changed_inputs(entries: Any) -> list[str]:
     return out
 
 
+#: the verdicts `outdated_reason` gave within `judged_once`, by the objects it was handed
+Verdicts = dict[tuple[int, int, int], tuple[Any, Any, Any, str | None]]
+_VERDICTS: contextvars.ContextVar[Verdicts | None] = contextvars.ContextVar("verdicts", default=None)
+
+
+@contextlib.contextmanager
+def judged_once(verdicts: Verdicts) -> Iterator[None]:
+    """Within, each (claim, record) is judged once and its verdict kept in `verdicts`.
+
+    A site build asks about the same record at every figure of its claim and again on the
+    machines page, while neither the book nor the results change: the caller keeps
+    `verdicts` for one build and starts the next with an empty one.
+    """
+    token = _VERDICTS.set(verdicts)
+    try:
+        yield
+    finally:
+        _VERDICTS.reset(token)
+
+
 def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any]) -> str | None:
     """Why a record no longer speaks for the book as it is now; None while it still does."""
+    verdicts = _VERDICTS.get()
+    if verdicts is None:
+        return _outdated_reason(claim, meta, record)
+    key = (id(claim), id(meta), id(record))
+    if key not in verdicts:  # the objects are kept with the verdict, so no id is reused while it stands
+        verdicts[key] = (claim, meta, record, _outdated_reason(claim, meta, record))
+    return verdicts[key][3]
+
+
+def _outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any]) -> str | None:
     if claim is None:
         return None
     recorded = (meta or {}).get("code")

@@ -127,7 +127,7 @@ def _counts_html(counts: Mapping[str, int]) -> str:
     return f'<ul class="vb-counts">{items}</ul>'
 
 
-def _overview(results: Mapping[str, ResultsFile], known: set[str], quiet: Collection[str] = ()) -> str:
+def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = ()) -> str:
     head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
                    for s in COUNTED)
     rows = []
@@ -137,8 +137,7 @@ def _overview(results: Mapping[str, ResultsFile], known: set[str], quiet: Collec
         fp = fp if isinstance(fp, dict) else {}
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
         date = _scalar(rf.run.get("date") if isinstance(rf.run, dict) else None) or ""
-        counts = claim_counts(rf, known)
-        cells = "".join(f'<td data-status="{s}">{counts[s]}</td>' for s in COUNTED)
+        cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in COUNTED)
         when = esc(date[:10])
         if slug in quiet:
             when += (f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
@@ -230,6 +229,7 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
                     report_within_days: int = 8) -> GeneratedPage:
     """The machines page: one section per machine, then the claims × machines matrix."""
     claim_ids = list(claim_ids)
+    counted = {slug: claim_counts(rf, claim_ids) for slug, rf in results.items()}  # for the overview and each section
     seed = "machines:" + ",".join(sorted(results))
     n = 0
     blocks: dict[str, str] = {}
@@ -250,7 +250,7 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
         lines += [
             f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
             f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
-            f"as skipped.{plots}", "", put(_overview(results, set(claim_ids), quiet)), "",
+            f"as skipped.{plots}", "", put(_overview(results, counted, quiet)), "",
         ]
         if quiet:
             lines += [f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
@@ -261,7 +261,7 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
                           f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
                           if slug in quiet else "")
             lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
-                      put(quiet_note + _counts_html(claim_counts(results[slug], claim_ids)) + _fingerprint(results[slug])), ""]
+                      put(quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])), ""]
     lines += ["## Claims × machines { #claims-by-machine }", "",
               "Every claim of the book against every machine: hover a cell for each backend's value. "
               "Filter by the chapter that prints a claim, or by status.", "",
