@@ -292,13 +292,18 @@ PAGE = "# Lab\n\nWhat `s.py` prints:\n\n```output s.py varies=2\n" \
        "block of [32](claim:lab.block) weights, [128](claim:lab.bytes) bytes\nnumpy 2.5.2\n```\n"
 
 
+def lay_out(pytester: pytest.Pytester, claims: str, page: str, snippet: str) -> pytest.Pytester:
+    """A sample book of one claims module, one page (book/lab.md) and one snippet (s.py)."""
+    (faults.pytester_book(pytester) / "lab.py").write_text(claims)
+    (pytester.path / "book" / "snippets").mkdir(parents=True)
+    (pytester.path / "book" / "lab.md").write_text(page)
+    (pytester.path / "book" / "snippets" / "s.py").write_text(snippet)
+    return pytester
+
+
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "lab.py").write_text(CLAIMS)
-    (pytester.path / "book" / "snippets").mkdir(parents=True)
-    (pytester.path / "book" / "lab.md").write_text(PAGE)
-    (pytester.path / "book" / "snippets" / "s.py").write_text(SNIPPET)
-    return pytester
+    return lay_out(pytester, CLAIMS, PAGE, SNIPPET)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -371,11 +376,7 @@ TIMED_PAGE = "# Lab\n\n```output s.py varies=1\ntook [0.500](claim:lab.ms) ms a 
 
 @pytest.fixture
 def timed_book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "lab.py").write_text(TIMED_CLAIMS)
-    (pytester.path / "book" / "snippets").mkdir(parents=True)
-    (pytester.path / "book" / "lab.md").write_text(TIMED_PAGE)
-    (pytester.path / "book" / "snippets" / "s.py").write_text(TIMED_SNIPPET)
-    return pytester
+    return lay_out(pytester, TIMED_CLAIMS, TIMED_PAGE, TIMED_SNIPPET)
 
 
 def test_a_measured_claim_takes_the_figure_the_snippets_one_run_printed(timed_book: pytest.Pytester) -> None:
