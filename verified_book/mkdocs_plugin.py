@@ -374,8 +374,7 @@ def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
 #: figure's panel (it holds no other panel) with the mark and the screen reader's words before it
 #: (no text, and excluded text), and the machines page's claims × machines matrix (a status in
 #: each cell, found with the page's own filters; the table holds no other table)
-_SET_ASIDE = re.compile(r'(?:<span class="vb-fig__mark" aria-hidden="true"></span>'
-                        r'<span class="vb-sr" data-search-exclude>[^<]*</span>)?<vb-panel\b.*?</vb-panel>'
+_SET_ASIDE = re.compile(rf"(?:{re.escape(render.FIGURE_MARK + render.SCREEN_READER)}[^<]*</span>)?<vb-panel\b.*?</vb-panel>"
                         rf"|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>", re.DOTALL)
 _LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
 

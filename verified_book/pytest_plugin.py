@@ -25,7 +25,7 @@ from verified_book.check import FAILED, SKIPPED, Verifier
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
-from verified_book.registry import REGISTRY, Claim, Kind
+from verified_book.registry import REGISTRY, Claim, Kind, is_measured
 from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
 from verified_book.snippet_figures import book_outputs
@@ -168,8 +168,7 @@ class RunState:
         path = nodeid.split("::", 1)[0]
         if (self.root / path).parent == self.snippets_dir:
             return True
-        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
-        return claim is not None and claim.kind is Kind.MEASURED
+        return is_measured(claim_of_nodeid(nodeid) or "")
 
     def runs_on_cuda(self, nodeid: str) -> bool:
         """Whether an item computes on the CUDA device (a claim's torch:cuda case, or a figure whose

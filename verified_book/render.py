@@ -414,6 +414,12 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
     return "".join(parts)
 
 
+#: a figure's mark (its status as a shape), and the opening of what a screen reader says in its place;
+#: the site's search leaves both out of its index, with the figure's panel
+FIGURE_MARK = '<span class="vb-fig__mark" aria-hidden="true"></span>'
+SCREEN_READER = '<span class="vb-sr" data-search-exclude>'
+
+
 def render_figure(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
                   in_code: bool = False, quiet: Collection[str] = ()) -> str:
     """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
@@ -423,9 +429,7 @@ def render_figure(view: FigureView, results: Mapping[str, ResultsFile], repo_url
     return (
         f'<span class="vb-fig" data-claim="{esc(b.claim_id)}" data-status="{esc(view.status)}" tabindex="0" '
         f'role="button" aria-expanded="false" aria-describedby="{uid}">'
-        f'<span class="vb-fig__text">{text}</span>'
-        f'<span class="vb-fig__mark" aria-hidden="true"></span>'
-        f'<span class="vb-sr" data-search-exclude>{esc(sr)}</span>'
+        f'<span class="vb-fig__text">{text}</span>{FIGURE_MARK}{SCREEN_READER}{esc(sr)}</span>'
         f"{render_panel(view, results, repo_url, uid, quiet)}"
         "</span>"
     )
@@ -438,8 +442,8 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
     claim_attr = f' data-claim-error="{esc(claim_id)}"' if claim_id else ' data-claim-error=""'
     return (
         f'<span class="vb-fig" data-status="error"{claim_attr} tabindex="0" title="{esc(short(message, 300))}">'
-        f'<span class="vb-fig__text">{shown}</span><span class="vb-fig__mark" aria-hidden="true"></span>'
-        f'<span class="vb-sr" data-search-exclude> (broken figure: {esc(short(message, 300))})</span></span>'
+        f'<span class="vb-fig__text">{shown}</span>{FIGURE_MARK}'
+        f'{SCREEN_READER} (broken figure: {esc(short(message, 300))})</span></span>'
     )
 
 
@@ -457,7 +461,7 @@ def render_legend(machines_href: str | None = None) -> str:
     for status in LEGEND_ORDER:
         glyph, shape = SHAPES[status]
         sample = (f'<span class="vb-fig vb-fig--sample" data-status="{status}"><span class="vb-fig__text">16.6</span>'
-                  f'<span class="vb-fig__mark" aria-hidden="true"></span></span>')
+                  f'{FIGURE_MARK}</span>')
         rows.append(f'<tr data-status="{status}"><td>{sample}</td><th scope="row">{esc(LABELS[status])}</th>'
                     f'<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {esc(shape)}</td>'
                     f"<td>{esc(MEANINGS[status])}.</td></tr>")

@@ -36,6 +36,7 @@ class Chapter:
 #: the claims × machines matrix's table tag; it holds no other table (the site's search leaves it out)
 MATRIX_TABLE = '<table class="vb-matrix__table">'
 
+
 def today(text: str = "") -> dt.date:
     """The date a build judges "reported this week" by: `text` (ISO) when given, else today in UTC."""
     return dt.date.fromisoformat(text) if text else dt.datetime.now(dt.timezone.utc).date()

@@ -23,7 +23,7 @@ from verified_book.bindings import book_pages
 from verified_book.figures import FigureSyntaxError, Printed, parse
 from verified_book.registry import is_measured
 from verified_book.snippet_output import BookOutputs, NotPrinted, printed_figure, read_book
-from verified_book.snippet_run import forget_shared_runs, shared_run
+from verified_book.snippet_run import SnippetRun, forget_shared_runs, shared_run
 
 _ROOT = Path(".")
 _PAGES = Path("book")
@@ -39,6 +39,7 @@ def use_book(root: Path, pages: Path, snippets: Path) -> None:
     global _ROOT, _PAGES, _SNIPPETS
     _ROOT, _PAGES, _SNIPPETS = root, pages, snippets
     book_outputs.cache_clear()
+    _ran.cache_clear()
     forget_shared_runs()
 
 
@@ -62,6 +63,12 @@ def shown(path: Path) -> str:
 def source_hash(path: Path) -> str:
     """What a record keeps of the snippet it read: a hash of the source that printed the figure."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@cache
+def _ran(path: Path) -> tuple[SnippetRun, str]:
+    """This process's run of a snippet, and the hash of its source, read once beside the run."""
+    return shared_run(path), source_hash(path)
 
 
 def snippet_figure(claim_id: str) -> float | tuple[float, ...]:
@@ -90,7 +97,7 @@ def _printed(claim_id: str) -> tuple[Printed, ...]:
     path = _SNIPPETS / block.snippet
     if not path.is_file():
         raise SnippetFigureError(f"{block.where}: the block shows {block.snippet}, which is not in {shown(_SNIPPETS)}")
-    run = shared_run(path)
+    run, digest = _ran(path)
     if run.exit_status != 0:
         raise SnippetFigureError(f"{shown(path)} exited {run.exit_status} ({run.how}), so it printed no {claim_id} "
                                  f"for {block.where}:\n{run.stderr[-2000:]}")
@@ -98,7 +105,7 @@ def _printed(claim_id: str) -> tuple[Printed, ...]:
         line, texts = printed_figure(block, run.stdout, claim_id)
     except NotPrinted as e:
         raise SnippetFigureError(f"{e} ({run.how})") from None
-    inputs.snippet_figure_read(inputs.SnippetFigure(shown(path), source_hash(path), line.where, " ".join(texts)))
+    inputs.snippet_figure_read(inputs.SnippetFigure(shown(path), digest, line.where, " ".join(texts)))
     try:
         printed = tuple(parse(text) for text in texts)
     except FigureSyntaxError:
