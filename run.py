@@ -6,15 +6,20 @@
     python3 run.py site      build the site from the committed results (and this clone's own, if any)
     python3 run.py contribute   copy this machine's records into results/, for a pull request
     python3 run.py setup     set up only
+    python3 run.py setup --dry-run   say what set-up would install on this machine, install nothing
 
 The first call makes `.venv/` and installs what the job needs into it, pinned by
 requirements/lock.txt; later calls install again only when pyproject.toml, the lock or this
 file change, or when a job needs more than was installed. After set-up each job is the
 `verified-book` command of the project's virtual environment (`.venv/bin/verified-book JOB`).
 
-torch comes from PyTorch's CPU wheel index where no NVIDIA GPU is present, so nothing pulls
-the multi-gigabyte CUDA build; where that index cannot be reached, from pip's own index,
-saying so. Set-up ends by saying which torch and MLX builds it got.
+torch comes from PyTorch's CPU wheel index where no GPU is present, so nothing pulls the
+multi-gigabyte CUDA build, and from PyTorch's ROCm index where an AMD GPU is (`/dev/kfd`,
+`rocminfo` or `amd-smi`); where that index cannot be reached, from pip's own index, saying so and
+what to run once it can. What a platform cannot have (MLX below glibc 2.35, torch's ROCm build off
+x86_64) is said before anything is installed, and left out. Set-up ends by saying which torch and
+MLX builds it got. VERIFIED_BOOK_TARGET="Linux aarch64 nvidia 2.39" (system, machine, GPU vendor
+or none, glibc) stands in for this machine, so a dry run shows another machine's plan.
 VERIFIED_BOOK_VENV puts the virtual environment elsewhere (the fleet's runners keep it outside
 the checkout, which their clean empties).
 """
@@ -31,6 +36,7 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("VERIFIED_BOOK_VENV") or ROOT / ".venv").resolve()
@@ -39,6 +45,10 @@ STAMP = VENV / ".installed"
 LOCK = ROOT / "requirements" / "lock.txt"
 TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+ROCM = "rocm7.2"  # the variant of PyTorch's ROCm index (download.pytorch.org/whl/<variant>) for TORCH; TORCH_ROCM picks another
+TORCH_GLIBC = (2, 28)  # TORCH's Linux wheels are manylinux_2_28
+MLX_GLIBC = (2, 35)  # MLX's Linux wheels, its CPU and CUDA builds alike, are manylinux_2_35
+NVIDIA, AMD = "nvidia", "amd"  # the GPU vendors set-up tells apart
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 
 # Each job and the extras of pyproject.toml it needs; MLX's build (`cpu` or `cuda`) is added per machine.
@@ -96,6 +106,63 @@ def has_nvidia_gpu() -> bool:
         return False
 
 
+def has_amd_gpu() -> bool:
+    """Whether an AMD GPU's ROCm stack is here: the kernel driver's /dev/kfd, or ROCm's rocminfo or amd-smi on PATH."""
+    return Path("/dev/kfd").exists() or any(shutil.which(tool) for tool in ("rocminfo", "amd-smi"))
+
+
+def glibc() -> tuple[int, int] | None:
+    """This Linux's glibc version, or None where the C library is not glibc."""
+    name, version = platform.libc_ver()
+    parts = version.split(".")
+    if name != "glibc" or len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+class Target(NamedTuple):
+    """The machine set-up plans for: its system and architecture as `platform` names them, its GPU's
+    vendor (NVIDIA, AMD or None) and, on Linux, its glibc (None where unknown or not glibc)."""
+
+    system: str
+    machine: str
+    gpu: str | None
+    glibc: tuple[int, int] | None = None
+
+    def words(self) -> str:
+        libc = f", glibc {self.glibc[0]}.{self.glibc[1]}" if self.glibc else ""
+        gpu = {NVIDIA: "an NVIDIA GPU", AMD: "an AMD GPU"}.get(self.gpu or "", "no GPU")
+        return f"{self.system} {self.machine}{libc}, {gpu}"
+
+
+TARGET_VARIABLE = "VERIFIED_BOOK_TARGET"
+
+
+def parse_target(text: str) -> Target:
+    """A Target from "SYSTEM MACHINE GPU [GLIBC]" ("Linux aarch64 nvidia 2.39"; GPU nvidia, amd or none)."""
+    parts = text.split()
+    if len(parts) not in (3, 4) or parts[2] not in (NVIDIA, AMD, "none"):
+        raise ValueError(f"{TARGET_VARIABLE}={text!r}: expected \"SYSTEM MACHINE GPU [GLIBC]\", GPU one of nvidia, amd, none "
+                         "(\"Linux aarch64 nvidia 2.39\")")
+    libc = None
+    if len(parts) == 4:
+        major, _, minor = parts[3].partition(".")
+        if not (major.isdigit() and minor.isdigit()):
+            raise ValueError(f"{TARGET_VARIABLE}={text!r}: glibc {parts[3]!r} is not a version such as 2.39")
+        libc = (int(major), int(minor))
+    return Target(parts[0], parts[1], None if parts[2] == "none" else parts[2], libc)
+
+
+def this_machine() -> Target:
+    """This machine as set-up sees it, or the machine VERIFIED_BOOK_TARGET names."""
+    stand_in = os.environ.get(TARGET_VARIABLE)
+    if stand_in:
+        return parse_target(stand_in)
+    gpu = NVIDIA if has_nvidia_gpu() else AMD if has_amd_gpu() else None
+    system = platform.system()
+    return Target(system, platform.machine(), gpu, glibc() if system == "Linux" else None)
+
+
 def reachable(url: str, timeout: float = 8.0) -> bool:
     """Whether `url` answers at all (any HTTP status counts; no answer does not)."""
     try:
@@ -107,38 +174,113 @@ def reachable(url: str, timeout: float = 8.0) -> bool:
         return False
 
 
-def mlx_extra(system: str, gpu: bool) -> tuple[str, ...]:
-    """MLX's build for this machine: CUDA with an NVIDIA GPU on Linux, else CPU (macOS's MLX comes with `verify`)."""
-    if system != "Linux":
+def rocm_index() -> str:
+    """PyTorch's ROCm index set-up installs torch from: ROCM's variant, or TORCH_ROCM's."""
+    return f"https://download.pytorch.org/whl/{os.environ.get('TORCH_ROCM') or ROCM}"
+
+
+def _older(found: tuple[int, int] | None, needed: tuple[int, int]) -> bool:
+    return found is not None and found < needed
+
+
+def mlx_extra(target: Target) -> tuple[str, ...]:
+    """MLX's build for this machine: CUDA with an NVIDIA GPU on Linux, else CPU (macOS's MLX comes with `verify`);
+    none where its Linux wheels cannot install (see `unavailable`)."""
+    if target.system != "Linux" or _older(target.glibc, MLX_GLIBC):
         return ()
-    return ("cuda",) if gpu else ("cpu",)
+    return ("cuda",) if target.gpu == NVIDIA else ("cpu",)
 
 
-def torch_plan(system: str, gpu: bool, cpu_index_reachable: bool) -> tuple[list[str], str]:
+def rocm_torch(target: Target) -> bool:
+    """Whether torch's ROCm build is the one for this machine: an AMD GPU on x86_64 Linux (the only ROCm wheels)."""
+    return target.system == "Linux" and target.gpu == AMD and target.machine == "x86_64"
+
+
+def index_to_check(target: Target) -> str | None:
+    """The PyTorch index torch's plan needs here, whose reachability decides the plan; None where pip's own index serves."""
+    if rocm_torch(target):
+        return rocm_index()
+    if target.system == "Linux" and target.gpu != NVIDIA:
+        return CPU_INDEX
+    return None
+
+
+def torch_plan(target: Target, index_reachable: bool) -> tuple[list[str], str]:
     """pip's arguments for torch on this machine, and the sentence that says what they do.
 
-    On Linux without an NVIDIA GPU torch comes from PyTorch's CPU index alone (`--index-url`,
-    so no CUDA wheel can be chosen); where that index cannot be reached, from pip's own
-    configuration. Elsewhere pip's own index has the right build: CUDA on Linux with a GPU,
-    CPU and MPS on macOS, CPU on Windows.
+    On Linux with an AMD GPU torch comes from PyTorch's ROCm index, without any GPU from its CPU index
+    (`--index-url` alone, so no CUDA wheel can be chosen); where that index cannot be reached, from
+    pip's own configuration, and the sentence says what to run once it can. Elsewhere pip's own index
+    has the right build: CUDA on Linux with an NVIDIA GPU (x86_64 and aarch64 alike), CPU and MPS on
+    macOS, CPU on Windows.
     """
-    if system == "Linux" and not gpu:
-        if cpu_index_reachable:
-            return ([TORCH, "--index-url", CPU_INDEX],
-                    f"no NVIDIA GPU found: installing torch's CPU build ({TORCH}) from {CPU_INDEX}")
+    if rocm_torch(target):
+        index = rocm_index()
+        if index_reachable:
+            return ([TORCH, "--index-url", index],
+                    f"AMD GPU found (ROCm): installing torch's ROCm build ({TORCH}) from {index}")
         return ([TORCH],
-                f"no NVIDIA GPU found, but {CPU_INDEX} cannot be reached: installing {TORCH} from pip's configured "
+                f"AMD GPU found (ROCm), but {index} cannot be reached: installing {TORCH} from pip's configured index "
+                "instead (on plain PyPI that is the CUDA build, which cannot use this GPU); once the index answers, run  "
+                f"{BIN / 'pip'} install --force-reinstall {TORCH} --index-url {index}  (or scripts/verify-rocm)")
+    if target.system == "Linux" and target.gpu != NVIDIA:
+        found = "an AMD GPU off x86_64 (torch's ROCm builds are x86_64 only)" if target.gpu == AMD else "no NVIDIA GPU found"
+        if index_reachable:
+            return ([TORCH, "--index-url", CPU_INDEX],
+                    f"{found}: installing torch's CPU build ({TORCH}) from {CPU_INDEX}")
+        return ([TORCH],
+                f"{found}, but {CPU_INDEX} cannot be reached: installing {TORCH} from pip's configured "
                 "index instead (on plain PyPI that is the CUDA build; the check after install says which came)")
-    where = "with an NVIDIA GPU: the CUDA build" if gpu else f"on {system}"
+    where = "with an NVIDIA GPU: the CUDA build" if target.gpu == NVIDIA else f"on {target.system}"
     return [TORCH], f"installing {TORCH} from pip's configured index ({where})"
 
 
-def extras_for(job: str, system: str, gpu: bool) -> tuple[str, ...]:
+def unavailable(target: Target) -> list[str]:
+    """What this platform cannot have of what the book uses, each in a sentence; said before set-up installs."""
+    out = []
+    if target.system == "Linux" and _older(target.glibc, MLX_GLIBC):
+        assert target.glibc is not None
+        out.append(f"MLX: its Linux wheels need glibc {MLX_GLIBC[0]}.{MLX_GLIBC[1]} or newer (manylinux_2_35) and this "
+                   f"machine has {target.glibc[0]}.{target.glibc[1]}, so MLX is left out and mlx:cpu and mlx:gpu are skipped")
+    if target.system == "Linux" and target.gpu == AMD:
+        out.append("MLX has no ROCm build: MLX runs on the CPU here (mlx:cpu), not on the AMD GPU")
+        if target.machine != "x86_64":
+            out.append(f"torch's ROCm builds are x86_64 only: on {target.machine} torch runs on the CPU, not on the AMD GPU")
+    return out
+
+
+def blocked(target: Target) -> str | None:
+    """Why set-up cannot install torch here at all, or None."""
+    if target.system == "Linux" and _older(target.glibc, TORCH_GLIBC):
+        assert target.glibc is not None
+        return (f"{TORCH}'s Linux wheels need glibc {TORCH_GLIBC[0]}.{TORCH_GLIBC[1]} or newer (manylinux_2_28); this "
+                f"machine has {target.glibc[0]}.{target.glibc[1]}, so the book's backends cannot be installed here")
+    return None
+
+
+def extras_for(job: str, target: Target) -> tuple[str, ...]:
     """The extras a job needs on this machine."""
     wanted = JOBS[job]
     if {"verify", "dev"} & set(wanted):
-        wanted += mlx_extra(system, gpu)
+        wanted += mlx_extra(target)
     return wanted
+
+
+def plan_lines(job: str, target: Target, index_reachable: bool) -> list[str]:
+    """What set-up would do for `job` on `target`, step by step, as the dry run prints it."""
+    lines = [f"plan for {target.words()}" + (f" (from {TARGET_VARIABLE})" if os.environ.get(TARGET_VARIABLE) else "")]
+    stop = blocked(target)
+    if stop:
+        return [*lines, f"cannot set up: {stop}"]
+    lines += [f"not available here: {why}" for why in unavailable(target)]
+    extras = extras_for(job, target)
+    if {"verify", "dev"} & set(extras):
+        args, sentence = torch_plan(target, index_reachable)
+        lines += [f"set-up 2/3: {sentence}", f"  pip install {' '.join(args)}"]
+    target_spec = f".[{','.join(sorted(extras))}]" if extras else "."
+    lines += [f"set-up 3/3: installing the project and its dependencies ({target_spec}), pinned by requirements/lock.txt",
+              f"  pip install -c requirements/lock.txt -e {target_spec}"]
+    return lines
 
 
 def _recipe() -> str:
@@ -162,22 +304,23 @@ def _has_torch() -> bool:
     return subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True).returncode == 0
 
 
-def _report_builds() -> None:
+def _report_builds(target: Target) -> None:
     """Say which torch and MLX builds came; warn where a CPU-only machine got a CUDA build."""
     code = r"""
 import importlib.util, sys
-gpu = sys.argv[1] == "1"
+gpu, index = sys.argv[1], sys.argv[2]
 if importlib.util.find_spec("torch"):
     import torch
-    cuda = torch.version.cuda
+    cuda, hip = torch.version.cuda, getattr(torch.version, "hip", None)
     mps = getattr(torch.backends, "mps", None)
     mps = bool(mps and mps.is_built())
-    build = f"CUDA {cuda}" if cuda else ("CPU and MPS" if mps else "CPU only")
+    build = f"ROCm (HIP {hip})" if hip else f"CUDA {cuda}" if cuda else ("CPU and MPS" if mps else "CPU only")
     print(f"run.py: torch {torch.__version__}: {build} build")
-    if cuda and not gpu:
+    if cuda and gpu != "nvidia":
+        kind = "the ROCm build" if gpu == "amd" else "the CPU build"
         print(f"run.py: warning: this machine has no NVIDIA GPU but torch is a CUDA build, with its NVIDIA "
-              "libraries: reinstall the CPU build with  .venv/bin/pip install --force-reinstall "
-              f"torch=={torch.__version__.split('+')[0]} --index-url https://download.pytorch.org/whl/cpu")
+              f"libraries: reinstall {kind} with  {sys.prefix}/bin/pip install --force-reinstall "
+              f"torch=={torch.__version__.split('+')[0]} --index-url {index}")
 if importlib.util.find_spec("mlx"):
     import importlib.metadata as md
     import mlx.core as mx
@@ -186,19 +329,28 @@ if importlib.util.find_spec("mlx"):
              "CUDA" if any(n.startswith("mlx-cuda") for n in names) else "CPU")
     print(f"run.py: mlx {md.version('mlx')}: {build} build")
 """
-    subprocess.run([str(BIN / "python"), "-c", code, "1" if has_nvidia_gpu() else "0"], cwd=ROOT, env=_tool_env())
+    index = rocm_index() if rocm_torch(target) else CPU_INDEX
+    subprocess.run([str(BIN / "python"), "-c", code, target.gpu or "none", index], cwd=ROOT, env=_tool_env())
 
 
 def setup(job: str = "setup") -> None:
     """Make the virtual environment and install what `job` needs, saying each step as it starts."""
     if sys.version_info < (3, 11):
         sys.exit(f"run.py: Python 3.11 or newer is needed; this is {platform.python_version()}")
-    system, gpu = platform.system(), has_nvidia_gpu()
-    wanted = set(extras_for(job, system, gpu))
+    try:
+        target = this_machine()
+    except ValueError as e:
+        sys.exit(f"run.py: {e}")
+    stop = blocked(target)
+    if stop:
+        sys.exit(f"run.py: {stop}")
+    wanted = set(extras_for(job, target))
     installed = _installed()
     if installed is not None and wanted <= installed and (BIN / "verified-book").exists():
         return
     extras = sorted(wanted | (installed or set()))
+    for why in unavailable(target):
+        _say(f"not available on {target.words()}: {why}")
     if not (BIN / "python").exists():
         _say(f"set-up 1/3: creating the virtual environment {VENV}")
         _run(sys.executable, "-m", "venv", VENV)
@@ -208,26 +360,43 @@ def setup(job: str = "setup") -> None:
         _say(f"set-up 1/3: the virtual environment {VENV.relative_to(ROOT)}/ is there")
     pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on"]
     if {"verify", "dev"} & set(extras) and not _has_torch():
-        cpu_index = system == "Linux" and not gpu and reachable(CPU_INDEX + "/torch/")
-        args, sentence = torch_plan(system, gpu, cpu_index)
+        index = index_to_check(target)
+        args, sentence = torch_plan(target, index is not None and reachable(index + "/torch/"))
         _say(f"set-up 2/3: {sentence}")
         _run(*pip, *args)
     else:
         _say("set-up 2/3: torch is there or not needed for this job")
-    target = f".[{','.join(extras)}]" if extras else "."
+    spec = f".[{','.join(extras)}]" if extras else "."
     constraints = ["-c", LOCK] if LOCK.exists() else []
-    _say(f"set-up 3/3: installing the project and its dependencies ({target}), pinned by "
+    _say(f"set-up 3/3: installing the project and its dependencies ({spec}), pinned by "
          f"{LOCK.relative_to(ROOT) if constraints and LOCK.is_relative_to(ROOT) else LOCK if constraints else 'nothing (no lock file)'}")
-    _run(*pip, *constraints, "-e", target)
+    _run(*pip, *constraints, "-e", spec)
     if {"notebook", "dev"} & set(extras):
         # jupytext --execute picks the kernel whose python is the one running it: this venv's, named here
         _say("set-up: registering this environment's Jupyter kernel (for jupytext --execute on the snippets)")
         _run(BIN / "python", "-m", "ipykernel", "install", "--sys-prefix", "--name", "verified-book",
              "--display-name", "Python (verified book)")
     if {"verify", "dev"} & set(extras):
-        _report_builds()
+        _report_builds(target)
     STAMP.write_text(json.dumps({"recipe": _recipe(), "extras": extras}))
     _say("set-up done")
+
+
+def dry_run(job: str) -> int:
+    """Print what set-up would install for `job` on this machine (or VERIFIED_BOOK_TARGET's); install nothing."""
+    try:
+        target = this_machine()
+    except ValueError as e:
+        print(f"run.py: {e}", file=sys.stderr)
+        return 2
+    index = index_to_check(target)
+    answers = index is not None and reachable(index + "/torch/")
+    for line in plan_lines(job, target, answers):
+        _say(line)
+    if index is not None:
+        _say(f"{index} {'answers' if answers else 'cannot be reached'} from here")
+    _say("dry run: nothing was installed")
+    return 1 if blocked(target) else 0
 
 
 def usage() -> str:
@@ -255,6 +424,8 @@ def main(argv: list[str]) -> int:
     if job not in JOBS:
         print(f"run.py: unknown job {job!r}; the jobs are:\n{usage()}", file=sys.stderr)
         return 2
+    if job == "setup" and rest == ["--dry-run"]:
+        return dry_run(job)
     try:
         setup(job)
     except KeyboardInterrupt:

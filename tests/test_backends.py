@@ -17,8 +17,7 @@ BRANCH = re.compile(r"\.library\s*(==|!=|\bin\b|\bnot in\b)|backend\.name\s*(==|
 def test_the_backend_names_come_from_the_registered_adapters() -> None:
     assert list(ADAPTERS) == list(backends.BUILTIN_ADAPTERS)
     assert NAMES == tuple(n for cls in ADAPTERS.values() for n in cls.names)
-    assert NAMES[:6] == ("numpy", "torch:cpu", "torch:cuda", "torch:mps", "mlx:cpu", "mlx:gpu")
-    assert "jax:cpu" in NAMES
+    assert NAMES == ("numpy", "torch:cpu", "torch:cuda", "torch:mps", "torch:rocm", "mlx:cpu", "mlx:gpu", "jax:cpu", "jax:gpu")
     assert results.BACKEND_NAMES == ("none", *NAMES)
     assert list(backends.detect()) == list(NAMES)
 
@@ -26,6 +25,15 @@ def test_the_backend_names_come_from_the_registered_adapters() -> None:
 def test_capability_lists_follow_the_adapters() -> None:
     assert supporting("autodiff") == (*names_of("torch"), *names_of("mlx"), *names_of("jax"))
     assert "numpy" not in supporting("autodiff") and "jax:cpu" not in supporting("nn")
+    assert "torch:rocm" in supporting("fp8_matmul"), "the library has it; the adapter says why a ROCm device does not"
+
+
+def test_a_backends_marker_follows_its_name_and_its_device_the_librarys_words() -> None:
+    rocm, mps, gpu = Backend("torch:rocm", True, ""), Backend("torch:mps", True, ""), Backend("jax:gpu", True, "")
+    assert (rocm.place, rocm.device, rocm.marker) == ("rocm", "cuda", "rocm")
+    assert (mps.place, mps.device, mps.marker) == ("mps", "mps", "mps")
+    assert (gpu.place, gpu.device, gpu.marker) == ("gpu", "gpu", "jax")
+    assert set(backends.markers()) >= {"cuda", "mps", "rocm", "mlx", "jax"}
 
 
 def test_topics_do_not_branch_on_the_library() -> None:
@@ -40,8 +48,8 @@ def test_a_missing_library_is_an_unavailable_backend_with_the_reason(monkeypatch
     from verified_book.backends import jax as jax_adapter
 
     monkeypatch.setattr(jax_adapter, "try_import", lambda name: (None, f"{name} does not import (ModuleNotFoundError)"))
-    (found,) = jax_adapter.JaxAdapter.detect()
-    assert found == Backend("jax:cpu", False, "jax does not import (ModuleNotFoundError)")
+    found = jax_adapter.JaxAdapter.detect()
+    assert found == [Backend(n, False, "jax does not import (ModuleNotFoundError)") for n in ("jax:cpu", "jax:gpu")]
 
 
 def test_what_a_library_lacks_is_a_skip_in_its_own_words() -> None:

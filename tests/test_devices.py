@@ -383,3 +383,237 @@ def test_the_bandwidth_and_matmul_probes_calibrate_on_a_warm_call(monkeypatch: p
     assert calibrated == [1] and len(calls) > 10, "calibrated on the warm call, so repetitions run it many times"
     matmul._measure_matmul(Runner(numpy), "fp32", "")
     assert calibrated == [1, 1]
+
+
+# --- torch on ROCm (Track X: the Radeon 8060S of a Ryzen AI Max+ 395, gfx1151) -------------------------
+
+INVALID_DEVICE_FUNCTION = ("HIP error: invalid device function\nHIP kernel errors might be asynchronously reported at some "
+                           "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+                           "AMD_SERIALIZE_KERNEL=3")
+RADEON = "AMD Radeon 8060S"
+ROCM_ARCHS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"]
+
+
+class FakeRocmTorch(FakeCudaTorch):
+    """torch's ROCm build as it looks on a Ryzen AI Max+ 395: torch.cuda answers for the AMD GPU,
+    torch.version.hip is set and CUDA's is not, and a kernel the build has no code for fails as HIP says."""
+
+    def __init__(self, archs: list[str], gfx: str = "gfx1151") -> None:
+        super().__init__(archs)
+        self.__version__ = "2.13.0+rocm7.2"
+        self.version = SimpleNamespace(cuda=None, hip="7.2.26015")
+        built = {a.split(":")[0] for a in archs}
+        fake = self
+
+        def ones(n: int, device: str) -> Any:
+            if gfx not in built:
+                fake.launched += 1
+                raise RuntimeError(INVALID_DEVICE_FUNCTION)
+            return real_ones(n, device)  # counts the launch
+
+        real_ones = self.ones
+        self.ones = ones
+        self.cuda.get_device_name = lambda i=0: RADEON
+        self.cuda.get_device_capability = lambda i=0: (11, 5)  # what torch on ROCm reports: the gfx number, not a CUDA capability
+        self.cuda.get_device_properties = lambda i=0: SimpleNamespace(name=RADEON, gcnArchName=f"{gfx}:sramecc-:xnack-",
+                                                                        total_memory=96 * 2**30, major=11, minor=5)
+        self.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
+
+
+def _detected(monkeypatch: pytest.MonkeyPatch, torch: Any) -> dict[str, Backend]:
+    monkeypatch.setattr(torch_adapter, "try_import", lambda name: (torch, "") if name == "torch" else (None, "absent"))
+    return {b.name: b for b in torch_adapter.TorchAdapter.detect()}
+
+
+def test_a_rocm_build_with_the_gpus_architecture_is_the_rocm_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    torch = FakeRocmTorch([*ROCM_ARCHS, "gfx1151"])
+    found = _detected(monkeypatch, torch)
+    rocm, cuda = found[torch_adapter.ROCM], found["torch:cuda"]
+    assert rocm.available and torch.launched == 1, rocm.reason
+    assert rocm.reason == f"ROCm device {RADEON} (gfx1151, ROCm/HIP 7.2.26015)" and rocm.device_name == RADEON
+    assert "CUDA" not in rocm.reason and "compute capability" not in rocm.reason
+    assert not cuda.available and f"{RADEON} (gfx1151" in cuda.reason and "is torch:rocm" in cuda.reason
+    assert (rocm.marker, rocm.device, rocm.place) == ("rocm", "cuda", "rocm"), "torch reaches it as its cuda device"
+    assert "rocm" in backends.markers()
+
+
+def test_a_rocm_build_without_gfx1151_says_so_and_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = FakeRocmTorch(ROCM_ARCHS)
+    found = _detected(monkeypatch, torch)[torch_adapter.ROCM]
+    assert not found.available and torch.launched == 0, "the architecture list answers before any kernel runs"
+    assert f"has kernels for {', '.join(ROCM_ARCHS)}, not for {RADEON} (gfx1151)" in found.reason
+    assert "install torch's ROCm build with gfx1151 kernels" in found.reason and "--index-url" in found.reason
+
+
+def test_a_kernel_the_build_cannot_run_is_named_in_hips_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build whose architecture list is empty (some builds report none) still runs one kernel first."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    torch = FakeRocmTorch([])
+    found = _detected(monkeypatch, torch)[torch_adapter.ROCM]
+    assert not found.available and torch.launched == 1
+    assert f"a tiny kernel fails on {RADEON} (gfx1151): RuntimeError: HIP error: invalid device function" in found.reason
+
+
+def test_a_cuda_build_is_not_a_rocm_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    torch = FakeCudaTorch(["sm_120"])
+    torch.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
+    found = _detected(monkeypatch, torch)
+    assert found["torch:cuda"].available
+    assert not found[torch_adapter.ROCM].available and "CUDA 12.4 build, not a ROCm build" in found[torch_adapter.ROCM].reason
+
+
+@pytest.fixture
+def fake_rocm(monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """torch:rocm on the real torch, its torch.cuda answering as the Radeon 8060S does (nothing computes on it)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.version, "hip", "7.2.26015")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: RADEON)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (11, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda i=0: SimpleNamespace(name=RADEON, gcnArchName="gfx1151", total_memory=96 * 2**30))
+    monkeypatch.setattr(Backend, "activate", lambda self: __import__("contextlib").nullcontext())
+    return Backend(torch_adapter.ROCM, True, f"ROCm device {RADEON}", torch.__version__, RADEON)
+
+
+def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Backend) -> None:
+    from verified_book.registry import REGISTRY, NotOnBackend
+
+    adapter = fake_rocm.adapter
+    assert adapter.compute_capability() is None, "torch's (11, 5) on ROCm is the gfx number, not a compute capability"
+    assert adapter.device_words() == f"{RADEON} (gfx1151, ROCm/HIP 7.2.26015)"
+    with pytest.raises(NotOnBackend, match=f"TF32 is a mode of NVIDIA's tensor cores.*{RADEON} \\(gfx1151"):
+        adapter.tf32_by_settings()
+    fp8 = adapter.matmul_unsupported("fp8")
+    assert fp8 is not None and "float8_e4m3fn as CUDA defines it" in fp8 and "gfx1151" in fp8
+    outcome = check.evaluate(REGISTRY["formats.default.matmul.torch_tensor_core_bits"], fake_rocm)
+    assert outcome.state == check.SKIPPED and f"{RADEON} (gfx1151, ROCm/HIP" in outcome.message, outcome.message
+
+
+def test_the_rocm_backend_records_no_nvidia_variable(fake_rocm: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    adapter = fake_rocm.adapter
+    settings = adapter.matmul_settings()
+    assert "NVIDIA_TF32_OVERRIDE" not in settings and "gfx1151" in str(settings["device"])
+    assert adapter.matmul_environment() is None, "cuBLAS's variable does not reach hipBLAS"
+
+
+def test_claims_on_every_torch_backend_include_rocm() -> None:
+    from verified_book.registry import REGISTRY
+
+    assert REGISTRY["formats.default.matmul.torch_tensor_core_bits"].runs_on(torch_adapter.ROCM)
+    assert not REGISTRY["formats.default.matmul.tf32_kept_bits"].runs_on(torch_adapter.ROCM), "a torch:cuda claim stays CUDA's"
+
+
+def test_track_x_with_its_gpu_is_fingerprinted_in_rocms_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verified_book import machine
+
+    monkeypatch.setitem(sys.modules, "torch", FakeRocmTorch([*ROCM_ARCHS, "gfx1151"]))
+    monkeypatch.setattr(machine, "_cpu_model", lambda: "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S")
+    info = machine.fingerprint()
+    assert (info["gpu"], info["gfx"], info["hip"]) == (RADEON, "gfx1151", "7.2.26015")
+    assert info["compute_capability"] is None and info["driver"] is None
+    found = machine.identify(info)
+    assert found.markers == ("ryzen_ai_max",) and found.slug == "amd-radeon-8060s"
+    assert torch_adapter.ROCM in machine.profiles()["ryzen_ai_max"].backends
+
+
+# --- JAX on a GPU ----------------------------------------------------------------------------------------
+
+NO_BINARY = ("INTERNAL: Failed to load in-memory CUBIN (compilation failure): CUDA_ERROR_NO_BINARY_FOR_GPU: "
+             "no kernel image is available for execution on the device")
+
+
+class XlaRuntimeError(RuntimeError):
+    """What jaxlib raises when XLA fails on the device (jax.errors.JaxRuntimeError)."""
+
+
+class FakeJax(ModuleType):
+    """jax with its CUDA plugin on a DGX Spark: a CPU device, a GPU device, and a kernel that runs or
+    fails as XLA does when the plugin has no code for the GPU."""
+
+    def __init__(self, gpu: bool = True, kernel_error: str | None = None) -> None:
+        super().__init__("jax")
+        self.__version__ = "0.10.2"
+        self.lib = SimpleNamespace(__version__="0.10.2")
+        client = SimpleNamespace(platform_version="cuda 13000")
+        self.gpu = SimpleNamespace(device_kind="NVIDIA GB10", platform="gpu", client=client)
+        self.has_gpu, self.launched = gpu, 0
+        error = kernel_error
+        fake = self
+
+        class Array:
+            def __mul__(inner, other: Any) -> "Array":
+                return inner
+
+            def sum(inner) -> float:
+                return 8.0
+
+        def ones(n: int) -> Array:
+            fake.launched += 1
+            if error:
+                raise XlaRuntimeError(error)
+            return Array()
+
+        self.numpy = SimpleNamespace(ones=ones)
+
+    def devices(self, kind: str | None = None) -> list[Any]:
+        if kind == "cpu":
+            return [SimpleNamespace(device_kind="cpu", platform="cpu")]
+        if not self.has_gpu:
+            raise RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+                               "Platforms present are: cpu")
+        return [self.gpu]
+
+    def default_device(self, device: Any) -> Any:
+        return __import__("contextlib").nullcontext()
+
+
+def _jax_detected(monkeypatch: pytest.MonkeyPatch, jax: FakeJax, plugins: dict[str, str]) -> dict[str, Backend]:
+    from verified_book.backends import jax as jax_adapter
+
+    monkeypatch.setattr(jax_adapter, "try_import", lambda name: (jax, "") if name == "jax" else (None, "absent"))
+    monkeypatch.setattr(jax_adapter, "plugin_versions", lambda: plugins)
+    return {b.name: b for b in jax_adapter.JaxAdapter.detect()}
+
+
+def test_jax_with_its_cuda_plugin_is_a_gpu_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    jax = FakeJax()
+    found = _jax_detected(monkeypatch, jax, {"jax-cuda13-plugin": "0.10.2"})
+    gpu = found["jax:gpu"]
+    assert found["jax:cpu"].available and gpu.available and jax.launched == 1, gpu.reason
+    assert gpu.reason == "JAX on the GPU, NVIDIA GB10 (cuda 13000), through jax-cuda13-plugin 0.10.2"
+    assert (gpu.device, gpu.marker, gpu.device_name) == ("gpu", "jax", "NVIDIA GB10")
+    assert __import__("os").environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false", "JAX leaves torch and MLX their memory"
+
+
+def test_jax_without_a_gpu_plugin_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _jax_detected(monkeypatch, FakeJax(), {})["jax:gpu"]
+    assert not found.available and "jax 0.10.2 has no GPU plugin installed" in found.reason
+    assert "pip install jax[cuda13]==0.10.2" in found.reason
+
+
+def test_a_plugin_of_another_jaxlib_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _jax_detected(monkeypatch, FakeJax(), {"jax-cuda13-plugin": "0.9.2"})["jax:gpu"]
+    assert not found.available and "jax-cuda13-plugin 0.9.2 does not match jaxlib 0.10.2" in found.reason
+
+
+def test_a_plugin_that_finds_no_gpu_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _jax_detected(monkeypatch, FakeJax(gpu=False), {"jax-cuda13-plugin": "0.10.2"})["jax:gpu"]
+    assert not found.available and "finds no GPU (RuntimeError: Unknown backend: 'gpu'" in found.reason
+
+
+def test_a_jax_kernel_the_gpu_cannot_run_is_named_in_xlas_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    found = _jax_detected(monkeypatch, FakeJax(kernel_error=NO_BINARY), {"jax-cuda13-plugin": "0.10.2"})["jax:gpu"]
+    assert not found.available
+    assert "a tiny kernel fails on NVIDIA GB10 (cuda 13000): XlaRuntimeError: INTERNAL: Failed to load" in found.reason
+
+
+def test_only_the_cuda_worker_runs_a_jax_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    jax = FakeJax(kernel_error=NO_BINARY)
+    assert _jax_detected(monkeypatch, jax, {"jax-cuda13-plugin": "0.10.2"})["jax:gpu"].available and jax.launched == 0

@@ -19,6 +19,7 @@ HEAVY = ("torch", "mlx", "transformers", "jax", "gguf", "ml_dtypes", "pytest")
 
 
 def _run_py():  # type: ignore[no-untyped-def]
+    """run.py as a module (it is a script, not part of the package)."""
     spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -135,7 +136,8 @@ def test_on_a_plain_linux_machine_without_a_gpu_the_plan_names_no_nvidia_package
     run = _run_py()
     if not _answers("https://pypi.org/simple/pip/"):
         pytest.skip("PyPI cannot be reached from here")
-    args, _ = run.torch_plan("Linux", gpu=False, cpu_index_reachable=True)
+    plain = run.Target("Linux", "x86_64", None, (2, 39))
+    args, _ = run.torch_plan(plain, True)
     assert args[args.index("--index-url") + 1] == run.CPU_INDEX, "torch alone, from the CPU index alone"
     # The control: what a plain `pip install torch==...` resolves to from PyPI on Linux.
     cuda = _dry_run(run.TORCH)
@@ -143,7 +145,7 @@ def test_on_a_plain_linux_machine_without_a_gpu_the_plan_names_no_nvidia_package
     wheel = _cpu_torch_wheel(run)
     if wheel is None:
         pytest.skip(f"{run.CPU_INDEX} cannot be reached and no CPU wheel of torch is on disk here")
-    extras = ",".join(run.extras_for("verify", "Linux", False))
+    extras = ",".join(run.extras_for("verify", plain))
     index = ["--extra-index-url", run.CPU_INDEX] if wheel.startswith("torch==") else []
     plan = _dry_run(*index, wheel, "-c", str(ROOT / "requirements" / "lock.txt"), f".[{extras}]")
     assert "torch" in plan and "mlx-cpu" in plan
@@ -166,3 +168,30 @@ def test_the_site_extra_alone_builds_the_site_strictly(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr[-3000:]
     assert (tmp_path / "site" / "index.html").exists()
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
+
+
+def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """/dev/kfd, rocminfo or amd-smi mean an AMD GPU; nvidia-smi answering means an NVIDIA one, which wins."""
+    run = _run_py()
+    monkeypatch.delenv(run.TARGET_VARIABLE, raising=False)
+    monkeypatch.setattr(run, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(run.shutil, "which", lambda tool: "/opt/rocm/bin/rocminfo" if tool == "rocminfo" else None)
+    assert run.has_amd_gpu() and run.this_machine().gpu == run.AMD
+    monkeypatch.setattr(run.shutil, "which", lambda tool: None)
+    monkeypatch.setattr(run, "Path", lambda p: tmp_path / "absent" if p == "/dev/kfd" else Path(p))
+    assert not run.has_amd_gpu()
+    monkeypatch.setattr(run, "has_nvidia_gpu", lambda: True)
+    assert run.this_machine().gpu == run.NVIDIA
+
+
+def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "VERIFIED_BOOK_VENV": str(tmp_path / "venv")}
+    for target, wanted in [("Linux x86_64 amd 2.39", "--index-url https://download.pytorch.org/whl/rocm"),
+                           ("Linux aarch64 nvidia 2.39", "pip install -c requirements/lock.txt -e .[cuda,dev]"),
+                           ("Linux aarch64 nvidia 2.28", "not available here: MLX: its Linux wheels need glibc 2.35"),
+                           ("Darwin arm64 none", "pip install -c requirements/lock.txt -e .[dev]")]:
+        done = subprocess.run([sys.executable, str(ROOT / "run.py"), "setup", "--dry-run"], capture_output=True, text=True,
+                              env={**env, "VERIFIED_BOOK_TARGET": target}, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert wanted in done.stdout and "dry run: nothing was installed" in done.stdout, done.stdout
+    assert not (tmp_path / "venv").exists()

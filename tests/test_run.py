@@ -41,30 +41,31 @@ def _pyproject() -> dict[str, Any]:
 
 def test_without_a_gpu_on_linux_torch_comes_from_the_cpu_index_only() -> None:
     run = _run_py()
-    args, sentence = run.torch_plan("Linux", gpu=False, cpu_index_reachable=True)
+    args, sentence = run.torch_plan(run.Target("Linux", "x86_64", None, (2, 39)), True)
     assert args == [run.TORCH, "--index-url", run.CPU_INDEX], "--index-url, so no CUDA wheel can be chosen"
     assert run.CPU_INDEX in sentence and "CPU build" in sentence
 
 
 def test_where_the_cpu_index_cannot_be_reached_set_up_falls_back_and_says_so() -> None:
     run = _run_py()
-    args, sentence = run.torch_plan("Linux", gpu=False, cpu_index_reachable=False)
+    args, sentence = run.torch_plan(run.Target("Linux", "x86_64", None, (2, 39)), False)
     assert args == [run.TORCH] and "cannot be reached" in sentence and "pip's configured index" in sentence
 
 
 @pytest.mark.parametrize("system, gpu", [("Linux", True), ("Darwin", False), ("Windows", False)])
 def test_elsewhere_torch_comes_from_pip_s_own_index(system: str, gpu: bool) -> None:
     run = _run_py()
-    args, _ = run.torch_plan(system, gpu=gpu, cpu_index_reachable=True)
+    args, _ = run.torch_plan(run.Target(system, "x86_64", run.NVIDIA if gpu else None, (2, 39)), True)
     assert args == [run.TORCH]
 
 
 def test_mlx_s_build_follows_the_gpu_and_the_two_never_meet() -> None:
     run = _run_py()
-    assert run.extras_for("verify", "Linux", False) == ("verify", "cpu")
-    assert run.extras_for("verify", "Linux", True) == ("verify", "cuda")
-    assert run.extras_for("test", "Darwin", False) == ("dev",)
-    assert run.extras_for("site", "Linux", False) == ("site",), "the site is built from records: no torch, no MLX"
+    linux, nvidia = run.Target("Linux", "x86_64", None, (2, 39)), run.Target("Linux", "x86_64", run.NVIDIA, (2, 39))
+    assert run.extras_for("verify", linux) == ("verify", "cpu")
+    assert run.extras_for("verify", nvidia) == ("verify", "cuda")
+    assert run.extras_for("test", run.Target("Darwin", "arm64", None)) == ("dev",)
+    assert run.extras_for("site", linux) == ("site",), "the site is built from records: no torch, no MLX"
     extras = _pyproject()["project"]["optional-dependencies"]
     assert any(r.startswith("mlx[cuda") for r in extras["cuda"]) and any(r.startswith("mlx[cpu]") for r in extras["cpu"])
     assert not any("mlx" in r for r in extras["verify"] if "linux" in r), "on Linux MLX comes from cpu or cuda only"
@@ -92,9 +93,11 @@ def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(monkeypa
     monkeypatch.setattr(run, "BIN", tmp_path / ".venv" / "bin")
     monkeypatch.setattr(run, "STAMP", tmp_path / ".venv" / ".installed")
     monkeypatch.setattr(run, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(run, "has_amd_gpu", lambda: False)
+    monkeypatch.delenv(run.TARGET_VARIABLE, raising=False)
     monkeypatch.setattr(run, "reachable", lambda url, timeout=8.0: False)
     monkeypatch.setattr(run, "_has_torch", lambda: False)
-    monkeypatch.setattr(run, "_report_builds", lambda: print("run.py: torch 2.13.0: CPU only build"))
+    monkeypatch.setattr(run, "_report_builds", lambda target: print("run.py: torch 2.13.0: CPU only build"))
     monkeypatch.setattr(run.platform, "system", lambda: "Linux")
     said: list[str] = []
     commands: list[list[str]] = []

@@ -264,3 +264,19 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
     assert not pinned(f"book/x.md::line 3: 4 ({exact.id})")
     run.backends["torch:cuda"] = Backend("torch:cuda", False, "no device")
     assert not pinned(f"book.toml::{library.id}[torch:cuda]"), "without a card nothing is pinned"
+
+
+def test_the_gpu_items_of_rocm_and_jax_share_that_worker_too() -> None:
+    """A ROCm card and JAX's GPU hold a context in the card's memory as CUDA does: their cases are pinned."""
+    from verified_book.backends import Backend
+    from verified_book.pytest_plugin import RunState
+    from verified_book.registry import REGISTRY
+
+    library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
+    found = {name: Backend(name, True, "a GPU") for name in ("torch:rocm", "jax:gpu")}
+    run = SimpleNamespace(backends={**found, "jax:cpu": Backend("jax:cpu", True, "CPU")},
+                          verifier=SimpleNamespace(backends_for=lambda c: list(found.values())))
+    pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
+    assert pinned(f"book.toml::{library.id}[torch:rocm]") and pinned(f"book.toml::{library.id}[jax:gpu]")
+    assert not pinned(f"book.toml::{library.id}[jax:cpu]")
+    assert pinned(f"book/x.md::line 3: 4 ({library.id})")

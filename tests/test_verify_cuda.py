@@ -1,4 +1,5 @@
-"""scripts/verify-cuda --dry-run: on this machine, what it would install and run on a CUDA one."""
+"""scripts/verify-cuda and scripts/verify-rocm --dry-run: on this machine, what each would install and
+run on a CUDA or a ROCm one; the slow tests resolve their JAX builds with pip for the track's platform."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "verify-cuda"
+ROCM_SCRIPT = ROOT / "scripts" / "verify-rocm"
 RTX5080 = "NVIDIA GeForce RTX 5080, 16303 MiB, {driver}, 12.0"
+GB10 = "NVIDIA GB10, 122000 MiB, 580.95.05, 12.1"
+
+
+def locked(name: str) -> str:
+    found = re.search(rf"^{re.escape(name)}==(\S+)$", (ROOT / "requirements" / "lock.txt").read_text(), re.M)
+    assert found, f"requirements/lock.txt pins {name}"
+    return found[1]
 
 
 def baseline_torch() -> str:
@@ -20,12 +29,14 @@ def baseline_torch() -> str:
     return found[1]
 
 
-def dry_run(gpu: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k not in ("VERIFY_CUDA_GPU", "TORCH_CUDA", "VENV")}
+def dry_run(gpu: str | None = None, script: Path = SCRIPT, **env: str) -> subprocess.CompletedProcess[str]:
+    stand_in = "VERIFY_ROCM_GPU" if script == ROCM_SCRIPT else "VERIFY_CUDA_GPU"
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("VERIFY_CUDA_GPU", "VERIFY_ROCM_GPU", "TORCH_CUDA", "TORCH_ROCM", "VENV")}
     if gpu is not None:
-        environment["VERIFY_CUDA_GPU"] = gpu
+        environment[stand_in] = gpu
     environment.update(env)
-    return subprocess.run([str(SCRIPT), "--dry-run"], cwd=ROOT, env=environment, capture_output=True, text=True,
+    return subprocess.run([str(script), "--dry-run"], cwd=ROOT, env=environment, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -43,8 +54,10 @@ def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gp
     pip = [s for s in steps if " -m pip install" in s]
     assert any(s.endswith(f"pip install --quiet torch=={torch}") for s in pip), steps
     assert any(re.search(r"pip install --quiet mlx\[cuda13\](==[0-9.]+)?$", s) for s in pip), steps
+    assert any(s.endswith(f"pip install --quiet jax[cuda13]=={locked('jax')}") for s in pip), steps
     assert [i for i, s in enumerate(steps) if "torch==" in s] < [i for i, s in enumerate(steps) if " -e " in s] \
-        < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s], "torch first, then the project, then MLX's CUDA build over its CPU one"
+        < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s] < [i for i, s in enumerate(steps) if "jax[cuda13]" in s], \
+        "torch first, then the project, then MLX's and JAX's CUDA builds"
     assert "driver 580.95.05 is new enough (needs 580.65.06)" in done.stdout
     assert steps[0].endswith(f"-m venv {venv}")
     assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
@@ -76,3 +89,52 @@ def test_a_card_mlx_cannot_use_leaves_mlx_gpu_out_and_says_why(tmp_path: Path) -
     steps = planned(done.stdout)
     assert not any("mlx[" in s for s in steps)
     assert steps[0].endswith(f"-m venv {tmp_path / 'fresh'}"), "a fresh machine gets its environment first"
+
+
+def test_the_rocm_dry_run_plans_torchs_rocm_build_from_run_pys_index(tmp_path: Path) -> None:
+    venv = tmp_path / "fresh"
+    done = dry_run("AMD Radeon 8060S, gfx1151", ROCM_SCRIPT, VENV=str(venv))
+    assert done.returncode == 0, done.stderr
+    steps = planned(done.stdout)
+    variant = re.search(r'^ROCM = "([^"]+)"', (ROOT / "run.py").read_text(), re.M)
+    assert variant
+    torch = [s for s in steps if "torch==" in s]
+    assert torch == [f"{venv}/bin/python -m pip install --quiet torch=={baseline_torch()} --index-url "
+                     f"https://download.pytorch.org/whl/{variant[1]}"], steps
+    assert any(s.endswith(f"-e {ROOT}[verify,cpu]") for s in steps), "MLX's CPU build: MLX has no ROCm build"
+    assert any(s.endswith(f"jax[rocm7-local]=={locked('jax')}") for s in steps)
+    assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
+    assert "stop unless torch:rocm is usable" in done.stdout and "nothing was installed or run" in done.stdout
+
+
+def test_a_rocm_variant_that_is_not_one_is_refused() -> None:
+    done = dry_run("AMD Radeon 8060S, gfx1151", ROCM_SCRIPT, TORCH_ROCM="cu128")
+    assert done.returncode == 1 and "expected one such as rocm7.2" in done.stderr
+
+
+def _jax_step(output: str) -> str:
+    (step,) = [s for s in planned(output) if "pip install --quiet jax[" in s]
+    return step.rsplit(" ", 1)[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("track", "gpu"), [("N", RTX5080.format(driver="580.95.05")), ("S", GB10)])
+def test_the_cuda_scripts_jax_resolves_to_its_cuda_plugin_for_the_tracks_platform(track: str, gpu: str,
+                                                                                  tmp_path: Path) -> None:
+    from test_track_plans import TRACKS, _pypi, resolve
+
+    _pypi()
+    requirement = _jax_step(dry_run(gpu, VENV=str(tmp_path / "fresh")).stdout)
+    found = resolve(TRACKS[track].target, [requirement], constraints=False)
+    assert found.version("jax-cuda13-plugin") == found.version("jaxlib") == locked("jax"), found.words()
+    assert found.wheels["jax-cuda13-plugin"][1].endswith(f"_{TRACKS[track].target.machine}.whl")
+
+
+@pytest.mark.slow
+def test_the_rocm_scripts_jax_resolves_to_its_rocm_plugin_on_x86_64(tmp_path: Path) -> None:
+    from test_track_plans import TRACKS, _pypi, resolve
+
+    _pypi()
+    requirement = _jax_step(dry_run("AMD Radeon 8060S, gfx1151", ROCM_SCRIPT, VENV=str(tmp_path / "fresh")).stdout)
+    found = resolve(TRACKS["X"].target, [requirement], constraints=False)
+    assert found.version("jax-rocm7-plugin") == found.version("jaxlib") == locked("jax"), found.words()

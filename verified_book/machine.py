@@ -9,10 +9,12 @@ Fingerprint fields (all strings or numbers, `None` where not found):
 | `cores` | logical CPUs |
 | `memory_gb` | system memory, decimal GB |
 | `os` | operating system and release |
-| `gpu` | first accelerator's name (CUDA device name, or the Apple chip for MPS) |
-| `gpu_memory_gb` | its memory, decimal GB |
-| `compute_capability` | CUDA compute capability, `major.minor` |
+| `gpu` | first accelerator's name (CUDA or ROCm device name, or the Apple chip for MPS) |
+| `gpu_memory_gb` | its memory, decimal GB (on a ROCm GPU, what torch reports the device may use) |
+| `compute_capability` | CUDA compute capability, `major.minor` (none on a ROCm GPU) |
 | `driver` | NVIDIA driver version |
+| `gfx` | an AMD GPU's architecture as ROCm names it (`gfx1151`), where torch is a ROCm build |
+| `hip` | that build's HIP version |
 | `python`, `numpy`, `torch`, `mlx`, `ml_dtypes`, `transformers`, `gguf` | versions |
 
 Profiles of the book's hardware live in `<data>/<hardware>/<marker>.toml` (see `book.toml`); a
@@ -176,7 +178,16 @@ def fingerprint() -> dict[str, Any]:
     try:
         import torch
 
-        if torch.cuda.is_available():
+        from verified_book.backends.torch import gfx_arch
+
+        hip = getattr(torch.version, "hip", None)
+        if torch.cuda.is_available() and hip:
+            props = torch.cuda.get_device_properties(0)
+            info["gpu"] = props.name
+            info["gpu_memory_gb"] = round(props.total_memory / 1e9, 1)
+            info["gfx"] = gfx_arch(torch) or None
+            info["hip"] = str(hip)
+        elif torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
             info["gpu"] = props.name
             info["gpu_memory_gb"] = round(props.total_memory / 1e9, 1)

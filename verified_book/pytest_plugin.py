@@ -171,16 +171,17 @@ class RunState:
         return is_measured(claim_of_nodeid(nodeid) or "")
 
     def runs_on_cuda(self, nodeid: str) -> bool:
-        """Whether an item computes on the CUDA device (a claim's torch:cuda case, or a figure whose
-        claim is computed there), read from its node id: under xdist these share one worker."""
-        cuda = self.backends.get("torch:cuda")
-        if cuda is None or not cuda.available:
+        """Whether an item computes on a GPU (a claim's case on torch:cuda, torch:rocm, jax:gpu or mlx:gpu,
+        or a figure whose claim is computed there), read from its node id: under xdist these share one
+        worker, the only one that makes a context on the card."""
+        gpus = {name for name, b in self.backends.items() if b.available and backends_mod.on_gpu(name)}
+        if not gpus:
             return False
-        if nodeid.endswith("[torch:cuda]"):
+        if any(nodeid.endswith(f"[{name}]") for name in gpus):
             return True
         claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
         return (claim is not None and FIGURE_NAME.search(nodeid) is not None
-                and any(b.name == "torch:cuda" for b in self.verifier.backends_for(claim)))
+                and any(b.name in gpus for b in self.verifier.backends_for(claim)))
 
     def hardware_skip(self, claim: Claim) -> str | None:
         if claim.hardware and claim.hardware not in self.machine.markers:

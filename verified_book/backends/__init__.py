@@ -1,7 +1,7 @@
 """Backends: where a library claim is computed, detected once per run.
 
 A backend is a library on a device: `numpy`, `torch:cpu`, `torch:cuda`, `torch:mps`,
-`mlx:cpu`, `mlx:gpu`, `jax:cpu`. Each library is an adapter (one module of this package,
+`torch:rocm`, `mlx:cpu`, `mlx:gpu`, `jax:cpu`, `jax:gpu`. Each library is an adapter (one module of this package,
 registered below): it detects its backends and does what the topics ask of an array
 library (make an array on the device, cast to a dtype by name, finfo, synchronise, time
 a call), so a topic never branches on the library's name. Where a library lacks what a
@@ -43,8 +43,16 @@ class Backend:
         return self.name.split(":")[0]
 
     @property
-    def device(self) -> str:
+    def place(self) -> str:
+        """The part of the name after the colon ("cpu", "cuda", "rocm", "gpu"): what the backend's marker follows."""
         return self.name.split(":")[1] if ":" in self.name else "cpu"
+
+    @property
+    def device(self) -> str:
+        """The device as the library names it: the place, unless the adapter reaches it under another
+        name (torch reaches a ROCm GPU as its "cuda" device)."""
+        cls = ADAPTERS.get(self.library)
+        return cls.device_of(self.name) if cls is not None else self.place
 
     @property
     def adapter(self) -> Adapter:
@@ -56,7 +64,7 @@ class Backend:
         """The pytest marker this backend's tests carry."""
         if self.name == NO_BACKEND.name:
             return "cpu"
-        return ADAPTERS[self.library].marker_for(self.device)
+        return ADAPTERS[self.library].marker_for(self.place)
 
     @property
     def module(self) -> ModuleType:
@@ -112,6 +120,7 @@ class Adapter:
     module_name: ClassVar[str]
     names: ClassVar[tuple[str, ...]]
     markers: ClassVar[dict[str, str]] = {}  # marker name: description, registered with pytest
+    devices: ClassVar[dict[str, str]] = {}  # backend name: the library's name for its device, where that is not its place
     features: ClassVar[frozenset[str]] = frozenset()  # what the library has, by the names topics ask for
     lacking: ClassVar[dict[str, str]] = {}  # why the library lacks a feature, in its own words
     shape_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)  # what a mismatched matmul raises
@@ -128,9 +137,14 @@ class Adapter:
         raise NotImplementedError
 
     @classmethod
-    def marker_for(cls, device: str) -> str:
-        """The pytest marker of this library's backend on `device`."""
+    def marker_for(cls, place: str) -> str:
+        """The pytest marker of this library's backend at `place` (the part of its name after the colon)."""
         return next(iter(cls.markers)) if cls.markers else "cpu"
+
+    @classmethod
+    def device_of(cls, name: str) -> str:
+        """The library's name for the device of backend `name`."""
+        return cls.devices.get(name) or (name.split(":")[1] if ":" in name else "cpu")
 
     @classmethod
     def has(cls, feature: str) -> bool:
@@ -408,6 +422,15 @@ def environment_setting(name: str) -> str:
 
 
 CUDA_WORKER = "gw0"  # under xdist, the one worker that runs the CUDA items (see verified_book.scheduling)
+
+
+#: the places of backends whose library holds a context in a GPU's memory (CUDA, ROCm, an XLA or MLX GPU)
+GPU_PLACES = frozenset({"cuda", "rocm", "gpu"})
+
+
+def on_gpu(name: str) -> bool:
+    """Whether backend `name` computes on a GPU: under xdist, its items share the one worker that may touch it."""
+    return ":" in name and name.split(":", 1)[1] in GPU_PLACES
 
 
 def touches_cuda_here() -> bool:

@@ -1,24 +1,94 @@
-"""JAX on the CPU: numpy's interface on XLA, with every ml_dtypes format (bfloat16, float8, int4) as a dtype.
+"""JAX on the CPU and on a GPU: numpy's interface on XLA, with every ml_dtypes format (bfloat16,
+float8, int4) as a dtype.
 
-Installed by the project's `jax` extra (`pip install -e .[jax]`); where it is absent its
-backend is skipped with the reason, like any other.
+Installed by the project's `jax` extra (`pip install -e .[jax]`, the CPU build); `jax:gpu` is there
+where one of jaxlib's GPU plugins is installed beside it (`jax[cuda13]` brings `jax-cuda13-plugin`,
+which scripts/verify-cuda installs; `jax[rocm7-local]` brings `jax-rocm7-plugin` on a machine with
+ROCm 7) and one tiny kernel runs on the device. Where either is absent its backend is skipped with
+the reason, like any other.
+
+JAX takes three quarters of a GPU's memory when it first starts its GPU client, which would leave
+torch and MLX in the same process nothing; detection sets XLA_PYTHON_CLIENT_PREALLOCATE=false
+(JAX's own switch, left alone where already set) before JAX loads, so it allocates as it goes.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
+import os
 import time
 from typing import Any, Callable, Sequence
 
-from verified_book.backends import Adapter, Backend, register, try_import
+from verified_book.backends import Adapter, Backend, environment_setting, register, touches_cuda_here, try_import
+from verified_book.inputs import setting
 from verified_book.registry import NotOnBackend
+
+GPU_PLUGINS = ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-rocm7-plugin")  # jaxlib's GPU plugins on PyPI
+PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+
+
+def plugin_versions() -> dict[str, str]:
+    """The GPU plugins of jaxlib installed here, with their versions."""
+    found = {}
+    for name in GPU_PLUGINS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def gpu_words(device: Any) -> str:
+    """A JAX GPU device in its own terms: its kind and the platform its client runs ("cuda 13000", "rocm 7.1")."""
+    version = getattr(getattr(device, "client", None), "platform_version", None)
+    return f"{device.device_kind}" + (f" ({version})" if version else "")
+
+
+def gpu_backend(jax: Any) -> Backend:
+    """jax:gpu, available where a GPU plugin matching jaxlib is installed, finds a GPU and runs one tiny kernel on it."""
+    version = jax.__version__
+    plugins = plugin_versions()
+    if not plugins:
+        return Backend("jax:gpu", False, f"jax {version} has no GPU plugin installed ({', '.join(GPU_PLUGINS)}; "
+                       f"pip install jax[cuda13]=={version} brings the CUDA one, scripts/verify-cuda installs it)", version)
+    jaxlib = getattr(getattr(jax, "lib", None), "__version__", None) or _dist_version("jaxlib")
+    plugin, plugin_version = next(iter(plugins.items()))
+    if jaxlib and plugin_version.split("+")[0] != jaxlib.split("+")[0]:
+        return Backend("jax:gpu", False, f"{plugin} {plugin_version} does not match jaxlib {jaxlib}, so JAX does not load it: "
+                       f"pip install {plugin}=={jaxlib}", version)
+    try:
+        devices = jax.devices("gpu")
+    except Exception as e:  # the plugin loads but finds no device (no driver, a driver too old)
+        return Backend("jax:gpu", False, f"jax {version} with {plugin} {plugin_version} finds no GPU ({type(e).__name__}: {e})",
+                       version)
+    device = devices[0]
+    words = gpu_words(device)
+    if touches_cuda_here():
+        try:
+            with jax.default_device(device):
+                value = float((jax.numpy.ones(4) * 2).sum())
+        except Exception as e:  # the kernel's own error says what is wrong (no binary for the GPU, an out-of-date driver)
+            return Backend("jax:gpu", False, f"a tiny kernel fails on {words}: {type(e).__name__}: {e}; jax {version} with "
+                           f"{plugin} {plugin_version}", version, device.device_kind)
+        if value != 8:
+            return Backend("jax:gpu", False, f"a tiny kernel on {words} computed {value} for 8; jax {version} with {plugin} "
+                           f"{plugin_version}", version, device.device_kind)
+    return Backend("jax:gpu", True, f"JAX on the GPU, {words}, through {plugin} {plugin_version}", version, device.device_kind)
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 @register
 class JaxAdapter(Adapter):
     library = "jax"
     module_name = "jax.numpy"
-    names = ("jax:cpu",)
-    markers = {"jax": "computed with JAX (jax:cpu)"}
+    names = ("jax:cpu", "jax:gpu")
+    markers = {"jax": "computed with JAX (jax:cpu, or jax:gpu where a GPU plugin is installed)"}
     features = frozenset({"random", "copy", "autodiff", "finfo.resolution"})
     lacking = {
         "strides": ("JAX arrays expose no strides or storage (a jax.Array has shape, size, itemsize and "
@@ -33,15 +103,17 @@ class JaxAdapter(Adapter):
 
     @classmethod
     def detect(cls) -> list[Backend]:
+        os.environ.setdefault(PREALLOCATE, "false")
         jax, why = try_import("jax")
         if jax is None:
-            return [Backend("jax:cpu", False, why)]
+            return [Backend(n, False, why) for n in cls.names]
         try:
             jax.devices("cpu")
         except Exception as e:  # a jaxlib that cannot start its CPU client
-            return [Backend("jax:cpu", False, f"jax {jax.__version__} has no CPU device ({type(e).__name__}: {e})",
-                            jax.__version__)]
-        return [Backend("jax:cpu", True, "JAX on the CPU", jax.__version__, "cpu")]
+            cpu = Backend("jax:cpu", False, f"jax {jax.__version__} has no CPU device ({type(e).__name__}: {e})", jax.__version__)
+        else:
+            cpu = Backend("jax:cpu", True, "JAX on the CPU", jax.__version__, "cpu")
+        return [cpu, gpu_backend(jax)]
 
     @property
     def version(self) -> str:
@@ -52,7 +124,7 @@ class JaxAdapter(Adapter):
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
         import jax
 
-        return jax.default_device(jax.devices("cpu")[0])
+        return jax.default_device(jax.devices(self.backend.device)[0])
 
     def array(self, values: Any, dtype: Any = None) -> Any:
         import jax.numpy as jnp
@@ -131,8 +203,42 @@ class JaxAdapter(Adapter):
 
         return jnp.copy(src)  # JAX arrays are immutable: the copy is a new array
 
+    def free_bytes(self) -> int | None:
+        import jax
+
+        if self.backend.device == "cpu":
+            return None
+        stats = jax.devices(self.backend.device)[0].memory_stats() or {}
+        if "bytes_limit" not in stats:
+            return None
+        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+    def device_words(self) -> str:
+        import jax
+
+        if self.backend.device == "cpu":
+            return "cpu"
+        return gpu_words(jax.devices(self.backend.device)[0])
+
+    def matmul_settings(self) -> dict[str, Any]:
+        """JAX's own switch for a matmul's precision (its config, or JAX_DEFAULT_MATMUL_PRECISION), and on a GPU the
+        device, whose XLA picks TF32 for an FP32 dot at the default precision where the GPU has it."""
+        import jax
+
+        if self.backend.device == "cpu":
+            return {}
+        return {"JAX_DEFAULT_MATMUL_PRECISION": environment_setting("JAX_DEFAULT_MATMUL_PRECISION"),
+                "precision": setting("jax.config.jax_default_matmul_precision",
+                                     str(jax.config.jax_default_matmul_precision), self.backend.name),
+                "device": setting("device", self.device_words(), self.backend.name)}
+
+    def matmul_environment(self) -> str | None:
+        if os.environ.get("JAX_DEFAULT_MATMUL_PRECISION") is not None:
+            return f"JAX_DEFAULT_MATMUL_PRECISION={os.environ['JAX_DEFAULT_MATMUL_PRECISION']} sets JAX's FP32 matmul precision here"
+        return None
+
     def matmul_unsupported(self, dtype: str) -> str | None:
         if dtype == "fp8":
-            return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
-                    "JAX's float8 dot on the CPU is not a hardware path")
+            where = "on the CPU is not a hardware path" if self.backend.device == "cpu" else "is not what the probe measures"
+            return f"FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); JAX's float8 dot {where}"
         return None

@@ -1,4 +1,10 @@
-"""torch on the CPU, a CUDA device or Apple's MPS device."""
+"""torch on the CPU, a CUDA device, Apple's MPS device or an AMD GPU through a ROCm build.
+
+A ROCm build of torch answers through torch.cuda (its device is "cuda", `torch.cuda.is_available()`
+is true) and says what it is in `torch.version.hip`; it is its own backend, `torch:rocm`,
+described by its HIP version and the GPU's gfx architecture. What CUDA alone defines (compute
+capability, TF32, FP8 as `torch._scaled_mm` takes it) is skipped there with the device named.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -12,6 +18,7 @@ from verified_book.inputs import setting
 from verified_book.registry import InvariantFailed, NotOnBackend
 
 FP8_CAPABILITY = (8, 9)  # FP8 tensor cores start at Ada and Hopper
+ROCM = "torch:rocm"  # torch's ROCm (HIP) build on an AMD GPU
 
 
 def _arch_fits(arch_list: list[str], major: int, minor: int) -> bool:
@@ -55,13 +62,51 @@ def cuda_build_problem(torch: Any) -> str | None:
     return None
 
 
+def gfx_arch(torch: Any) -> str:
+    """The AMD GPU's architecture as ROCm names it ("gfx1151"), without its feature flags ("gfx90a:xnack-")."""
+    props = torch.cuda.get_device_properties(0)
+    return str(getattr(props, "gcnArchName", "") or "").split(":")[0]
+
+
+def rocm_words(torch: Any) -> str:
+    """The AMD GPU in ROCm's own terms: its name, gfx architecture and the build's HIP version."""
+    return f"{torch.cuda.get_device_name(0)} ({gfx_arch(torch) or 'gfx architecture not reported'}, ROCm/HIP {torch.version.hip})"
+
+
+def rocm_build_problem(torch: Any) -> str | None:
+    """Why a ROCm torch that sees an AMD GPU cannot compute on it, or None: its architecture list
+    lacks the GPU's gfx (the Radeon 8060S of a Ryzen AI Max+ 395 needs gfx1151), or one tiny kernel
+    fails ("HIP error: invalid device function"). Says what to install."""
+    name = torch.cuda.get_device_name(0)
+    gfx = gfx_arch(torch)
+    archs = list(torch.cuda.get_arch_list() or [])
+    wanted = gfx or "this GPU's"
+    install = (f"install torch's ROCm build with {wanted} kernels (pip install torch=={torch.__version__.split('+')[0]} "
+               "--index-url https://download.pytorch.org/whl/rocmX.Y, the variant `python3 run.py setup --dry-run` "
+               "names; scripts/verify-rocm does it)")
+    built = f"torch {torch.__version__} (HIP {torch.version.hip}) has kernels for {', '.join(archs) or 'no architecture'}"
+    if archs and gfx and gfx not in {a.split(":")[0] for a in archs}:
+        return f"{built}, not for {name} ({gfx}); {install}"
+    if not touches_cuda_here():
+        return None
+    try:
+        value = (torch.ones(4, device="cuda") * 2).sum().item()
+    except Exception as e:  # the kernel's own error says what is wrong (invalid device function, no ROCm driver)
+        return f"a tiny kernel fails on {name} ({gfx}): {type(e).__name__}: {e}; {built}; {install}"
+    if value != 8:
+        return f"a tiny kernel on {name} ({gfx}) computed {value} for 8; {built}; {install}"
+    return None
+
+
 @register
 class TorchAdapter(Adapter):
     library = "torch"
     module_name = "torch"
-    names = ("torch:cpu", "torch:cuda", "torch:mps")
+    names = ("torch:cpu", "torch:cuda", "torch:mps", ROCM)
     markers = {"cuda": "needs a CUDA device through torch",
-               "mps": "needs Apple's Metal Performance Shaders device through torch"}
+               "mps": "needs Apple's Metal Performance Shaders device through torch",
+               "rocm": "needs an AMD GPU through torch's ROCm (HIP) build"}
+    devices = {ROCM: "cuda"}  # a ROCm build reaches the AMD GPU as torch's "cuda" device
     features = frozenset({"strides", "views", "finfo.resolution", "random", "copy", "nn", "autodiff", "optimizer",
                           "grad_mode", "linear", "autocast", "thread_count", "fp8_matmul"})
     shape_errors = (RuntimeError,)
@@ -71,8 +116,13 @@ class TorchAdapter(Adapter):
         self._events: tuple[Any, Any] | None = None
 
     @classmethod
-    def marker_for(cls, device: str) -> str:
-        return device if device in cls.markers else "cpu"
+    def marker_for(cls, place: str) -> str:
+        return place if place in cls.markers else "cpu"
+
+    @property
+    def rocm(self) -> bool:
+        """Whether this backend is torch's ROCm build on an AMD GPU, where CUDA's own terms do not apply."""
+        return self.backend.name == ROCM
 
     @classmethod
     def detect(cls) -> list[Backend]:
@@ -80,17 +130,30 @@ class TorchAdapter(Adapter):
         if torch is None:
             return [Backend(n, False, why) for n in cls.names]
         version = torch.__version__
+        hip = getattr(torch.version, "hip", None)
         out = [Backend("torch:cpu", True, "torch on the CPU", version, "cpu")]
-        if torch.cuda.is_available():
+        if torch.cuda.is_available() and hip:
+            name = torch.cuda.get_device_name(0)
+            words = rocm_words(torch)
+            out.append(Backend("torch:cuda", False, f"torch {version} is a ROCm build: its GPU, {words}, is {ROCM}, "
+                               "not a CUDA device", version, name))
+            problem = rocm_build_problem(torch)
+            out.append(Backend(ROCM, not problem, problem or f"ROCm device {words}", version, name))
+        elif torch.cuda.is_available():
             name = torch.cuda.get_device_name(0)
             problem = cuda_build_problem(torch)
             if problem:
                 out.append(Backend("torch:cuda", False, problem, version, name))
             else:
                 out.append(Backend("torch:cuda", True, f"CUDA device {name}", version, name))
+            out.append(Backend(ROCM, False, f"torch {version} is a CUDA {torch.version.cuda} build, not a ROCm build", version))
         else:
-            build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
+            build = (f"ROCm build (HIP {hip})" if hip else f"CUDA {torch.version.cuda} build" if torch.version.cuda
+                     else "CPU-only build")
             out.append(Backend("torch:cuda", False, f"torch {version} ({build}) sees no CUDA device", version))
+            out.append(Backend(ROCM, False, f"torch {version} ({build}) sees no AMD GPU" if hip else
+                               f"torch {version} ({build}) is not a ROCm build (on a machine with an AMD GPU, "
+                               "python3 run.py setup installs one)", version))
         mps = getattr(torch.backends, "mps", None)
         if mps is not None and mps.is_available():
             out.append(Backend("torch:mps", True, "Apple MPS device", version, "mps"))
@@ -343,6 +406,9 @@ class TorchAdapter(Adapter):
         import torch
 
         device = self.backend.device
+        if dtype == "fp8" and self.rocm:
+            return (f"FP8 matmul is measured with torch._scaled_mm on float8_e4m3fn as CUDA defines it; {self.device_words()} "
+                    "is a ROCm device, whose FP8 formats and kernels depend on its architecture, so it is not measured there")
         if dtype == "fp8":
             if device != "cuda":
                 return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
@@ -388,6 +454,8 @@ class TorchAdapter(Adapter):
     def device_words(self) -> str:
         import torch
 
+        if self.rocm:
+            return rocm_words(torch)
         if self.backend.device != "cuda":
             return self.backend.device
         major, minor = torch.cuda.get_device_capability()
@@ -396,7 +464,7 @@ class TorchAdapter(Adapter):
     def compute_capability(self) -> tuple[int, int] | None:
         import torch
 
-        if self.backend.device != "cuda":
+        if self.backend.device != "cuda" or self.rocm:  # on ROCm, torch reports the gfx version as a capability
             return None
         major, minor = torch.cuda.get_device_capability()
         return int(major), int(minor)
@@ -404,13 +472,13 @@ class TorchAdapter(Adapter):
     def matmul_settings(self) -> dict[str, Any]:
         import torch
 
-        cuda = self.backend.device == "cuda"
+        gpu = self.backend.device == "cuda"
         found: dict[str, Any] = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": environment_setting("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")}
-        if cuda:
+        if gpu and not self.rocm:
             found["NVIDIA_TF32_OVERRIDE"] = environment_setting("NVIDIA_TF32_OVERRIDE")
         found["precision"] = setting("torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision(),
                                      self.backend.name)
-        if cuda:
+        if gpu:
             found["device"] = setting("device", self.device_words(), self.backend.name)
         return found
 
@@ -423,13 +491,16 @@ class TorchAdapter(Adapter):
             because = (f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
                        if variable not in (UNSET, "0") else "")
             return f"FP32 matmul precision starts at {precision!r} here, not torch's default 'highest'{because}"
-        if self.backend.device == "cuda" and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
+        if self.backend.device == "cuda" and not self.rocm and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
             return f"NVIDIA_TF32_OVERRIDE={os.environ['NVIDIA_TF32_OVERRIDE']} overrides cuBLAS's math mode here"
         return None
 
     def tf32_by_settings(self) -> tuple[bool, str]:
         import torch
 
+        if self.rocm:
+            raise NotOnBackend(f"TF32 is a mode of NVIDIA's tensor cores that torch's CUDA settings select; {self.device_words()} "
+                               "is a ROCm device, so the figure does not apply to it")
         allow_tf32 = torch.backends.cuda.matmul.allow_tf32
         precision = torch.get_float32_matmul_precision()
         return (bool(allow_tf32) or precision != "highest",
