@@ -30,6 +30,9 @@ GRID = "#0a0b0d"   # grid lines: currentColor at low opacity
 SERIES = {"bf16": "#3b82f6", "fp16": "#10b981", "fp32": "#f59e0b", "q4_k_m": "#f97316"}
 CYCLE = ("#3b82f6", "#f97316", "#10b981", "#a855f7", "#ef4444", "#14b8a6")
 LINESTYLES = ("-", "--", ":", "-.")
+#: the size of every text a chart draws, in its own units; the page never shows a chart narrower
+#: than it is drawn (claims.css), so each text reads at this many pixels or more
+TEXT = 11
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class Plot:
     title: str
     svg: str | None
     note: str
+    #: where the records contradict what the page states, one sentence each, shown under the chart
+    warnings: tuple[str, ...] = ()
 
 
 def values(results: ResultsFile, claim_id: str) -> dict[str, float]:
@@ -94,7 +99,7 @@ def _style(key: str) -> dict[str, Any]:
     from cycler import cycler
 
     return {
-        "svg.fonttype": "none", "svg.hashsalt": key, "font.size": 10,
+        "svg.fonttype": "none", "svg.hashsalt": key, "font.size": TEXT,
         "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": INK, "xtick.color": INK, "ytick.color": INK,
         "axes.facecolor": "none", "figure.facecolor": "none", "savefig.facecolor": "none",
         "axes.spines.top": False, "axes.spines.right": False, "axes.titleweight": "bold",
@@ -115,8 +120,11 @@ def to_svg(fig: Any, title: str) -> str:
     svg = re.sub(r'<g id="[^"]*"', "<g", svg)
     svg = svg.replace(INK, "currentColor").replace(GRID, "currentColor")
     svg = re.sub(r"font-family: [^;\"]*", "font-family: inherit", svg)
+    drawn = re.search(r'viewBox="0 0 ([\d.]+) ', svg)
+    floor = f' style="min-width: {math.ceil(float(drawn.group(1)))}px"' if drawn else ""  # one unit a pixel at least
     svg = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
-                 lambda m: f'<svg {m.group(1)}class="vb-plot__svg" role="img" aria-label="{_attr(title)}"', svg, count=1)
+                 lambda m: f'<svg {m.group(1)}class="vb-plot__svg" role="img" aria-label="{_attr(title)}"{floor}', svg,
+                 count=1)
     return svg.strip()
 
 
@@ -152,7 +160,7 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                                       "probe.bandwidth.copy) and a matmul peak (probe.matmul.*) on one backend yet.")
     plt = _pyplot()
     with plt.rc_context(_style(key)):
-        fig, ax = plt.subplots(figsize=(7.2, 4.2))
+        fig, ax = plt.subplots(figsize=(7.2, 4.4))
         ridges = [peaks[d][b] / bandwidth[b] for b in backends for d in MATMUL_DTYPES if b in peaks[d]]
         low = min([0.25, *[v / 2 for v in jobs.values()]])
         high = max([max(ridges) * 8, 64, *[v * 2 for v in jobs.values()]])
@@ -167,8 +175,7 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                 ridge = ridge_recorded or peak / bw
                 ax.plot(xs, [min(peak, bw * x) for x in xs], color=SERIES[dtype],
                         linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.8,
-                        label=f"{results.slug} · {run_date(results, f'probe.matmul.{dtype}', backend)} · "
-                              f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
+                        label=f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
                 if low <= ridge <= high:
                     ax.plot([ridge], [min(peak, bw * ridge)], marker="o", markersize=4, color=SERIES[dtype])
                 if top_roof is None or (dtype == "bf16" and top_roof[1] != "bf16") or (
@@ -182,16 +189,19 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                 ax.axvline(intensity, color=GRID, alpha=0.35, linewidth=0.8, linestyle=":")
                 ax.plot([intensity], [attainable], marker="D", markersize=5, color=INK)
                 right = math.log(high / intensity) < math.log(high / low) / 5  # near the right edge: label leftwards
-                ax.annotate(name, (intensity, attainable), textcoords="offset points", fontsize=8.5,
-                            xytext=(-6 if right else 6, -14 if j % 2 else 6), ha="right" if right else "left")
+                ax.annotate(name, (intensity, attainable), textcoords="offset points", fontsize=TEXT,
+                            xytext=(-6 if right else 6, -16 if j % 2 else 7), ha="right" if right else "left")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlim(low, high)
         _plain_ticks(ax)
         ax.set_xlabel("arithmetic intensity (FLOP per byte)")
         ax.set_ylabel("attainable GFLOP/s")
-        ax.set_title(title, loc="left", fontsize=11)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
+        dates = sorted({run_date(results, f"probe.matmul.{d}", b) for b in backends for d in MATMUL_DTYPES
+                        if b in peaks[d]})
+        title = f"{title}, run {', '.join(dates)}"
+        ax.set_title(title, loc="left", fontsize=TEXT + 1)
+        ax.legend(fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
         svg = to_svg(fig, title)
     jobs_note = ("Diamonds: the book's jobs at the intensity their claims recorded (" +
                  ", ".join(f"{k} {_fmt(v)}" for k, v in sorted(jobs.items(), key=lambda kv: kv[1])) + ")."
@@ -220,7 +230,7 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
                                       "probe.decode_ceiling.qwen3_8b.{fmt} yet.")
     plt = _pyplot()
     with plt.rc_context(_style(key)):
-        fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.55 * len(rows)))
+        fig, ax = plt.subplots(figsize=(7.2, 1.0 + 0.62 * len(rows)))
         height = 0.38
         for r, (label, found, measured) in enumerate(rows):
             for f, fmt in enumerate(FORMATS):
@@ -230,7 +240,7 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
                 ax.barh(y, found[fmt], height=height * 0.92, color=SERIES[fmt], alpha=0.55 if measured else 0.95,
                         linewidth=0,
                         label=FORMAT_LABELS[fmt] if not any(fmt in x[1] for x in rows[:r]) else None)
-                ax.text(found[fmt], y, f" {_fmt(found[fmt])}", va="center", fontsize=8.5)
+                ax.text(found[fmt], y, f" {_fmt(found[fmt])}", va="center", fontsize=TEXT)
         ax.set_yticks(range(len(rows)), [label for label, _, _ in rows])
         split = next((r for r, row in enumerate(rows) if row[2]), None)
         if split:
@@ -238,9 +248,9 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
         ax.invert_yaxis()
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("tokens per second (Qwen3-8B weights, one token at a time)")
-        ax.set_title(title, loc="left", fontsize=11)
+        ax.set_title(title, loc="left", fontsize=TEXT + 1, pad=TEXT * 2.2)
         ax.margins(x=0.12)
-        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
+        ax.legend(fontsize=TEXT, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
         svg = to_svg(fig, title)
     vendor = "the ceiling from each track's vendor bandwidth (claims decode.ceiling.*)"
     measured = "the ceiling each machine measured (probe.decode_ceiling.qwen3_8b.*), per backend"
@@ -282,16 +292,20 @@ def sweep_findings(gflops: Mapping[int, float], traffic: Mapping[int, float],
                              f"{'rise' if rising else 'fall'} the page states")
     absent = [b for b in SWEEP_BATCHES if b not in gflops]
     if absent:
-        reasons = [r for r in dict.fromkeys(missing.get(b) for b in absent) if r]
-        budget = any("budget" in r for r in reasons)
-        why = "skipped by the sweep's time budget" if budget else ("; ".join(reasons) if reasons else "not recorded")
-        found.append(f"batch {', '.join(str(b) for b in absent)} not measured ({short_text(why, 90)}), "
-                     "so the chart cannot show the rise to batch 256 the page states")
+        batches = f"batch {absent[0]}" if len(absent) == 1 else \
+            f"batches {', '.join(str(b) for b in absent[:-1])} and {absent[-1]}"
+        reason = next((r for r in (missing.get(b) for b in absent) if r), None)
+        why = "skipped by the sweep's time budget" if reason and "budget" in reason else (
+            f"batch {absent[0]}'s record says “{plain_reason(reason, absent[0])}”" if reason else "not recorded")
+        found.append(f"{batches} not measured, {why}")
     return found
 
 
-def short_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def plain_reason(reason: str, batch: int) -> str:
+    """A skip reason as a clause of a sentence: without the words "batch N is" the sentence
+    already says, or the asides in parentheses."""
+    reason = re.sub(rf"^batch {batch} is ", "", reason.strip())
+    return re.sub(r"\s*\([^()]*\)", "", reason).rstrip(" .")
 
 
 def sweep(results: ResultsFile) -> Plot:
@@ -311,17 +325,20 @@ def sweep(results: ResultsFile) -> Plot:
                                       f"probe.sweep.{{batch}}.weight_gbs yet.")
     dates = sorted({run_date(results, "probe.sweep.1.gflops", b) for b in backends})
     title = f"Batch sweep measured on {results.slug}, run {', '.join(dates)}"
-    findings: list[tuple[str, str]] = []
+    by_finding: dict[str, list[str]] = {}  # a finding said once, with every backend it holds for
     for backend in backends:
         per_g = {b: gflops[b][backend] for b in SWEEP_BATCHES if backend in gflops[b]}
         per_t = {b: traffic[b][backend] for b in SWEEP_BATCHES if backend in traffic[b]}
-        missing = {b: skip_reason(results, f"probe.sweep.{b}.gflops", backend) for b in SWEEP_BATCHES}
-        findings += [(backend, f) for f in sweep_findings(per_g, per_t, missing)]
+        missing = {b: (skip_reason(results, f"probe.sweep.{b}.gflops", backend) or "").removeprefix(f"{backend}: ")
+                   or None for b in SWEEP_BATCHES}
+        for finding in sweep_findings(per_g, per_t, missing):
+            by_finding.setdefault(finding, []).append(backend)
+    warnings = tuple(f"{', '.join(names)}: {finding}." for finding, names in by_finding.items())
     plt = _pyplot()
     with plt.rc_context(_style(key)):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4 + 0.24 * len(findings)))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.6))
         for i, backend in enumerate(backends):
-            label = f"{backend} · {results.slug} · {run_date(results, 'probe.sweep.1.gflops', backend)}"
+            label = backend
             for ax, series in ((left, gflops), (right, traffic)):
                 points = [(b, series[b][backend]) for b in SWEEP_BATCHES if backend in series[b]]
                 if points:
@@ -334,23 +351,16 @@ def sweep(results: ResultsFile) -> Plot:
             ax.set_xlim(0.7, 360)
             ax.set_xlabel("batch (tokens per weight read)")
             ax.set_ylabel(label)
-        left.set_title(title, loc="left", fontsize=10)
-        fig.legend(fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(3, len(backends)),
+        fig.suptitle(title, x=0.01, ha="left", fontsize=TEXT + 1, fontweight="bold")
+        fig.legend(fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=min(3, len(backends)),
                    frameon=False)
         fig.tight_layout()
-        if findings:
-            fig.subplots_adjust(bottom=0.16 + 0.06 * len(findings))
-            lines = [f"⚠ {backend}: {text}" for backend, text in findings]
-            fig.text(0.01, 0.01, "\n".join(lines), fontsize=8.5, ha="left", va="bottom", color=INK,
-                     wrap=True)
         svg = to_svg(fig, title)
     note = ("Left: throughput of the layer's matmul as the batch grows; right: the weight bytes it streams per "
-            "second. Growing the batch raises the FLOP per byte read. Each line is one backend of "
-            f"{results.slug}, with the day it ran.")
-    if findings:
-        note += " Where the records do not show what the page states, the chart says so under its axes: " + \
-            "; ".join(f"{backend}: {text}" for backend, text in findings) + "."
-    return Plot(key, title, svg, note)
+            f"second. Growing the batch raises the FLOP per byte read. Each line is one backend of {results.slug}.")
+    if warnings:
+        note += " Where the records do not show what the page states, it is said below."
+    return Plot(key, title, svg, note, warnings)
 
 
 @dataclass(frozen=True)
@@ -374,8 +384,11 @@ def plot_html(plot: Plot) -> str:
     """A plot as a figure with its caption, or its note where it is left out."""
     if plot.svg is None:
         return f'<p class="vb-plot__missing" data-plot="{esc(plot.key)}">{esc(plot.note)}</p>'
+    warnings = "".join(f'<li><span class="vb-plot__warning-mark" aria-hidden="true">⚠</span> {esc(w)}</li>'
+                       for w in plot.warnings)
+    listed = f'<ul class="vb-plot__warnings">{warnings}</ul>' if warnings else ""
     return (f'<figure class="vb-plot" data-plot="{esc(plot.key)}"><div class="vb-scroll vb-plot__scroll">{plot.svg}</div>'
-            f"<figcaption>{esc(plot.note)}</figcaption></figure>")
+            f"<figcaption>{esc(plot.note)}{listed}</figcaption></figure>")
 
 
 def render_plots_page(results: Mapping[str, ResultsFile]) -> GeneratedPage:

@@ -166,6 +166,36 @@ def test_explicit_snippet_name_in_the_info_string(tmp_path: Path) -> None:
     assert '=== "alpha"' in rendered.markdown
 
 
+def test_a_machines_run_is_left_out_of_the_search_and_tab_labels_stay_apart(tmp_path: Path) -> None:
+    text = "# P\n\n```output other.py\nx=[65,504](claim:t.max)\n```\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    rendered = render.render_markdown(text, page, context({"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})}))
+    run = [block for block in rendered.blocks.values() if "vb-output--machine" in block]
+    assert len(run) == 1 and run[0].startswith('<div class="vb-output__run" data-search-exclude>')
+    book = [block for block in rendered.blocks.values() if "vb-output--book" in block]
+    assert len(book) == 1 and "data-search-exclude" not in book[0].split("<pre>", 1)[0]
+    labels = '<div class="tabbed-labels"><label for="a">The book</label><label for="b">alpha</label></div>'
+    assert render.separate_tab_labels(labels) == labels.replace("</label><label", "</label> <label")
+
+
+SCRIPT = "# %% [markdown]\n# # A title\n#\n# Some prose.\n\n# %%\nimport numpy as np\nprint(np.pi)\n"
+
+
+def test_an_included_snippet_is_shown_without_its_cell_markers(page: Any) -> None:
+    included = {"book/snippets/shapes.py": SCRIPT}
+    ctx = dataclasses.replace(context({}), include=included.get)
+    shown = render.render_markdown(PAGE, page, ctx).markdown
+    assert "```python\n# A title\n#\n# Some prose.\n\nimport numpy as np\nprint(np.pi)\n```" in shown
+    assert "# %%" not in shown and "--8<--" not in shown
+
+
+def test_an_include_of_a_plain_file_or_of_none_is_left_to_the_include(page: Any) -> None:
+    for included in ({"book/snippets/shapes.py": "print(1)\n"}, {}):
+        ctx = dataclasses.replace(context({}), include=included.get)
+        assert '--8<-- "book/snippets/shapes.py"' in render.render_markdown(PAGE, page, ctx).markdown
+
+
 def test_front_matter_offsets_lines(tmp_path: Path) -> None:
     text = "---\ntitle: x\n---\n\n# P\n\nIt is [65,504](claim:t.max).\n"
     (tmp_path / "p.md").write_text(text)

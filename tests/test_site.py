@@ -511,7 +511,7 @@ def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results
 # The site as readers open it: from disk and served, on a phone and a desktop
 
 
-WIDTHS = (400, 1400)
+WIDTHS = (400, 1400, 1920)
 
 
 def nav_links(page: Any) -> list[str]:
@@ -580,29 +580,70 @@ TAG_OVERLAPS = """() => [...document.querySelectorAll('.katex-display .katex-tag
 })"""
 
 
+MATH_SHOWN = """() => ({
+  rendered: document.querySelectorAll('.md-content .arithmatex .katex').length,
+  raw: [...document.querySelectorAll('.md-content .arithmatex')].filter(e => !e.querySelector('.katex'))
+        .slice(0, 3).map(e => e.textContent.slice(0, 60)),
+})"""
+
+#: every table of the page and the box it scrolls in (Material wraps a table where its script runs)
+TABLES_CUT = """() => [...document.querySelectorAll('.md-content table')].map(t => t.closest('.md-typeset__scrollwrap') || t)
+  .filter(box => box.scrollWidth - box.clientWidth > 1)
+  .map(box => `${box.textContent.trim().slice(0, 40)} (${box.scrollWidth} px in ${box.clientWidth})`)"""
+
+#: the widest box of the page that scrolls sideways, as [x, y, width, height] once scrolled into view
+WIDEST = """() => {
+  const boxes = [...document.querySelectorAll('.md-content [data-vb-scrolls]')].filter(e => e.offsetParent !== null);
+  if (!boxes.length) return null;
+  const box = boxes.reduce((a, b) => (b.scrollWidth > a.scrollWidth ? b : a));
+  box.scrollIntoView({block: 'center'});
+  const r = box.getBoundingClientRect();
+  return [r.x, r.y, r.width, r.height];
+}"""
+
+
+def source_formulas(built: Path, url: str) -> int:
+    """How many formulas the page's HTML holds for KaTeX to typeset, read from the file, before any script."""
+    return (built / url).read_text(encoding="utf-8").count('class="arithmatex"')
+
+
+def visit_page(v: Visit, url: str) -> Any:
+    """Open a page and wait until what the site's scripts do on it is done: math typeset, boxes marked."""
+    page = v.open(url)
+    if page.locator(".arithmatex").count():
+        page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
+                               ".every(e => e.querySelector('.katex'))", timeout=10000)
+    page.wait_for_function("() => document.documentElement.dataset.vbPage === location.pathname")
+    page.wait_for_timeout(500)  # the script looks at the boxes again once math and fonts settle
+    return page
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_fits_a_phone_and_a_desktop_and_links_the_legend(scheme: str, built: Path, browser: Any,
-                                                                    base_url: str) -> None:
-    """At 400 px and 1400 px: no page scrolls sideways, every box that does scrolls inside itself with its
-    edge faded, equation numbers sit clear of their equations, the legend is a link away. Each page is
-    photographed at both widths (artifacts/screenshots/pages/)."""
+@pytest.mark.parametrize(("how", "scheme"), [("file", "light"), ("http", "light"), ("http", "dark")])
+def test_every_page_reads_whole_on_a_phone_and_on_desktops(how: str, scheme: str, built: Path, browser: Any,
+                                                           base_url: str) -> None:
+    """From disk and served, at 400, 1400 and 1920 px: every formula typeset (counted against the page's
+    own), no page scrolls sideways, at desktop widths no table needs to, every box that does scrolls
+    inside itself with its edge faded, equation numbers sit clear of their equations, the legend is a
+    link away. Each page is photographed at each width, and the widest scrolling box of each page
+    (artifacts/screenshots/pages/)."""
     shots = SCREENSHOTS / "pages"
     shots.mkdir(parents=True, exist_ok=True)
-    tagged = 0
+    base = built.as_uri() + "/" if how == "file" else base_url
+    tagged = formulas = 0
     for width in WIDTHS:
-        v = Visit(browser, base_url, scheme, width)
+        v = Visit(browser, base, scheme, width)
         try:
             for url in nav_pages(built):
-                page = v.open(url)
-                if page.locator(".arithmatex").count():
-                    page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
-                                           ".every(e => e.querySelector('.katex'))", timeout=10000)
-                page.wait_for_function("() => document.documentElement.dataset.vbPage === location.pathname")
-                page.wait_for_timeout(500)  # the script looks at the boxes again once math and fonts settle
-                where = f"{url} at {width} px ({scheme})"
+                page = visit_page(v, url)
+                where = f"{url} at {width} px ({how}, {scheme})"
+                math = page.evaluate(MATH_SHOWN)
+                assert math["rendered"] == source_formulas(built, url), f"{where}: formulas left raw: {math}"
+                formulas += math["rendered"]
                 found = page.evaluate(OVERFLOW)
                 assert found["scrollWidth"] <= found["clientWidth"], f"{where} scrolls sideways: {found}"
+                if width >= 1400:
+                    assert page.evaluate(TABLES_CUT) == [], f"{where}: a table is cut at the column's edge"
                 assert page.evaluate(UNCUED) == [], f"{where}: a box scrolls sideways with no cue"
                 overlaps = page.evaluate(TAG_OVERLAPS)
                 assert overlaps == [], f"{where}: {overlaps}"
@@ -612,12 +653,191 @@ def test_every_page_fits_a_phone_and_a_desktop_and_links_the_legend(scheme: str,
                     assert link.count() == 1, f"{where}: no link to the legend"
                     assert (link.get_attribute("href") or "").endswith("marks.html")
                     assert link.is_visible()
-                page.screenshot(path=str(shots / f"{url.replace('/', '--').removesuffix('.html')}-{width}-{scheme}.png"),
-                                full_page=True, clip={"x": 0, "y": 0, "width": width, "height": 2400})
+                name = f"{url.replace('/', '--').removesuffix('.html')}-{width}-{how}-{scheme}"
+                page.screenshot(path=str(shots / f"{name}.png"), full_page=True,
+                                clip={"x": 0, "y": 0, "width": width, "height": 2400})
+                widest = page.evaluate(WIDEST)
+                if widest is not None:
+                    page.screenshot(path=str(shots / f"{name}-widest.png"),
+                                    clip={"x": 0, "y": max(0, widest[1] - 40), "width": width,
+                                          "height": min(900, widest[3] + 80)})
             assert not v.errors and not v.outside, (v.errors, v.outside)
         finally:
             v.close()
     assert tagged > 0, "no numbered equation was looked at"
+    assert formulas > 0, "no formula was looked at"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_the_header_names_the_page_and_the_contents_follow_the_reading(how: str, built: Path, browser: Any,
+                                                                       base_url: str) -> None:
+    """Scrolled past its title, a chapter's header shows the page's name, and its table of contents marks
+    the section being read: Material's own scripts run whether the site is opened from disk or served."""
+    v = Visit(browser, built.as_uri() + "/" if how == "file" else base_url, width=1400)
+    try:
+        page = visit_page(v, "gpus-and-precision/1-tensors-and-bandwidth.html")
+        heading = page.locator("article h2").nth(2)
+        heading.scroll_into_view_if_needed()
+        page.mouse.wheel(0, 200)
+        page.wait_for_function("() => document.querySelector('.md-header__title--active') !== null")
+        page.wait_for_function("() => document.querySelector('.md-nav--secondary .md-nav__link--active') !== null")
+        active = page.locator(".md-sidebar--secondary .md-nav__link--active").first.inner_text().strip()
+        sections = [t.strip() for t in page.locator("article h2").all_inner_texts()]
+        assert active.rstrip("¶").strip() in [s.rstrip("¶").strip() for s in sections[1:4]], \
+            f"{how}: the contents mark {active!r} while {sections[2]!r} is read"
+        topic = page.locator(".md-header__topic").nth(1).inner_text().strip()
+        assert topic == "Tensors and bandwidth", f"{how}: the header reads {topic!r}"
+        assert not v.errors, v.errors
+    finally:
+        v.close()
+
+
+CHAPTER_1 = "book/gpus-and-precision/1-tensors-and-bandwidth.md"
+_BOUND = re.compile(r"\[([^\]]*)\]\(claim:[^)]*\)")
+
+
+def printed_block(md: Path, snippet: str) -> str:
+    """The book's output block for `snippet` as a reader reads it: the Markdown's lines, each binding as its text."""
+    lines = md.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"```output {snippet}")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == "```")
+    return "\n".join(_BOUND.sub(r"\1", line) for line in lines[start + 1:end])
+
+
+def clipboard(page: Any) -> str:
+    return str(page.evaluate("() => navigator.clipboard.readText()"))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_an_output_block_copies_exactly_what_was_printed(how: str, built: Path, browser: Any, base_url: str) -> None:
+    """Selected with the mouse and copied, or copied with its button, an output block gives the text the
+    book prints (its figures as printed, no panel, mark or screen-reader words, no broken lines); each
+    machine's tab gives what the snippet printed there. Dragging across figures opens no panel."""
+    results = read_results(ROOT / "results" / "cpu-x86_64-2c.json")
+    ran = results.outputs.get("shapes.py") if isinstance(results.outputs, dict) else None
+    context = browser.new_context(viewport={"width": 1400, "height": 900},
+                                  permissions=["clipboard-read", "clipboard-write"])
+    try:
+        page = context.new_page()
+        page.goto((built.as_uri() + "/" if how == "file" else base_url) + page_url(CHAPTER_1), wait_until="load")
+        page.wait_for_function("() => document.documentElement.dataset.vbPage === location.pathname")
+        block = page.locator(".vb-output--book").first
+        block.scroll_into_view_if_needed()
+        code = block.locator("pre > code")
+        box = code.bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + 2, box["y"] + 4)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] - 4, steps=12)
+        page.mouse.up()
+        assert page.locator(".vb-fig.vb-open").count() == 0, f"{how}: a drag across the block opened a panel"
+        dragged = page.evaluate("() => getSelection().toString()")
+        page.keyboard.press("Control+C")
+        copied = clipboard(page)
+        expected = printed_block(ROOT / CHAPTER_1, "shapes.py")
+        assert copied and expected.startswith(copied.rstrip()), \
+            f"{how}: the dragged selection copied {copied!r}; the page printed {expected!r} (selected {dragged!r})"
+        code.evaluate("c => { const r = document.createRange(); r.selectNodeContents(c);"
+                      " getSelection().removeAllRanges(); getSelection().addRange(r); }")
+        page.keyboard.press("Control+C")
+        assert clipboard(page) == expected, f"{how}: the whole block copied {clipboard(page)!r}"
+        page.evaluate("() => getSelection().removeAllRanges()")
+        block.hover()
+        block.locator(".md-code__button").click()
+        assert clipboard(page) == expected, f"{how}: the copy button gave {clipboard(page)!r}"
+        if isinstance(ran, dict):
+            tabs = block.locator("xpath=ancestor::div[contains(@class, 'tabbed-set')]")
+            tabs.locator("label", has_text="cpu-x86_64-2c").click()
+            machine = tabs.locator(".vb-output--machine").first
+            machine.hover()
+            machine.locator(".md-code__button").click()
+            assert clipboard(page) == ran["text"].rstrip("\n"), f"{how}: the machine's tab copied {clipboard(page)!r}"
+        assert page.locator(".vb-output .md-code__button").count() == page.locator(".vb-output").count(), \
+            f"{how}: an output block has no copy button"
+        assert page.locator(".md-content pre .md-code__button").count() == page.locator(".md-content pre").count(), \
+            f"{how}: a code block has no copy button"
+    finally:
+        context.close()
+
+
+#: each text of each chart: its size on screen, and any other text of the chart whose box it overlaps
+CHART_TEXT = """() => [...document.querySelectorAll('svg.vb-plot__svg')].map(svg => {
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim()).map(t => ({
+    text: t.textContent.trim(), px: parseFloat(getComputedStyle(t).fontSize) * scale, r: t.getBoundingClientRect()}));
+  const overlaps = [];
+  texts.forEach((a, i) => texts.slice(i + 1).forEach(b => {
+    if (a.r.left < b.r.right - 0.5 && b.r.left < a.r.right - 0.5 && a.r.top < b.r.bottom - 0.5 && b.r.top < a.r.bottom - 0.5)
+      overlaps.push(`${a.text} / ${b.text}`);
+  }));
+  return {chart: svg.getAttribute('aria-label'), texts: texts.length,
+          small: texts.filter(t => t.px < 11).map(t => `${t.text} (${t.px.toFixed(1)} px)`), overlaps};
+})"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [400, 1400, 1920])
+def test_every_chart_label_is_legible_and_each_warning_is_said_once(width: int, built: Path, browser: Any,
+                                                                    base_url: str) -> None:
+    """Every text a chart draws is 11 px or more on screen and overlaps no other; what a chart's records
+    contradict is said once, a sentence each, in its caption, never cut short."""
+    v = Visit(browser, base_url, width=width)
+    try:
+        page = visit_page(v, "plots.html")
+        charts = page.evaluate(CHART_TEXT)
+        assert charts and all(c["texts"] > 5 for c in charts), charts
+        for chart in charts:
+            assert chart["small"] == [], f"{chart['chart']} at {width} px: {chart['small']}"
+            assert chart["overlaps"] == [], f"{chart['chart']} at {width} px: {chart['overlaps']}"
+        warnings = page.locator(".vb-plot__warnings li").all_inner_texts()
+        captions = " ".join(page.locator("figure.vb-plot figcaption").all_inner_texts())
+        for warning in warnings:
+            sentence = warning.removeprefix("⚠").strip()
+            assert sentence.endswith(".") and sentence.count(". ") == 0, f"not one sentence: {warning!r}"
+            assert "…" not in sentence and "((" not in sentence.replace(" ", ""), f"cut short or nested: {warning!r}"
+            assert captions.count(sentence) == 1, f"said more than once: {sentence!r}"
+        page.screenshot(path=str(SCREENSHOTS / f"plots-{width}.png"), full_page=True)
+        assert not v.errors, v.errors
+    finally:
+        v.close()
+
+
+def search_docs(built: Path) -> list[dict[str, str]]:
+    return list(json.loads((built / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"])
+
+
+def test_search_holds_each_output_once_with_its_tabs_named_apart(built: Path) -> None:
+    """The site's search index has the book's text of each output block once (a machine's run repeats
+    it and is left out), and tab labels as separate words."""
+    docs = search_docs(built)
+    text = " ".join(d["text"] for d in docs)
+    first_line = printed_block(ROOT / CHAPTER_1, "shapes.py").splitlines()[0]
+    assert text.count(first_line) == 1, f"{first_line!r} is in the index {text.count(first_line)} times"
+    assert "The bookcpu" not in text and "The book cpu-x86_64-2c" in text
+    for doc in docs:
+        blocks = re.findall(r"<pre><code>(.*?)</code></pre>", doc["text"], re.DOTALL)
+        repeated = {b[:60] for b in blocks if blocks.count(b) > 1}
+        assert not repeated, f"{doc['location']}: code shown twice in the index: {repeated}"
+
+
+def test_snippets_show_their_code_without_cell_markers(built: Path, book: Book) -> None:
+    """Each page that includes a lab snippet shows its code, every line of it, with no jupytext marker."""
+    from verified_book.snippet_display import reading_form
+
+    shown = 0
+    for md in sorted((ROOT / "book").rglob("*.md")):
+        for path in re.findall(r'--8<-- "(book/snippets/[^"]+\.py)"', md.read_text(encoding="utf-8")):
+            html_text = (built / page_url(md.relative_to(ROOT).as_posix())).read_text(encoding="utf-8")
+            code = re.sub(r"<[^>]+>", "", html_text)
+            code = code.replace("&quot;", '"').replace("&#39;", "'").replace("&gt;", ">").replace("&lt;", "<") \
+                .replace("&amp;", "&")
+            assert "# %%" not in code, f"{md.name} shows a cell marker of {path}"
+            for line in reading_form((ROOT / path).read_text(encoding="utf-8")).splitlines():
+                assert line.strip() in code, f"{md.name} does not show {path}'s line {line!r}"
+            shown += 1
+    assert shown == 6, f"{shown} snippets looked at"
 
 
 @pytest.mark.browser

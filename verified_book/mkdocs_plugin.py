@@ -86,8 +86,19 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except ValueError as e:
             raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
-        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet)
+        bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
+        self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
+        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet,
+                                      self._included)
         return config
+
+    def _included(self, path: str) -> str | None:
+        """The text of a file an include names, found where pymdownx.snippets looks (its base_path)."""
+        for folder in self._include_bases:
+            candidate = folder / path
+            if candidate.is_file():
+                return candidate.read_text(encoding="utf-8")
+        return None
 
     def _read_results(self) -> None:
         """Every machine's results file, committed and (unless the build is pointed at a results folder)
@@ -207,7 +218,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return rendered.markdown
 
     def on_page_content(self, html: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
-        return self._set_aside_panels(self._filled(html, page), page)
+        return self._set_aside_panels(render.separate_tab_labels(self._filled(html, page)), page)
 
     def on_post_page(self, output: str, page: MkPage, config: MkDocsConfig) -> str:
         return self._put_back_panels(output, page)

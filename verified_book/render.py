@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from verified_book import snippet_display
 from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
 from verified_book.machine import Machine
@@ -490,6 +491,8 @@ class Context:
     repo_url: str | None = None
     near: Callable[[str], Sequence[str]] = lambda _: ()
     quiet: Collection[str] = ()  # fleet machines not reported within the site's window
+    #: an included file's text by the path its include names, or None where there is none to read
+    include: Callable[[str], str | None] = lambda _: None
 
 
 @dataclass
@@ -567,7 +570,7 @@ def render_markdown(markdown: str, page: Page, context: Context, line_offset: in
         if fence is not None:
             if match and match.group("fence").startswith(fence) and not match.group("info").strip():
                 fence = None
-            result.append(raw)
+            result.extend(_shown_include(raw, include, context) if include else [raw])
             index += 1
             continue
         if match and match.group("info").strip().lower().startswith("output"):
@@ -585,6 +588,16 @@ def render_markdown(markdown: str, page: Page, context: Context, line_offset: in
         index += 1
     out.markdown = "\n".join(result)
     return out
+
+
+def _shown_include(raw: str, include: re.Match[str], context: Context) -> list[str]:
+    """A snippet included in a code block, as the reader sees it: a percent-format script without its
+    cell markers (verified_book.snippet_display); any other file is left to the include itself."""
+    source = context.include(include.group("path"))
+    if source is None or not snippet_display.is_percent_script(source):
+        return [raw]
+    indent = raw[: len(raw) - len(raw.lstrip())]
+    return [f"{indent}{line}" if line else "" for line in snippet_display.reading_form(source).rstrip("\n").split("\n")]
 
 
 def _closing(lines: list[str], start: int, fence: str) -> int:
@@ -695,7 +708,9 @@ def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], 
             took += f" {RUN_HOW[entry['how']]}"
         caption = (f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
                    f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>")
-        out.blocks[token] = caption + _code_block(esc(text), text, "vb-output vb-output--machine")
+        # a machine's run repeats the book's text: the site's search indexes the book's block alone
+        out.blocks[token] = (f'<div class="vb-output__run" data-search-exclude>{caption}'
+                             f'{_code_block(esc(text), text, "vb-output vb-output--machine")}</div>')
         label = esc(slug).replace("\\", "&#92;")
         result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
     return result
@@ -741,6 +756,17 @@ def fill(html_text: str, rendered: RenderedPage, where: str) -> tuple[str, list[
 
     html_text = _CLAIM_HREF.sub(slipped, html_text)
     return html_text, problems
+
+
+_TAB_LABELS = re.compile(r'(<div class="tabbed-labels[^"]*">)(.*?)(</div>)', re.DOTALL)
+
+
+def separate_tab_labels(html_text: str) -> str:
+    """Content tabs' labels with a space between them, so that text taken from the page (the search
+    index, a copy) reads "The book cpu-x86_64-2c", not "The bookcpu-x86_64-2c"; as flex items they
+    are laid out the same."""
+    return _TAB_LABELS.sub(lambda m: m.group(1) + m.group(2).replace("</label><label", "</label> <label") + m.group(3),
+                           html_text)
 
 
 def _slug(text: str) -> str:

@@ -1,11 +1,11 @@
 /* The verified book: place a figure's panel where it can be read, open it on tap or with
-   Enter, filter the claims x machines matrix, and mark boxes that scroll sideways. Without
-   this script the panels still open on hover and focus (CSS), anchored below the figure.
+   Enter, filter the claims x machines matrix, mark boxes that scroll sideways, and copy a
+   selection as the text the page prints. Without this script the panels still open on
+   hover and focus (CSS), anchored below the figure.
 
    The listeners on the document are set once; what belongs to a page (the matrix, the
-   scrolling boxes) is set up on every page: under Material's instant navigation through
-   its `document$` observable, which emits on the first page and after each navigation;
-   without Material's bundle, once the document is loaded. */
+   scrolling boxes) is set up once the document is loaded, and again on every page that
+   Material's instant navigation brings (its `document$` observable emits then). */
 (function () {
   "use strict";
 
@@ -14,6 +14,7 @@
     ".vb-scroll",
     ".vb-matrix__scroll",
     ".md-typeset__scrollwrap",
+    ".md-typeset table:not([class])",
     ".md-typeset pre > code",
     ".md-typeset div.arithmatex",
     ".md-typeset .tabbed-labels"
@@ -113,6 +114,9 @@
       if (fig && event.target.closest("a")) {
         return;
       }
+      if (fig && !event.target.closest(".vb-panel") && selecting()) {
+        return;  /* the end of a drag that selected text, not a tap on the figure */
+      }
       closeAll(fig);
       if (fig && !event.target.closest(".vb-panel")) {
         setOpen(fig, !fig.classList.contains("vb-open"));
@@ -146,10 +150,60 @@
         markScroll(box);
       }
     }, { capture: true, passive: true });
+    document.addEventListener("copy", copySelection);
     window.addEventListener("resize", function () {
       openFigures().forEach(place);
       markScrollers(document);
     }, { passive: true });
+  }
+
+  function selecting() {
+    var selection = window.getSelection ? window.getSelection() : null;
+    return Boolean(selection && !selection.isCollapsed && selection.toString().trim());
+  }
+
+  /* What a selection copies: the text as printed, without what a figure adds to it (its
+     panel, its mark, the words a screen reader hears). Inside a code or output block the
+     lines stay as they are; elsewhere the browser's own layout of the text is kept. */
+  var ADDED = ".vb-panel, .vb-fig__mark, .vb-sr";
+
+  function printedText(range) {
+    var holder = document.createElement("div");
+    var start = range.startContainer.nodeType === 1 ? range.startContainer : range.startContainer.parentElement;
+    var inCode = Boolean(start && start.closest("pre")) || Boolean(range.cloneContents().querySelector("pre"));
+    holder.appendChild(range.cloneContents());
+    holder.querySelectorAll(ADDED).forEach(function (node) { node.remove(); });
+    if (inCode && !holder.querySelector("pre")) {
+      return holder.textContent;
+    }
+    holder.style.cssText = "position:fixed;left:-99999px;top:0;white-space:" + (inCode ? "pre" : "normal");
+    document.body.appendChild(holder);
+    var text = holder.innerText;
+    holder.remove();
+    return text;
+  }
+
+  function copySelection(event) {
+    var selection = window.getSelection();
+    if (!selection || selection.isCollapsed || !event.clipboardData) {
+      return;
+    }
+    var touched = false;
+    for (var i = 0; i < selection.rangeCount; i += 1) {
+      var fragment = selection.getRangeAt(i).cloneContents();
+      if (fragment.querySelector(ADDED) || figureOf(selection.getRangeAt(i).commonAncestorContainer.parentElement)) {
+        touched = true;
+      }
+    }
+    if (!touched) {
+      return;  /* nothing of a figure's in it: the browser copies as usual */
+    }
+    var parts = [];
+    for (var j = 0; j < selection.rangeCount; j += 1) {
+      parts.push(printedText(selection.getRangeAt(j)));
+    }
+    event.clipboardData.setData("text/plain", parts.join("\n"));
+    event.preventDefault();
   }
 
   function setupMatrix(matrix) {
@@ -197,11 +251,12 @@
   }
 
   listen();
-  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
-    window.document$.subscribe(page);
-  } else if (document.readyState === "loading") {
+  if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", page);
   } else {
     page();
+  }
+  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
+    window.document$.subscribe(page);
   }
 })();
