@@ -342,7 +342,7 @@ def test_machine_counts_use_the_worst_status_per_claim() -> None:
         "a.three": {"none": record("verified", 3)},
     })
     assert site_machines.claim_counts(rf) == {"verified": 1, "stale": 1, "failed": 0, "disputed": 0, "reference": 0,
-                                              "outdated": 0, "skipped": 1}
+                                              "outdated": 0, "contended": 0, "skipped": 1}
 
 
 def test_show_value_keeps_exact_values_readable() -> None:

@@ -931,9 +931,12 @@ def clone_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
 def test_a_clone_s_own_records_show_beside_the_committed_machines(clone_site: tuple[Path, Path, str]) -> None:
     project, site, log = clone_site
     (committed,) = sorted((project / "results").glob("*.json"))
-    assert "results.local/readers-laptop.json (this clone's run) is shown beside the committed machines" in log
+    assert ("results.local/readers-laptop.json (this clone's run, not contributed) is shown as readers-laptop, "
+            "beside the committed machines") in log
     machines = (site / "machines.html").read_text()
     assert "readers-laptop" in machines and committed.stem in machines
+    assert machines.count('<tr data-machine="readers-laptop" data-local>') == 1, "the overview does not mark the clone's run"
+    assert f'<tr data-machine="{committed.stem}">' in machines, "the committed machine reads as this clone's"
     assert sorted(p.name for p in (project / "results").glob("*.json")) == [committed.name], "results/ is untouched"
 
 

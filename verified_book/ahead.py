@@ -160,7 +160,7 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     backend the claim runs on, and run each snippet it names."""
     from verified_book import backends as backends_mod
     from verified_book import offline
-    from verified_book.check import backends_for, evaluate
+    from verified_book.check import BROKEN, backends_for, evaluate
     from verified_book.config import open_book, read_config
     from verified_book.registry import REGISTRY
     from verified_book.snippet_run import run_in_process_or_as_script
@@ -182,6 +182,8 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
             if not (backend.available and on_cpu(backend)):
                 continue
             outcome = evaluate(claim, backend)
+            if outcome.state == BROKEN:  # the run meets the same environment, and says what it lost
+                continue
             entry = (claim.id, backend.name, outcome.state, outcome.value, outcome.message, list(outcome.inputs),
                      outcome.seconds)
             try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping
 
-from verified_book import inputs
+from verified_book import environment, inputs
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.bindings import Binding, Book
 from verified_book.figures import as_number
@@ -20,12 +20,15 @@ from verified_book.machine import Machine
 from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
-from verified_book.vocabulary import Status, worst
+from verified_book.vocabulary import BROKEN_ENVIRONMENT, Status, worst
 
 if TYPE_CHECKING:
     from verified_book.ahead import Ahead
+    from verified_book.conditions import RunLock
 
 COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
+#: the claim could not be asked: the environment broke (verified_book.environment); never recorded
+BROKEN = BROKEN_ENVIRONMENT
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Outcome:
     message: str = ""
     inputs: list[inputs.Read] = field(default_factory=list)
     seconds: float = 0.0
+    broken: environment.Broken | None = None  # what the environment lost, where state is BROKEN
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,10 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
         except (Exception, SystemExit) as e:
             frame = traceback.extract_tb(e.__traceback__)[-1]
             where = f"(at {frame.filename}:{frame.lineno})"
+            broken = environment.broken_by(e)
+            if broken is not None:
+                return Outcome(claim, backend.name, BROKEN, message=f"{broken.line()} {where}", inputs=list(reads),
+                               seconds=time.perf_counter() - start, broken=broken)
             if _out_of_memory(e):
                 _release_device_memory()
                 text = (f"ran out of device memory on {backend.name} {where}: {type(e).__name__}: {_short(_text(e))}; "
@@ -183,6 +191,9 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     if outcome.state == FAILED:
         return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
+    if outcome.state == BROKEN:
+        return Verdict(binding, outcome.backend, BROKEN,
+                       f"{binding.where}: figure {binding.text} ({claim.id}) was not checked: {outcome.message}")
     if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
         return Verdict(binding, outcome.backend, Status.REFERENCE,
                        f"{binding.where}: the author's machine ({claim.printed_on}) printed {binding.text}; this machine "
@@ -238,6 +249,8 @@ def backends_for(claim: Claim, backends: Mapping[str, Backend]) -> list[Backend]
 class Verifier:
     """One run's engine: computes each (claim, backend) once and judges every figure against it."""
 
+    conditions: RunLock | None = None  # what the machine was doing while the run timed it, where the run knows
+
     def __init__(self, registry: Registry, book: Book, backends: dict[str, Backend], machine: Machine) -> None:
         self.registry = registry
         self.book = book
@@ -251,6 +264,11 @@ class Verifier:
     def backends_for(self, claim: Claim) -> list[Backend]:
         """The backends a claim is computed on, available or not (absent ones are skipped)."""
         return backends_for(claim, self.backends)
+
+    def broken(self) -> list[environment.Broken]:
+        """What the environment lost during the run, once each, as the claims met it."""
+        found = [o.broken for o in self.judged.values() if o.state == BROKEN and o.broken is not None]
+        return list({b.lost: b for b in found}.values())
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
         key = (claim.id, backend.name)
@@ -278,6 +296,8 @@ class Verifier:
             return Status.SKIPPED.value, verdicts
         if result.state == FAILED:
             return Status.FAILED.value, verdicts
+        if result.state == BROKEN:
+            return BROKEN, verdicts
         return worst(v.status for v in verdicts), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
@@ -298,6 +318,8 @@ class Verifier:
             "message": "\n".join(messages + notes),
             "inputs": [input_entry(i) for i in result.inputs],
             "version": self.backends[backend.name].version if backend.name in self.backends else None,
+            **({"conditions": self.conditions.seen().entry()}
+               if claim.kind is Kind.MEASURED and self.conditions is not None else {}),
         }
 
     def claim_meta(self, claim: Claim) -> dict[str, Any]:
@@ -318,6 +340,8 @@ class Verifier:
             backend = self.backends.get(backend_name, NO_BACKEND)
             if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
                 continue
+            if self.judged[(claim_id, backend_name)].state == BROKEN:  # not asked: the earlier record stands
+                continue
             try:
                 record = self.record(claim, backend)
                 json.dumps(record, allow_nan=False)
@@ -333,5 +357,6 @@ class Verifier:
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
                 claims[claim_id] = {**self.claim_meta(self.registry[claim_id]), "skipped": reason}
-        machine = {"slug": slug, "markers": list(self.machine.markers), "fingerprint": to_json(dict(self.machine.info))}
+        machine = {"slug": slug, **({"id": self.machine.id} if self.machine.id else {}), "markers": list(self.machine.markers),
+                   "fingerprint": to_json(dict(self.machine.info))}
         return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds, "dates": dates}, records, outputs, claims)

@@ -8,6 +8,10 @@
     verified-book contribute             this machine's records (the local results folder) checked and
                                          merged into the committed results/, for a pull request
     verified-book merge-results FILE...  results files from other machines checked and merged
+    verified-book machine [--adopt FILE] this machine's identity (its results file's name); --adopt takes a
+                                         committed machine's back, where this is that machine
+    verified-book plan MARKER            what a run on the book's machine MARKER (rtx5080, m4_max, ...) would
+                                         check, on which backend, by page; runs nothing, on any machine
     verified-book fault-table [ARGS]     every fault scenario run now, docs/faults.md written (needs a
                                          checkout: the scenarios live in the test harness)
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 from verified_book.config import BookConfig, ConfigError, find_root, read_config
+from verified_book.environment import broken_by
 
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
@@ -61,6 +66,8 @@ class _Outcome:
     def __init__(self) -> None:
         self.figures: dict[str, int] = {}
         self.written: Path | None = None
+        self.unkept: str | None = None  # why the records are not in the results file, and where they are
+        self.broken: list[str] = []  # what the environment lost during the run, a line each
         self.slug = ""
 
     def pytest_claims_idle(self, config: Any) -> None:
@@ -83,7 +90,9 @@ class _Outcome:
         run = config.stash[pytest_plugin.STATE]
         self.figures = pytest_plugin.figure_counts(run.figure_statuses, run.figures_selected)
         written = run.written or (Path(sorted(run.worker_written)[0]) if run.worker_written else None)
-        self.written = written
+        self.written = None if run.unkept else written
+        self.unkept = run.unkept
+        self.broken = [b.line() for b in run.broken()]
         self.slug = run.machine.slug
 
 
@@ -98,10 +107,14 @@ def pytest_run(args: list[str], outcome: _Outcome | None = None) -> int:
 def site(book: BookConfig, args: list[str]) -> int:
     """`mkdocs build --strict` at the book's root, in this process: after `verify`'s checks the
     book's modules are loaded already, and the site needs no backend of its own."""
-    import click
-
     _quiet_here()
-    from mkdocs.__main__ import cli as mkdocs
+    try:
+        import click
+        from mkdocs.__main__ import cli as mkdocs
+    except ImportError as e:
+        broken = broken_by(e)
+        print(f"verified-book: site not built: {broken.line() if broken else e}", file=sys.stderr)
+        return 1
 
     try:
         mkdocs.main(args=["build", "--strict", *args], prog_name="mkdocs", standalone_mode=False)
@@ -112,7 +125,11 @@ def site(book: BookConfig, args: list[str]) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return INTERRUPTED
-    except Exception:  # noqa: BLE001 - a crash inside the build fails it, as `mkdocs build` would, and verify still says so
+    except Exception as e:  # noqa: BLE001 - a crash inside the build fails it, as `mkdocs build` would, and verify still says so
+        broken = broken_by(e)
+        if broken is not None:  # the build's own environment broke: one line, not a traceback
+            print(f"verified-book: site not built: {broken.line()}", file=sys.stderr)
+            return 1
         traceback.print_exc()
         return 1
     return 0
@@ -129,13 +146,17 @@ def verify_paths(book: BookConfig) -> list[str]:
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last line of `verify`: what held on this machine, and where the site and the records are."""
     from verified_book.pytest_plugin import FIGURE_VERDICT
+    from verified_book.vocabulary import BROKEN_ENVIRONMENT
 
     counts = ", ".join(f"{outcome.figures.get(s, 0)} {s}" for s in FIGURE_VERDICT)
+    if outcome.figures.get(BROKEN_ENVIRONMENT):
+        counts += f", {outcome.figures[BROKEN_ENVIRONMENT]} not checked (the environment broke)"
     machine = f" on {outcome.slug}" if outcome.slug else ""
     missing = outcome.figures.get("not here", 0)
     elsewhere = f" ({missing} need hardware or a backend not here)" if missing else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
-    where_results = f"results: {book.shown(outcome.written)}" if outcome.written else "no results written"
+    where_results = (f"results NOT kept: {outcome.unkept}" if outcome.unkept else
+                     f"results: {book.shown(outcome.written)}" if outcome.written else "no results written")
     state = "verified" if tested == 0 else "NOT all verified"
     return f"verified-book: {state}: figures {counts}{machine}{elsewhere}; {where_site}; {where_results}"
 
@@ -155,9 +176,13 @@ def verify(book: BookConfig, args: list[str]) -> int:
         return INTERRUPTED
     built = site(book, [])
     print(verdict(outcome, tested, built, book), flush=True)
-    if book.local_results and outcome.written and outcome.written.is_relative_to(book.local_results):
+    for line in outcome.broken:
+        print(f"verified-book: {line}", flush=True)
+    if outcome.broken:
+        print("verified-book: `contribute` takes no run whose environment broke: rerun verify once it is mended")
+    elif book.local_results and outcome.written and outcome.written.is_relative_to(book.local_results):
         print("verified-book: to contribute these records: verified-book contribute (then a pull request with results/)")
-    return tested or built
+    return tested or built or (1 if outcome.unkept else 0)
 
 
 def test(book: BookConfig, args: list[str]) -> int:
@@ -184,10 +209,66 @@ def contribute(book: BookConfig, args: list[str]) -> int:
     return code
 
 
+def machine(book: BookConfig, args: list[str]) -> int:
+    """This machine's identity: its name and id, where it is kept; `--adopt FILE` takes a committed
+    machine's identity as this machine's (it is that machine, and its identity file was lost)."""
+    from verified_book import identity
+    from verified_book import machine as machine_mod
+    from verified_book.results import ResultsError, machine_id, machine_words, read
+
+    info = machine_mod.fingerprint()
+    path = identity.default_path()
+    if args[:1] == ["--adopt"] and len(args) == 2:
+        try:
+            committed = read(Path(args[1]))
+        except ResultsError as e:
+            print(f"verified-book machine: {e}", file=sys.stderr)
+            return 2
+        fingerprint = committed.machine.get("fingerprint")
+        changes = identity.differences(identity.hardware_of(fingerprint if isinstance(fingerprint, dict) else {}),
+                                       identity.hardware_of(info))
+        if changes:
+            print(f"verified-book machine: {args[1]} holds {machine_words(committed)}, whose hardware is not this "
+                  f"machine's ({'; '.join(changes)}); it stays that machine's", file=sys.stderr)
+            return 1
+        try:
+            adopted = identity.adopt(path, committed.slug, machine_id(committed), info)
+        except identity.IdentityError as e:
+            print(f"verified-book machine: {e}", file=sys.stderr)
+            return 1
+        print(f"verified-book machine: this machine is {adopted.name} (id {adopted.id}) again, kept in {path}")
+        return 0
+    if args:
+        print("verified-book machine: usage: verified-book machine [--adopt results/NAME.json]", file=sys.stderr)
+        return 2
+    try:
+        kept, notice = identity.this_machine(machine_mod.slug_of(info), info, path)
+    except identity.IdentityError as e:
+        print(f"verified-book machine: {e}", file=sys.stderr)
+        return 1
+    if notice:
+        print(f"verified-book machine: {notice}")
+    print(f"verified-book machine: {kept.name} (id {kept.id}; {identity.describe(kept.hardware)}), kept in {path}")
+    return 0
+
+
 def merge_results(book: BookConfig, args: list[str]) -> int:
     from verified_book import merge
 
     return merge.main(args, book=book)
+
+
+def plan(book: BookConfig, args: list[str]) -> int:
+    """`pytest --plan MARKER` at the book's root: the plan from the claims and the profile, no library loaded."""
+    if len(args) != 1 or args[0].startswith("-"):
+        from verified_book.config import open_book
+        from verified_book.machine import profiles
+
+        open_book(book)
+        print(f"verified-book plan: expected one machine's marker, found {' '.join(args) or 'none'}; the book's "
+              f"machines are {', '.join(profiles())}", file=sys.stderr)
+        return 2
+    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]])
 
 
 def fault_table(book: BookConfig, args: list[str]) -> int:
@@ -209,6 +290,8 @@ JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
     "site": site,
     "contribute": contribute,
     "merge-results": merge_results,
+    "machine": machine,
+    "plan": plan,
     "fault-table": fault_table,
 }
 

@@ -159,6 +159,10 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+#: the distributions whose versions a run records, in the fingerprint and the run header
+VERSIONED = ("numpy", "torch", "mlx", "jax", "ml_dtypes", "transformers", "gguf", "sympy")
+
+
 def fingerprint() -> dict[str, Any]:
     """What this machine is, read from the OS and the libraries present."""
     info: dict[str, Any] = {
@@ -173,7 +177,7 @@ def fingerprint() -> dict[str, Any]:
         "driver": None,
         "python": platform.python_version(),
     }
-    for dist in ("numpy", "torch", "mlx", "ml_dtypes", "transformers", "gguf", "sympy"):
+    for dist in VERSIONED:
         info[dist] = _version(dist)
     try:
         import torch
@@ -219,6 +223,7 @@ class Machine:
     info: Mapping[str, Any]
     slug: str
     markers: tuple[str, ...]
+    id: str = ""  # this machine's identity (verified_book.identity): two machines never share a results file
 
     def describe(self) -> str:
         """How the machine reads in a skip reason: what hardware was found."""
@@ -238,6 +243,6 @@ class Machine:
         return "no GPU"
 
 
-def identify(info: Mapping[str, Any], slug: str | None = None) -> Machine:
+def identify(info: Mapping[str, Any], slug: str | None = None, machine_id: str = "") -> Machine:
     markers = tuple(sorted(m for m, p in profiles().items() if p.matches(info)))
-    return Machine(dict(info), slug or slug_of(info), markers)
+    return Machine(dict(info), slug or slug_of(info), markers, machine_id)

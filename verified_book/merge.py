@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from verified_book.config import BookConfig, ConfigError, find_root, open_book, read_config
 from verified_book.registry import REGISTRY
-from verified_book.results import ResultsError, ResultsFile, merge_into, read
+from verified_book.results import ResultsError, ResultsFile, merge_into, read, same_machine
 
 Plausible = Callable[[str, object], "str | None"]
 
@@ -53,6 +53,9 @@ def problems_of(path: Path, known: set[str], plausible: Plausible | None = None)
     except ResultsError as e:
         return None, str(e).splitlines()
     problems = []
+    for line in results.run.get("environment_errors") or []:
+        problems.append(f"{path}: its latest run ({results.run.get('date') or 'undated'}) did not check everything, "
+                        f"because {line}; its records are not contributed until a run whose environment held")
     for claim_id, per_backend in results.records.items():
         claim = REGISTRY[claim_id]
         for backend, record in per_backend.items():
@@ -96,6 +99,19 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
     return ResultsFile(results.slug, results.machine, results.run, kept, results.outputs, results.claims)
 
 
+def _other_machine(results: ResultsFile, target: Path) -> str | None:
+    """Why `results` may not go into `target`: it holds another machine's records (or is unreadable: then
+    merge_into sets it aside and says so)."""
+    if not target.exists():
+        return None
+    try:
+        current = read(target)
+    except ResultsError:
+        return None
+    why = same_machine(current, results)
+    return f"{target} {why}" if why else None
+
+
 def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
     parser = argparse.ArgumentParser(prog="verified-book merge-results", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
@@ -133,6 +149,10 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         if results is not None and results.slug in slugs:
             problems = [f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"]
             results = None
+        if results is not None and not args.check_only:
+            other = _other_machine(results, into / f"{results.slug}.json")
+            if other:
+                problems, results = [f"{path}: {other}"], None
         if results is None:
             refused += 1
             print(f"merge-results: refused {path}:", file=sys.stderr)
@@ -159,7 +179,11 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
                 print(f"merge-results: {path}: nothing newer than {target}; kept as it is")
                 continue
         warnings: list[str] = []
-        merge_into(target, results, warn=warnings.append)
+        try:
+            merge_into(target, results, warn=warnings.append)
+        except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
+            print(f"merge-results: refused {path}: {e}", file=sys.stderr)
+            return 1
         for line in warnings:
             print(f"merge-results: {line}", file=sys.stderr)
         print(f"merge-results: {path} -> {target} ({summary})")

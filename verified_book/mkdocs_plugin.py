@@ -74,6 +74,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         if generates_plots:
             self._start_plots()
         self.results: dict[str, ResultsFile] = {}
+        self.local: dict[str, str] = {}  # this clone's own runs, by the name the site shows: the file they are in
         self._read_results()
         if self._drawing is not None:  # it draws while the topics load, which it does not need
             self._drawing.give(self.results)
@@ -127,11 +128,11 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 self._problem(render.Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
                                              "(lower-case letters, digits, '-', '_'); it is left out"))
                 continue
-            if stem in self.results:
-                log.info(f"{shown}/{stem}.json (this clone's run) is shown in place of the committed file of the same machine")
-            else:
-                log.info(f"{shown}/{stem}.json (this clone's run) is shown beside the committed machines")
-            self.results[stem] = results
+            name = site_machines.local_name(stem) if stem in self.results else stem
+            log.info(f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the "
+                     "committed machines")
+            self.results[name] = results
+            self.local[name] = f"{shown}/{stem}.json"
 
     def _problem(self, problem: render.Problem) -> None:
         self.problems.append(problem)
@@ -283,7 +284,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         generated = site_machines.render_machines(
             self.results, self.book, REGISTRY.ids(), chapters, sources, self.context.repo_url,
             posixpath.relpath(plots.src_uri, posixpath.dirname(page.file.src_uri) or ".") if plots else None,
-            self.quiet, self.config.report_within_days,
+            self.quiet, self.config.report_within_days, self.local,
         )
         self.generated[page.file.src_uri] = generated
         return generated.markdown

@@ -5,6 +5,7 @@ connects them to pytest.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -17,11 +18,14 @@ import pytest
 
 from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
+from verified_book import conditions as conditions_mod
 from verified_book import hookspecs
+from verified_book import identity as identity_mod
 from verified_book import machine as machine_mod
 from verified_book import offline
+from verified_book import environment
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
-from verified_book.check import FAILED, SKIPPED, Verifier
+from verified_book.check import BROKEN, FAILED, SKIPPED, Verifier
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
@@ -33,6 +37,7 @@ from verified_book.snippet_output import BookOutputs, check_snippet
 from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
 
 STATE = pytest.StashKey["RunState"]()
+LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
 
 
@@ -54,8 +59,19 @@ class RunState:
         info = machine_mod.fingerprint()
         replaced = config.hook.pytest_claims_machine_info(machine_info=info)
         info = replaced if replaced is not None else info
-        slug = config.getoption("claims_machine") or info.pop("slug", None)
-        self.machine = machine_mod.identify(info, slug)
+        given = info.pop("slug", None)  # a stand-in machine's (the machine-info hook) names itself
+        given_id = info.pop("id", None)
+        self.identity_notice: str | None = None
+        if given is not None:
+            machine_id = given_id or identity_mod.legacy_id(given, info)
+            name = config.getoption("claims_machine") or given
+        else:
+            try:
+                kept, self.identity_notice = identity_mod.this_machine(machine_mod.slug_of(info), info)
+            except identity_mod.IdentityError as e:
+                raise pytest.UsageError(str(e)) from None
+            machine_id, name = kept.id, config.getoption("claims_machine") or kept.name
+        self.machine = machine_mod.identify(info, name, machine_id)
         self.backends = backends_mod.detect()
         self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
         self.verifier.ahead = ahead
@@ -71,6 +87,13 @@ class RunState:
         self.written: Path | None = None
         self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
         self.idled = False  # whether pytest_claims_idle has been called
+        self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
+        self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
+
+    def broken(self) -> list[environment.Broken]:
+        """What the environment lost during the run, once each: met by claims or by snippets."""
+        found = {b.lost: b for b in self.verifier.broken()}
+        return list({**found, **self.broken_snippets}.values())
 
     def _start_ahead(self, config: pytest.Config) -> ahead_mod.Ahead | None:
         """The helper for book.toml's `ahead` work, where this run has a core to spare for it: a plain
@@ -142,14 +165,7 @@ class RunState:
 
     def applies_to(self, claim: Claim, backend: str) -> list[str]:
         """Hardware markers of the book's machines on which this (claim, backend) would run."""
-        out = []
-        for marker, profile in machine_mod.profiles().items():
-            if claim.hardware not in (None, marker):
-                continue
-            if backend != "none" and profile.backends and backend not in profile.backends:
-                continue
-            out.append(marker)
-        return out
+        return [marker for marker, profile in machine_mod.profiles().items() if applies_on(claim, backend, profile)]
 
     def marks(self, claim: Claim, backend: str) -> list[pytest.MarkDecorator]:
         names = {claim.kind.value}
@@ -189,6 +205,64 @@ class RunState:
             needs = profile.name if profile else claim.hardware
             return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
         return None
+
+
+def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:
+    """Whether a (claim, backend) runs on one of the book's machines: a claim about that machine or a
+    general one, on a backend its profile lists (or on none at all, the arithmetic kinds)."""
+    if claim.hardware not in (None, profile.marker):
+        return False
+    return backend == backends_mod.NO_BACKEND.name or backend in profile.backends
+
+
+def plan_of(profile: machine_mod.Profile, book: Book) -> dict[str, list[tuple[Claim, list[str]]]]:
+    """What a run on one of the book's machines would check, by the page that prints each claim's
+    figures (`PLAN_UNPRINTED` for a claim printed nowhere): every claim with the backends it would
+    run on there. Read from the claims and the profile alone: nothing is computed, no library loaded."""
+    printed_on: dict[str, list[str]] = {}
+    for binding in book.bindings():
+        pages = printed_on.setdefault(binding.claim_id, [])
+        if binding.file not in pages:
+            pages.append(binding.file)
+    names = [backends_mod.NO_BACKEND.name, *backends_mod.NAMES]
+    plan: dict[str, list[tuple[Claim, list[str]]]] = {}
+    for claim in REGISTRY:
+        wanted = names[1:] if claim.needs_backend else names[:1]
+        there = [b for b in wanted if (b == backends_mod.NO_BACKEND.name or claim.runs_on(b)) and applies_on(claim, b, profile)]
+        if there:
+            for page in printed_on.get(claim.id) or [PLAN_UNPRINTED]:
+                plan.setdefault(page, []).append((claim, there))
+    return dict(sorted(plan.items(), key=lambda kv: (kv[0] == PLAN_UNPRINTED, kv[0])))
+
+
+PLAN_UNPRINTED = "not printed"
+
+
+def plan_lines(marker: str, book: Book) -> list[str]:
+    """`--plan MARKER` as it prints: a heading, then each page with its claims and their backends."""
+    profiles = machine_mod.profiles()
+    if marker not in profiles:
+        raise pytest.UsageError(f"--plan {marker}: not one of the book's machines; expected one of {', '.join(profiles)}")
+    profile = profiles[marker]
+    plan = plan_of(profile, book)
+    checks = {(claim.id, b) for entries in plan.values() for claim, backends in entries for b in backends}
+    lines = [f"plan for {marker} ({profile.name}, backends {', '.join(profile.backends) or 'none listed'}, from "
+             f"{profile.file}): {len(checks)} checks of {len({c for c, _ in checks})} claims; nothing was run"]
+    for page, entries in plan.items():
+        lines.append(page)
+        width = max(len(claim.id) for claim, _ in entries)
+        lines += [f"  {claim.id:<{width}}  {', '.join(backends)}" for claim, backends in entries]
+    return lines
+
+
+def _pair_selected(expression: Any, run: RunState, claim: Claim, backend: str, item: pytest.Item) -> bool:
+    """Whether `-m`'s expression selects a figure's check on one backend: the item's own marks, with the
+    backend, kind and hardware marks of that (claim, backend) alone instead of those of all its backends."""
+    from _pytest.mark import MarkMatcher
+
+    family = {*BACKEND_MARKERS, *machine_mod.profiles(), *(k.value for k in Kind), "measured"}
+    marks = [m.mark for m in run.marks(claim, backend)] + [m for m in item.iter_markers() if m.name not in family]
+    return bool(expression.evaluate(MarkMatcher.from_markers(marks)))
 
 
 CASE_ID = re.compile(r"::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")  # book.toml::<claim>[<backend>]
@@ -238,6 +312,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Do all the work in this process: book.toml's `ahead` claims and snippets are otherwise done by "
         "a helper process while the run starts, on a machine with two CPUs or more.",
     )
+    group.addoption(
+        "--beside-other-runs", dest="claims_beside", action="store_true", default=False,
+        help="Do not wait for another run of this book that is timing the machine (or for other runs before "
+        "timing it): run beside them, and mark the measurements of both runs contended.",
+    )
+    group.addoption(
+        "--plan", dest="claims_plan", metavar="MARKER", default=None,
+        help="List what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, and on which "
+        "backend, by the page that prints each claim; run nothing. Works on any machine.",
+    )
 
 
 BACKEND_MARKERS = {
@@ -261,6 +345,8 @@ def pytest_configure(config: pytest.Config) -> None:
         offline.install()
     config.stash[REOPEN] = snapshot()
     config.stash[STATE] = RunState(config, book)
+    if not (config.option.collectonly or config.option.help or config.option.version):
+        _take_run_lock(config, book)
     for kind, text in KIND_MEANINGS.items():
         config.addinivalue_line("markers", f"{kind.value}: {text}")
     for name, text in {**BACKEND_MARKERS, **RUN_MARKERS}.items():
@@ -269,7 +355,50 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
 
 
+def _take_run_lock(config: pytest.Config, book: BookConfig) -> None:
+    """Hold the book's run lock for the whole run (see `verified_book.conditions`); an xdist controller,
+    which cannot tell when its workers start timing, holds it exclusively from the start."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            print(f"verified-book: {line}", file=sys.stderr, flush=True)
+
+    lock = conditions_mod.RunLock(conditions_mod.lock_folder(book.local_results, book.root), say,
+                                  beside_others=config.getoption("claims_beside"))
+    controller = not hasattr(config, "workerinput") and bool(config.getoption("numprocesses", None))
+    lock.start(exclusive=controller)
+    config.stash[LOCK] = lock
+    state(config).verifier.conditions = lock
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """`--plan MARKER`: print the plan and stop, before the run opens the machine (no fingerprint, no backend)."""
+    marker = config.getoption("claims_plan", None)
+    if not marker:
+        return None
+    try:
+        book = read_config(Path(config.rootpath))
+    except ConfigError as e:
+        raise pytest.UsageError(str(e)) from None
+    restore = snapshot()
+    try:
+        errors = open_book(book)
+        pages = [read_page(path, book.root) for path in book_pages(book.pages)] if book.pages.is_dir() else []
+        lines = plan_lines(marker, Book(book.root, pages, []))
+    finally:
+        restore()
+    try:
+        print("\n".join([*lines, *(f"load error: {e}" for e in errors)]), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): what it read is what it wanted
+        pass
+    return 1 if errors else 0
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if LOCK in config.stash:
+        config.stash[LOCK].release()
     if STATE in config.stash and config.stash[STATE].verifier.ahead is not None:
         config.stash[STATE].verifier.ahead.cancel()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
@@ -289,6 +418,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [
         f"claims: {len(REGISTRY)} claims, {sum(1 for _ in run.book.bindings())} bound figures in {len(run.book.pages)} pages",
         f"machine: {run.machine.describe()}",
+        *([f"machine identity: {run.identity_notice}"] if run.identity_notice else []),
         f"backends: {present or 'none'}",
         f"absent: {absent or 'none'}",
     ]
@@ -436,7 +566,7 @@ class FigureItem(BookItem):
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
         run.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
-        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED)]
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
         if all(v.status == Status.SKIPPED for v in verdicts):
@@ -516,6 +646,10 @@ class SnippetItem(BookItem):
         ahead = run.verifier.ahead
         done = ahead.snippet(self.path) if ahead is not None and run.done_ahead(self) else None
         done = done or self.runner(self.path)
+        broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
+        if broken is not None:  # the snippet was not shown wrong: its output is not recorded
+            run.broken_snippets[broken.lost] = broken
+            raise BookFailure(f"{self.path.relative_to(run.root)}: not run to its end: {broken.line()}")
         if done.exit_status != 0:
             raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
                               f"{done.stderr[-3000:]}")
@@ -537,7 +671,7 @@ def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> N
     result = run.verifier.outcome(claim, backend)
     if result.state == SKIPPED:
         pytest.skip(result.message)
-    if result.state == FAILED:
+    if result.state in (FAILED, BROKEN):
         pytest.fail(f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}",
                     pytrace=False)
 
@@ -567,9 +701,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "dirty": dirty,
         "os": run.machine.info.get("os"),
         "driver": run.machine.info.get("driver"),
-        "versions": {k: run.machine.info.get(k) for k in ("python", "numpy", "torch", "mlx", "ml_dtypes", "transformers", "gguf", "sympy")},
+        "versions": {k: run.machine.info.get(k) for k in ("python", *machine_mod.VERSIONED)},
         "backends": {b.name: (b.version if b.available else None) for b in run.backends.values()},
     }
+    broken = run.broken()
+    if broken:  # contribute refuses a run whose environment broke; a later sound run clears it
+        header["environment_errors"] = [b.line() for b in broken]
     update = run.verifier.results(run.machine.slug, header, run.outputs, run.not_here)
     path = run.results_dir / f"{run.machine.slug}.json"
     warnings: list[str] = []
@@ -580,7 +717,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             workeroutput["claims_written"] = str(path)
     except (ResultsError, OSError) as e:
         warnings.append(f"results not merged into {path}: {e}")
-        warnings.append(_keep_unmerged(path, update))
+        kept, aside = _keep_unmerged(path, update)
+        warnings.append(kept)
+        run.unkept = (f"this run's records could not be written to {path}; they are kept in {aside}" if aside else
+                      f"this run's records could not be written to {path}, nor kept anywhere else: they are lost")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in warnings:
         if reporter:
@@ -589,15 +731,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             print(line, file=sys.stderr)
 
 
-def _keep_unmerged(path: Path, update: Any) -> str:
-    """Where a run whose merge was refused keeps its records, so a refusal loses nothing."""
+def _keep_unmerged(path: Path, update: Any) -> tuple[str, Path | None]:
+    """Where a run whose merge was refused keeps its records, so a refusal loses nothing: the line
+    that says so, and the file (None where even that could not be written)."""
     aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
     try:
         aside.parent.mkdir(parents=True, exist_ok=True)
         aside.write_text(dumps(update), encoding="utf-8")
     except (OSError, ValueError) as e:
-        return f"this run's records could not be kept either: {e}"
-    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed"
+        return f"this run's records could not be kept either: {e}", None
+    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed", aside
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -639,13 +782,24 @@ LEGEND = {
     "outdated": "records in this machine's results file, not rerun now, computed from an older claim or input",
     "skipped": "run here but not applicable on this backend (reasons: pytest -rs)",
     "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
+    BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
 }
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Note what the run selected (after -m and -k have deselected), for the summary's counts."""
+    """Note what the run selected (after -m and -k have deselected), for the summary's counts.
+
+    A figure's item carries the marks of every backend its claim runs on, so that `-m` keeps it where
+    any of them is selected; under `-m` it then checks only the backends the expression selects (on
+    `-m rtx5080`, those the profile lists), and the run computes on no other backend."""
     run = state(config)
+    markexpr = config.getoption("markexpr", "") or ""
+    expression = None
+    if markexpr:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
     for item in items:
         if isinstance(item, ClaimItem):
             run.selected.add((item.claim.id, item.backend.name))
@@ -653,7 +807,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             run.figures_selected.add(item.nodeid)
             claim = REGISTRY.get(item.binding.claim_id)
             if claim is not None:
-                run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim))
+                run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim)
+                                    if expression is None or _pair_selected(expression, run, claim, b.name, item))
+    if expression is not None:
+        used = {b for _, b in run.selected}
+        run.verifier.backends = {name: b for name, b in run.verifier.backends.items() if name in used}
     ahead = run.verifier.ahead
     if ahead is None:
         return
@@ -668,18 +826,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A timed item has the machine to itself: it waits until the helper working ahead has exited."""
+    """A timed item has the machine to itself: it waits until the helper working ahead has exited, and
+    until no other run of this book is going on (`verified_book.conditions`)."""
     run = state(item.config)
     ahead = run.verifier.ahead
-    if ahead is None or not ahead.running:
-        return
-    ours = run.done_ahead(item)
-    if ours or run.runs_alone(item.nodeid):
-        if not run.idled:
-            run.idled = True
-            item.config.hook.pytest_claims_idle(config=item.config)
-        if not ours:
-            ahead.wait()
+    timed = run.runs_alone(item.nodeid)
+    if ahead is not None and ahead.running:
+        ours = run.done_ahead(item)
+        if ours or timed:
+            if not run.idled:
+                run.idled = True
+                item.config.hook.pytest_claims_idle(config=item.config)
+            if not ours:
+                ahead.wait()
+    if timed and LOCK in item.config.stash:
+        item.config.stash[LOCK].before_timing()
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """The load average after each timed item: the last one's is what the records say."""
+    if LOCK in item.config.stash and state(item.config).runs_alone(item.nodeid):
+        item.config.stash[LOCK].after_timed_item()
 
 
 def summary_table(statuses: dict[tuple[str, str], str],
@@ -736,7 +903,8 @@ FIGURE_VERDICT = tuple(s.value for s in Status if s is not Status.SKIPPED)
 def figure_line(counts: dict[str, int]) -> str:
     """One line of what the run found of the book's figures."""
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in FIGURE_VERDICT)
-    return f"figures: {shown}; {counts.get('not here', 0)} not computed on this machine"
+    broken = f"; {counts[BROKEN]} not checked (the environment broke)" if counts.get(BROKEN) else ""
+    return f"figures: {shown}; {counts.get('not here', 0)} not computed on this machine{broken}"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -754,6 +922,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)
     if not table:
+        _say_what_was_lost(terminalreporter, run)
         return
     found = {s for row in table.values() for s in row} - {"selected", "not here"}
     columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
@@ -781,6 +950,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     written = run.written
     for path in sorted({str(written)} if written else run.worker_written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
+    _say_what_was_lost(terminalreporter, run)
+
+
+def _say_what_was_lost(terminalreporter: Any, run: RunState) -> None:
+    """The run's last lines: records it could not keep, and what its environment lost."""
+    if run.unkept:
+        terminalreporter.write_line(f"results NOT kept: {run.unkept}", red=True)
+    for broken in run.broken():
+        terminalreporter.write_line(broken.line(), red=True)
 
 
 @pytest.hookimpl(wrapper=True)

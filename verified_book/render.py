@@ -25,12 +25,13 @@ from urllib.parse import quote
 from verified_book import snippet_display
 from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, judge
+from verified_book.conditions import contended
 from verified_book.machine import Machine
 from verified_book.provenance import outdated_reason
 from verified_book.registry import Claim
 from verified_book.results import ResultsFile
+from verified_book.vocabulary import CONTENDED, RECORDED, SHOWN_ORDER, STATUSES, Status
 from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
-from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Status
 
 UNVERIFIED = "unverified"
 NOT_REPORTED = "not-reported"
@@ -38,10 +39,12 @@ NOT_REPORTED = "not-reported"
 VOCABULARY = STATUSES
 #: a figure shows the first of these that any machine found (skipped counts as no result)
 DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
-LABELS = {**{s.value: s.value for s in Status}, UNVERIFIED: "not yet verified", "error": "error",
+LABELS = {**{s.value: s.value for s in Status}, UNVERIFIED: "not yet verified", "error": "error", CONTENDED: CONTENDED,
           NOT_REPORTED: "not reported this week"}
 MEANINGS = {**{s.value: text for s, text in STATUS_MEANINGS.items()},
             UNVERIFIED: "no machine has recorded a result for this claim yet",
+            CONTENDED: "measured while another run of the book, or a heavy load, shared the machine; not the "
+                       "machine's figure",
             "error": "this figure's binding is broken; the build reports where",
             NOT_REPORTED: "a machine of the fleet whose latest run is older than the site allows; its last "
                           "results are still shown"}
@@ -57,6 +60,7 @@ SHAPES = {
     UNVERIFIED: ("○", "a hollow circle"),
     "error": ("⚠", "an octagon with an exclamation mark"),
     NOT_REPORTED: ("◷", "a clock with an exclamation mark"),
+    CONTENDED: ("⇄", "two arrows, one each way"),
 }
 _STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
@@ -180,7 +184,9 @@ def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -
     from verified_book.registry import REGISTRY
 
     why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
-    return Status.OUTDATED.value if why else str(status)
+    if why:
+        return Status.OUTDATED.value
+    return CONTENDED if status != Status.FAILED and contended(record.get("conditions")) else str(status)
 
 
 def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None = None, claim_id: str = "") -> str:
@@ -250,9 +256,19 @@ def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend
         return measured
     why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
     if why is None:
-        return measured
+        return _contended(measured, record)
     return replace(measured, status=Status.OUTDATED.value, rejudged=False,
                    message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}")
+
+
+def _contended(measured: Measurement, record: Mapping[str, Any]) -> Measurement:
+    """A measurement taken beside another run or under a heavy load is shown as contended, not as the
+    machine's figure: it counts as verified (or stale) nowhere."""
+    why = contended(record.get("conditions"))
+    if why is None or measured.status in (Status.SKIPPED, Status.FAILED):
+        return measured
+    return replace(measured, status=CONTENDED, message=f"recorded {measured.status}, but measured while {why}: "
+                   "not this machine's figure until a quiet run measures it again")
 
 
 def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
@@ -346,7 +362,7 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
 def _row_note(m: Measurement) -> str:
     """What a row needs said beyond its value: why it failed, why it is outdated (what it was computed
     from and what the book says now), what the author's machine printed, or that it was judged from the record."""
-    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE) and m.message:
+    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, CONTENDED) and m.message:
         return short(m.message.splitlines()[0], 300)
     if m.rejudged and m.status != "verified":
         return short(m.message, 300)
@@ -453,7 +469,7 @@ def mark(status: str) -> str:
     return f'<span class="vb-mark" data-status="{esc(status)}" aria-hidden="true"></span>'
 
 
-LEGEND_ORDER = (*VOCABULARY[:-1], UNVERIFIED, "skipped", "error")
+LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, "skipped", "error")
 
 
 def render_legend(machines_href: str | None = None) -> str:

@@ -22,11 +22,12 @@ from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
+from verified_book import identity
 from verified_book.backends import NAMES
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
-from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
+from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED, Status
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 BACKEND_NAMES = ("none", *NAMES)
 
@@ -47,6 +48,10 @@ EXACT_PATTERN = re.compile(r"^-?\d{1,1300}/\d{1,1300}$")
 
 class ResultsError(Exception):
     """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
+
+
+class OtherMachine(ResultsError):
+    """A merge of one machine's records into another machine's file: refused, naming both."""
 
 
 class NewerSchema(ResultsError):
@@ -159,17 +164,24 @@ class ResultsFile:
 
     def merge(self, other: "ResultsFile") -> None:
         """Take every record of `other`, keeping ours where it has none; the run header is the latest
-        run's, its timings merged like the records."""
+        run's, its timings merged like the records. A measurement taken on a contended machine does
+        not replace one taken on a quiet machine: the quiet one stays the machine's figure."""
+        from verified_book.conditions import contended
+
+        kept = {(cid, b) for cid, per in other.records.items() for b, record in per.items()
+                if contended(record.get("conditions")) and isinstance(self.records.get(cid, {}).get(b), dict)
+                and not contended(self.records[cid][b].get("conditions"))
+                and self.records[cid][b].get("status") not in (Status.FAILED.value, Status.SKIPPED.value)}
         self.machine = other.machine or self.machine
         per_record = {}
         for key in PER_RECORD:
             merged = {cid: dict(per) for cid, per in (self.run.get(key) or {}).items()}
             for claim_id, per_backend in (other.run.get(key) or {}).items():
-                merged.setdefault(claim_id, {}).update(per_backend)
+                merged.setdefault(claim_id, {}).update({b: v for b, v in per_backend.items() if (claim_id, b) not in kept})
             per_record[key] = merged
         self.run = {**(other.run or self.run), **per_record}
         for claim_id, per_backend in other.records.items():
-            self.records.setdefault(claim_id, {}).update(per_backend)
+            self.records.setdefault(claim_id, {}).update({b: r for b, r in per_backend.items() if (claim_id, b) not in kept})
         absent = {name for name, version in (self.run.get("backends") or {}).items() if version is None}
         for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
             per_backend = self.records[claim_id]
@@ -261,7 +273,52 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "schema_version": 2, "run": run, "claims": claims, "records": records}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2}
+def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 to 3: the machine gets an identity (verified_book.identity). A file written before
+    machines had one is given an id made from its slug and hardware, the same every time, so its
+    history stays its own; a run of another machine of that name is refused, not merged into it."""
+    machine = dict(data.get("machine") or {})
+    fingerprint = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
+    if identity.hardware_of(fingerprint):  # a file that never said its hardware names no machine to keep apart
+        machine.setdefault("id", identity.legacy_id(str(data.get("slug")), fingerprint))
+    return {**data, "schema_version": 3, "machine": machine}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2, 3: update_to_3}
+
+
+def machine_id(results: "ResultsFile") -> str:
+    """The id of the machine a file holds; a file with none is a machine from before identities."""
+    given = results.machine.get("id")
+    fingerprint = results.machine.get("fingerprint")
+    return given if isinstance(given, str) and given else identity.legacy_id(
+        results.slug, fingerprint if isinstance(fingerprint, dict) else {})
+
+
+def machine_words(results: "ResultsFile") -> str:
+    """A file's machine, named for a message: its name, its hardware and its id."""
+    fingerprint = results.machine.get("fingerprint")
+    hardware = identity.hardware_of(fingerprint if isinstance(fingerprint, dict) else {})
+    return f"{results.slug} ({identity.describe(hardware)}; id {machine_id(results)})"
+
+
+def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
+    """Why `update` may not be merged into `current`: another machine (its id), or other hardware; None if it is the one."""
+    if not all(identity.hardware_of(f.machine.get("fingerprint") or {}) or f.machine.get("id") for f in (current, update)):
+        return None  # one of them does not say which machine it is (records made by hand): nothing to tell apart
+    if machine_id(current) != machine_id(update):
+        why = "another machine"
+    else:
+        old, new = (identity.hardware_of(f.machine.get("fingerprint") if isinstance(f.machine.get("fingerprint"), dict)
+                                         else {}) for f in (current, update))
+        changes = identity.differences(old, new) if old and new else []
+        if not changes:
+            return None
+        why = f"the same id on other hardware ({'; '.join(changes)})"
+    return (f"holds the records of {machine_words(current)}, and this is {machine_words(update)}: {why}. Two machines "
+            "never share a results file: give this machine a name of its own (its identity file, "
+            f"{identity.default_path()}, or --machine=NAME), or, if it is that machine and lost its identity, "
+            "take it back with  verified-book machine --adopt FILE")
 
 
 def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
@@ -398,6 +455,8 @@ def _check_value(value: Any, at: str, problems: list[str]) -> None:
 
 
 def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
+    from verified_book import conditions
+
     if record.get("status") not in RECORDED:
         problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(RECORDED)}")
     if not _optional(record, "kind", lambda k: k in KINDS):
@@ -411,6 +470,9 @@ def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
                         "{snippet, sha256, where, value} (or, migrated, strings)")
     if not _optional(record, "seconds", lambda v: _is_number(v) and 0 <= v <= MAX_SECONDS):
         problems.append(f"{at}: seconds {_show(record.get('seconds'))} is not a duration between 0 and {MAX_SECONDS}")
+    if not _optional(record, "conditions", conditions.is_entry):
+        problems.append(f"{at}: conditions {_show(record.get('conditions'))} is not an object of load_before and "
+                        "load_after (load averages or null), cores (a positive integer) and beside (text or null)")
     if record.get("date") is not None:
         problem = _iso_date(record["date"])
         if problem:
@@ -442,6 +504,9 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
     if isinstance(machine, dict):
         if machine.get("slug") not in (None, data.get("slug")):
             problems.append(f"{where}: machine slug {_show(machine.get('slug'))} differs from the file's slug {_show(data.get('slug'))}")
+        if not _optional(machine, "id", lambda v: isinstance(v, str) and identity.ID_PATTERN.match(v) is not None):
+            problems.append(f"{where}: machine id {_show(machine.get('id'))} is not a machine id "
+                            "(4 to 64 lower-case letters, digits, '-')")
         markers = machine.get("markers", [])
         if not isinstance(markers, list) or not all(isinstance(m, str) and MARKER_PATTERN.match(m) for m in markers):
             problems.append(f"{where}: machine markers must be a list of lower-case marker names")
@@ -467,6 +532,8 @@ def _check_machine(data: dict[str, Any], where: str, problems: list[str]) -> Non
             problems.append(f"{where}: run commit {_show(run.get('commit'))} is not a commit hash")
         if not _optional(run, "dirty", lambda v: isinstance(v, bool)):
             problems.append(f"{where}: run dirty must be true or false")
+        if not _optional(run, "environment_errors", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            problems.append(f"{where}: run environment_errors must be a list of sentences")
         seconds = run.get("seconds") or {}
         if not isinstance(seconds, dict) or not all(
                 isinstance(per, dict) and all(_is_number(v) and 0 <= v <= MAX_SECONDS for v in per.values())
@@ -718,6 +785,10 @@ def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = la
                     os.replace(path, aside)
                     warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
                     current = ResultsFile(update.slug)
+                else:
+                    other = same_machine(current, update)
+                    if other is not None:
+                        raise OtherMachine(f"{path}: {other}")
             current.merge(update)
             _atomic_write(path, dumps(current))
             return current

@@ -15,8 +15,9 @@ from typing import Any, Collection, Iterable, Mapping
 from verified_book.bindings import Book
 from verified_book.render import LABELS, NOT_REPORTED, UNVERIFIED, VOCABULARY, GeneratedPage, claim_status_on, esc, label, mark, short, show_value, source_link
 from verified_book.results import ResultsFile
+from verified_book.vocabulary import CONTENDED
 
-COUNTED = VOCABULARY
+COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
 FINGERPRINT_FIELDS = (
     ("cpu", "CPU"), ("arch", "architecture"), ("cores", "logical cores"), ("memory_gb", "memory (GB)"),
     ("gpu", "accelerator"), ("gpu_memory_gb", "accelerator memory (GB)"), ("compute_capability", "compute capability"),
@@ -128,7 +129,8 @@ def _counts_html(counts: Mapping[str, int]) -> str:
     return f'<ul class="vb-counts">{items}</ul>'
 
 
-def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = ()) -> str:
+def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = (),
+              local: Collection[str] = ()) -> str:
     head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
                    for s in COUNTED)
     rows = []
@@ -143,12 +145,30 @@ def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[
         if slug in quiet:
             when += (f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
                      f"{LABELS[NOT_REPORTED]}</span>")
-        rows.append(f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}>'
+        if slug in local:
+            when += ' <span class="vb-local" data-local>this clone\'s run, not contributed</span>'
+        rows.append(f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}'
+                    f'{" data-local" if slug in local else ""}>'
                     f'<th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
                     f"<td>{esc(what)}</td><td>{when}</td>{cells}</tr>")
     return ('<div class="vb-scroll" data-vb-scroll><table class="vb-overview"><thead><tr><th scope="col">machine</th>'
             f'<th scope="col">hardware</th><th scope="col">latest run</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+#: how the site names this clone's run of a machine that also has a committed file
+LOCAL_SUFFIX = " (this clone)"
+
+
+def local_name(slug: str) -> str:
+    """The name this clone's run of machine `slug` is shown under, beside the committed file of that name."""
+    return slug + LOCAL_SUFFIX
+
+
+def _local_note(where: str) -> str:
+    return (f'<p class="vb-local" data-local>This clone\'s run, not contributed: <code>{esc(where)}</code>, which git '
+            "ignores. It reaches the published book once <code>verified-book contribute</code> has merged it into the "
+            "committed results and a pull request has been merged.</p>")
 
 
 def anchor(slug: str) -> str:
@@ -227,9 +247,10 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
 def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
                     chapters: Mapping[str, Chapter], sources: Mapping[str, str] | None = None,
                     repo_url: str | None = None, plots_href: str | None = None, quiet: Collection[str] = (),
-                    report_within_days: int = 8) -> GeneratedPage:
+                    report_within_days: int = 8, local: Mapping[str, str] | None = None) -> GeneratedPage:
     """The machines page: one section per machine, then the claims × machines matrix."""
     claim_ids = list(claim_ids)
+    local = local or {}
     counted = {slug: claim_counts(rf, claim_ids) for slug, rf in results.items()}  # for the overview and each section
     seed = "machines:" + ",".join(sorted(results))
     n = 0
@@ -248,10 +269,12 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
                   "Run the suite on yours and its results file appears here.", ""]
     else:
         plots = f" The [plots]({plots_href}) draw what they measured." if plots_href else ""
+        clone = (" Machines marked *this clone's run* are this checkout's own records, not contributed: they "
+                 "show here and nowhere else." if local else "")
         lines += [
             f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
             f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
-            f"as skipped.{plots}", "", put(_overview(results, counted, quiet)), "",
+            f"as skipped.{plots}{clone}", "", put(_overview(results, counted, quiet, local)), "",
         ]
         if quiet:
             lines += [f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
@@ -261,8 +284,9 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
             quiet_note = (f'<p class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
                           f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
                           if slug in quiet else "")
+            local_note = _local_note(local[slug]) if slug in local else ""
             lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
-                      put(quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])), ""]
+                      put(local_note + quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])), ""]
     lines += ["## Claims × machines { #claims-by-machine }", "",
               "Every claim of the book against every machine: hover a cell for each backend's value. "
               "Filter by the chapter that prints a claim, or by status.", "",

@@ -47,6 +47,17 @@ ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.OUTDATED, Statu
 SHOWN_ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.DISPUTED, Status.VERIFIED,
                                    Status.REFERENCE, Status.OUTDATED)
 
+#: what became of a claim or figure that could not be asked because the run's environment broke
+#: (a library would not import, the virtual environment vanished): reported, never recorded, and
+#: never counted as failed (verified_book.environment)
+BROKEN_ENVIRONMENT = "environment"
+_RANKED: tuple[str, ...] = (Status.FAILED.value, Status.STALE.value, BROKEN_ENVIRONMENT, *(s.value for s in ORDER[2:]))
+
+#: how a measurement taken while another run of the book, or a heavy load, shared the machine is
+#: shown: recorded with its own status and its conditions, never published as the machine's figure
+#: (verified_book.conditions decides it from the record)
+CONTENDED = "contended"
+
 #: the statuses a run writes into a results file (outdated is decided when records are read)
 RECORDED: tuple[str, ...] = tuple(s.value for s in Status if s is not Status.OUTDATED)
 
@@ -54,9 +65,10 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 
 def worst(statuses: Iterable[str], default: str = Status.VERIFIED.value) -> str:
-    """The worst of some statuses by `ORDER`; `default` where there are none."""
+    """The worst of some statuses by `ORDER`, a broken environment after failed and stale (what was
+    shown wrong outranks what could not be asked); `default` where there are none."""
     found = {str(s) for s in statuses}
-    return next((s.value for s in ORDER if s.value in found), default)
+    return next((s for s in _RANKED if s in found), default)
 
 
 class Kind(str, Enum):

@@ -44,6 +44,11 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
         lambda: faults.keyboard_interrupt(root / "interrupt"),
         lambda: faults.helper_dies(root / "helper"),
         lambda: faults.network(root / "network"),
+        lambda: faults.library_fails_to_import(root / "fragile"),
+        lambda: faults.venv_removed_mid_run(root / "vanish"),
+        lambda: faults.unwritable_results(root / "unwritable"),
+        lambda: faults.second_machine(root / "two-machines"),
+        lambda: faults.two_runs_at_once(root / "two-runs"),
     ]
     for step in steps:
         started = time.monotonic()

@@ -17,13 +17,16 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from verified_book import results
-from verified_book.vocabulary import RECORDED
+from verified_book import conditions, render, results
+from verified_book.bindings import read_page
+from verified_book.results import read as read_results
+from verified_book.vocabulary import CONTENDED, RECORDED
 from verified_book.registry import REGISTRY
 
 SLUG = "sample"
@@ -1153,4 +1156,334 @@ def network(root: Path) -> Tally:
                 and statuses.get("net.offline", {}).get("none") == "verified", run.output[-2000:])
     others = {(c, b) for c, per in statuses.items() for b in per if c != "net.reach"}
     tally.keep(len(others), len({(c, b) for (c, b) in others if statuses[c][b] == "verified"}))
+    return tally
+
+
+# ---------------------------------------------------------------- results that stay true from any machine
+
+FRAGILE_CLAIMS = '''\
+from verified_book.registry import claim
+
+
+@claim("fragile.sum", kind="library", backends=("numpy",))
+def fragile_sum(backend):
+    """Two and two, summed by a library that a broken install can no longer load."""
+    import fragile_lib
+
+    return fragile_lib.total(backend, [2, 2])
+'''
+
+FRAGILE_LIB = '''\
+from pathlib import Path
+
+if (Path(__file__).parent / "BROKEN").exists():  # a compiled part of the library gone from the install
+    raise ImportError("libfragile.so.1: cannot open shared object file: No such file or directory", name="fragile_lib")
+
+
+def total(backend, values):
+    return int(backend.tensor(values).sum())
+'''
+
+FRAGILE_PAGE = "The sum is [4](claim:fragile.sum), and [16.6](claim:basic.ratio) is a ratio.\n"
+
+
+def _fragile_book(root: Path) -> SampleBook:
+    book = SampleBook.basic(root)
+    book.claims("fragile", FRAGILE_CLAIMS)
+    (root / "fragile_lib").mkdir(exist_ok=True)
+    (root / "fragile_lib" / "__init__.py").write_text(FRAGILE_LIB)
+    book.page("fragile.md", FRAGILE_PAGE)
+    return book
+
+
+def _contribute(book: SampleBook, into: Path) -> tuple[int, str]:
+    """`verified-book contribute` of the book's results file into another folder: its exit code and what it said."""
+    from verified_book import merge
+    from verified_book.config import read_config
+
+    out = io.StringIO()
+    saved = os.getcwd()
+    os.chdir(book.root)
+    try:
+        with REGISTRY.isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = merge.main([str(book.results_file), "--into", str(into)], book=read_config(book.root))
+    finally:
+        os.chdir(saved)
+        book.forget_modules()
+    return code, out.getvalue()
+
+
+def library_fails_to_import(root: Path) -> Tally:
+    """A library that stops importing between two runs (its shared object gone): the claims that need it are
+    not failed but not checked, said in one line; the earlier records stand; contribute refuses the run."""
+    tally = Tally("environment", "a library fails to import during a run",
+                  "its claims are not recorded as failed: one line says what the environment lost and how to mend "
+                  "it, the verified records stand, contribute refuses the run, the run exits non-zero")
+    book = _fragile_book(root / "fragile")
+    first = book.run()
+    before = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in first.records.items()}
+    (root / "fragile" / "fragile_lib" / "BROKEN").write_text("")
+    second = book.run()
+    after = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in second.records.items()}
+    data = json.loads(book.results_file.read_text(encoding="utf-8"))
+    code, said = _contribute(book, root / "fragile-contributed")
+    line = "the environment lost fragile_lib during the run"
+    tally.check(first.ret == 0 and before.get("fragile.sum", {}).get("numpy") == "verified" and second.ret != 0
+                and second.output.count(line) >= 1 and "failed" not in after.get("fragile.sum", {}).values()
+                and any(line in e for e in data["run"].get("environment_errors", []))
+                and code != 0 and "did not check everything" in said and not (root / "fragile-contributed").exists(),
+                f"first exit {first.ret}, second exit {second.ret}, contribute {code}\n{second.output[-2500:]}\n{said}")
+    expected = {(c, b) for c, per in before.items() for b, s in per.items() if s == "verified"}
+    kept = {(c, b) for (c, b) in expected if after.get(c, {}).get(b) == "verified"}
+    tally.keep(len(expected), len(kept))
+    return tally
+
+
+VANISHING_CLAIMS = '''\
+import os
+import shutil
+import sys
+
+from verified_book.registry import claim
+
+
+@claim("vanish.a_first", kind="exact")
+def first():
+    """Computed first: in the fault's run it removes the interpreter's own virtual environment."""
+    if os.environ.get("SAMPLE_REMOVE_VENV") == sys.prefix:
+        shutil.rmtree(sys.prefix)
+    return 3
+
+
+@claim("vanish.b_after", kind="exact")
+def after():
+    """Computed after: imports a module that lived in that virtual environment."""
+    import vanishing
+
+    return vanishing.SEVEN
+'''
+
+
+def venv_removed_mid_run(root: Path) -> Tally:
+    """The run's virtual environment deleted while it runs: what it could no longer ask is not recorded as
+    failed, one line says the environment is gone, earlier records stand, the run exits non-zero."""
+    import venv
+
+    tally = Tally("environment", "the virtual environment removed mid-run",
+                  "one line says the environment is gone and how to mend it; no claim is recorded as failed for it; "
+                  "the verified records stand; the run exits non-zero")
+    book = SampleBook.basic(root / "vanish")
+    book.claims("vanish", VANISHING_CLAIMS)
+    book.page("vanish.md", "The first is [3](claim:vanish.a_first) and the second [7](claim:vanish.b_after).\n")
+    module = "SEVEN = 7\n"
+    lib = root / "vanish-lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    (lib / "vanishing.py").write_text(module)
+    env = book.env()
+    env["PYTHONPATH"] = os.pathsep.join([str(lib), env["PYTHONPATH"]])
+    first = subprocess.run(book.command(), cwd=book.root, env=env, text=True, capture_output=True, timeout=300)
+    before = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in book.records().items()}
+    throwaway = root / "throwaway-venv"
+    venv.EnvBuilder(with_pip=False).create(throwaway)
+    python = throwaway / "bin" / "python"
+    site = next((throwaway / "lib").glob("python3*/site-packages"))
+    (site / "vanishing.py").write_text(module)
+    outer = [p for p in sys.path if p.endswith("site-packages")]
+    env = book.env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(Path(__file__).resolve().parents[2]), *outer])
+    env["SAMPLE_REMOVE_VENV"] = str(throwaway)
+    second = subprocess.run([str(python), "-m", "pytest"], cwd=book.root, env=env, text=True, capture_output=True,
+                            timeout=300)
+    output = second.stdout + second.stderr
+    after = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in book.records().items()}
+    tally.check(first.returncode == 0 and before.get("vanish.b_after", {}).get("none") == "verified"
+                and not throwaway.exists() and second.returncode != 0
+                and f"the environment lost its virtual environment {throwaway}" in output
+                and after.get("vanish.b_after", {}).get("none") == "verified" and "failed" not in str(after),
+                f"first exit {first.returncode}, second exit {second.returncode}\n{first.stdout[-800:]}\n{output[-2500:]}")
+    expected = {(c, b) for c, per in before.items() for b, s in per.items() if s == "verified"}
+    tally.keep(len(expected), len({(c, b) for (c, b) in expected if after.get(c, {}).get(b) == "verified"}))
+    return tally
+
+
+def unwritable_results(root: Path) -> Tally:
+    """A results folder that cannot be written (its path taken by a file): the run exits non-zero, and its
+    last line says the records were not kept and where they are (here: nowhere)."""
+    tally = Tally("results store", "results folder cannot be written",
+                  "the run exits non-zero; its last lines say the records were not kept, and where they are")
+    book = SampleBook.basic(root / "unwritable")
+    book.results_dir.write_text("a file where the results folder should be\n")
+    run = book.run()
+    tally.check(run.ret != 0 and "results NOT kept" in run.output and "nor kept anywhere else: they are lost" in run.output,
+                f"exit {run.ret}\n{run.output[-2000:]}")
+    return tally
+
+
+def second_machine(root: Path) -> Tally:
+    """Another machine of the same name (a second 2-core box) runs the book into the first one's file, then
+    contributes: both are refused, naming both machines; the first machine's records are untouched; the
+    second machine's are kept aside, and the run exits non-zero."""
+    tally = Tally("results store", "a second machine writes under the first one's name",
+                  "refused, naming both machines; the first machine's file unchanged; the second's records kept "
+                  "aside; the run exits non-zero; contribute refuses as well")
+    first_identity, second_identity = root / "first-machine.json", root / "second-machine.json"
+    book = SampleBook.basic(root / "two-machines")
+    saved = os.environ.get("VERIFIED_BOOK_MACHINE_FILE")
+    try:
+        os.environ["VERIFIED_BOOK_MACHINE_FILE"] = str(first_identity)
+        first = book.run()
+        committed = book.results_file.read_bytes()
+        os.environ["VERIFIED_BOOK_MACHINE_FILE"] = str(second_identity)
+        second = book.run()
+        elsewhere = root / "second-clone"
+        other = SampleBook.basic(elsewhere)
+        other_run = other.run()
+        code, said = _contribute(other, book.results_dir)
+    finally:
+        if saved is None:
+            os.environ.pop("VERIFIED_BOOK_MACHINE_FILE", None)
+        else:
+            os.environ["VERIFIED_BOOK_MACHINE_FILE"] = saved
+    ids = [json.loads(p.read_text())["id"] for p in (first_identity, second_identity)]
+    aside = sorted(book.results_dir.glob(f"{SLUG}.json.unmerged-*"))
+    named = all(i in second.output for i in ids) and all(i in said for i in ids)
+    tally.check(first.ret == 0 and second.ret != 0 and other_run.ret == 0 and code != 0 and named
+                and "Two machines never share a results file" in second.output
+                and book.results_file.read_bytes() == committed and len(aside) == 1,
+                f"exits {first.ret}, {second.ret}, {other_run.ret}, contribute {code}\n{second.output[-2500:]}\n{said}")
+    expected = len(first.records) and sum(len(per) for per in first.records.values())
+    kept = sum(len(per) for per in book.records().values()) if book.results_file.read_bytes() == committed else 0
+    tally.keep(expected, kept)
+    return tally
+
+
+# ---------------------------------------------------------------- two runs at once
+
+TIMED_CLAIMS = '''\
+import os
+import time
+from pathlib import Path
+
+from verified_book.registry import claim
+
+
+@claim("timed.wait", kind="measured", backends=("numpy",))
+def wait(backend):
+    """Notes when it starts and ends in the run log, and holds the machine until the gate opens."""
+    log = Path(os.environ["TIMED_LOG"])
+    with log.open("a") as f:
+        f.write(f"start {os.getpid()}\\n")
+    gate = os.environ.get("TIMED_GATE")
+    deadline = time.monotonic() + 120
+    while gate and not Path(gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with log.open("a") as f:
+        f.write(f"end {os.getpid()}\\n")
+    return 1.0
+'''
+
+
+class Output:
+    """A run's output, read as it comes, so a test can wait for a line without waiting for the run."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 120) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.lines) or self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        self.thread.join(0.5 if self.proc.poll() is None else 30)
+        return any(text in line for line in self.lines)
+
+    def finish(self) -> int:
+        code = self.proc.wait(timeout=180)
+        self.thread.join(30)
+        return code
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def wait_for_line(path: Path, line: str, timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and line in path.read_text().splitlines():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def timed_book(root: Path) -> SampleBook:
+    book = SampleBook(root)
+    book.claims("timed", TIMED_CLAIMS)
+    book.page("page.md", "The wait took [1](claim:timed.wait) s.\n")
+    return book
+
+
+def spawn(book: SampleBook, results: Path, log: Path, *args: str, gate: Path | None = None) -> Output:
+    env = {**book.env(absent=("torch", "mlx")), "TIMED_LOG": str(log), **({"TIMED_GATE": str(gate)} if gate else {})}
+    env.pop(conditions.RUN_ENV, None)  # a reader's run, not one inside this test run
+    proc = subprocess.Popen(book.command("-q", "--results-dir", str(results), *args), cwd=book.root, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return Output(proc)
+
+
+def conditions_of(results: Path) -> dict[str, Any]:
+    return read_results(results / "sample.json").records["timed.wait"]["numpy"]["conditions"]
+
+
+def shown_status(book: SampleBook, results: Path) -> str:
+    """What the site shows for the figure from this run's records alone."""
+    binding = read_page(book.root / "book" / "page.md", book.root).bindings[0]
+    view = render.figure_view(binding, None, {"sample": read_results(results / "sample.json")})
+    return view.measurements[0].status
+
+
+
+
+def two_runs_at_once(root: Path) -> Tally:
+    """A second run of the book started while the first times the machine: it waits, and neither run's
+    measurement is taken beside the other; told to run beside it, both runs' measurements are recorded as
+    contended, and neither is shown as the machine's figure."""
+    from verified_book import conditions
+
+    tally = Tally("results store", "two runs at once, one timing the machine",
+                  "the second waits for the first (or, told to run beside it, both measurements are marked "
+                  "contended and none is shown as the machine's figure)")
+    for beside in (False, True):
+        where = root / ("beside" if beside else "wait")
+        book = timed_book(where / "book")
+        log, gate = where / "log", where / "gate"
+        first = spawn(book, where / "first", log, gate=gate)
+        started = wait_for_line(log, f"start {first.proc.pid}")
+        second = spawn(book, where / "second", log, *(["--beside-other-runs"] if beside else []))
+        waited = (second.wait_for(f"another run of this book is timing the machine (pid {first.proc.pid}")
+                  if not beside else second.finish() == 0)
+        gate.touch()
+        codes = (first.finish(), second.finish())
+        order = log.read_text().split() if log.exists() else []
+        one, two = str(first.proc.pid), str(second.proc.pid)
+        if beside:
+            seen = [conditions_of(where / name) for name in ("first", "second")]
+            handled = (order == ["start", one, "start", two, "end", two, "end", one]
+                       and all(conditions.contended(c) for c in seen)
+                       and all(shown_status(book, where / name) == CONTENDED for name in ("first", "second")))
+        else:
+            handled = (order == ["start", one, "end", one, "start", two, "end", two]
+                       and all(conditions_of(where / name)["beside"] is None for name in ("first", "second")))
+        tally.check(started and waited and codes == (0, 0) and handled,
+                    f"beside={beside}, exits {codes}, order {order}\n{first.text[-1200:]}\n{second.text[-1200:]}")
+        tally.keep(2, sum((where / name / "sample.json").exists() for name in ("first", "second")))
     return tally

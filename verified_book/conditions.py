@@ -1,0 +1,357 @@
+"""What the machine was doing while a run timed it: other runs of the book, and the load average.
+
+A measured figure describes the machine only if nothing else was using it. Two `verify` runs
+at once each time the machine while the other loads it, and both would record their timings
+as if it were quiet. So every run of a book (`verify`, `test`, plain pytest) takes the book's
+run lock for the whole run, an advisory `fcntl.flock` on `machine.lock` in the lock folder
+(the book's local results folder, else a folder of the system's temporary directory):
+
+| a run is | it holds | so that |
+| --- | --- | --- |
+| working on untimed items | the lock shared | runs that time nothing never wait for each other |
+| timing the machine (measured claims, snippet runs) | the lock exclusively | nothing of this book runs beside its timings |
+| waiting | nothing | two runs that both want to time never wait for each other |
+
+A run that finds the machine taken waits for it, saying so in one line, for at most
+`WAIT_LIMIT` seconds. Waiting is the default because a reader who starts a second run
+expects figures that describe the machine, not the two runs: waiting costs minutes, a
+contended figure costs the record. `--beside-other-runs` (or a wait that ran out) runs beside
+the other instead, and both runs' measurements are marked contended.
+
+Each run also keeps a presence file, `<pid>.run`, which it holds locked while it lives (so
+one left by a killed run is known dead and removed), saying what it is. A run that goes beside
+others leaves a note, `<pid>.beside-<other pid>`, under each name, its own included, so every
+run learns who ran beside it, even one that came and went while it was timing.
+
+A measured record carries `conditions` (see `Conditions.entry`): the 1-minute load average
+before and after the run's timed items, the machine's cores, and who ran beside it. It is
+contended (`contended`) when another run was beside it, or when the load average exceeded
+`HEAVY_LOAD_PER_CORE` times the cores.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+LOCK_NAME = "machine.lock"
+FOLDER_NAME = ".runs"  # the lock folder's name inside the book's local results folder
+#: a run of a book started from inside another run of it (a test that runs the book, an xdist
+#: worker) is part of that run: it takes no lock and reads the run's notes; "<lock path>|<pid>"
+RUN_ENV = "VERIFIED_BOOK_RUN"
+#: how long a run waits for another to finish timing the machine: longer than a whole `verify`
+#: on the book's slowest machine, so a wait ends because the other run ended, not because it ran out
+WAIT_LIMIT = 20 * 60.0
+POLL = 0.2  # seconds between tries of a lock that is taken: flock has no wait with a timeout
+#: the load average, per core, above which the machine was busy with something else. A run alone
+#: keeps at most every core busy (a threaded matmul, its helper while it starts), so an average up
+#: to the core count can be the run's own; half as much again means other work had runnable threads
+#: for a good part of the last minute, and the timed work waited for a CPU behind them
+HEAVY_LOAD_PER_CORE = 1.5
+
+
+def heavy(load: float | None, cores: int | None) -> bool:
+    """Whether a 1-minute load average says the machine was busy beyond what one run makes."""
+    return load is not None and bool(cores) and load > HEAVY_LOAD_PER_CORE * (cores or 1)
+
+
+def contended(entry: Any) -> str | None:
+    """Why a record's `conditions` entry makes its measurement contended, in words; None when quiet."""
+    if not isinstance(entry, Mapping):
+        return None
+    why = []
+    if isinstance(entry.get("beside"), str) and entry["beside"]:
+        why.append(f"another run of this book was running beside it ({entry['beside']})")
+    cores = entry.get("cores") if isinstance(entry.get("cores"), int) else None
+    loads = [v for v in (entry.get("load_before"), entry.get("load_after")) if isinstance(v, (int, float))]
+    if loads and heavy(max(loads), cores):
+        why.append(f"the load average was {max(loads):g} on {cores} cores (above {HEAVY_LOAD_PER_CORE:g} per core)")
+    return "; ".join(why) or None
+
+
+def is_entry(value: Any) -> bool:
+    """Whether a value is a well-formed `conditions` entry of a record (the results schema's check)."""
+    if not isinstance(value, dict) or set(value) - {"load_before", "load_after", "cores", "beside"}:
+        return False
+    loads_ok = all(value.get(k) is None or (isinstance(value[k], (int, float)) and not isinstance(value[k], bool)
+                                            and 0 <= value[k] < 1e6) for k in ("load_before", "load_after"))
+    cores_ok = value.get("cores") is None or (isinstance(value["cores"], int) and not isinstance(value["cores"], bool)
+                                              and value["cores"] > 0)
+    return loads_ok and cores_ok and (value.get("beside") is None or isinstance(value["beside"], str))
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the system has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+@dataclass
+class Conditions:
+    """What one run saw around its timed items."""
+
+    cores: int | None = field(default_factory=os.cpu_count)  # the load average counts the whole system's CPUs
+    load_before: float | None = None
+    load_after: float | None = None
+    beside: list[str] = field(default_factory=list)
+
+    def entry(self) -> dict[str, Any]:
+        """The record's `conditions`: {load_before, load_after, cores, beside ("pid N (job), ..." or None)}."""
+        return {"load_before": self.load_before, "load_after": self.load_after, "cores": self.cores,
+                "beside": ", ".join(sorted(set(self.beside))) or None}
+
+
+def lock_folder(local_results: Path | None, book_root: Path) -> Path:
+    """Where a book's run lock lives: its local results folder, else (not set, or not writable) a
+    folder of the system's temporary directory named after the book's place, so that every run of
+    one book meets the same lock and runs of two books never do."""
+    if local_results is not None:
+        folder = local_results / FOLDER_NAME
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder
+        except OSError:
+            pass
+    tag = hashlib.sha256(str(book_root.resolve()).encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"verified-book-runs-{tag}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def job_name() -> str:
+    """What this process is, as another run names it: the `verified-book` job, else pytest."""
+    name = Path(sys.argv[0]).name if sys.argv else ""
+    if name.startswith("verified-book") and len(sys.argv) > 1:
+        return f"verified-book {sys.argv[1]}"
+    return "pytest"
+
+
+def _try(fd: int, how: int) -> bool:
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+class RunLock:
+    """This run's hold on the book's run lock, its presence file, and what it saw (see the module's doc).
+
+    `say` prints one line to the reader; `beside_others` is `--beside-other-runs`; `limit` bounds each wait.
+    """
+
+    def __init__(self, folder: Path, say: Callable[[str], None], beside_others: bool = False,
+                 limit: float = WAIT_LIMIT, job: str | None = None) -> None:
+        self.folder = folder
+        self.say = say
+        self.beside_others = beside_others
+        self.limit = limit
+        self.pid = os.getpid()
+        self.describe = f"pid {self.pid} ({job or job_name()})"
+        self.conditions = Conditions()
+        self.owner = self.pid  # whose notes this process's records read: the run it belongs to
+        self.passive = False  # part of another process's run: it takes no lock
+        self.exclusive = False
+        self.beside = False
+        self._fd: int | None = None
+        self._presence: int | None = None
+        self._previous_env: str | None = None
+        self.lock_path = folder / LOCK_NAME
+
+    # --- the run's life -----------------------------------------------------------------------
+
+    def start(self, exclusive: bool = False) -> None:
+        """Take the lock shared for the whole run (or exclusive, for a run that cannot tell when it times),
+        waiting while another run times the machine; a run inside another run of this book takes none."""
+        inherited = os.environ.get(RUN_ENV, "")
+        path, _, owner = inherited.rpartition("|")
+        if path == str(self.lock_path) and owner.isdigit():
+            self.passive, self.owner = True, int(owner)
+            return
+        self._previous_env = os.environ.get(RUN_ENV)
+        os.environ[RUN_ENV] = f"{self.lock_path}|{self.pid}"
+        self._clear_dead()
+        # made under another name and locked before it is named, so no run ever sees it unlocked and clears it
+        made = self.folder / f"{self.pid}.run.new"
+        self._presence = os.open(made, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        fcntl.flock(self._presence, fcntl.LOCK_EX)
+        os.write(self._presence, f"{self.describe}\n".encode())
+        os.replace(made, self._presence_path(self.pid))
+        self._fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        if exclusive:
+            self.before_timing()
+            return
+        if _try(self._fd, fcntl.LOCK_SH):
+            return
+        holder = self._holder()
+        if not self.beside_others:
+            self.say(f"another run of this book is timing the machine ({holder}); waiting for it before starting")
+            if self._wait(fcntl.LOCK_SH):
+                return
+            self.say(f"the other run ({holder}) is still timing the machine after {self.limit:.0f} s; running beside it, "
+                     "and the measurements of both are marked contended")
+        self._go_beside([holder])
+
+    def before_timing(self) -> None:
+        """Have the machine to this run before its first timed item: the lock exclusively, once every other
+        run of the book has finished or is waiting; then the load average. Later calls do nothing."""
+        if self.conditions.load_before is not None:
+            return
+        if not self.passive and self._fd is not None and not self.exclusive and not self.beside:
+            if _try(self._fd, fcntl.LOCK_EX):
+                self._took_machine()
+            else:
+                others = self._alive_others() or [self._holder()]
+                if not self.beside_others:
+                    self.say(f"another run of this book is in progress ({', '.join(others)}); waiting for it before "
+                             "timing the machine")
+                if not self.beside_others and self._wait(fcntl.LOCK_EX):
+                    self._took_machine()
+                else:
+                    if not self.beside_others:
+                        self.say(f"the other run is still in progress after {self.limit:.0f} s; timing beside it, and "
+                                 "the measurements of both are marked contended")
+                    _try(self._fd, fcntl.LOCK_SH)  # so no run starts timing beside this one unannounced
+                    self._go_beside(others)
+        self.conditions.load_before = load_average()
+
+    def after_timed_item(self) -> None:
+        """The load average after a timed item: the last one's stands."""
+        if self.conditions.load_before is not None:
+            self.conditions.load_after = load_average()
+
+    def seen(self) -> Conditions:
+        """What this run saw, with every run noted as beside it until now."""
+        self.conditions.beside = sorted(set(self.conditions.beside) | set(self._notes(self.owner)))
+        return self.conditions
+
+    def release(self) -> None:
+        """Let the lock go and remove what this run left in the lock folder."""
+        if self.passive:
+            return
+        if self._fd is not None:
+            if self.exclusive:
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the descriptor drops its flock
+            self._fd = None
+        for note in self.folder.glob(f"{self.pid}.beside-*"):
+            note.unlink(missing_ok=True)
+        if self._presence is not None:
+            self._presence_path(self.pid).unlink(missing_ok=True)
+            os.close(self._presence)
+            self._presence = None
+        if self._previous_env is None:
+            os.environ.pop(RUN_ENV, None)
+        else:
+            os.environ[RUN_ENV] = self._previous_env
+
+    # --- the lock folder ------------------------------------------------------------------------
+
+    def _presence_path(self, pid: int) -> Path:
+        return self.folder / f"{pid}.run"
+
+    def _wait(self, how: int) -> bool:
+        """Try the lock until it is this run's or `limit` has passed."""
+        deadline = time.monotonic() + self.limit
+        while time.monotonic() < deadline:
+            assert self._fd is not None
+            if _try(self._fd, how):
+                return True
+            time.sleep(POLL)
+        return False
+
+    def _took_machine(self) -> None:
+        """The lock is this run's alone: say so in it, and note every run that is going on beside it anyway."""
+        assert self._fd is not None
+        self.exclusive = True
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, self.describe.encode(), 0)
+        flagged = [text for text, beside in self._others() if beside]
+        if flagged:
+            self._go_beside(flagged, flag=False)
+
+    def _holder(self) -> str:
+        """The run that holds the lock exclusively, as it describes itself."""
+        try:
+            return self.lock_path.read_text(encoding="utf-8").strip() or "pid unknown"
+        except OSError:
+            return "pid unknown"
+
+    def _go_beside(self, others: list[str], flag: bool = True) -> None:
+        """Record that this run runs beside `others`, in a note under each of their names and under its own."""
+        self.beside = self.beside or flag
+        self.conditions.beside.extend(others)
+        if flag and self._presence is not None:
+            os.write(self._presence, b"beside\n")
+        for other in others:
+            pid = other.split()[1] if other.startswith("pid ") else ""
+            if pid.isdigit():
+                self._note(int(pid), self.describe)
+                self._note(self.pid, other)
+
+    def _note(self, under: int, text: str) -> None:
+        path = self.folder / f"{under}.beside-{text.split()[1]}"
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            pass  # a note that cannot be left costs the other run its mark, not this run its records
+
+    def _notes(self, owner: int) -> list[str]:
+        out = []
+        for path in self.folder.glob(f"{owner}.beside-*"):
+            try:
+                out.append(path.read_text(encoding="utf-8").strip())
+            except OSError:
+                continue
+        return [n for n in out if n]
+
+    def _others(self) -> list[tuple[str, bool]]:
+        """Every other live run of the book: how it describes itself, and whether it runs beside others."""
+        out = []
+        for path in sorted(self.folder.glob("*.run")):
+            if path.stem == str(self.pid) or not self._alive(path):
+                continue
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except OSError:
+                continue
+            if lines:
+                out.append((lines[0], "beside" in lines[1:]))
+        return out
+
+    def _alive_others(self) -> list[str]:
+        return [text for text, _ in self._others()]
+
+    @staticmethod
+    def _alive(path: Path) -> bool:
+        """Whether a presence file's run still holds it (a killed run's lock went with it)."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            return not _try(fd, fcntl.LOCK_SH)
+        finally:
+            os.close(fd)
+
+    def _clear_dead(self) -> None:
+        """Remove what runs that are gone left behind: their presence files and the notes under their names."""
+        for path in self.folder.glob("*.run"):
+            if not self._alive(path):
+                path.unlink(missing_ok=True)
+        live = {p.stem for p in self.folder.glob("*.run")}
+        for note in self.folder.glob("*.beside-*"):
+            if note.name.split(".", 1)[0] not in live:
+                note.unlink(missing_ok=True)
