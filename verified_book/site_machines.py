@@ -131,8 +131,10 @@ def _counts_html(counts: Mapping[str, int]) -> str:
 
 def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = (),
               local: Collection[str] = ()) -> str:
+    # a column for contended measurements only where a machine has one: most never do, and the table must fit
+    columns = [s for s in COUNTED if s != CONTENDED or any(c.get(CONTENDED) for c in counted.values())]
     head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
-                   for s in COUNTED)
+                   for s in columns)
     rows = []
     for slug in sorted(results):
         rf = results[slug]
@@ -140,7 +142,7 @@ def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[
         fp = fp if isinstance(fp, dict) else {}
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
         date = _scalar(rf.run.get("date") if isinstance(rf.run, dict) else None) or ""
-        cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in COUNTED)
+        cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in columns)
         when = esc(date[:10])
         if slug in quiet:
             when += (f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
@@ -157,7 +159,7 @@ def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[
 
 
 #: how the site names this clone's run of a machine that also has a committed file
-LOCAL_SUFFIX = " (this clone)"
+LOCAL_SUFFIX = " · this clone"  # no brackets: escaped for a heading, "\\(" would open a formula
 
 
 def local_name(slug: str) -> str:
