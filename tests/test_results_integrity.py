@@ -224,3 +224,18 @@ def test_a_contended_measurement_does_not_replace_a_quiet_one() -> None:
     assert mine.date_of("probe.bandwidth.copy", "numpy") == "2026-12-01T10:00:00+00:00", "the quiet record keeps its date"
     mine.merge(ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": {**quiet, "value": 15.0}}}))
     assert mine.records["probe.bandwidth.copy"]["numpy"]["value"] == 15.0, "a quiet one replaces it as before"
+
+
+def test_contribute_into_a_folder_it_cannot_write_fails_and_keeps_the_file(tmp_path: Path) -> None:
+    from verified_book import merge
+    from verified_book.config import read_config
+
+    source = tmp_path / "local"
+    source.mkdir()
+    committed = next((ROOT / "results").glob("*.json"))
+    mine = source / committed.name
+    mine.write_bytes(committed.read_bytes())
+    blocked = tmp_path / "results"
+    blocked.write_text("a file where the results folder should be\n")
+    code = merge.main([str(mine), "--into", str(blocked)], book=read_config(ROOT))
+    assert code != 0 and mine.read_bytes() == committed.read_bytes()

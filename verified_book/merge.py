@@ -184,6 +184,10 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
             print(f"merge-results: refused {path}: {e}", file=sys.stderr)
             return 1
+        except OSError as e:  # the results folder cannot be written: the records stay where they were
+            print(f"merge-results: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
+                  f"and {path} is left as it was", file=sys.stderr)
+            return 1
         for line in warnings:
             print(f"merge-results: {line}", file=sys.stderr)
         print(f"merge-results: {path} -> {target} ({summary})")

@@ -295,8 +295,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "value computed in this run. Figures that hold are never touched.",
     )
     group.addoption(
-        "--machine", dest="claims_machine", metavar="SLUG", default=None,
-        help="Record results under this machine slug instead of the one derived from the fingerprint.",
+        "--machine", dest="claims_machine", metavar="NAME", default=None,
+        help="Record results under this name instead of this machine's own (its identity, "
+        "~/.config/verified-book/machine.json); the records still carry this machine's id.",
     )
     group.addoption(
         "--results-dir", dest="claims_results_dir", metavar="DIR", default=None,

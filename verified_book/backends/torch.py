@@ -51,14 +51,20 @@ def cuda_build_problem(torch: Any) -> str | None:
     built = f"torch {torch.__version__} (CUDA {torch.version.cuda}) has kernels for {', '.join(archs) or 'no architecture'}"
     if archs and not _arch_fits(archs, major, minor):
         return f"{built}, not for {name} (compute capability {major}.{minor}); {install}"
+    return tiny_kernel_problem(torch, f"{name} (compute capability {major}.{minor})", f"{built}; {install}")
+
+
+def tiny_kernel_problem(torch: Any, device: str, then: str) -> str | None:
+    """Why one tiny kernel does not compute on the GPU torch calls "cuda" (a CUDA or a ROCm device), or None;
+    `then` says what the build has and what to install. Only the worker that may touch the card runs it."""
     if not touches_cuda_here():
         return None
     try:
         value = (torch.ones(4, device="cuda") * 2).sum().item()
-    except Exception as e:  # the kernel's own error says what is wrong (no kernel image, a driver mismatch)
-        return f"a tiny kernel fails on {name} (compute capability {major}.{minor}): {type(e).__name__}: {e}; {built}; {install}"
+    except Exception as e:  # the kernel's own error says what is wrong (no kernel image, invalid device function)
+        return f"a tiny kernel fails on {device}: {type(e).__name__}: {e}; {then}"
     if value != 8:
-        return f"a tiny kernel on {name} computed {value} for 8; {built}; {install}"
+        return f"a tiny kernel on {device} computed {value} for 8; {then}"
     return None
 
 
@@ -87,15 +93,7 @@ def rocm_build_problem(torch: Any) -> str | None:
     built = f"torch {torch.__version__} (HIP {torch.version.hip}) has kernels for {', '.join(archs) or 'no architecture'}"
     if archs and gfx and gfx not in {a.split(":")[0] for a in archs}:
         return f"{built}, not for {name} ({gfx}); {install}"
-    if not touches_cuda_here():
-        return None
-    try:
-        value = (torch.ones(4, device="cuda") * 2).sum().item()
-    except Exception as e:  # the kernel's own error says what is wrong (invalid device function, no ROCm driver)
-        return f"a tiny kernel fails on {name} ({gfx}): {type(e).__name__}: {e}; {built}; {install}"
-    if value != 8:
-        return f"a tiny kernel on {name} ({gfx}) computed {value} for 8; {built}; {install}"
-    return None
+    return tiny_kernel_problem(torch, f"{name} ({gfx})", f"{built}; {install}")
 
 
 @register
