@@ -810,7 +810,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if claim is not None:
                 run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim)
                                     if expression is None or _pair_selected(expression, run, claim, b.name, item))
-    if expression is not None:
+    if expression is not None and hardware_in(markexpr) and run.selected:
+        # `-m <machine>` runs what applies there and nothing else; another expression (`-m slow`) selects
+        # tests, whose claims still compute on every backend here
         used = {b for _, b in run.selected}
         run.verifier.backends = {name: b for name, b in run.verifier.backends.items() if name in used}
     ahead = run.verifier.ahead
