@@ -94,7 +94,8 @@ def logs(book: faults.SampleBook) -> dict[str, dict[str, float]]:
 
 
 def comparable(records: dict[str, dict[str, dict[str, object]]]) -> dict[str, dict[str, dict[str, object]]]:
-    return {c: {b: {k: v for k, v in r.items() if k not in ("date", "seconds")} for b, r in per.items()}
+    # what differs between any two runs: when, how long, and the machine's load around the timed items
+    return {c: {b: {k: v for k, v in r.items() if k not in ("date", "seconds", "conditions")} for b, r in per.items()}
             for c, per in records.items()}
 
 

@@ -209,8 +209,9 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
 
 CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
 MEASURED = "measured"
-#: what a measured claim's record holds that a rerun changes: kept in the run header on disk
-VOLATILE = ("value", "message")
+#: what a measured claim's record holds that a rerun changes (its value, message and the load it was
+#: measured under): kept in the run header on disk
+VOLATILE = ("value", "message", "conditions")
 
 
 def folded_in(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -634,7 +635,7 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
         if not isinstance(measured, dict) or not all(
                 isinstance(per, dict) and all(isinstance(v, dict) and set(v) <= set(VOLATILE) for v in per.values())
                 for per in measured.values()):
-            problems.append(f"{where}: run measured must map claims to backends to {{value, message}}")
+            problems.append(f"{where}: run measured must map claims to backends to {{value, message, conditions}}")
         else:
             records = data.get("records") if isinstance(data.get("records"), dict) else {}
             for claim_id, per_backend in measured.items():
