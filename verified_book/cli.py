@@ -214,7 +214,7 @@ def machine(book: BookConfig, args: list[str]) -> int:
     machine's identity as this machine's (it is that machine, and its identity file was lost)."""
     from verified_book import identity
     from verified_book import machine as machine_mod
-    from verified_book.results import ResultsError, machine_id, machine_words, read
+    from verified_book.results import ResultsError, hardware, machine_id, machine_words, read
 
     info = machine_mod.fingerprint()
     path = identity.default_path()
@@ -224,9 +224,7 @@ def machine(book: BookConfig, args: list[str]) -> int:
         except ResultsError as e:
             print(f"verified-book machine: {e}", file=sys.stderr)
             return 2
-        fingerprint = committed.machine.get("fingerprint")
-        changes = identity.differences(identity.hardware_of(fingerprint if isinstance(fingerprint, dict) else {}),
-                                       identity.hardware_of(info))
+        changes = identity.differences(hardware(committed), identity.hardware_of(info))
         if changes:
             print(f"verified-book machine: {args[1]} holds {machine_words(committed)}, whose hardware is not this "
                   f"machine's ({'; '.join(changes)}); it stays that machine's", file=sys.stderr)

@@ -12,6 +12,7 @@ describe other hardware.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -137,7 +138,5 @@ def adopt(path: Path, name: str, machine_id: str, info: Mapping[str, Any]) -> Id
 def legacy_id(slug: str, fingerprint: Mapping[str, Any]) -> str:
     """The id a results file written before machines had identities is given: its slug and hardware, hashed,
     so the same file always migrates to the same id."""
-    import hashlib
-
     text = json.dumps({"slug": slug, "hardware": hardware_of(fingerprint)}, sort_keys=True)
     return "legacy-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]

@@ -186,7 +186,15 @@ def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -
     why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
     if why:
         return Status.OUTDATED.value
-    return CONTENDED if status != Status.FAILED and contended(record.get("conditions")) else str(status)
+    return CONTENDED if contended_why(str(status), record) else str(status)
+
+
+def contended_why(status: str, record: Mapping[str, Any]) -> str | None:
+    """Why a record shows as contended instead of as the machine's figure (measured beside another run,
+    or under a heavy load); None where it does not, and always for a failed or skipped one."""
+    if status in (Status.SKIPPED, Status.FAILED):
+        return None
+    return contended(record.get("conditions"))
 
 
 def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None = None, claim_id: str = "") -> str:
@@ -264,8 +272,8 @@ def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend
 def _contended(measured: Measurement, record: Mapping[str, Any]) -> Measurement:
     """A measurement taken beside another run or under a heavy load is shown as contended, not as the
     machine's figure: it counts as verified (or stale) nowhere."""
-    why = contended(record.get("conditions"))
-    if why is None or measured.status in (Status.SKIPPED, Status.FAILED):
+    why = contended_why(measured.status, record)
+    if why is None:
         return measured
     return replace(measured, status=CONTENDED, message=f"recorded {measured.status}, but measured while {why}: "
                    "not this machine's figure until a quiet run measures it again")

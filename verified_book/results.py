@@ -22,7 +22,7 @@ from typing import Any, Callable, Container, Mapping
 
 from filelock import FileLock, Timeout
 
-from verified_book import identity
+from verified_book import conditions, identity
 from verified_book.backends import NAMES
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED, Status
@@ -166,11 +166,9 @@ class ResultsFile:
         """Take every record of `other`, keeping ours where it has none; the run header is the latest
         run's, its timings merged like the records. A measurement taken on a contended machine does
         not replace one taken on a quiet machine: the quiet one stays the machine's figure."""
-        from verified_book.conditions import contended
-
         kept = {(cid, b) for cid, per in other.records.items() for b, record in per.items()
-                if contended(record.get("conditions")) and isinstance(self.records.get(cid, {}).get(b), dict)
-                and not contended(self.records[cid][b].get("conditions"))
+                if conditions.contended(record.get("conditions")) and isinstance(self.records.get(cid, {}).get(b), dict)
+                and not conditions.contended(self.records[cid][b].get("conditions"))
                 and self.records[cid][b].get("status") not in (Status.FAILED.value, Status.SKIPPED.value)}
         self.machine = other.machine or self.machine
         per_record = {}
@@ -288,6 +286,12 @@ def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2, 3: update_to_3}
 
 
+def hardware(results: "ResultsFile") -> dict[str, Any]:
+    """The hardware a file's machine fingerprint names (verified_book.identity.HARDWARE); empty where it names none."""
+    fingerprint = results.machine.get("fingerprint")
+    return identity.hardware_of(fingerprint if isinstance(fingerprint, dict) else {})
+
+
 def machine_id(results: "ResultsFile") -> str:
     """The id of the machine a file holds; a file with none is a machine from before identities."""
     given = results.machine.get("id")
@@ -298,20 +302,17 @@ def machine_id(results: "ResultsFile") -> str:
 
 def machine_words(results: "ResultsFile") -> str:
     """A file's machine, named for a message: its name, its hardware and its id."""
-    fingerprint = results.machine.get("fingerprint")
-    hardware = identity.hardware_of(fingerprint if isinstance(fingerprint, dict) else {})
-    return f"{results.slug} ({identity.describe(hardware)}; id {machine_id(results)})"
+    return f"{results.slug} ({identity.describe(hardware(results))}; id {machine_id(results)})"
 
 
 def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
     """Why `update` may not be merged into `current`: another machine (its id), or other hardware; None if it is the one."""
-    if not all(identity.hardware_of(f.machine.get("fingerprint") or {}) or f.machine.get("id") for f in (current, update)):
+    old, new = hardware(current), hardware(update)
+    if not ((old or current.machine.get("id")) and (new or update.machine.get("id"))):
         return None  # one of them does not say which machine it is (records made by hand): nothing to tell apart
     if machine_id(current) != machine_id(update):
         why = "another machine"
     else:
-        old, new = (identity.hardware_of(f.machine.get("fingerprint") if isinstance(f.machine.get("fingerprint"), dict)
-                                         else {}) for f in (current, update))
         changes = identity.differences(old, new) if old and new else []
         if not changes:
             return None
@@ -456,8 +457,6 @@ def _check_value(value: Any, at: str, problems: list[str]) -> None:
 
 
 def _check_record(record: dict[str, Any], at: str, problems: list[str]) -> None:
-    from verified_book import conditions
-
     if record.get("status") not in RECORDED:
         problems.append(f"{at}: status {_show(record.get('status'))} is not one of {', '.join(RECORDED)}")
     if not _optional(record, "kind", lambda k: k in KINDS):
