@@ -29,13 +29,7 @@ PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
 
 def plugin_versions() -> dict[str, str]:
     """The GPU plugins of jaxlib installed here, with their versions."""
-    found = {}
-    for name in GPU_PLUGINS:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return found
+    return {name: version for name in GPU_PLUGINS if (version := _dist_version(name)) is not None}
 
 
 def gpu_words(device: Any) -> str:
