@@ -10,7 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from verified_book import environment, inputs
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
@@ -20,7 +20,7 @@ from verified_book.machine import Machine
 from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, Status, worst
+from verified_book.vocabulary import BROKEN_ENVIRONMENT, TRANSCRIBED, Status, worst
 
 if TYPE_CHECKING:
     from verified_book.ahead import Ahead
@@ -215,8 +215,29 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
                        f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
                        f"on {outcome.backend}{quoted}")
     if holds:
-        return Verdict(binding, outcome.backend, Status.VERIFIED, "")
+        status, why = evidence(claim, outcome.inputs)
+        return Verdict(binding, outcome.backend, status, f"{binding.where}: figure {binding.text} ({claim.id}) is {why}" if why else "")
     return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))
+
+
+def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
+    """What a printed figure that holds is evidence of, and why where it is not verified.
+
+    Only a value computed or measured here verifies. A figure of a transcribing kind (quoted, given)
+    is cited: the book prints what its data file says, and the panel names the source. A figure
+    computed from another machine's measurement (a data entry with `measured_on`) is reference, as
+    that measurement is. The site asks the same of records written before these words existed."""
+    if claim.kind in TRANSCRIBED:
+        read = [r for r in reads if isinstance(r, inputs.Input)]
+        where = "; ".join(f"{r.place} {r.key}" + (f" ({r.source})" if r.source else "") for r in read)
+        citation = claim.source or ""
+        said = "; ".join(x for x in (citation, where) if x)
+        return Status.CITED, f"cited, not computed: {said}" if said else "cited, not computed"
+    measured = [r for r in reads if isinstance(r, inputs.Input) and r.measured_on]
+    if measured:
+        places = "; ".join(f"{r.place} {r.key} = {r.value!r}, measured on {r.measured_on}" for r in measured)
+        return Status.REFERENCE, f"reference, computed from another machine's measurement: {places}"
+    return Status.VERIFIED, ""
 
 
 def stale_message(binding: Binding, outcome: Outcome) -> str:
@@ -298,7 +319,7 @@ class Verifier:
             return Status.FAILED.value, verdicts
         if result.state == BROKEN:
             return BROKEN, verdicts
-        return worst(v.status for v in verdicts), verdicts
+        return worst((v.status for v in verdicts), default=evidence(claim, result.inputs)[0].value), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
         """The results-file record of one (claim, backend)."""

@@ -65,6 +65,7 @@ class _Outcome:
 
     def __init__(self) -> None:
         self.figures: dict[str, int] = {}
+        self.bound = 0  # the book's bound figures, of which the run selected `figures`
         self.written: Path | None = None
         self.unkept: str | None = None  # why the records are not in the results file, and where they are
         self.broken: list[str] = []  # what the environment lost during the run, a line each
@@ -89,6 +90,7 @@ class _Outcome:
             return
         run = config.stash[pytest_plugin.STATE]
         self.figures = pytest_plugin.figure_counts(run.figure_statuses, run.figures_selected)
+        self.bound = run.bound_figures
         written = run.written or (Path(sorted(run.worker_written)[0]) if run.worker_written else None)
         self.written = None if run.unkept else written
         self.unkept = run.unkept
@@ -145,20 +147,14 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last line of `verify`: what held on this machine, and where the site and the records are."""
-    from verified_book.pytest_plugin import FIGURE_VERDICT
-    from verified_book.vocabulary import BROKEN_ENVIRONMENT
+    from verified_book.pytest_plugin import figure_line
 
-    counts = ", ".join(f"{outcome.figures.get(s, 0)} {s}" for s in FIGURE_VERDICT)
-    if outcome.figures.get(BROKEN_ENVIRONMENT):
-        counts += f", {outcome.figures[BROKEN_ENVIRONMENT]} not checked (the environment broke)"
     machine = f" on {outcome.slug}" if outcome.slug else ""
-    missing = outcome.figures.get("not here", 0)
-    elsewhere = f" ({missing} need hardware or a backend not here)" if missing else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
     where_results = (f"results NOT kept: {outcome.unkept}" if outcome.unkept else
                      f"results: {book.shown(outcome.written)}" if outcome.written else "no results written")
     state = "verified" if tested == 0 else "NOT all verified"
-    return f"verified-book: {state}: figures {counts}{machine}{elsewhere}; {where_site}; {where_results}"
+    return f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache, hypothesis's plugin (installed

@@ -20,6 +20,8 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     offline = true                      # optional: refuse network access while claims compute
     ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
                                         # (ids or fnmatch patterns; see verified_book.ahead)
+    elsewhere = ["author_test_box"]     # optional: machines a measured figure may be printed for that no
+                                        # hardware profile describes; compared nowhere, shown as reference
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ class BookConfig:
     local_results: Path | None = None
     plausible: str | None = None
     ahead: tuple[str, ...] = ()
+    elsewhere: tuple[str, ...] = ()
 
     @property
     def writes_to(self) -> Path:
@@ -78,6 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "local_results": None,
     "plausible": None,
     "ahead": [],
+    "elsewhere": [],
 }
 
 
@@ -112,6 +116,9 @@ def read_config(root: Path) -> BookConfig:
     ahead = values["ahead"]
     if not isinstance(ahead, list) or not all(isinstance(a, str) and a for a in ahead):
         raise ConfigError(f"{path}: [book] ahead must be a list of claim ids or patterns, found {ahead!r}")
+    elsewhere = values["elsewhere"]
+    if not isinstance(elsewhere, list) or not all(isinstance(a, str) and a for a in elsewhere):
+        raise ConfigError(f"{path}: [book] elsewhere must be a list of machine names, found {elsewhere!r}")
     pages = root / values["pages"]
     return BookConfig(
         root=root,
@@ -127,6 +134,7 @@ def read_config(root: Path) -> BookConfig:
         local_results=root / values["local_results"] if values["local_results"] else None,
         plausible=values["plausible"],
         ahead=tuple(ahead),
+        elsewhere=tuple(elsewhere),
     )
 
 
@@ -181,4 +189,7 @@ def open_book(config: BookConfig) -> list[str]:
             errors += registry.load_topics(package)
         except registry.RegistryError as e:
             errors.append(str(e))
-    return errors
+    from verified_book.backends import NAMES
+
+    profiles = {marker: profile.backends for marker, profile in machine.profiles().items()}
+    return errors + registry.undeclared_names(registry.REGISTRY, NAMES, profiles, config.elsewhere)

@@ -51,10 +51,16 @@ class Input:
     value: Any
     line: int
     source: str | None = None
+    measured_on: str | None = None  # the machine whose measurement this value is, where it is one
 
     def __str__(self) -> str:
         cited = f" ({self.source})" if self.source else ""
         return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+
+    @property
+    def place(self) -> str:
+        """Where the value is written: the data file and line, as messages and panels name it."""
+        return f"{SHOWN_AS}/{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -178,8 +184,24 @@ def vendor(file: str, key: str) -> Any:
     """
     text, node = _stated(file, key)
     value = _overrides.get((file, key), node["value"])
-    _record(Input(file, key, value, _line_of(text, key), node.get("source")))
+    _record(Input(file, key, value, _line_of(text, key), node.get("source"), _measured_on(node)))
     return value
+
+
+def _measured_on(node: Mapping[str, Any]) -> str | None:
+    measured_on = node.get("measured_on")
+    return str(measured_on) if measured_on else None
+
+
+def measured_on(file: str, key: str) -> str | None:
+    """The machine whose measurement a data entry is (its `measured_on`), or None for a stated value.
+
+    A figure computed from such a value is that machine's evidence, not this one's: it shows as
+    reference. Unrecorded; a file or key that is gone counts as no measurement."""
+    try:
+        return _measured_on(_stated(file, key)[1])
+    except InputError:
+        return None
 
 
 def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections import Counter
 import os
 import re
 import sys
@@ -26,7 +27,7 @@ from verified_book import offline
 from verified_book import environment
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED, Verifier
-from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
+from verified_book.vocabulary import FIGURE_COUNTS, KIND_MEANINGS, MEANINGS, NOT_HERE, Status, worst
 from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind, is_measured
@@ -53,6 +54,7 @@ class RunState:
         ahead = self._start_ahead(config)  # first: the helper imports what it needs while this process does
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.bound_figures = sum(1 for _ in self.book.bindings())
         self.output_blocks: BookOutputs = book_outputs()
         if ahead is not None:
             self._expect_ahead(ahead)
@@ -273,8 +275,11 @@ def case_id(claim: Claim, backend: str) -> str:
     return f"{claim.id}[{backend}]"
 
 
-def figure_name(binding: Binding) -> str:
-    return f"line {binding.line}: {binding.text} ({binding.claim_id})"
+def figure_name(binding: Binding, twice: bool = False) -> str:
+    """A figure's item name: its line, text and claim; with the column where the same figure of the same
+    claim stands twice on one line, so that every bound figure is one item and counts once."""
+    where = f"line {binding.line}, column {binding.column}" if twice else f"line {binding.line}"
+    return f"{where}: {binding.text} ({binding.claim_id})"
 
 
 def claim_of_nodeid(nodeid: str) -> str | None:
@@ -417,7 +422,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     present = ", ".join(f"{b.name} {b.version}" for b in run.backends.values() if b.available)
     absent = "; ".join(f"{b.name}: {b.reason}" for b in run.backends.values() if not b.available)
     lines = [
-        f"claims: {len(REGISTRY)} claims, {sum(1 for _ in run.book.bindings())} bound figures in {len(run.book.pages)} pages",
+        f"claims: {len(REGISTRY)} claims, {run.bound_figures} bound figures in {len(run.book.pages)} pages",
         f"machine: {run.machine.describe()}",
         *([f"machine identity: {run.identity_notice}"] if run.identity_notice else []),
         f"backends: {present or 'none'}",
@@ -514,9 +519,11 @@ class BookPage(pytest.File):
         page = next((p for p in run.book.pages if p.file == rel), None) or Page(rel)
         for binding in page.malformed:
             yield MalformedItem.from_parent(self, name=f"line {binding.line}: malformed", binding=binding)
+        seen = Counter((b.line, b.text, b.claim_id) for b in page.bindings)
         for binding in page.bindings:
             claim = REGISTRY.get(binding.claim_id)
-            item = FigureItem.from_parent(self, name=figure_name(binding), binding=binding)
+            twice = seen[(binding.line, binding.text, binding.claim_id)] > 1
+            item = FigureItem.from_parent(self, name=figure_name(binding, twice), binding=binding)
             if claim is not None:
                 backends_used = [b.name for b in run.verifier.backends_for(claim)]
                 names = set()
@@ -570,6 +577,9 @@ class FigureItem(BookItem):
         bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
+        if not verdicts:
+            pytest.skip(f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
+                        f"backend of this run ({', '.join(run.verifier.backends) or 'none selected'})")
         if all(v.status == Status.SKIPPED for v in verdicts):
             pytest.skip("; ".join(v.message for v in verdicts))
 
@@ -779,7 +789,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 TABLE_STATUSES = tuple(s.value for s in Status)
 LEGEND = {
     "selected": "claim × backend checks this run selected (by path, -k or -m)",
-    **{s.value: meaning for s, meaning in MEANINGS.items()},
+    **{s.value: MEANINGS[s.value] for s in Status},
     "outdated": "records in this machine's results file, not rerun now, computed from an older claim or input",
     "skipped": "run here but not applicable on this backend (reasons: pytest -rs)",
     "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
@@ -891,23 +901,26 @@ def hardware_in(markexpr: str) -> list[str]:
 
 
 def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
-    """Figures by their status on this machine; `not here` for those selected that no backend here computed."""
+    """Figures by their status on this machine, each selected figure once; `not here` for those that no
+    backend here computed."""
     counts: dict[str, int] = {}
     for nodeid in selected | set(figure_statuses):
-        status = figure_statuses.get(nodeid, "skipped")
-        status = "not here" if status == "skipped" else status
+        status = figure_statuses.get(nodeid, Status.SKIPPED.value)
+        status = NOT_HERE if status == Status.SKIPPED else status
         counts[status] = counts.get(status, 0) + 1
     return counts
 
 
-FIGURE_VERDICT = tuple(s.value for s in Status if s is not Status.SKIPPED)
-
-
-def figure_line(counts: dict[str, int]) -> str:
-    """One line of what the run found of the book's figures."""
-    shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in FIGURE_VERDICT)
-    broken = f"; {counts[BROKEN]} not checked (the environment broke)" if counts.get(BROKEN) else ""
-    return f"figures: {shown}; {counts.get('not here', 0)} not computed on this machine{broken}"
+def figure_line(counts: Mapping[str, int], bound: int) -> str:
+    """What the run found of the book's printed figures, each counted once in one status, the parts
+    adding up to the figures the run selected; the summary and the verdict both print this line."""
+    selected = sum(counts.values())
+    of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
+    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE)]
+    if counts.get(BROKEN):
+        parts.append(f"{counts[BROKEN]} not checked (the environment broke)")
+    parts.append(f"{counts.get(NOT_HERE, 0)} not computed on this machine")
+    return f"figures ({of} bound figures selected): {', '.join(parts)}"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -949,7 +962,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"-m {marker}: {len(run.selected)} checks selected, {ran} ran here; {there} would run on "
             f"{profile.name} and did not run here (this machine is {run.machine.describe()})")
     if run.figure_statuses or run.figures_selected:
-        terminalreporter.write_line(figure_line(figure_counts(run.figure_statuses, run.figures_selected)))
+        terminalreporter.write_line(figure_line(figure_counts(run.figure_statuses, run.figures_selected),
+                                                run.bound_figures))
     written = run.written
     for path in sorted({str(written)} if written else run.worker_written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")

@@ -224,6 +224,40 @@ def claim(
     return register
 
 
+def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapping[str, Sequence[str]],
+                     elsewhere: Sequence[str] = ()) -> list[str]:
+    """Every name a claim declares that nothing defines, one line each with the claim's place.
+
+    `backends` are the engine's backend names, `profiles` each hardware marker with the backends its
+    profile lists, `elsewhere` the machines a measured figure may be printed for that no profile
+    describes (book.toml). A misspelt backend or marker would otherwise leave its claim skipped with no
+    reason, or run nowhere and pass; a claim no backend of any profile could run is an error too."""
+    import difflib
+
+    def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> str:
+        near = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
+        return f"{claim.source_file}:{claim.source_line}: claim {claim.id!r} declares {what} {name!r}, which is not one{hint}"
+
+    errors: list[str] = []
+    anywhere = {b for listed in profiles.values() for b in listed}
+    for item in registry:
+        bad = [unknown("backend", b, backends, item) for b in item.backends or () if b not in backends]
+        if item.hardware is not None and profiles and item.hardware not in profiles:
+            bad.append(unknown("hardware profile", item.hardware, profiles, item))
+        if item.printed_on is not None and profiles and item.printed_on not in {*profiles, *elsewhere}:
+            bad.append(unknown("printed_on machine", item.printed_on, {*profiles, *elsewhere}, item))
+        errors += bad
+        if bad or not item.needs_backend or item.backends is None or not profiles:
+            continue
+        where = profiles[item.hardware] if item.hardware in profiles else anywhere
+        if not set(item.backends) & set(where):
+            place = f"the {item.hardware} profile" if item.hardware in profiles else "any hardware profile"
+            errors.append(f"{item.source_file}:{item.source_line}: claim {item.id!r} runs on "
+                          f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked")
+    return errors
+
+
 def is_measured(claim_id: str) -> bool:
     """Whether a claim's value depends on the machine that computes it."""
     claim = REGISTRY.get(claim_id)

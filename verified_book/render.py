@@ -22,46 +22,21 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from verified_book import snippet_display
+from verified_book import inputs, snippet_display
 from verified_book.bindings import BINDING, Binding, Page
-from verified_book.check import COMPUTED, Outcome, judge
+from verified_book.check import COMPUTED, Outcome, evidence, judge
 from verified_book.conditions import contended
 from verified_book.machine import Machine
 from verified_book.provenance import outdated_reason
 from verified_book.registry import Claim
 from verified_book.results import ResultsFile
-from verified_book.vocabulary import CONTENDED, RECORDED, SHOWN_ORDER, STATUSES, Status
-from verified_book.vocabulary import MEANINGS as STATUS_MEANINGS
+from verified_book.vocabulary import (BROKEN_BINDING, CONTENDED, LABELS, MEANINGS, NOT_REPORTED, RECORDED, SHAPES,
+                                      SHOWN_ORDER, STATUSES, UNVERIFIED, Status)
 
-UNVERIFIED = "unverified"
-NOT_REPORTED = "not-reported"
 #: the statuses a record can carry, as the report, the results file and the site name them
 VOCABULARY = STATUSES
 #: a figure shows the first of these that any machine found (skipped counts as no result)
 DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
-LABELS = {**{s.value: s.value for s in Status}, UNVERIFIED: "not yet verified", "error": "error", CONTENDED: CONTENDED,
-          NOT_REPORTED: "not reported this week"}
-MEANINGS = {**{s.value: text for s, text in STATUS_MEANINGS.items()},
-            UNVERIFIED: "no machine has recorded a result for this claim yet",
-            CONTENDED: "measured while another run of the book, or a heavy load, shared the machine; not the "
-                       "machine's figure",
-            "error": "this figure's binding is broken; the build reports where",
-            NOT_REPORTED: "a machine of the fleet whose latest run is older than the site allows; its last "
-                          "results are still shown"}
-#: each mark's shape, so no status is told by colour alone (the icons are in claims.css)
-SHAPES = {
-    "verified": ("✓", "a tick"),
-    "stale": ("≠", "a not-equal sign"),
-    "failed": ("✗", "a cross"),
-    "disputed": ("⚑", "a flag"),
-    "reference": ("◇", "a hollow diamond"),
-    "outdated": ("↻", "a circular arrow"),
-    "skipped": ("⊖", "a circle with a bar"),
-    UNVERIFIED: ("○", "a hollow circle"),
-    "error": ("⚠", "an octagon with an exclamation mark"),
-    NOT_REPORTED: ("◷", "a clock with an exclamation mark"),
-    CONTENDED: ("⇄", "two arrows, one each way"),
-}
 _STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
@@ -153,7 +128,7 @@ def shown_status(statuses: Iterable[str]) -> str:
     known = next((s for s in DISPLAY_ORDER if s in found), None)
     if known is not None and known != UNVERIFIED:
         return known
-    other = sorted(found - set(DISPLAY_ORDER) - {"error"})
+    other = sorted(found - set(DISPLAY_ORDER) - {BROKEN_BINDING})
     return other[0] if other else UNVERIFIED
 
 
@@ -291,16 +266,35 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
         return Measurement(status="skipped", message=message, **base)
     entry = _entry_for(binding, record)
     if entry is not None:
-        return Measurement(status=str(entry["status"]), message=message, **base)
+        status = str(entry["status"])
+        if status in (Status.VERIFIED, Status.CITED, Status.REFERENCE) and claim is not None:
+            # what a figure that held is evidence of, said from the claim and the record's inputs (a record
+            # from before cited and inherited reference were told apart says only that it held)
+            held, why = evidence(claim, recorded_reads(record))
+            if held is not Status.VERIFIED or status == Status.VERIFIED:
+                return Measurement(status=held.value, message=why or message, **base)
+        return Measurement(status=status, message=message, **base)
     if raw_status == "failed" and value is None:
         return Measurement(status="failed", message=message, **base)
     if claim is not None and value is not None and binding.printed is not None:
-        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value))
+        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=recorded_reads(record))
         verdict = judge(binding, outcome, machine_of(results))
         note = (f"the text changed since this run; its recorded value {show_value(value)} "
                 + ("rounds to the printed figure" if verdict.status == "verified" else f"makes the figure {verdict.status}"))
         return Measurement(status=verdict.status, message=note, rejudged=True, **base)
     return Measurement(status=status_of(raw_status), message=message, **base)
+
+
+def recorded_reads(record: Mapping[str, Any]) -> list[inputs.Read]:
+    """The data inputs a record names, as the engine read them: enough to tell what a figure that held
+    is evidence of (a transcription, another machine's measurement) without computing anything."""
+    reads: list[inputs.Read] = []
+    for entry in record.get("inputs") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("key"), str):
+            line = entry.get("line") if isinstance(entry.get("line"), int) else 0
+            reads.append(inputs.Input(entry["file"], entry["key"], from_json(entry.get("value")), line,
+                                      measured_on=inputs.measured_on(entry["file"], entry["key"])))
+    return reads
 
 
 def claim_source(claim: Claim | None, records: Iterable[Mapping[str, Any]]) -> str | None:
@@ -370,7 +364,7 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
 def _row_note(m: Measurement) -> str:
     """What a row needs said beyond its value: why it failed, why it is outdated (what it was computed
     from and what the book says now), what the author's machine printed, or that it was judged from the record."""
-    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, CONTENDED) and m.message:
+    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, Status.CITED, CONTENDED) and m.message:
         return short(m.message.splitlines()[0], 300)
     if m.rejudged and m.status != "verified":
         return short(m.message, 300)
@@ -466,7 +460,7 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
     message = message.replace("](claim:", "] (claim ")  # the build log has the exact syntax; the page shows no link
     claim_attr = f' data-claim-error="{esc(claim_id)}"' if claim_id else ' data-claim-error=""'
     return (
-        f'<span class="vb-fig" data-status="error"{claim_attr} tabindex="0" title="{esc(short(message, 300))}">'
+        f'<span class="vb-fig" data-status="{BROKEN_BINDING}"{claim_attr} tabindex="0" title="{esc(short(message, 300))}">'
         f'<span class="vb-fig__text">{shown}</span>{FIGURE_MARK}'
         f'{SCREEN_READER} (broken figure: {esc(short(message, 300))})</span></span>'
     )
@@ -477,7 +471,7 @@ def mark(status: str) -> str:
     return f'<span class="vb-mark" data-status="{esc(status)}" aria-hidden="true"></span>'
 
 
-LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, "skipped", "error")
+LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
 
 
 def render_legend(machines_href: str | None = None) -> str:

@@ -2,11 +2,14 @@
 
 Every module that writes, reads, counts or shows a status or a kind imports it from
 here, so the report, the results file and the site cannot disagree on what a word
-means. Backend names are the registered adapters' (`verified_book.backends`).
+means. Each status is one row (`WORDS`): its label, its meaning, the glyph and the
+shape words of its mark, and whether a run records it. Backend names are the
+registered adapters' (`verified_book.backends`).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 
@@ -15,6 +18,7 @@ class Status(str, Enum):
     """What became of a printed figure (or a claim) on one backend of one machine."""
 
     VERIFIED = "verified"
+    CITED = "cited"
     STALE = "stale"
     FAILED = "failed"
     DISPUTED = "disputed"
@@ -26,42 +30,98 @@ class Status(str, Enum):
         return self.value
 
 
-#: what each status means, in one sentence a reader understands (README, legend, report)
-MEANINGS: dict[Status, str] = {
-    Status.VERIFIED: "the printed figure was compared with a value computed or measured on this backend, and held",
-    Status.STALE: "compared, and the printed figure no longer rounds to the computed value",
-    Status.FAILED: "the claim could not compute, or a property it must have did not hold",
-    Status.DISPUTED: "the source's own words (quoted, with their place) assert something the computation refutes",
-    Status.REFERENCE: "a measurement printed from another machine: both values shown, its invariants checked, "
-                      "no comparison claimed",
-    Status.OUTDATED: "this machine's record was computed from an older claim or input than the book has now",
-    Status.SKIPPED: "not computable here, with the reason",
-}
-
-#: worst first: the status a reader sees where several backends or machines disagree
-ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.OUTDATED, Status.DISPUTED,
-                             Status.REFERENCE, Status.VERIFIED, Status.SKIPPED)
-
-#: the status a figure shows where machines differ: a problem first, then the strongest evidence
-#: that it holds (compared here, then only measured elsewhere, then computed from an older book)
-SHOWN_ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.DISPUTED, Status.VERIFIED,
-                                   Status.REFERENCE, Status.OUTDATED)
-
 #: what became of a claim or figure that could not be asked because the run's environment broke
 #: (a library would not import, the virtual environment vanished): reported, never recorded, and
 #: never counted as failed (verified_book.environment)
 BROKEN_ENVIRONMENT = "environment"
+#: a measurement taken while another run of the book, or a heavy load, shared the machine:
+#: recorded with its conditions, never published as the machine's figure (verified_book.conditions)
+CONTENDED = "contended"
+#: the site's word for a figure no machine has a record of yet
+UNVERIFIED = "unverified"
+#: the site's word for a fleet machine whose latest run is older than the site allows
+NOT_REPORTED = "not-reported"
+#: the site's word for a figure whose binding is broken (the build reports where)
+BROKEN_BINDING = "error"
+
+
+@dataclass(frozen=True)
+class Word:
+    """One status as every surface names and draws it."""
+
+    name: str
+    label: str
+    meaning: str
+    glyph: str  # the mark as a character, for text (the README, the legend's shape column)
+    shape: str  # the drawn mark in words, for readers who do not see it (claims.css draws it)
+    recorded: bool  # whether a run writes it into a results file
+
+
+WORDS: dict[str, Word] = {w.name: w for w in (
+    Word("verified", "verified",
+         "the printed figure was compared with a value computed or measured here, on the device it speaks of, "
+         "and held", "✓", "a tick", True),
+    Word("cited", "cited",
+         "the figure is taken from the source its panel names (a vendor, a standard, or the book's own stated "
+         "choice), and the book prints what its data file transcribes; nothing here computed it", "❝",
+         "a quotation mark", True),
+    Word("stale", "stale", "compared, and the printed figure no longer rounds to the computed value", "≠",
+         "a not-equal sign", True),
+    Word("failed", "failed", "the claim could not compute, or a property it must have did not hold", "✗",
+         "a cross", True),
+    Word("disputed", "disputed",
+         "the source's own words (quoted, with their place) assert something the computation refutes", "⚑",
+         "a flag", True),
+    Word("reference", "reference",
+         "a measurement printed from another machine, or a figure computed from one: both values shown, its "
+         "invariants checked, no comparison claimed", "◇", "a hollow diamond", True),
+    Word("outdated", "outdated",
+         "this machine's record was computed from an older claim or input than the book has now", "↻",
+         "a circular arrow", False),
+    Word("skipped", "skipped", "not computable here, with the reason", "⊖", "a circle with a bar", True),
+    Word(BROKEN_ENVIRONMENT, "not checked",
+         "the run's environment broke before this could be asked (a library would not import); never recorded, "
+         "the earlier record stands", "⊘", "a slashed circle", False),
+    Word(CONTENDED, CONTENDED,
+         "measured while another run of the book, or a heavy load, shared the machine; not the machine's figure",
+         "⇄", "two arrows, one each way", False),
+    Word(UNVERIFIED, "not yet verified", "no machine has recorded a result for this claim yet", "○",
+         "a hollow circle", False),
+    Word(BROKEN_BINDING, "error", "this figure's binding is broken; the build reports where", "⚠",
+         "a triangle with an exclamation mark", False),
+    Word(NOT_REPORTED, "not reported this week",
+         "a machine of the fleet whose latest run is older than the site allows; its last results are still shown",
+         "◷", "a clock with an exclamation mark", False),
+)}
+
+#: what each status means, in one sentence a reader understands (README, legend, report)
+MEANINGS: dict[str, str] = {name: w.meaning for name, w in WORDS.items()}
+LABELS: dict[str, str] = {name: w.label for name, w in WORDS.items()}
+#: each mark's glyph and shape in words, so no status is told by colour alone (claims.css draws them)
+SHAPES: dict[str, tuple[str, str]] = {name: (w.glyph, w.shape) for name, w in WORDS.items()}
+
+#: worst first: the status a reader sees where several backends or machines disagree
+ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.OUTDATED, Status.DISPUTED,
+                             Status.REFERENCE, Status.CITED, Status.VERIFIED, Status.SKIPPED)
+
+#: the status a figure shows where machines differ: a problem first, then the strongest evidence
+#: that it holds (compared here, then transcribed, then only measured elsewhere, then computed from
+#: an older book)
+SHOWN_ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.DISPUTED, Status.VERIFIED,
+                                   Status.CITED, Status.REFERENCE, Status.OUTDATED)
+
 _RANKED: tuple[str, ...] = (Status.FAILED.value, Status.STALE.value, BROKEN_ENVIRONMENT, *(s.value for s in ORDER[2:]))
 
-#: how a measurement taken while another run of the book, or a heavy load, shared the machine is
-#: shown: recorded with its own status and its conditions, never published as the machine's figure
-#: (verified_book.conditions decides it from the record)
-CONTENDED = "contended"
-
 #: the statuses a run writes into a results file (outdated is decided when records are read)
-RECORDED: tuple[str, ...] = tuple(s.value for s in Status if s is not Status.OUTDATED)
+RECORDED: tuple[str, ...] = tuple(s.value for s in Status if WORDS[s.value].recorded)
 
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
+
+#: what a run's figure line counts, in this order: each figure the run selected falls in exactly one
+#: (`not here`: no backend of this machine computed it); a run judges its figures now, so none is outdated
+NOT_HERE = "not here"
+FIGURE_COUNTS: tuple[str, ...] = (*(s.value for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
+                                   BROKEN_ENVIRONMENT, NOT_HERE)
 
 
 def worst(statuses: Iterable[str], default: str = Status.VERIFIED.value) -> str:
@@ -92,6 +152,9 @@ KIND_MEANINGS: dict[Kind, str] = {
     Kind.QUOTED: "a figure taken from a cited source",
 }
 
+#: the kinds whose figures are transcribed, not computed: a figure of one that holds is cited
+TRANSCRIBED: frozenset[Kind] = frozenset({Kind.GIVEN, Kind.QUOTED})
+
 KINDS: tuple[str, ...] = tuple(k.value for k in Kind)
 
 #: a claim id: dotted lower-case words, at least two (`decode.ceiling.dgx_spark.bf16`)
@@ -99,4 +162,3 @@ ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 
 #: the backend of exact and quoted claims, which compute once on none
 NO_BACKEND_NAME = "none"
-

@@ -1,0 +1,198 @@
+"""Each mark means one kind of evidence: computed here (verified), transcribed (cited), another machine's
+measurement or a figure computed from one (reference); names a claim declares exist; a disputed figure
+that holds fails."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from verified_book import inputs
+from verified_book.bindings import read_page
+from verified_book.check import COMPUTED, Outcome, evidence, judge
+from verified_book.machine import Machine
+from verified_book.registry import REGISTRY, Registry, claim, undeclared_names
+from verified_book.vocabulary import LABELS, MEANINGS, SHAPES, STATUSES, Kind, Status
+
+pytest_plugins = ["pytester"]
+
+CLAIMS = '''
+from fractions import Fraction
+from verified_book.inputs import exact, given, vendor
+from verified_book.registry import claim
+
+@claim("sample.card.memory", kind="quoted", source="the vendor's data sheet")
+def memory():
+    """The card's memory, as its vendor states it."""
+    return vendor("card.toml", "memory")
+
+@claim("sample.batch", kind="given")
+def batch():
+    """The batch of the book's example."""
+    return given("example.batch")
+
+@claim("sample.per_item_ms", kind="exact")
+def per_item_ms():
+    """The author's time per call over the batch."""
+    return exact(vendor("card.toml", "author_ms")) / batch()
+
+@claim("sample.bytes", kind="exact")
+def card_bytes():
+    """The card's memory in bytes (its GB are GiB)."""
+    return vendor("card.toml", "memory") * 2**30
+'''
+
+CARD = '''
+[memory]
+value = 16
+unit = "GB"
+source = "the vendor's data sheet"
+
+[author_ms]
+value = 12.5
+unit = "ms per call"
+source = "the author's run"
+measured_on = "the author's test box"
+'''
+
+GIVEN = '''
+[example.batch]
+value = 5
+unit = "rows"
+source = "the book's own choice of example"
+'''
+
+PAGE = ("The card has [16](claim:sample.card.memory) GB, that is [17,179,869,184](claim:sample.bytes) bytes; "
+        "the example's batch is [5](claim:sample.batch), and the author's run took [2.5](claim:sample.per_item_ms) ms "
+        "per item.\n")
+
+
+@pytest.fixture
+def book(pytester: pytest.Pytester) -> pytest.Pytester:
+    (faults.pytester_book(pytester) / "sample.py").write_text(CLAIMS)
+    (pytester.path / "data" / "card.toml").write_text(CARD)
+    (pytester.path / "data" / "given.toml").write_text(GIVEN)
+    (pytester.path / "book").mkdir()
+    (pytester.path / "book" / "page.md").write_text(PAGE)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    with REGISTRY.isolated():
+        return pytester.runpytest_inprocess(*args)
+
+
+def figure_statuses(pytester: pytest.Pytester) -> dict[str, str]:
+    (path,) = (pytester.path / "results").glob("*.json")
+    records = json.loads(path.read_text())["records"]
+    return {cid: per["none"]["figures"][0]["status"] for cid, per in records.items()}
+
+
+def test_each_figure_shows_the_evidence_it_has(book: pytest.Pytester) -> None:
+    result = run(book)
+    assert result.ret == 0
+    assert figure_statuses(book) == {
+        "sample.card.memory": "cited",     # transcribed from a vendor: cited, never verified
+        "sample.batch": "cited",           # the book's own stated choice: cited too
+        "sample.per_item_ms": "reference",  # computed from the author's measurement: inherits reference
+        "sample.bytes": "verified",        # arithmetic computed here from a cited value: verified
+    }
+    result.stdout.fnmatch_lines(["figures (all 4 bound figures selected): 1 verified, 2 cited, 0 stale, 0 failed, 0 disputed, 1 reference, 0 not computed on this machine"])
+
+
+def test_a_wrong_cited_figure_is_stale_not_cited(book: pytest.Pytester) -> None:
+    (book.path / "book" / "page.md").write_text(PAGE.replace("[16]", "[18]"))
+    result = run(book)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*book/page.md:1: figure 18 (sample.card.memory) is stale on none: computed 16*"])
+
+
+def test_a_measurement_that_is_no_longer_one_verifies(book: pytest.Pytester) -> None:
+    """The reference comes from the data entry's `measured_on`, not from the claim: remove it, and the
+    same figure, computed the same way, is verified."""
+    data = book.path / "data" / "card.toml"
+    data.write_text(CARD.replace('measured_on = "the author\'s test box"\n', ""))
+    run(book)
+    assert figure_statuses(book)["sample.per_item_ms"] == "verified"
+
+
+def test_evidence_names_the_source_and_the_data_line() -> None:
+    registry = Registry()
+    claim("x.quoted", kind="quoted", source="a vendor page", registry=registry)(lambda: 1)
+    read = inputs.Input("hardware/card.toml", "memory", 16, 7, "the vendor's data sheet")
+    status, why = evidence(registry["x.quoted"], [read])
+    assert status is Status.CITED
+    assert why == (f"cited, not computed: a vendor page; {inputs.SHOWN_AS}/hardware/card.toml:7 memory "
+                   "(the vendor's data sheet)")
+    claim("x.exact", kind="exact", registry=registry)(lambda: 1)
+    measured = inputs.Input("runs.toml", "ms", 12.5, 3, "a run", measured_on="the author's box")
+    status, why = evidence(registry["x.exact"], [read, measured])
+    assert status is Status.REFERENCE and "/runs.toml:3 ms = 12.5, measured on the author's box" in why
+    assert evidence(registry["x.exact"], [read]) == (Status.VERIFIED, "")
+
+
+def test_a_disputed_figure_that_holds_fails(tmp_path: Path) -> None:
+    """The rule that keeps a 'disputed' mark honest: once the computation agrees with the printed words,
+    the mark is a failure to remove, never a dispute."""
+    registry = Registry()
+    claim("x.ratio", kind="exact", registry=registry)(lambda: 10)
+    machine = Machine({}, "here", ())
+    outcome = Outcome(registry["x.ratio"], "none", COMPUTED, value=10)
+    (tmp_path / "p.md").write_text('A factor of [ten](claim:x.ratio "10; disputed"), or [ten](claim:x.ratio "11; disputed").\n')
+    holds, refuted = read_page(tmp_path / "p.md", tmp_path).bindings
+    assert holds.disputed and refuted.disputed
+    verdict = judge(holds, outcome, machine)
+    assert verdict.status is Status.FAILED and "is marked disputed but holds" in verdict.message
+    assert judge(refuted, outcome, machine).status is Status.DISPUTED
+
+
+def test_every_status_is_one_row_of_the_vocabulary() -> None:
+    for status in (*STATUSES, "environment", "contended", "unverified", "not-reported", "error"):
+        assert LABELS[status] and MEANINGS[status] and SHAPES[status][0] and SHAPES[status][1]
+    glyphs = [glyph for glyph, _ in SHAPES.values()]
+    assert len(glyphs) == len(set(glyphs)), "two statuses share a glyph"
+    assert Kind.QUOTED.value and Status.CITED.value == "cited"
+
+
+# ---------------------------------------------------------------- names a claim declares
+
+def test_an_unknown_backend_or_profile_is_an_error_with_its_place() -> None:
+    registry = Registry()
+    claim("x.lib", kind="library", backends=("nmupy",), registry=registry)(lambda backend: 1)
+    claim("x.hw", kind="measured", hardware="rtx5800", registry=registry)(lambda backend: 1)
+    claim("x.timed", kind="measured", printed_on="rtx5800", tolerance=0.1, registry=registry)(lambda backend: 1)
+    claim("x.cuda", kind="library", backends=("torch:cuda",), hardware="m4_max", registry=registry)(lambda b: 1)
+    claim("x.fine", kind="library", backends=("numpy",), registry=registry)(lambda backend: 1)
+    profiles = {"rtx5080": ("numpy", "torch:cuda"), "m4_max": ("numpy", "torch:mps")}
+    errors = undeclared_names(registry, ("numpy", "torch:cpu", "torch:cuda", "torch:mps"), profiles, ("author_box",))
+    text = "\n".join(errors)
+    assert "claim 'x.lib' declares backend 'nmupy', which is not one; did you mean 'numpy'?" in text
+    assert "claim 'x.hw' declares hardware profile 'rtx5800', which is not one; did you mean 'rtx5080'?" in text
+    assert "claim 'x.timed' declares printed_on machine 'rtx5800'" in text
+    assert "claim 'x.cuda' runs on torch:cuda, and no backend of the m4_max profile is one of them" in text
+    assert "x.fine" not in text
+    assert all(e.split(":")[0].endswith(".py") and e.split(":")[1].isdigit() for e in errors)
+
+
+def test_a_misspelt_backend_fails_the_run_instead_of_skipping(book: pytest.Pytester) -> None:
+    (book.path / "sample_claims" / "typo.py").write_text(
+        "from verified_book.registry import claim\n\n"
+        '@claim("sample.lib", kind="library", backends=("nmupy",))\n'
+        "def lib(backend):\n    return 3\n")
+    (book.path / "book" / "page.md").write_text(PAGE + "\nA wrong figure: [4](claim:sample.lib).\n")
+    result = run(book)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*sample_claims/typo.py:3: claim 'sample.lib' declares backend 'nmupy', "
+                                 "which is not one; did you mean 'numpy'?*"])
+
+
+def test_the_books_own_claims_declare_only_names_that_exist() -> None:
+    from verified_book.backends import NAMES
+    from verified_book.config import read_config
+    from verified_book.machine import profiles
+
+    book = read_config(Path(__file__).resolve().parents[1])
+    found = {m: p.backends for m, p in profiles().items()}
+    assert undeclared_names(REGISTRY, NAMES, found, book.elsewhere) == []
