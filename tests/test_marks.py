@@ -196,3 +196,16 @@ def test_the_books_own_claims_declare_only_names_that_exist() -> None:
     book = read_config(Path(__file__).resolve().parents[1])
     found = {m: p.backends for m, p in profiles().items()}
     assert undeclared_names(REGISTRY, NAMES, found, book.elsewhere) == []
+
+
+def test_the_readme_status_table_is_the_legend() -> None:
+    """The README's table of marks and the site's legend say the same statuses with the same words and shapes."""
+    from verified_book.render import LEGEND_ORDER
+    from verified_book.vocabulary import NOT_REPORTED
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("| mark | status | means |")
+    rows = [line.strip("|").split(" | ") for line in readme[start:].splitlines()[2:] if line.startswith("|")]
+    rows = rows[: next((i for i, r in enumerate(rows) if len(r) != 3), len(rows))]
+    expected = [[f" {SHAPES[s][0]} {SHAPES[s][1]}", LABELS[s], f"{MEANINGS[s]} "] for s in (*LEGEND_ORDER, NOT_REPORTED)]
+    assert rows == expected

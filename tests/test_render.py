@@ -335,14 +335,19 @@ def test_plots_are_drawn_from_records_in_the_page_colour() -> None:
         assert 'width="' not in plot.svg.split(">", 1)[0]
 
 
-def test_machine_counts_use_the_worst_status_per_claim() -> None:
+def test_machine_counts_count_each_printed_figure_once(tmp_path: Path) -> None:
+    """A machine's counts are of the book's figures, each in one status, adding up to the figures bound."""
     rf = machine("alpha", {
         "a.one": {"numpy": record("verified", 1), "torch:cpu": record("stale", 2)},
         "a.two": {"torch:cuda": record("skipped", None)},
         "a.three": {"none": record("verified", 3)},
     })
-    assert site_machines.claim_counts(rf) == {"verified": 1, "stale": 1, "failed": 0, "disputed": 0, "reference": 0,
-                                              "outdated": 0, "contended": 0, "skipped": 1}
+    (tmp_path / "page.md").write_text("One [1](claim:a.one), two [1](claim:a.one), [2](claim:a.two), "
+                                      "[3](claim:a.three) and [4](claim:a.four).\n")
+    book = Book(tmp_path, [read_page(tmp_path / "page.md", tmp_path)], [])
+    counts = site_machines.figure_counts(rf, book)
+    assert {s: n for s, n in counts.items() if n} == {"stale": 2, "skipped": 1, "verified": 1, "unverified": 1}
+    assert sum(counts.values()) == sum(1 for _ in book.bindings()) == 5
 
 
 def test_show_value_keeps_exact_values_readable() -> None:

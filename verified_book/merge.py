@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         return 1
     for path, results in sound:
         counts = results.counts()
-        summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         if args.check_only:
             print(f"merge-results: {path}: sound ({results.slug}: {summary})")
             continue

@@ -334,7 +334,13 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             f"{token}\n\n"
             f"A figure shows the first of {', '.join(render.DISPLAY_ORDER[:-1])} that any "
             "machine found; the panel lists each machine's own status, and a backend that skipped the claim "
-            "is named there with the reason.\n"
+            "is named there with the reason.\n\n"
+            "**What is counted where.** Every surface that counts the book's figures counts each printed figure "
+            "once, so its parts add up to the figures bound: a run's last line (`figures (...)`) for the "
+            "figures it selected on one machine, the Machines page for each machine's records, and these marks "
+            "for every machine together. A run's summary table counts checks instead, one per claim and "
+            "backend (a figure of a library's answer is checked on every backend present), and `contribute` "
+            "counts the records it merges in the same unit.\n"
         )
 
     def _plots(self) -> str:

@@ -945,6 +945,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     order = ("none", *backends_mod.NAMES)
     width = max(10, *(len(c) + 2 for c in columns))
     terminalreporter.section("verified book")
+    terminalreporter.write_line("checks, one per claim and backend (the figures line below counts each printed figure once):")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))
     for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
         row = table[backend_name]

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping
 
 from verified_book.bindings import Book
-from verified_book.render import LABELS, NOT_REPORTED, UNVERIFIED, VOCABULARY, GeneratedPage, claim_status_on, esc, label, mark, short, show_value, source_link
+from verified_book.render import (LABELS, NOT_REPORTED, UNVERIFIED, VOCABULARY, GeneratedPage, claim_status_on, esc,
+                                  figure_view, label, mark, short, show_value, source_link)
 from verified_book.results import ResultsFile
-from verified_book.vocabulary import CONTENDED
+from verified_book.vocabulary import CONTENDED, Status
 
 COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
 FINGERPRINT_FIELDS = (
@@ -79,16 +80,18 @@ def _token(seed: str, n: int) -> str:
     return f"VBPAGE{hashlib.sha1(seed.encode()).hexdigest()[:10].upper()}N{n}Z"
 
 
-def claim_counts(results: ResultsFile, known: Iterable[str] | None = None) -> dict[str, int]:
-    """How many claims a machine found in each status (a claim's worst over its backends, outdated
-    where the claim or its inputs changed since); records of retired claims are not counted."""
-    counts = {s: 0 for s in COUNTED}
-    records = results.records if known is None else results.current(set(known))
-    for claim_id, per_backend in records.items():
-        if isinstance(per_backend, dict):
-            status = claim_status_on(per_backend, results, claim_id)
-            if status in counts:
-                counts[status] += 1
+def figure_counts(results: ResultsFile, book: Book) -> dict[str, int]:
+    """How many of the book's printed figures a machine shows in each status: each bound figure once,
+    as its panel shows that machine's records (skipped where every backend there skipped it, not yet
+    verified where the machine has no record), so a machine's counts add up to the book's figures."""
+    from verified_book.registry import REGISTRY
+
+    counts = {s: 0 for s in (*COUNTED, UNVERIFIED)}
+    for binding in book.bindings():
+        view = figure_view(binding, REGISTRY.get(binding.claim_id), {results.slug: results})
+        ran = [m.status for m in view.measurements if m.status != Status.SKIPPED]
+        status = view.status if ran or not view.measurements else Status.SKIPPED.value
+        counts[status] = counts.get(status, 0) + 1
     return counts
 
 
@@ -124,15 +127,17 @@ def _fingerprint(results: ResultsFile) -> str:
 def _counts_html(counts: Mapping[str, int]) -> str:
     items = "".join(
         f'<li data-status="{s}">{mark(s)}<span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>'
-        for s in COUNTED if counts.get(s, 0) or s in ("verified", "stale", "failed")
+        for s in (*COUNTED, UNVERIFIED) if counts.get(s, 0) or s in ("verified", "stale", "failed")
     )
-    return f'<ul class="vb-counts">{items}</ul>'
+    total = sum(counts.values())
+    return f'<p class="vb-counts__of">The book\'s {total} printed figures on this machine:</p><ul class="vb-counts">{items}</ul>'
 
 
 def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = (),
               local: Collection[str] = ()) -> str:
     # a column for contended measurements only where a machine has one: most never do, and the table must fit
-    columns = [s for s in COUNTED if s != CONTENDED or any(c.get(CONTENDED) for c in counted.values())]
+    columns = [s for s in (*COUNTED, UNVERIFIED)
+               if s not in (CONTENDED, UNVERIFIED) or any(c.get(s) for c in counted.values())]
     head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
                    for s in columns)
     rows = []
@@ -253,7 +258,8 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
     """The machines page: one section per machine, then the claims × machines matrix."""
     claim_ids = list(claim_ids)
     local = local or {}
-    counted = {slug: claim_counts(rf, claim_ids) for slug, rf in results.items()}  # for the overview and each section
+    counted = {slug: figure_counts(rf, book) for slug, rf in results.items()}  # for the overview and each section
+    bound = sum(1 for _ in book.bindings())
     seed = "machines:" + ",".join(sorted(results))
     n = 0
     blocks: dict[str, str] = {}
@@ -274,9 +280,11 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
         clone = (" Machines marked *this clone's run* are this checkout's own records, not contributed: they "
                  "show here and nowhere else." if local else "")
         lines += [
-            f"Each machine below ran the book's suite and committed its results file. A claim counts in the "
-            f"worst status it had on any of the machine's backends; a claim skipped on every backend counts "
-            f"as skipped.{plots}{clone}", "", put(_overview(results, counted, quiet, local)), "",
+            f"Each machine below ran the book's suite and committed its results file. Its counts are of the "
+            f"book's {bound} printed figures, each counted once, in the mark its panel shows for that machine "
+            f"(the worst of its backends; skipped where every backend there skipped it), so each row adds up to "
+            f"{bound}; the marks on the pages combine every machine. The matrix at the end counts claims, "
+            f"one claim for each value the figures print.{plots}{clone}", "", put(_overview(results, counted, quiet, local)), "",
         ]
         if quiet:
             lines += [f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
@@ -290,7 +298,8 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
             lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
                       put(local_note + quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])), ""]
     lines += ["## Claims × machines { #claims-by-machine }", "",
-              "Every claim of the book against every machine: hover a cell for each backend's value. "
+              f"Every one of the book's {len(claim_ids)} claims against every machine: a claim's cell shows the "
+              "worst status of its records on that machine's backends; hover a cell for each backend's value. "
               "Filter by the chapter that prints a claim, or by status.", "",
               put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url)), ""]
     return GeneratedPage("\n".join(lines), blocks)
