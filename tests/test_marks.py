@@ -209,3 +209,70 @@ def test_the_readme_status_table_is_the_legend() -> None:
     rows = rows[: next((i for i, r in enumerate(rows) if len(r) != 3), len(rows))]
     expected = [[f" {SHAPES[s][0]} {SHAPES[s][1]}", LABELS[s], f"{MEANINGS[s]} "] for s in (*LEGEND_ORDER, NOT_REPORTED)]
     assert rows == expected
+
+
+# ---------------------------------------------------------------- one count
+
+SECOND_PAGE = "The batch with its copy makes [10](claim:sample.twice), and on a library [3](claim:sample.lib).\n"
+MORE_CLAIMS = '''
+from verified_book.inputs import given
+from verified_book.registry import claim
+
+@claim("sample.twice", kind="exact")
+def twice():
+    """Twice the example's batch."""
+    return 2 * given("example.batch")
+
+@claim("sample.lib", kind="library", backends=("numpy", "torch:cuda"))
+def lib(backend):
+    """Three, as the library adds it."""
+    return int(backend.tensor([1, 2]).sum())
+'''
+
+
+def _figures_line(result: pytest.RunResult) -> tuple[int, int, dict[str, int]]:
+    import re
+
+    line = next(l for l in result.outlines if l.startswith("figures ("))
+    head = re.match(r"figures \((?:all (\d+)|(\d+) of the book's (\d+)) bound figures selected\): (.*)$", line)
+    assert head, line
+    selected = int(head[1] or head[2])
+    bound = int(head[1] or head[3])
+    parts = dict((name, int(n)) for n, name in re.findall(r"(\d+) ([a-z][a-z ()]*?)(?:,|$)", head[4]))
+    return selected, bound, parts
+
+
+@pytest.mark.parametrize("args", [(), ("book/page.md",), ("-m", "rtx5080")], ids=["whole", "one page", "-m rtx5080"])
+def test_every_count_of_a_run_adds_up(book: pytest.Pytester, args: tuple[str, ...]) -> None:
+    (book.path / "sample_claims" / "more.py").write_text(MORE_CLAIMS)
+    (book.path / "book" / "second.md").write_text(SECOND_PAGE)
+    result = run(book, *args)
+    assert result.ret == 0, result.stdout.str()
+    selected, bound, parts = _figures_line(result)
+    assert bound == 6 and sum(parts.values()) == selected
+    if args == ("book/page.md",):
+        assert selected == 4
+    elif args == ():
+        assert selected == 6
+    if args == ():
+        from verified_book import site_machines
+        from verified_book.bindings import Book, book_pages
+        from verified_book.results import read
+
+        (path,) = (book.path / "results").glob("*.json")
+        from verified_book.config import open_book, read_config, snapshot
+
+        reopen = snapshot()
+        with REGISTRY.isolated():
+            import sys
+
+            for name in [m for m in sys.modules if m.startswith("sample_claims")]:
+                del sys.modules[name]
+            assert open_book(read_config(book.path)) == []
+            pages = [read_page(p, book.path) for p in book_pages(book.path / "book")]
+            shown = site_machines.figure_counts(read(path), Book(book.path, pages, []))
+        reopen()
+        # the Machines page counts the same figures in the same statuses as the run's last line
+        assert sum(shown.values()) == bound
+        for status in ("verified", "cited", "reference", "stale", "failed", "disputed"):
+            assert shown.get(status, 0) == parts.get(status, 0), (status, shown, parts)

@@ -49,6 +49,7 @@ class Claim:
     tolerance: float | None = None
     quote: str | None = None
     quote_at: str | None = None
+    measured_here: str | None = None  # the measured claim of the same quantity, where one measures it here
     source_file: str = ""
     source_line: int = 0
 
@@ -169,6 +170,7 @@ def claim(
     tolerance: float | None = None,
     quote: str | None = None,
     quote_at: str | None = None,
+    measured_here: str | None = None,
     registry: Registry = REGISTRY,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a claim, or a family of claims when `over` names parameters.
@@ -180,7 +182,9 @@ def claim(
     `tolerance` the relative margin it is checked with there. `quote` is the exact
     words of a source that a disputed figure contests and `quote_at` their place,
     `file:line` in the source texts (`../shared/sources/` beside the repository): the
-    claim computes what that sentence asserts.
+    claim computes what that sentence asserts. `measured_here` names the measured claim of
+    the same quantity, for a figure computed from another machine's measurement: its
+    panel shows what each machine measured beside it.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
@@ -212,6 +216,7 @@ def claim(
                 tolerance=tolerance,
                 quote=quote,
                 quote_at=quote_at,
+                measured_here=measured_here,
                 source_file=file,
                 source_line=line,
             )
@@ -247,6 +252,13 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
             bad.append(unknown("hardware profile", item.hardware, profiles, item))
         if item.printed_on is not None and profiles and item.printed_on not in {*profiles, *elsewhere}:
             bad.append(unknown("printed_on machine", item.printed_on, {*profiles, *elsewhere}, item))
+        if item.measured_here is not None:
+            other = registry.get(item.measured_here)
+            if other is None or other.kind is not Kind.MEASURED:
+                near = registry.near(item.measured_here)
+                hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+                bad.append(f"{item.source_file}:{item.source_line}: claim {item.id!r} declares measured_here "
+                           f"{item.measured_here!r}, which is not a measured claim{hint}")
         errors += bad
         if bad or not item.needs_backend or item.backends is None or not profiles:
             continue

@@ -371,6 +371,20 @@ def _row_note(m: Measurement) -> str:
     return ""
 
 
+def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> str:
+    """Beside a figure computed from another machine's measurement: the same quantity as each machine
+    measured it (`Claim.measured_here`), so the panel shows both values."""
+    found = []
+    for slug in sorted(results):
+        per_backend = results[slug].records.get(claim_id)
+        for backend, record in sorted(per_backend.items()) if isinstance(per_backend, dict) else ():
+            if isinstance(record, dict) and record.get("status") not in (Status.SKIPPED, Status.FAILED, None):
+                found.append(f"{esc(slug)} ({esc(backend)}) {esc(show_value(record.get('value')))}")
+    measured = "; ".join(found) if found else "no machine has measured it yet"
+    return (f'<span class="vb-panel__here">The same quantity measured on the book\'s machines '
+            f'(<code>{esc(claim_id)}</code>): {measured}.</span>')
+
+
 def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
                  quiet: Collection[str] = ()) -> str:
     """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
@@ -395,6 +409,8 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
         printed += ", marked disputed by the book"
     meaning = MEANINGS.get(view.status, f"a machine recorded the status {label(view.status)!r}")
     parts.append(f'<span class="vb-panel__printed">{printed}: {esc(meaning)}.</span>')
+    if view.claim is not None and view.claim.measured_here:
+        parts.append(_measured_here(view.claim.measured_here, results))
     if not view.measurements:
         parts.append('<span class="vb-panel__none">No machine has recorded this claim yet: '
                      "run the suite on yours to verify it.</span>")

@@ -87,7 +87,7 @@ def author_weight_gbps(batch: int) -> Fraction:
     return weight_bytes() / author_seconds(batch) / GIGA
 
 
-@claim("intensity.author.rate_ratio", kind="exact")
+@claim("intensity.author.rate_ratio", kind="exact", measured_here="intensity.measured.gflops_rise")
 def author_rate_ratio() -> Fraction:
     """The printed run's GFLOP/s at batch 256 over batch 1: the 'times the rate' of the prose."""
     return author_gflops(BATCHES[-1]) / author_gflops(BATCHES[0])
