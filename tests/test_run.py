@@ -162,10 +162,12 @@ def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> N
     book = read_config(ROOT)
     outcome = cli._Outcome()
     outcome.figures = {"verified": 900, "disputed": 6, "not here": 14}
+    outcome.bound = 920
     outcome.slug, outcome.written = "box", book.writes_to / "box.json"
     line = cli.verdict(outcome, 0, 0, book)
     assert "\n" not in line
-    for word in ("900 verified", "0 stale", "0 failed", "6 disputed", "0 outdated", "on box", "site: ", "results: results.local/box.json"):
+    for word in ("all 920 bound figures selected", "900 verified", "0 cited", "0 stale", "0 failed", "6 disputed",
+                 "0 reference", "14 not computed on this machine", "on box", "site: ", "results: results.local/box.json"):
         assert word in line
 
 

@@ -945,13 +945,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     order = ("none", *backends_mod.NAMES)
     width = max(10, *(len(c) + 2 for c in columns))
     terminalreporter.section("verified book")
-    terminalreporter.write_line("checks, one per claim and backend (the figures line below counts each printed figure once):")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))
     for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
         row = table[backend_name]
         terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>{width}}" for c in columns))
     total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
     terminalreporter.write_line(f"{'all':<12}" + "".join(f"{total[c]:>{width}}" for c in columns))
+    terminalreporter.write_line("The table counts checks, one per claim and backend; the figures line below counts "
+                                "each printed figure once, in the status it has on this machine.")
     for column in columns:
         terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
     missed = [key for key in run.selected if key not in statuses]
