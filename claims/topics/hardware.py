@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import data_files, exact, table, vendor
+from verified_book.inputs import exact, table, vendor
 from verified_book.registry import InvariantFailed, claim
 
 MACHINES = ("rtx5080", "rtx5090", "dgx_spark", "ryzen_ai_max", "m4_max", "h100", "h200")
@@ -68,11 +68,3 @@ def interface_over_vendor(machine: str) -> Fraction:
     """How far the bandwidth from the interface lies above the vendor's rounded figure, in GB/s."""
     return bandwidth_from_interface(machine) - memory_bandwidth(machine)
 
-
-@claim("hardware.machines.count", kind="exact")
-def machines_count() -> int:
-    """How many machines the book works its examples on: the profiles in the hardware folder, each one a machine here."""
-    profiles = sorted(f.removeprefix("hardware/").removesuffix(".toml") for f in data_files() if f.startswith("hardware/"))
-    if set(profiles) != set(MACHINES):
-        raise InvariantFailed(f"the hardware profiles are {profiles}; the claims cover {sorted(MACHINES)}")
-    return len(profiles)

@@ -143,7 +143,11 @@ def probability_product(backend: Backend) -> float:
 @claim("stability.log_space.exact_product", kind="exact")
 def probability_product_exact() -> Fraction:
     """The same product computed exactly, in rationals: what FP32 would have to hold."""
-    return Fraction(str(PROBABILITY)) ** FACTORS
+    factors, probability = int(given("stability.log_space_factors")), given("stability.log_space_probability")
+    if (factors, probability) != (FACTORS, PROBABILITY):
+        raise InvariantFailed(f"the example multiplies {FACTORS} factors of {PROBABILITY}; the given inputs are "
+                              f"{factors} of {probability}")
+    return Fraction(str(probability)) ** factors
 
 
 @claim("stability.log_space.log_sum", kind="library")
