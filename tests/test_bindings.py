@@ -213,3 +213,67 @@ def test_a_link_whose_scheme_is_far_from_claim_is_an_ordinary_link(tmp_path: Pat
 def test_the_scanner_reads_space_grouped_thousands_as_one_number(n: int, sep: str) -> None:
     text = f"{n:,}".replace(",", sep)
     assert iter_numbers(f"It holds {text} values.") == [text]
+
+
+# Numbers in words are excused one occurrence at a time.
+
+_CLASS_PATTERN = '[[allow]]\npattern = "(?i)\\\\b(?:two|three|eight)\\\\b"\nreason = "small counts"\n'
+
+
+def _sample_book(tmp_path: Path, page: str, allowlist: str) -> Book:
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "p.md").write_text(page)
+    (book / "q.md").write_text("The two tracks meet.\n")
+    (book / "allowlist.toml").write_text(allowlist)
+    return Book.read(book, tmp_path)
+
+
+def test_a_wrong_number_word_planted_on_a_page_fails(tmp_path: Path) -> None:
+    entry = ('[[allow]]\npattern = "The two tracks meet"\nreason = "the tracks the sentence names"\n'
+             'files = ["book/q.md"]\n')
+    read = _sample_book(tmp_path, "A byte holds eight bits.\n", entry)
+    unexcused = [(u.file, u.text) for u, allowed in read.unbound() if allowed is None]
+    assert unexcused == [("book/p.md", "eight")]
+    assert read.allowlist_problems() == []
+
+
+def test_a_class_pattern_for_number_words_is_refused(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "A byte holds eight bits.\n", _CLASS_PATTERN)
+    assert all(allowed is not None for _, allowed in read.unbound())  # the class pattern would excuse the wrong "eight"...
+    problems = read.allowlist_problems()
+    assert {page for page, _ in problems} == {"book/p.md", "book/q.md"}  # ...so each page it touches fails
+    assert all("book/allowlist.toml:1:" in message and "an entry of its own" in message for _, message in problems)
+
+
+def test_a_bare_number_word_is_refused_even_on_one_page(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "A byte holds eight bits.\n",
+                        '[[allow]]\npattern = "eight"\nreason = "a count"\nfiles = ["book/p.md"]\n'
+                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    assert [m for _, m in read.allowlist_problems()] == [
+        "book/p.md:1:14: book/allowlist.toml:1: allow-list entry 'eight' matches the bare word 'eight'; its pattern "
+        "must take in the words around it, so that it excuses this occurrence only"]
+
+
+def test_one_entry_excuses_number_words_on_one_line_only(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "It has two parts.\nIt has two parts.\n",
+                        '[[allow]]\npattern = "has two parts"\nreason = "a count"\nfiles = ["book/p.md"]\n'
+                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    assert [m for _, m in read.allowlist_problems()] == [
+        "book/allowlist.toml:1: allow-list entry 'has two parts' excuses numbers in words on lines 1, 2 of book/p.md; "
+        "each occurrence needs an entry of its own, whose pattern matches that line only"]
+
+
+def test_an_entry_that_excuses_nothing_fails(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "Nothing here.\n",
+                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n'
+                        '[[allow]]\npattern = "never matches"\nreason = "stale"\n')
+    assert [m for _, m in read.allowlist_problems()] == [
+        "book/allowlist.toml:5: allow-list entry 'never matches' excuses nothing; remove it, or fix its pattern or files"]
+
+
+def test_the_books_allowlist_excuses_each_number_word_on_its_own() -> None:
+    root = Path(__file__).parent.parent
+    read = Book.read(root / "book", root)
+    assert read.allowlist_problems() == []
+    assert not [u.where for u, allowed in read.unbound() if allowed is None]

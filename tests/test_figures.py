@@ -183,3 +183,13 @@ def test_digits_after_a_space_that_are_not_a_group_of_three_are_refused(head: in
 def test_a_space_before_a_unit_is_still_a_unit() -> None:
     printed = parse("65 GB")
     assert printed.value == 65 and printed.suffix == " GB"
+
+
+def test_a_rounded_count_in_words_is_not_admitted_by_its_neighbour() -> None:
+    """'about three' digits for BF16's 2.41 passes a ±1 tolerance under which 'about two' passes too; a count
+    bound to the nearest whole (`3 ± 0.5`) tells them apart."""
+    bf16, fp16 = 8 * math.log10(2), 11 * math.log10(2)  # significand bits times log10(2): 2.41, 3.31
+    assert parse("about 3").holds(bf16) and parse("about 2").holds(bf16)  # why "about N" cannot bind a small count
+    assert parse("2 ± 0.5").holds(bf16) and not parse("3 ± 0.5").holds(bf16)
+    assert parse("3 ± 0.5").holds(fp16) and not parse("2 ± 0.5").holds(fp16)
+    assert not parse("about 3 ± 0.5").holds(bf16)

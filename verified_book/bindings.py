@@ -326,6 +326,11 @@ def read_allowlist(path: Path) -> list[Allowance]:
     return entries
 
 
+def is_number_word(text: str) -> bool:
+    """Whether an unbound number is a number in words ("two", "half", "ten billion", "twice")."""
+    return WORD_NUMBER.fullmatch(text) is not None
+
+
 def book_pages(book_dir: Path) -> list[Path]:
     return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts)
 
@@ -369,6 +374,48 @@ class Book:
     def unused_allowances(self) -> list[Allowance]:
         used = {id(a) for _, a in self.unbound() if a is not None}
         return [a for a in self.allowlist if id(a) not in used]
+
+    def allowlist_problems(self, allowlist: str = "book/allowlist.toml") -> list[tuple[str | None, str]]:
+        """What is wrong with the allow-list, as (page or None, compiler-style message).
+
+        An entry that excuses nothing is stale. A number in words is excused one occurrence
+        at a time: the entry that excuses one names its page in `files`, excuses number words
+        on that one line only, and its pattern matches more than the word itself, so that a
+        class pattern ("two", "half", "ten") cannot excuse every such word in the book.
+        """
+        problems: list[tuple[str | None, str]] = []
+        for entry in self.unused_allowances():
+            problems.append((None, f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r} excuses "
+                                   "nothing; remove it, or fix its pattern or files"))
+        excused: dict[int, list[Unbound]] = {}
+        for item, allowed in self.unbound():
+            if allowed is not None and is_number_word(item.text):
+                excused.setdefault(id(allowed), []).append(item)
+        lines_cache: dict[str, list[str]] = {}
+        for entry in self.allowlist:
+            items = excused.get(id(entry), [])
+            if not items:
+                continue
+            where = f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r}"
+            places = sorted({(u.file, u.line) for u in items})
+            pages = sorted({file for file, _ in places})
+            if entry.files == ("*",) or len(pages) > 1:
+                for page in pages:
+                    problems.append((page, f"{where} excuses numbers in words on {', '.join(pages) if len(pages) > 1 else 'every page'}; "
+                                           "a number in words is excused by an entry of its own: name its page in `files`"))
+                continue
+            if len(places) > 1:
+                problems.append((pages[0], f"{where} excuses numbers in words on lines "
+                                           f"{', '.join(str(n) for _, n in places)} of {pages[0]}; each occurrence needs "
+                                           "an entry of its own, whose pattern matches that line only"))
+            for u in items:
+                source = lines_cache.setdefault(u.file, (self.root / u.file).read_text(encoding="utf-8").splitlines())[u.line - 1]
+                start = u.column - 1
+                cover = next(m for m in entry.pattern.finditer(source) if m.start() <= start and start + len(u.text) <= m.end())
+                if cover.group(0).strip().lower() == u.text.lower():
+                    problems.append((u.file, f"{u.where}:{u.column}: {where} matches the bare word {u.text!r}; its "
+                                             "pattern must take in the words around it, so that it excuses this occurrence only"))
+        return problems
 
 
 def iter_numbers(text: str) -> Iterable[str]:

@@ -608,6 +608,8 @@ class UnboundItem(BookItem):
             f"or add it to book/allowlist.toml with a reason\n    {u.context}"
             for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
         ]
+        allowlist = run.book_config.shown(run.book_config.allowlist)
+        lines += [message for page, message in run.book.allowlist_problems(allowlist) if page == self.page.file]
         if lines:
             raise BookFailure("\n".join(lines))
 

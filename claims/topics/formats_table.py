@@ -96,7 +96,9 @@ def e2m1_grid(backend: Backend) -> tuple[float, ...]:
     return tuple(magnitudes)
 
 
-@claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "bf16", "fp16", "e4m3", "e5m2")]})
+@claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "fp16", "e4m3", "e5m2")]})
+@claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS["bf16"]]},
+       quote="it keeps about three significant digits", quote_at="tensors-gpus-and-precision.txt:340")
 def digits(fmt: Format) -> float:
     """Decimal significant digits a format keeps: its significand's bits (mantissa + the implicit 1) times log10(2)."""
     return (fmt.mantissa + 1) * math.log10(2)
@@ -141,3 +143,16 @@ def fp32_bytes_over_rows(end: str) -> Fraction:
     """FP32's bytes per parameter over another row's of the formats table: the least and the most of those ratios."""
     ratios = [_row_bytes("fp32") / _row_bytes(name) for name in TABLE_ROWS]
     return min(ratios) if end == "least" else max(ratios)
+
+
+@claim("formats.{fmt}.bytes_over_{base}", kind="exact", over={"fmt": [FORMATS["e4m3"]], "base": [FORMATS["bf16"]]})
+@claim("formats.{fmt}.bytes_over_{base}", kind="exact", over={"fmt": [FORMATS["bf16"]], "base": [FORMATS["fp32"]]})
+def bytes_over(fmt: Format, base: Format) -> Fraction:
+    """A format's bytes per value over another's, from their storage widths: FP8 against BF16, BF16 against FP32."""
+    return Fraction(fmt.storage_bits, base.storage_bits)
+
+
+@claim("formats.{fmt}.bits_after_sign", kind="exact", over={"fmt": [FORMATS["e4m3"]]})
+def bits_after_sign(fmt: Format) -> int:
+    """The bits an FP8 format splits between exponent and mantissa: its width less the sign bit."""
+    return fmt.exponent + fmt.mantissa

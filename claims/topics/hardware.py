@@ -61,3 +61,10 @@ def bandwidth_from_interface(machine: str) -> Fraction:
         raise InvariantFailed(f"the interface gives {float(derived):g} GB/s but the quoted bandwidth is "
                               f"{float(quoted):g} GB/s: one of the {machine} figures is wrong")
     return derived
+
+
+@claim("hardware.{machine}.interface_over_vendor", kind="exact", over={"machine": ("m4_max",)})
+def interface_over_vendor(machine: str) -> Fraction:
+    """How far the bandwidth from the interface lies above the vendor's rounded figure, in GB/s."""
+    return bandwidth_from_interface(machine) - memory_bandwidth(machine)
+

@@ -254,3 +254,14 @@ def gib_over_gb() -> Fraction:
 def billions() -> Fraction:
     """Qwen3-0.6B's parameter count from its config.json, in billions: the '0.6' of its name."""
     return Fraction(analytic_params(), gb())
+
+
+@claim("models.qwen3_8b.layer.matrices", kind="library", backends=META)
+def qwen3_8b_layer_matrices(backend: Backend) -> int:
+    """The weight matrices of one Qwen3-8B decoder layer: the linear projections of the layer transformers
+    builds from the shipped config.json (on the meta device, one layer deep, since every layer is alike)."""
+    import torch
+
+    config = dict(model_config_all("qwen3-8b"), num_hidden_layers=1)
+    layer = build(config, "bfloat16").model.layers[0]
+    return sum(1 for module in layer.modules() if isinstance(module, torch.nn.Linear))

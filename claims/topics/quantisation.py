@@ -24,6 +24,7 @@ import numpy as np
 from verified_book.backends import Backend, supporting
 from verified_book.inputs import model_config
 from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from claims.topics.formats import FORMATS
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
 
 BLOCK_SEED = 0
@@ -391,3 +392,15 @@ def table(backend: Backend) -> dict[str, Any]:
             "zero_codes": q.zero_codes,
         }
     return out
+
+
+@claim("quantisation.gguf.q8_0.bits_over_bf16", kind="library", backends=(GGUF_BACKEND,))
+def gguf_q8_0_over_bf16(backend: Backend) -> Fraction:
+    """Q8_0's bits per weight over BF16's: the 8-bit codes plus a 16-bit scale per block, against 16 bits."""
+    return gguf_bits_per_weight(backend, "q8_0") / FORMATS["bf16"].storage_bits
+
+
+@claim("quantisation.nvfp4.block_over_mxfp4", kind="library", backends=FP4_BACKENDS)
+def nvfp4_block_over_mxfp4(backend: Backend) -> Fraction:
+    """NVFP4's block against MXFP4's: weights per scale of each, as the library or gguf's layout gives them."""
+    return Fraction(fp4_block(backend, "nvfp4"), fp4_block(backend, "mxfp4"))

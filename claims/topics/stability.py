@@ -140,6 +140,16 @@ def probability_product(backend: Backend) -> float:
     return float(x.prod().item())
 
 
+@claim("stability.log_space.exact_product", kind="exact")
+def probability_product_exact() -> Fraction:
+    """The same product computed exactly, in rationals: what FP32 would have to hold."""
+    factors, probability = int(given("stability.log_space_factors")), given("stability.log_space_probability")
+    if (factors, probability) != (FACTORS, PROBABILITY):
+        raise InvariantFailed(f"the example multiplies {FACTORS} factors of {PROBABILITY}; the given inputs are "
+                              f"{factors} of {probability}")
+    return Fraction(str(probability)) ** factors
+
+
 @claim("stability.log_space.log_sum", kind="library")
 def probability_log_sum(backend: Backend) -> float:
     """The same product kept as a sum of logs in FP32: an ordinary number."""
@@ -188,6 +198,9 @@ def seeded(backend: Backend, case: str) -> Fraction:
 
 
 
+SMALL_TERM = 2.0**-24  # the summation-order example's small term, as its snippet of prose writes it
+
+
 def small_terms_count() -> int:
     """Copies of 2^-24, FP32's half step at 1.0, that the example adds: a given input."""
     return int(given("stability.small_terms"))
@@ -196,7 +209,7 @@ def small_terms_count() -> int:
 
 def _ordered_sum(backend: Backend, reverse: bool) -> float:
     """1 plus SMALL_TERMS copies of 2^-24, added one at a time in FP32, in either order."""
-    terms = [1.0] + [2.0**-24] * small_terms_count()
+    terms = [1.0] + [SMALL_TERM] * small_terms_count()
     if reverse:
         terms.reverse()
     values = _vector(backend, tuple(terms))
@@ -210,6 +223,12 @@ def _ordered_sum(backend: Backend, reverse: bool) -> float:
 def small_terms() -> int:
     """How many copies of 2^-24 the summation-order example adds to 1."""
     return small_terms_count()
+
+
+@claim("stability.order.small_term_over_step", kind="exact")
+def small_term_over_step() -> Fraction:
+    """The example's small term, 2^-24, over FP32's step at 1.0 (its eps, from the layout)."""
+    return Fraction(SMALL_TERM) / Fraction(str(FORMATS["fp32"].eps()))
 
 
 @claim("stability.order.{direction}", kind="library", over={"direction": ("large_first", "small_first")})

@@ -88,6 +88,12 @@ def matrix_strides(backend: Backend) -> tuple[int, ...]:
     return strides(backend, matrix(backend))
 
 
+@claim("tensors.matrix.row_stride", kind="library")
+def matrix_row_stride(backend: Backend) -> int:
+    """How many elements further on one row down lies: the first of the row-major strides."""
+    return strides(backend, matrix(backend))[0]
+
+
 @claim("tensors.matrix.last_offset", kind="library")
 def matrix_last_offset(backend: Backend) -> int:
     """Offset of the last element (1, 2); every element must sit at 3i + j (equation 1.1)."""
