@@ -55,6 +55,7 @@ class RunState:
         self.load_errors: list[str] = open_book(book)
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.bound_figures = sum(1 for _ in self.book.bindings())
+        self._allowlist_problems: list[tuple[str | None, str]] | None = None
         self.output_blocks: BookOutputs = book_outputs()
         if ahead is not None:
             self._expect_ahead(ahead)
@@ -153,6 +154,12 @@ class RunState:
             self.load_errors.append(str(e))
             allowlist = []
         return Book(self.root, pages, allowlist)
+
+    def allowlist_problems(self) -> list[tuple[str | None, str]]:
+        """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
+        if self._allowlist_problems is None:
+            self._allowlist_problems = self.book.allowlist_problems(self.book_config.shown(self.book_config.allowlist))
+        return self._allowlist_problems
 
     def statuses(self) -> dict[tuple[str, str], str]:
         """The status of every (claim, backend) judged in this run, on this process or its workers."""
@@ -480,10 +487,12 @@ class ClaimsFile(pytest.File):
 
 
 class TopicsItem(pytest.Item):
-    """A topic module that fails to import, or declares a bad claim, fails here and only here."""
+    """A topic module that fails to import, or declares a bad claim, fails here and only here; so does
+    an allow-list entry that excuses nothing."""
 
     def runtest(self) -> None:
-        errors = state(self.config).load_errors
+        run = state(self.config)
+        errors = run.load_errors + [message for page, message in run.allowlist_problems() if page is None]
         if errors:
             raise BookFailure("\n".join(errors))
 
@@ -608,8 +617,7 @@ class UnboundItem(BookItem):
             f"or add it to book/allowlist.toml with a reason\n    {u.context}"
             for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
         ]
-        allowlist = run.book_config.shown(run.book_config.allowlist)
-        lines += [message for page, message in run.book.allowlist_problems(allowlist) if page == self.page.file]
+        lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
         if lines:
             raise BookFailure("\n".join(lines))
 
