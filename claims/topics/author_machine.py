@@ -43,7 +43,8 @@ def card_bytes_claim() -> Fraction:
     return card_bytes()
 
 
-@claim("author_machine.system_memory_gb", kind="quoted", source="the author's build")
+@claim("author_machine.system_memory_gb", kind="given",
+       source="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)")
 def system_memory_gb() -> Fraction:
     """The machine's system DDR5, a separate address space from the card's."""
     return exact(vendor(PROFILE, "system_memory"))

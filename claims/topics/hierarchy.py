@@ -104,7 +104,8 @@ def rtx5090_capacity() -> Fraction:
     return exact(vendor("hardware/rtx5090.toml", "memory_capacity"))
 
 
-@claim("hierarchy.capacity.unified", kind="quoted", source="hardware profiles of the three unified-memory tracks")
+@claim("hierarchy.capacity.unified", kind="quoted",
+       source="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; Apple Mac Studio (2025) technical specifications")
 def unified_capacity() -> Fraction:
     """The largest unified pool of the Spark, the Ryzen AI Max+ 395 and the M4 Max, in GB: one figure for all three."""
     sizes = {m: exact(vendor(f"hardware/{m}.toml", "memory_capacity")) for m in ("dgx_spark", "ryzen_ai_max", "m4_max")}
@@ -144,7 +145,8 @@ def ddr5(part: str) -> Fraction:
     return ddr5_gbps() if part == "gbps" else link(keys[part])
 
 
-@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")}, source="links.toml")
+@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")},
+       source="PCI-SIG: PCI Express Base Specification (x16 link width); PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)")
 def lanes(which: str) -> Fraction:
     """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
     return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
@@ -330,8 +332,16 @@ TRACK_RANGES = {
 }
 
 
-@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(TRACK_FIGURES)},
-       source="claims/data/tracks.toml and the hardware profiles")
+# The tracks table's figures that only the course itself gives (its own definition of a track's
+# range, with no vendor page behind that end): the book's own values, kind given.
+TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
+
+
+@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
+       source="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
+              "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file")
+@claim("hierarchy.tracks.{figure}", kind="given", over={"figure": TRACK_CHOICES},
+       source="the book's own choice: the course's definition of its tracks, which no vendor states")
 def track_figure(figure: str) -> Fraction:
     """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
     value = TRACK_FIGURES[figure]()
