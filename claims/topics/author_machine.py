@@ -15,10 +15,10 @@ from verified_book.inputs import exact, vendor
 from verified_book.registry import InvariantFailed, claim
 from claims.topics.format_defaults import capability
 from claims.topics.formats import FORMATS
+from claims.topics.memory_lab import gib
 
 PROFILE = "hardware/rtx5080.toml"
 TENSOR_CORE_FORMATS = ("tf32", "bf16", "fp8")
-GIB = 2**30
 
 
 def _as_number(cc: tuple[int, int]) -> Fraction:
@@ -31,7 +31,20 @@ def vram_gb() -> Fraction:
     return exact(vendor(PROFILE, "memory_capacity"))
 
 
-@claim("author_machine.system_memory_gb", kind="quoted", source="the author's build")
+def card_bytes() -> Fraction:
+    """The card's memory in bytes, by the book's rule in its note on the author's machine: NVIDIA's
+    "GB" on a card are binary gigabytes, GiB (2^30 bytes), so "16 GB" is 16 × 2^30 bytes."""
+    return vram_gb() * gib()
+
+
+@claim("author_machine.card_bytes", kind="exact")
+def card_bytes_claim() -> Fraction:
+    """The card's "16 GB" in bytes, read as GiB."""
+    return card_bytes()
+
+
+@claim("author_machine.system_memory_gb", kind="given",
+       source="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)")
 def system_memory_gb() -> Fraction:
     """The machine's system DDR5, a separate address space from the card's."""
     return exact(vendor(PROFILE, "system_memory"))
@@ -70,9 +83,10 @@ def device_vram_gib(backend: Backend) -> Fraction:
 
     total = torch.cuda.get_device_properties(0).total_memory
     stated = vram_gb()
-    if not 0.9 * stated <= Fraction(total, GIB) <= stated:
-        raise InvariantFailed(f"the device reports {total / GIB:.2f} GiB; the profile states {stated} GB")
-    return Fraction(total, GIB)
+    if not Fraction(9, 10) * card_bytes() <= total <= card_bytes():
+        raise InvariantFailed(f"the device reports {total / gib():.2f} GiB; the profile states {stated} GB, "
+                              f"{card_bytes():,} bytes by the book's rule that a card's GB are GiB")
+    return Fraction(total, gib())
 
 
 @claim("author_machine.device.compute_capability", kind="measured", backends=("torch:cuda",), hardware="rtx5080")

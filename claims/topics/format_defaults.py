@@ -103,6 +103,14 @@ def default_matmul_bits(backend: Backend) -> int:
 def torch_tensor_core_bits(backend: Backend) -> int:
     """Mantissa bits PyTorch's FP32 matmul keeps by default on a GPU with TF32 tensor cores.
 
+    The dispute is PyTorch's alone, the chapter's tool and the one measured here. Other stacks do
+    default to TF32, by their own documentation, and the book says so without disputing them:
+    TensorFlow (`tf.config.experimental.enable_tensor_float_32_execution`: "TensorFloat-32 is
+    enabled by default"), JAX (docs, "Matmul precision": float32 dot products default to "TF32 on
+    recent GPUs"), NVIDIA's NGC PyTorch containers (`TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1`, per
+    MONAI's "Precision and Accelerating" guide) and MLX ("Numerical Precision": reduced precision
+    on matrix units unless `MLX_ENABLE_TF32=0`).
+
     Measured by the probe on such a GPU; on any other device, what PyTorch's own defaults
     select there: TF32's mantissa if TF32 is allowed for matmuls, else FP32's. On a
     tensor-core GPU the two must agree.

@@ -104,7 +104,8 @@ def rtx5090_capacity() -> Fraction:
     return exact(vendor("hardware/rtx5090.toml", "memory_capacity"))
 
 
-@claim("hierarchy.capacity.unified", kind="quoted", source="hardware profiles of the three unified-memory tracks")
+@claim("hierarchy.capacity.unified", kind="quoted",
+       source="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; Apple Mac Studio (2025) technical specifications")
 def unified_capacity() -> Fraction:
     """The largest unified pool of the Spark, the Ryzen AI Max+ 395 and the M4 Max, in GB: one figure for all three."""
     sizes = {m: exact(vendor(f"hardware/{m}.toml", "memory_capacity")) for m in ("dgx_spark", "ryzen_ai_max", "m4_max")}
@@ -144,7 +145,8 @@ def ddr5(part: str) -> Fraction:
     return ddr5_gbps() if part == "gbps" else link(keys[part])
 
 
-@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")}, source="links.toml")
+@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")},
+       source="PCI-SIG: PCI Express Base Specification (x16 link width); PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)")
 def lanes(which: str) -> Fraction:
     """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
     return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
@@ -185,23 +187,81 @@ def read_once(level: str, field: str) -> Fraction:
     return {"bandwidth": bandwidth, "ms": size / bandwidth * MS_PER_S, "ceiling": bandwidth / size}[field]
 
 
-@claim("hierarchy.step.{step}", kind="exact", over={"step": ("vram_to_pcie", "ddr5_to_nvme", "nvme_to_10gbe")})
+# The source's levels, fastest first (tensors-gpus-and-precision.txt:217-222), and the bandwidth each
+# has on the path the chapter's examples take: an RTX 5090 on a Gen5 x16 link, in a desktop with two
+# channels of DDR5-5600 and a Gen4 NVMe drive (the read table's storage row). The guide publishes no
+# bandwidth for the top two levels, so a step that touches them cannot be computed: None.
+SOURCE_LEVELS: dict[str, Callable[[], Fraction] | None] = {
+    "registers_shared_l1": None,
+    "l2_cache": None,
+    "accelerator_memory": lambda: bandwidth_gbps("rtx5090"),
+    "pcie_link": lambda: link("pcie_gen5_x16_per_direction"),
+    "system_memory": ddr5_gbps,
+    "storage_and_network": lambda: nvme_gbps(4),
+}
+# Each consecutive pair of the source's levels whose bandwidths are known, by the name of its claim.
+STEPS = {"vram_to_pcie": ("accelerator_memory", "pcie_link"),
+         "pcie_to_ddr5": ("pcie_link", "system_memory"),
+         "ddr5_to_nvme": ("system_memory", "storage_and_network")}
+X16_LINKS: tuple[Callable[[], Fraction], ...] = (
+    lambda: link("pcie_gen3_x16"),
+    lambda: link("pcie_gen4_x16_per_direction"),
+    lambda: link("pcie_gen5_x16_per_direction"),
+)
+# Every part the chapter gives for a level, for the span of a step across them: Track N's cards
+# (the ends of the tracks table's range), the three x16 links, DDR5, and NVMe drives on Gen4 and Gen5.
+LEVEL_PARTS: dict[str, tuple[Callable[[], Fraction], ...]] = {
+    "accelerator_memory": (lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
+                           lambda: bandwidth_gbps("rtx5090")),
+    "pcie_link": X16_LINKS,
+    "system_memory": (ddr5_gbps,),
+    "storage_and_network": (lambda: nvme_gbps(4), lambda: nvme_gbps(5)),
+}
+
+
+def consecutive_steps() -> dict[str, Fraction]:
+    """How many times slower each level of the source's list is than the one above it, on the
+    chapter's path, for every consecutive pair whose two bandwidths are known; below one, the
+    lower level is the faster."""
+    levels = list(SOURCE_LEVELS)
+    steps: dict[str, Fraction] = {}
+    for upper, lower in zip(levels, levels[1:]):
+        above, below = SOURCE_LEVELS[upper], SOURCE_LEVELS[lower]
+        if above is None or below is None:
+            continue
+        name = next((n for n, pair in STEPS.items() if pair == (upper, lower)), None)
+        if name is None:
+            raise InvariantFailed(f"the step from {upper} to {lower} has no claim in STEPS")
+        steps[name] = above() / below()
+    if list(steps) != list(STEPS):
+        raise InvariantFailed(f"the steps computed, {list(steps)}, are not the steps the book prints, {list(STEPS)}")
+    return steps
+
+
+@claim("hierarchy.step.{step}", kind="exact", over={"step": tuple(STEPS)})
 def step(step: str) -> Fraction:
-    """How many times slower one level is than the one above it, on the path a model's bytes take."""
-    return {
-        "vram_to_pcie": lambda: bandwidth_gbps("rtx5090") / link("pcie_gen5_x16_per_direction"),
-        "ddr5_to_nvme": lambda: ddr5_gbps() / nvme_gbps(4),
-        "nvme_to_10gbe": lambda: nvme_gbps(4) / ethernet_10gbe_gbps(),
-    }[step]()
+    """One step down the source's list on the chapter's path: the upper level's bandwidth over the lower's."""
+    return consecutive_steps()[step]
+
+
+@claim("hierarchy.step_span.{step}.{end}", kind="exact", over={"step": tuple(STEPS), "end": ("low", "high")})
+def step_span(step: str, end: str) -> Fraction:
+    """The smallest or largest a step can be across every part the chapter gives its two levels."""
+    upper, lower = STEPS[step]
+    ratios = [above() / below() for above in LEVEL_PARTS[upper] for below in LEVEL_PARTS[lower]]
+    return min(ratios) if end == "low" else max(ratios)
 
 
 @claim("hierarchy.step.range", kind="exact",
        quote="Each level is larger and slower than the one above by a factor of four to ten.",
        quote_at="tensors-gpus-and-precision.txt:224")
-def step_range() -> tuple[Fraction, Fraction]:
-    """The smallest and the largest step down the hierarchy, over the steps the chapter's table allows."""
-    steps = [step(name) for name in ("vram_to_pcie", "ddr5_to_nvme", "nvme_to_10gbe")]
-    return min(steps), max(steps)
+def step_range() -> tuple[Fraction, ...]:
+    """Every step between consecutive levels of the source's list on the chapter's path, in the list's order.
+
+    The source's sentence holds if each one lies within four to ten, which the book binds as
+    7 ± 3 for each step; a step inside one level (NVMe to Ethernet) is not a step between levels.
+    """
+    return tuple(consecutive_steps().values())
 
 
 def split_parts() -> dict[str, tuple[Fraction, Fraction]]:
@@ -272,8 +332,16 @@ TRACK_RANGES = {
 }
 
 
-@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(TRACK_FIGURES)},
-       source="claims/data/tracks.toml and the hardware profiles")
+# The tracks table's figures that only the course itself gives (its own definition of a track's
+# range, with no vendor page behind that end): the book's own values, kind given.
+TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
+
+
+@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
+       source="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
+              "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file")
+@claim("hierarchy.tracks.{figure}", kind="given", over={"figure": TRACK_CHOICES},
+       source="the book's own choice: the course's definition of its tracks, which no vendor states")
 def track_figure(figure: str) -> Fraction:
     """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
     value = TRACK_FIGURES[figure]()

@@ -13,6 +13,7 @@ from fractions import Fraction
 from verified_book.backends import Backend
 from verified_book.inputs import model_config, model_config_all, vendor
 from verified_book.registry import InvariantFailed, claim
+from claims.topics.author_machine import card_bytes
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import build
 from claims.topics.models import matrix_elements, norm_elements
@@ -109,9 +110,12 @@ def cache_over_weights(model: str) -> Fraction:
 
 @claim("kvcache.qwen3_0_6b.tokens_in_card", kind="exact")
 def tokens_in_card() -> int:
-    """Tokens of Qwen3-0.6B cache that fit in the author's card beside its BF16 weights."""
-    card = Fraction(vendor("hardware/rtx5080.toml", "memory_capacity")) * GB
-    return int((card - weights_bytes("qwen3-0.6b")) // bytes_per_token("qwen3-0.6b"))
+    """Tokens of Qwen3-0.6B cache that fit in the author's card beside its BF16 weights.
+
+    The card's "16 GB" are GiB, by the book's rule (author_machine.card_bytes); the driver's own
+    share is not subtracted, so the book prints the count to three digits, not to the token.
+    """
+    return int((card_bytes() - weights_bytes("qwen3-0.6b")) // bytes_per_token("qwen3-0.6b"))
 
 
 @claim("kvcache.qwen3_0_6b.sequences_in_card", kind="exact")

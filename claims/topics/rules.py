@@ -33,7 +33,7 @@ def napkin_params() -> int:
     return int(vendor(NAPKIN, "model_params"))
 
 
-@claim("rules.napkin.billions", kind="quoted", source="the numerics map: '7B params'")
+@claim("rules.napkin.billions", kind="given", source="the book's own choice: the napkin example's 7B model (claims/data/napkin.toml)")
 def napkin_billions() -> Fraction:
     """The napkin model's size in billions of parameters."""
     return Fraction(napkin_params(), GB)
