@@ -487,7 +487,7 @@ def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Ba
         adapter.tf32_by_settings()
     fp8 = adapter.matmul_unsupported("fp8")
     assert fp8 is not None and "float8_e4m3fn as CUDA defines it" in fp8 and "gfx1151" in fp8
-    outcome = check.evaluate(REGISTRY["formats.default.matmul.torch_tensor_core_bits"], fake_rocm)
+    outcome = check.evaluate(REGISTRY["formats.default.matmul.torch_setting_bits"], fake_rocm)
     assert outcome.state == check.SKIPPED and f"{RADEON} (gfx1151, ROCm/HIP" in outcome.message, outcome.message
 
 
@@ -502,7 +502,7 @@ def test_the_rocm_backend_records_no_nvidia_variable(fake_rocm: Backend, monkeyp
 def test_claims_on_every_torch_backend_include_rocm() -> None:
     from verified_book.registry import REGISTRY
 
-    assert REGISTRY["formats.default.matmul.torch_tensor_core_bits"].runs_on(torch_adapter.ROCM)
+    assert REGISTRY["formats.default.matmul.torch_setting_bits"].runs_on(torch_adapter.ROCM)
     assert not REGISTRY["formats.default.matmul.tf32_kept_bits"].runs_on(torch_adapter.ROCM), "a torch:cuda claim stays CUDA's"
 
 

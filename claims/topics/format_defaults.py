@@ -97,34 +97,62 @@ def default_matmul_bits(backend: Backend) -> int:
     return kept_mantissa_bits(backend)
 
 
-@claim("formats.default.matmul.torch_tensor_core_bits", kind="library", backends=TORCH,
+def setting_bits(backend: Backend) -> tuple[int, str]:
+    """Mantissa bits PyTorch's own settings select for an FP32 matmul (TF32's where TF32 is allowed for
+    matmuls, else FP32's), and the settings that say so."""
+    allowed, settings = backend.adapter.tf32_by_settings()
+    return FORMATS["tf32" if allowed else "fp32"].mantissa, settings
+
+
+@claim("formats.default.matmul.torch_setting_bits", kind="library", backends=TORCH,
        quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
        quote_at="tensors-autograd-and-number-formats.txt:33")
-def torch_tensor_core_bits(backend: Backend) -> int:
-    """Mantissa bits PyTorch's FP32 matmul keeps by default on a GPU with TF32 tensor cores.
+def torch_setting_bits(backend: Backend) -> int:
+    """Mantissa bits PyTorch's default settings select for an FP32 matmul: torch's own setting, read here.
 
-    The dispute is PyTorch's alone, the chapter's tool and the one measured here. Other stacks do
+    A fact about the library, the same on every device it runs on: `get_float32_matmul_precision()` and
+    `backends.cuda.matmul.allow_tf32` as torch starts. What a GPU's tensor cores then keep is
+    `formats.default.matmul.torch_tensor_core_bits`, measured only on such a GPU.
+
+    The dispute is PyTorch's alone, the chapter's tool and the one read here. Other stacks do
     default to TF32, by their own documentation, and the book says so without disputing them:
     TensorFlow (`tf.config.experimental.enable_tensor_float_32_execution`: "TensorFloat-32 is
     enabled by default"), JAX (docs, "Matmul precision": float32 dot products default to "TF32 on
     recent GPUs"), NVIDIA's NGC PyTorch containers (`TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1`, per
     MONAI's "Precision and Accelerating" guide) and MLX ("Numerical Precision": reduced precision
     on matrix units unless `MLX_ENABLE_TF32=0`).
-
-    Measured by the probe on such a GPU; on any other device, what PyTorch's own defaults
-    select there: TF32's mantissa if TF32 is allowed for matmuls, else FP32's. On a
-    tensor-core GPU the two must agree.
     """
-    adapter = backend.adapter
-    allowed, settings = adapter.tf32_by_settings()
-    by_settings = FORMATS["tf32" if allowed else "fp32"].mantissa
-    found = adapter.compute_capability()
-    if found is not None and found >= capability(vendor("cuda_formats.toml", "tf32")):
-        measured = kept_mantissa_bits(backend)
-        if measured != by_settings:
-            raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; {settings} select {by_settings}")
-        return measured
-    return by_settings
+    overridden = environment_default(backend)
+    if overridden:
+        raise NotOnBackend(f"{overridden}; the figure is torch's own default, so it is read only where the "
+                           "environment leaves it alone")
+    return setting_bits(backend)[0]
+
+
+@claim("formats.default.matmul.torch_tensor_core_bits", kind="library", backends=("torch:cuda",))
+def torch_tensor_core_bits(backend: Backend) -> int:
+    """Mantissa bits PyTorch's FP32 matmul keeps by default on a GPU with TF32 tensor cores, measured there.
+
+    A statement about that hardware: computed only on such a GPU, where the probe measures the matmul
+    with PyTorch's settings left as they are, and must agree with what the settings select. On any
+    other device it is not computed, so it never shows as verified by a machine without the GPU.
+    """
+    overridden = environment_default(backend)
+    if overridden:
+        raise NotOnBackend(f"{overridden}; the figure is torch's own default, measured only where the "
+                           "environment leaves it alone")
+    found = backend.adapter.compute_capability()
+    needed = capability(vendor("cuda_formats.toml", "tf32"))
+    if found is None or found < needed:
+        shown = "none" if found is None else f"{found[0]}.{found[1]}"
+        raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device's is "
+                           f"{shown}, so the figure about them is not measured here")
+    by_settings, settings = setting_bits(backend)
+    matmul_settings(backend)
+    measured = kept_mantissa_bits(backend)
+    if measured != by_settings:
+        raise InvariantFailed(f"the default FP32 matmul kept {measured} bits; {settings} select {by_settings}")
+    return measured
 
 
 @contextlib.contextmanager
