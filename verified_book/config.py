@@ -20,6 +20,9 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     offline = true                      # optional: refuse network access while claims compute
     ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
                                         # (ids or fnmatch patterns; see verified_book.ahead)
+    backends = ["numpy"]                # optional: the libraries (or backends, "torch:cpu") the book computes on;
+                                        # every one the engine knows by default. Only these are detected,
+                                        # imported and listed in a run's summary.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class BookConfig:
     local_results: Path | None = None
     plausible: str | None = None
     ahead: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()  # the libraries or backends the book declares; () for every one
 
     @property
     def writes_to(self) -> Path:
@@ -78,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "local_results": None,
     "plausible": None,
     "ahead": [],
+    "backends": [],
 }
 
 
@@ -112,6 +117,10 @@ def read_config(root: Path) -> BookConfig:
     ahead = values["ahead"]
     if not isinstance(ahead, list) or not all(isinstance(a, str) and a for a in ahead):
         raise ConfigError(f"{path}: [book] ahead must be a list of claim ids or patterns, found {ahead!r}")
+    declared = values["backends"]
+    if not isinstance(declared, list) or not all(isinstance(b, str) and b for b in declared):
+        raise ConfigError(f"{path}: [book] backends must be a list of libraries or backends (\"numpy\", \"torch:cpu\"), "
+                          f"found {declared!r}")
     pages = root / values["pages"]
     return BookConfig(
         root=root,
@@ -127,6 +136,7 @@ def read_config(root: Path) -> BookConfig:
         local_results=root / values["local_results"] if values["local_results"] else None,
         plausible=values["plausible"],
         ahead=tuple(ahead),
+        backends=tuple(declared),
     )
 
 
