@@ -69,3 +69,23 @@ def test_every_available_adapter_casts_and_reports_finfo(name: str) -> None:
     assert float(adapter.round_trip(x, "bfloat16").tolist()[0]) == 1.0
     assert float(adapter.finfo(adapter.dtype("float16")).eps) == 2.0**-10
     assert backend.marker in backends.markers() or backend.marker == "cpu"
+
+
+def test_numpy_asks_for_ml_dtypes_only_for_the_formats_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ml_dtypes numpy still computes its own formats; a format only ml_dtypes has is a skip
+    whose reason names the package, never an ImportError out of the engine."""
+    import sys
+
+    import numpy as np
+
+    from verified_book.backends.numpy import NumpyAdapter
+
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # `import ml_dtypes` raises ImportError
+    adapter = NumpyAdapter(Backend("numpy", True, ""))
+    assert float(adapter.finfo(adapter.dtype("float16")).eps) == 2.0 ** -10
+    assert float(adapter.finfo(adapter.dtype("float32")).eps) == 2.0 ** -23
+    assert adapter.iinfo("int8").max == 127
+    for ask in (lambda: adapter.dtype("bfloat16"), adapter.e8m0_bits, adapter.e2m1_values, lambda: adapter.iinfo("int4"),
+                lambda: adapter.finfo(np.dtype("V2").type)):
+        with pytest.raises(NotOnBackend, match="ml_dtypes"):
+            ask()

@@ -136,8 +136,42 @@ def test_unknown_claim_and_unbound_number_fail_with_place(book: pytest.Pytester)
     result = run(book)
     result.stdout.fnmatch_lines([
         "*book/page.md:2: figure 4 binds to unknown claim 'arith.sqare.2'; did you mean arith.square.2*",
-        "*book/page.md:2:*: number 17 is bound to no claim*",
+        "*book/page.md:2:*: number 17 is bound to no claim*or add it to book/allowlist.toml with a reason",
     ])
+
+
+def test_the_unbound_number_message_names_the_books_own_allow_list(book: pytest.Pytester) -> None:
+    """A book whose allow-list is elsewhere (book.toml's `allowlist`) is told to add the number there."""
+    toml = book.path / "book.toml"
+    toml.write_text(toml.read_text().replace("[book]\n", '[book]\nallowlist = "excused/numbers.toml"\n'))
+    (book.path / "book" / "page.md").write_text(PAGE + "And 17 unbound.\n")
+    result = run(book)
+    result.stdout.fnmatch_lines(["*book/page.md:2:*: number 17 is bound to no claim: bind it as *"
+                                 "or add it to excused/numbers.toml with a reason"])
+    assert "book/allowlist.toml" not in result.stdout.str()
+
+
+def test_a_book_that_declares_its_backends_computes_and_reports_on_those_alone(book: pytest.Pytester) -> None:
+    """book.toml's `backends = ["numpy"]`: the summary has rows for no other backend, and the run
+    computes nowhere else (a numpy-only book is not told that torch, MLX and JAX are "not here")."""
+    toml = book.path / "book.toml"
+    toml.write_text(toml.read_text().replace("[book]\n", '[book]\nbackends = ["numpy"]\n'))
+    result = run(book)
+    assert result.ret == 0, result.stdout.str()
+    lines = result.stdout.lines
+    header = next(i for i, line in enumerate(lines) if line.startswith("backend ") and "selected" in line)
+    rows = [line.split()[0] for line in lines[header + 1:header + 4]]
+    assert rows == ["none", "numpy", "all"], result.stdout.str()
+    assert set(_records(book)["arith.square.2"]) == {"numpy"}
+
+
+def test_a_backend_the_engine_does_not_know_is_named_with_those_it_does(book: pytest.Pytester) -> None:
+    toml = book.path / "book.toml"
+    toml.write_text(toml.read_text().replace("[book]\n", '[book]\nbackends = ["numpy", "tensorflow"]\n'))
+    result = run(book)
+    assert result.ret != 0
+    assert "book.toml: [book] backends: unknown backend(s) 'tensorflow'; expected libraries (numpy, torch, mlx, jax)" \
+        in result.stderr.str() + result.stdout.str()
 
 
 def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:

@@ -14,6 +14,9 @@
                                          check, on which backend, by page; runs nothing, on any machine
     verified-book fault-table [ARGS]     every fault scenario run now, docs/faults.md written (needs a
                                          checkout: the scenarios live in the test harness)
+    verified-book init [FOLDER]          a new book in FOLDER (this folder by default), which must be empty:
+                                         book.toml, pytest's and MkDocs' configuration, one page, its claims
+                                         and data; `pytest` then verifies it and `mkdocs build --strict` builds it
 
 Ctrl-C stops a run as it stops pytest: the records judged so far are written, and the
 command exits 130. `run.py` at a book's root sets up a virtual environment and calls this.
@@ -278,6 +281,51 @@ def fault_table(book: BookConfig, args: list[str]) -> int:
         return INTERRUPTED
 
 
+#: the book `init` writes, shipped with the engine (examples/minimal is the same files, kept so by a test)
+TEMPLATE = Path(__file__).resolve().parent / "template"
+
+
+def template_files() -> list[Path]:
+    """The files of the book `init` writes, relative to the template's folder."""
+    return sorted(p.relative_to(TEMPLATE) for p in TEMPLATE.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def init(args: list[str]) -> int:
+    """`verified-book init [FOLDER]`: a new book in an empty folder."""
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        print("verified-book init: expected at most one argument, the folder for the new book; found "
+              + " ".join(args), file=sys.stderr)
+        return 2
+    folder = Path(args[0] if args else ".").resolve()
+    if folder.exists() and not folder.is_dir():
+        print(f"verified-book init: {folder} is a file; name a folder for the new book", file=sys.stderr)
+        return 2
+    # a folder with only hidden entries (.git, a .venv) counts as empty
+    present = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if present:
+        print(f"verified-book init: {folder} is not empty ({', '.join(present[:5])}"
+              f"{', ...' if len(present) > 5 else ''}); a new book starts in an empty folder", file=sys.stderr)
+        return 1
+    files = template_files()
+    clashes = [str(f) for f in files if (folder / f).exists()]
+    if clashes:
+        print(f"verified-book init: {folder} already has {', '.join(clashes)}; a new book starts in an empty folder",
+              file=sys.stderr)
+        return 1
+    for relative in files:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((TEMPLATE / relative).read_bytes())
+    shown = os.path.relpath(folder) if folder.is_relative_to(Path.cwd()) else str(folder)
+    print(f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
+          f"and their data (book_claims/data/); {len(files)} files.\n"
+          f"  cd {shown}\n"
+          "  pytest                  # verify every figure on the backends book.toml declares\n"
+          "  mkdocs build --strict   # the site, each figure marked with what the runs found")
+    return 0
+
+
 JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
     "verify": verify,
     "test": test,
@@ -296,8 +344,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0
     job, rest = argv[0], argv[1:]
+    if job == "init":
+        return init(rest)
     if job not in JOBS:
-        print(f"verified-book: unknown job {job!r}; expected one of {', '.join(JOBS)}", file=sys.stderr)
+        print(f"verified-book: unknown job {job!r}; expected one of {', '.join([*JOBS, 'init'])}", file=sys.stderr)
         return 2
     book = _book()
     os.chdir(book.root)

@@ -22,6 +22,9 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
                                         # (ids or fnmatch patterns; see verified_book.ahead)
     elsewhere = ["author_test_box"]     # optional: machines a measured figure may be printed for that no
                                         # hardware profile describes; compared nowhere, shown as reference
+    backends = ["numpy"]                # optional: the libraries (or backends, "torch:cpu") the book computes on;
+                                        # every one the engine knows by default. Only these are detected,
+                                        # imported and listed in a run's summary.
 """
 from __future__ import annotations
 
@@ -56,6 +59,7 @@ class BookConfig:
     plausible: str | None = None
     ahead: tuple[str, ...] = ()
     elsewhere: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()  # the libraries or backends the book declares; () for every one
 
     @property
     def writes_to(self) -> Path:
@@ -82,6 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "plausible": None,
     "ahead": [],
     "elsewhere": [],
+    "backends": [],
 }
 
 
@@ -119,6 +124,10 @@ def read_config(root: Path) -> BookConfig:
     elsewhere = values["elsewhere"]
     if not isinstance(elsewhere, list) or not all(isinstance(a, str) and a for a in elsewhere):
         raise ConfigError(f"{path}: [book] elsewhere must be a list of machine names, found {elsewhere!r}")
+    declared = values["backends"]
+    if not isinstance(declared, list) or not all(isinstance(b, str) and b for b in declared):
+        raise ConfigError(f"{path}: [book] backends must be a list of libraries or backends (\"numpy\", \"torch:cpu\"), "
+                          f"found {declared!r}")
     pages = root / values["pages"]
     return BookConfig(
         root=root,
@@ -135,6 +144,7 @@ def read_config(root: Path) -> BookConfig:
         plausible=values["plausible"],
         ahead=tuple(ahead),
         elsewhere=tuple(elsewhere),
+        backends=tuple(declared),
     )
 
 

@@ -35,6 +35,16 @@ from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
 
 log = get_plugin_logger(__name__)
 
+#: what the marks need in every book, shipped inside the engine (verified_book/assets/) and added to each
+#: site at the same path; a file of that path in the book's docs_dir is the book's own and is kept instead
+ASSETS = Path(__file__).resolve().parent / "assets"
+STYLESHEETS = ("assets/stylesheets/claims.css",)
+SCRIPTS = ("assets/javascripts/claims.js",)
+#: the link to the legend on every page, put where Material's page content begins (other themes list the
+#: legend page in the nav only)
+LEGEND_LINK = (ASSETS / "partials" / "legend-link.html").read_text(encoding="utf-8")
+_MATERIAL_CONTENT = '<article class="md-content__inner md-typeset">'
+
 
 class ClaimsConfig(base.Config):
     """The plugin's options in mkdocs.yml."""
@@ -65,6 +75,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside from its content for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         self._verdicts: provenance.Verdicts = {}  # whether each record is outdated, judged once in this build
+        self._legend_file: File | None = None  # the legend page, every other page links it
         try:
             self.book_config = read_config(self.root)
         except ConfigError as e:
@@ -91,7 +102,38 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
         self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet,
                                       self._included)
+        self._add_assets(config)
+        self._add_to_nav(config)
         return config
+
+    def _add_assets(self, config: MkDocsConfig) -> None:
+        """The marks' stylesheet and script on every page, after the book's own (which a book that lists
+        them itself keeps where it put them)."""
+        for path in STYLESHEETS:
+            if path not in [str(css) for css in config.extra_css]:
+                config.extra_css.append(path)
+        for path in SCRIPTS:
+            if path not in [str(getattr(script, "path", script)) for script in config.extra_javascript]:
+                config.extra_javascript.append(path)  # MkDocs takes a plain path as well as a script value
+
+    def _generated_pages(self) -> dict[str, str]:
+        """The pages this plugin writes, by path, with their titles: the plots page only for a book that draws plots."""
+        pages = {self.config.machines_page: "Results by machine"}
+        if self.book_config.plots:
+            pages[self.config.plots_page] = "Plots"
+        pages[self.config.legend_page] = "Reading the marks"
+        return pages
+
+    def _add_to_nav(self, config: MkDocsConfig) -> None:
+        """A generated page the book's nav does not list is added at its end, so no page of the site
+        is reachable only by its address (a nav that MkDocs makes itself lists them already)."""
+        if not config.nav:
+            return
+        listed = {src for src, _ in _nav_pages(config.nav)}
+        for src, title in self._generated_pages().items():
+            if src not in listed and not (self.docs / src).exists():
+                log.info(f"{src} (generated) is not in the nav; it is added at its end as {title!r}")
+                config.nav.append({title: src})
 
     def _included(self, path: str) -> str | None:
         """The text of a file an include names, found where pymdownx.snippets looks (its base_path)."""
@@ -164,7 +206,11 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self._problem(render.Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
         self._pages = {(self.root / page.file).resolve(): page for page in self.book.pages}
-        for page_name in (self.config.machines_page, self.config.plots_page, self.config.legend_page):
+        for path in (*STYLESHEETS, *SCRIPTS):
+            if files.get_file_from_path(path) is None:
+                files.append(File(path, src_dir=str(ASSETS.parent), dest_dir=config.site_dir,
+                                  use_directory_urls=config.use_directory_urls))
+        for page_name in self._generated_pages():
             if files.get_file_from_path(page_name) is not None:
                 self._problem(render.Problem(page_name, "the claims plugin generates this page; the book has a file "
                                                         "of the same name, which is kept instead"))
@@ -174,8 +220,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         if (plots_file is None or not plots_file.generated_by) and self._drawing is not None:
             self._drawing.cancel()  # the page is the book's own after all: nothing to draw
             self._drawing = None
-        legend = files.get_file_from_path(self.config.legend_page)
-        config.extra["vb_legend_url"] = legend.url if legend is not None else ""
+        self._legend_file = files.get_file_from_path(self.config.legend_page)
         if self.config.stand_ins:
             missing = [(src, title) for src, title in _nav_pages(config.nav or [])
                        if src.endswith(".md") and files.get_file_from_path(src) is None]
@@ -222,7 +267,15 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return self._set_aside_panels(render.separate_tab_labels(self._filled(html, page)), page)
 
     def on_post_page(self, output: str, page: MkPage, config: MkDocsConfig) -> str:
-        return self._put_back_panels(output, page)
+        return self._legend_link(self._put_back_panels(output, page), page)
+
+    def _legend_link(self, output: str, page: MkPage) -> str:
+        """Every page but the legend links it, above its content (in Material's layout)."""
+        legend = self._legend_file
+        if legend is None or page.file.src_uri == legend.src_uri or _MATERIAL_CONTENT not in output:
+            return output
+        link = LEGEND_LINK.format(href=legend.url_relative_to(page.file)).rstrip("\n")
+        return output.replace(_MATERIAL_CONTENT, f"{_MATERIAL_CONTENT}\n    {link}", 1)
 
     def _set_aside_panels(self, html: str, page: MkPage) -> str:
         """The page's content with what the search leaves out (`_SET_ASIDE`) replaced by a short

@@ -75,7 +75,10 @@ class RunState:
                 raise pytest.UsageError(str(e)) from None
             machine_id, name = kept.id, config.getoption("claims_machine") or kept.name
         self.machine = machine_mod.identify(info, name, machine_id)
-        self.backends = backends_mod.detect()
+        try:
+            self.backends = backends_mod.detect(book.backends)
+        except ValueError as e:
+            raise pytest.UsageError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
         self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
         self.verifier.ahead = ahead
         self.outputs: dict[str, dict[str, Any]] = {}
@@ -614,7 +617,7 @@ class UnboundItem(BookItem):
         run = state(self.config)
         lines = [
             f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as [{u.text}](claim:...) "
-            f"or add it to book/allowlist.toml with a reason\n    {u.context}"
+            f"or add it to {run.book_config.shown(run.book_config.allowlist)} with a reason\n    {u.context}"
             for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
         ]
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]

@@ -486,10 +486,22 @@ def markers() -> dict[str, str]:
 
 
 @functools.cache
-def detect() -> dict[str, Backend]:
-    """Every backend name with its availability on this machine, in the order of NAMES."""
-    found = {b.name: b for cls in ADAPTERS.values() for b in cls.detect()}
-    return {name: found[name] for name in NAMES}
+def declared(names: Sequence[str] = ()) -> tuple[str, ...]:
+    """The backends a book declares (book.toml's `backends`: libraries such as "numpy", or backends such
+    as "torch:cpu"), in the order of NAMES; every backend where it declares none."""
+    unknown = [n for n in names if n not in NAMES and n not in ADAPTERS]
+    if unknown:
+        raise ValueError(f"unknown backend(s) {', '.join(map(repr, unknown))}; expected libraries "
+                         f"({', '.join(ADAPTERS)}) or backends ({', '.join(NAMES)})")
+    return tuple(n for n in NAMES if not names or n in names or n.split(":")[0] in names)
+
+
+def detect(only: Sequence[str] = ()) -> dict[str, Backend]:
+    """Every backend name with its availability on this machine, in the order of NAMES; with `only`
+    (as `declared` reads it), those alone, and no other library is imported to find them."""
+    names = declared(only)
+    found = {b.name: b for cls in ADAPTERS.values() if set(cls.names) & set(names) for b in cls.detect()}
+    return {name: found[name] for name in names}
 
 
 def empty_caches() -> None:

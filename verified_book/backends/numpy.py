@@ -9,6 +9,17 @@ from verified_book.registry import NotOnBackend
 NATIVE = ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 
 
+def _ml_dtypes(label: str) -> Any:
+    """ml_dtypes, asked for only by the formats numpy lacks: where it is not installed, the claim that
+    needs it is skipped on numpy with the package named, and every format numpy has still computes."""
+    try:
+        import ml_dtypes
+    except ImportError as e:
+        raise NotOnBackend(f"numpy needs ml_dtypes for {label}, and ml_dtypes does not import ({e}); "
+                           "pip install ml_dtypes") from None
+    return ml_dtypes
+
+
 @register
 class NumpyAdapter(Adapter):
     library = "numpy"
@@ -40,8 +51,7 @@ class NumpyAdapter(Adapter):
 
         if name in NATIVE:
             return getattr(np, name)
-        import ml_dtypes
-
+        ml_dtypes = _ml_dtypes(label or name)
         if hasattr(ml_dtypes, name):
             return getattr(ml_dtypes, name)
         raise NotOnBackend(f"numpy with ml_dtypes {ml_dtypes.__version__} has no dtype for {label or name}")
@@ -59,18 +69,18 @@ class NumpyAdapter(Adapter):
             return np.array(list(values), np.float32).astype(self.dtype(name, label)).view(np.uint8).tolist()
 
     def finfo(self, dtype: Any) -> Any:
-        import ml_dtypes
         import numpy as np
 
-        return np.finfo(dtype) if dtype in (np.float32, np.float16, np.float64) else ml_dtypes.finfo(dtype)
+        if dtype in (np.float32, np.float16, np.float64):
+            return np.finfo(dtype)
+        return _ml_dtypes(f"finfo of {getattr(dtype, '__name__', dtype)}").finfo(dtype)
 
     def iinfo(self, name: str) -> Any:
         import numpy as np
 
         if hasattr(np, name):
             return np.iinfo(getattr(np, name))
-        import ml_dtypes
-
+        ml_dtypes = _ml_dtypes(name)
         if not hasattr(ml_dtypes, name):
             raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no {name}")
         return ml_dtypes.iinfo(getattr(ml_dtypes, name))
@@ -114,19 +124,18 @@ class NumpyAdapter(Adapter):
         return np.broadcast_to(x, shape)
 
     def e8m0_bits(self) -> int:
-        import ml_dtypes
-
         from verified_book.registry import InvariantFailed
 
+        ml_dtypes = _ml_dtypes("float8_e8m0fnu")
         info = ml_dtypes.finfo(ml_dtypes.float8_e8m0fnu)
         if (info.nexp, info.nmant) != (8, 0):
             raise InvariantFailed(f"ml_dtypes' float8_e8m0fnu has {info.nexp} exponent and {info.nmant} mantissa bits; E8M0 has 8 and 0")
         return int(info.bits)
 
     def e2m1_values(self) -> list[float]:
-        import ml_dtypes
         import numpy as np
 
+        ml_dtypes = _ml_dtypes("float4_e2m1fn")
         if not hasattr(ml_dtypes, "float4_e2m1fn"):
             raise NotOnBackend(f"ml_dtypes {ml_dtypes.__version__} has no float4_e2m1fn")
         return np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32).tolist()

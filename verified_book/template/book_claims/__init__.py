@@ -1,0 +1,1 @@
+"""The minimal book's content: its claims (topics) and stated inputs (data)."""
