@@ -66,10 +66,10 @@ class Printed:
 
     def holds(self, computed: Any) -> bool:
         """Whether a computed value rounds to this printed figure."""
-        if self.is_tuple:
+        if isinstance(self.value, tuple):
             items = _as_sequence(computed)
             return items is not None and len(items) == len(self.value) and all(
-                p.holds(c) for p, c in zip(self.value, items)  # type: ignore[arg-type]
+                p.holds(c) for p, c in zip(self.value, items)
             )
         number = as_number(computed)
         if number is None:

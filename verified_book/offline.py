@@ -29,7 +29,7 @@ def set_hub_offline() -> None:
         os.environ[name] = "1"
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:  # imported before the run started: its flag was read already
-        constants.HF_HUB_OFFLINE = True
+        setattr(constants, "HF_HUB_OFFLINE", True)
 
 
 def is_local(family: int, address: Any) -> bool:
@@ -72,8 +72,8 @@ def install() -> None:
         _refuse(self, address)
         return connect_ex(self, address)
 
-    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = guarded_connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign,assignment]
 
 
 def uninstall() -> None:

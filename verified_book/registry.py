@@ -262,9 +262,10 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
         errors += bad
         if bad or not item.needs_backend or item.backends is None or not profiles:
             continue
-        where = profiles[item.hardware] if item.hardware in profiles else anywhere
+        own = profiles.get(item.hardware) if item.hardware is not None else None
+        where = own if own is not None else anywhere
         if not set(item.backends) & set(where):
-            place = f"the {item.hardware} profile" if item.hardware in profiles else "any hardware profile"
+            place = f"the {item.hardware} profile" if own is not None else "any hardware profile"
             errors.append(f"{item.source_file}:{item.source_line}: claim {item.id!r} runs on "
                           f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked")
     return errors

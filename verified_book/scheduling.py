@@ -25,6 +25,9 @@ from verified_book.backends import CUDA_WORKER
 class QuietLastScheduling(LoadScheduling):
     """xdist's load scheduling with the items `runs_alone` picks held back for a quiet end."""
 
+    collection: list[str] | None  # LoadScheduling's own attributes, which it leaves untyped
+    maxschedchunk: int | None
+
     def __init__(self, config: Any, log: Any = None, *, runs_alone: Callable[[str], bool],
                  pinned: Callable[[str], bool] | None = None) -> None:
         super().__init__(config, log)
@@ -52,19 +55,20 @@ class QuietLastScheduling(LoadScheduling):
         if not self._check_nodes_have_same_collection():
             self.log("**Different tests collected, aborting run**")
             return
-        self.collection = next(iter(self.node2collection.values()))
-        alone = [i for i, nodeid in enumerate(self.collection) if self.runs_alone(nodeid)]
+        collection: list[str] = next(iter(self.node2collection.values()))
+        self.collection = collection
+        alone = [i for i, nodeid in enumerate(collection) if self.runs_alone(nodeid)]
         held = set(alone)
         self.quiet = alone
         self.pin_node = next((n for n in self.nodes if getattr(n.gateway, "id", None) == CUDA_WORKER), self.nodes[0])
-        pinned = [i for i, nodeid in enumerate(self.collection) if i not in held and self.pinned(nodeid)]
+        pinned = [i for i, nodeid in enumerate(collection) if i not in held and self.pinned(nodeid)]
         held.update(pinned)
-        self.pending[:] = [i for i in range(len(self.collection)) if i not in held]
+        self.pending[:] = [i for i in range(len(collection)) if i not in held]
         if pinned:
             self.node2pending[self.pin_node].extend(pinned)
             self.pin_node.send_runtest_some(pinned)
         if self.maxschedchunk is None:
-            self.maxschedchunk = len(self.collection)
+            self.maxschedchunk = len(collection)
         if len(self.pending) < 2 * len(self.nodes):
             nodes = cycle(self.nodes)
             for _ in range(len(self.pending)):
