@@ -126,8 +126,8 @@ def profile_names(folder: Path) -> dict[str, str]:
         except (OSError, ValueError):  # the book's load reports a profile that does not parse, with its place
             continue
         if isinstance(data, dict):
-            marker = data.get("marker") or path.stem
-            out[marker] = data.get("name", marker)
+            marker = str(data.get("marker") or path.stem)
+            out[marker] = str(data.get("name", marker))
     return out
 
 

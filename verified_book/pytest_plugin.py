@@ -9,11 +9,10 @@ import contextlib
 import gc
 from collections import Counter
 import os
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -23,7 +22,7 @@ from verified_book import hookspecs
 from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book import environment
-from verified_book.bindings import Book, Page, book_pages, read_page
+from verified_book.bindings import Binding, Book, Page, book_pages, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of
@@ -282,6 +281,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     """The backends this run's selection needs, each library loaded only for a claim selected on it,
     and the helper's work."""
     run = state(config)
+    if config.get_verbosity() < 0 or config.getoption("no_header", False):
+        return []  # the run's header is not shown either
     for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
         run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
     lines = backend_lines(run)
