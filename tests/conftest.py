@@ -61,10 +61,16 @@ def torch_operators_loaded() -> None:
     operator library in C++ once per process: a module such as torch._inductor.test_operators
     (pulled in through torch._dynamo by some operators' decompositions) first imported inside one
     in-process run fails the next run that imports it again ("Only a single TORCH_LIBRARY can be
-    used to register the namespace"). Loaded before pytester takes its snapshot, it is kept.
+    used to register the namespace"). Loaded before pytester takes its snapshot, it is kept. So are the
+    array libraries themselves, which a run loads only when a selected claim needs one: MLX imported
+    again after pytester dropped it aborts the process.
     """
     import importlib.util
 
+    from verified_book import backends
+
+    for adapter in backends.ADAPTERS.values():
+        adapter.detect()
     if importlib.util.find_spec("torch") is not None:
         import torch._dynamo  # noqa: F401
 

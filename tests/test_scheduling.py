@@ -239,7 +239,7 @@ def test_under_xdist_a_worker_whose_statuses_are_lost_fails_the_run_and_says_so(
         @pytest.hookimpl(trylast=True)
         def pytest_sessionfinish(session):
             if os.environ.get("PYTEST_XDIST_WORKER") == "gw1":
-                session.config.workeroutput.pop("claims_statuses", None)
+                session.config.workeroutput.pop("claims_tally", None)
     """)
     run = book.run_apart("-n", "2", "--no-results", absent=("torch", "mlx"))
     assert run.ret == pytest.ExitCode.INTERNAL_ERROR, run.output[-3000:]

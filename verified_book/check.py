@@ -264,7 +264,7 @@ def backends_for(claim: Claim, backends: Mapping[str, Backend]) -> list[Backend]
     no backend at all for the arithmetic kinds."""
     if not claim.needs_backend:
         return [NO_BACKEND]
-    return [b for name, b in backends.items() if claim.runs_on(name)]
+    return [backends[name] for name in backends if claim.runs_on(name)]  # a library is detected only where a claim runs on it
 
 
 class Verifier:
@@ -272,7 +272,7 @@ class Verifier:
 
     conditions: RunLock | None = None  # what the machine was doing while the run timed it, where the run knows
 
-    def __init__(self, registry: Registry, book: Book, backends: dict[str, Backend], machine: Machine) -> None:
+    def __init__(self, registry: Registry, book: Book, backends: Mapping[str, Backend], machine: Machine) -> None:
         self.registry = registry
         self.book = book
         self.backends = backends

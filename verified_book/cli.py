@@ -92,9 +92,9 @@ class _Outcome:
         if pytest_plugin.STATE not in config.stash:
             return
         run = config.stash[pytest_plugin.STATE]
-        self.figures = pytest_plugin.figure_counts(run.figure_statuses, run.figures_selected)
+        self.figures = pytest_plugin.figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
         self.bound = run.bound_figures
-        written = run.written or (Path(sorted(run.worker_written)[0]) if run.worker_written else None)
+        written = run.written or (Path(sorted(run.tally.written)[0]) if run.tally.written else None)
         self.written = None if run.unkept else written
         self.unkept = run.unkept
         self.broken = [b.line() for b in run.broken()]

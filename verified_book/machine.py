@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.util
+import json
 import os
 import platform
 import re
 import subprocess
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -105,6 +109,28 @@ def profiles() -> dict[str, Profile]:
     return out
 
 
+def profile_names(folder: Path) -> dict[str, str]:
+    """Each hardware profile's marker and machine name, read from the profiles' files alone, with no book
+    open and no library loaded: what pytest's list of markers shows, before (or without) a run."""
+    out: dict[str, str] = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*"), key=lambda p: str(p.relative_to(folder))):
+        try:
+            if path.suffix == ".toml":
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            elif path.suffix == ".json":
+                data = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                continue
+        except (OSError, ValueError):  # the book's load reports a profile that does not parse, with its place
+            continue
+        if isinstance(data, dict):
+            marker = str(data.get("marker") or path.stem)
+            out[marker] = str(data.get("name", marker))
+    return out
+
+
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -163,8 +189,31 @@ def usable_cpus() -> int:
 VERSIONED = ("numpy", "torch", "mlx", "jax", "ml_dtypes", "transformers", "gguf", "sympy")
 
 
+def torch_may_see_a_device() -> bool:
+    """Whether torch could reach an accelerator here, told without importing torch (over a second):
+    a build whose `torch/version.py` names neither a CUDA nor a HIP version sees none, except on a Mac
+    (MPS). Where torch is loaded already, or its build cannot be read, it is asked."""
+    if "torch" in sys.modules:
+        return True
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    if platform.system() == "Darwin":
+        return True
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, StopIteration):
+        return True
+    built_for = dict(re.findall(r"^(cuda|hip)\b[^=\n]*=\s*(.+?)\s*$", text, re.MULTILINE))
+    return set(built_for) != {"cuda", "hip"} or any(value != "None" for value in built_for.values())
+
+
 def fingerprint() -> dict[str, Any]:
-    """What this machine is, read from the OS and the libraries present."""
+    """What this machine is, read from the OS and the libraries present (torch's device only where
+    torch may see one: `torch_may_see_a_device`)."""
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
         "arch": platform.machine(),
@@ -179,6 +228,8 @@ def fingerprint() -> dict[str, Any]:
     }
     for dist in VERSIONED:
         info[dist] = _version(dist)
+    if not torch_may_see_a_device():
+        return info
     try:
         import torch
 

@@ -9,222 +9,54 @@ import contextlib
 import gc
 from collections import Counter
 import os
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
 from verified_book import conditions as conditions_mod
 from verified_book import hookspecs
-from verified_book import identity as identity_mod
 from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book import environment
-from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
-from verified_book.check import BROKEN, FAILED, SKIPPED, Verifier
-from verified_book.vocabulary import FIGURE_COUNTS, KIND_MEANINGS, MEANINGS, NOT_HERE, Status, worst
-from verified_book.provenance import commit_of, outdated_reason
+from verified_book.bindings import Binding, Book, Page, book_pages, read_page
+from verified_book.check import BROKEN, FAILED, SKIPPED
+from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
+from verified_book.provenance import commit_of
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
-from verified_book.registry import REGISTRY, Claim, Kind, is_measured
-from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
+from verified_book.registry import REGISTRY, Claim, Kind
+from verified_book.results import ResultsError, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
-from verified_book.snippet_figures import book_outputs
-from verified_book.snippet_output import BookOutputs, check_snippet
+from verified_book.session import (  # noqa: F401  (the engine's helpers, named here as before)
+    CASE_ID, FIGURE_NAME, Session, SessionError, Tally, applies_on, case_id, claim_of_nodeid, figure_counts,
+    figure_keywords, figure_line, figure_name, hardware_in, outdated_records, summary_table,
+)
+from verified_book.snippet_output import check_snippet
 from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
 
-STATE = pytest.StashKey["RunState"]()
+STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
 
 
-class RunState:
-    """What one pytest run knows: the book, the claims, the backends, the machine."""
-
-    def __init__(self, config: pytest.Config, book: BookConfig) -> None:
-        self.book_config = book
-        self.root = book.root
-        self.book_dir = book.pages
-        self.snippets_dir = book.snippets
-        self.results_dir = Path(config.getoption("claims_results_dir") or book.writes_to)
-        ahead = self._start_ahead(config)  # first: the helper imports what it needs while this process does
-        self.load_errors: list[str] = open_book(book)
-        self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
-        self.bound_figures = sum(1 for _ in self.book.bindings())
-        self._allowlist_problems: list[tuple[str | None, str]] | None = None
-        self.output_blocks: BookOutputs = book_outputs()
-        if ahead is not None:
-            self._expect_ahead(ahead)
-        info = machine_mod.fingerprint()
-        replaced = config.hook.pytest_claims_machine_info(machine_info=info)
-        info = replaced if replaced is not None else info
-        given = info.pop("slug", None)  # a stand-in machine's (the machine-info hook) names itself
-        given_id = info.pop("id", None)
-        self.identity_notice: str | None = None
-        if given is not None:
-            machine_id = given_id or identity_mod.legacy_id(given, info)
-            name = config.getoption("claims_machine") or given
-        else:
-            try:
-                kept, self.identity_notice = identity_mod.this_machine(machine_mod.slug_of(info), info)
-            except identity_mod.IdentityError as e:
-                raise pytest.UsageError(str(e)) from None
-            machine_id, name = kept.id, config.getoption("claims_machine") or kept.name
-        self.machine = machine_mod.identify(info, name, machine_id)
-        try:
-            self.backends = backends_mod.detect(book.backends)
-        except ValueError as e:
-            raise pytest.UsageError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
-        self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
-        self.verifier.ahead = ahead
-        self.outputs: dict[str, dict[str, Any]] = {}
-        self.started = time.time()
-        self.worker_statuses: dict[tuple[str, str], str] = {}
-        self.worker_written: set[str] = set()
-        self.lost_workers: list[str] = []  # xdist workers whose statuses never reached the controller, and why
-        self.not_here: dict[str, str] = {}  # claim id -> why no backend here computed it
-        self.selected: set[tuple[str, str]] = set()  # (claim, backend) pairs this run's items check
-        self.figure_statuses: dict[str, str] = {}  # figure item's node id -> its status on this machine
-        self.figures_selected: set[str] = set()
-        self.written: Path | None = None
-        self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
-        self.idled = False  # whether pytest_claims_idle has been called
-        self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
-        self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
-
-    def broken(self) -> list[environment.Broken]:
-        """What the environment lost during the run, once each: met by claims or by snippets."""
-        found = {b.lost: b for b in self.verifier.broken()}
-        return list({**found, **self.broken_snippets}.values())
-
-    def _start_ahead(self, config: pytest.Config) -> ahead_mod.Ahead | None:
-        """The helper for book.toml's `ahead` work, where this run has a core to spare for it: a plain
-        run (xdist's workers share the cores already) that runs its items, on two CPUs or more."""
-        plain = not hasattr(config, "workerinput") and not config.getoption("numprocesses", None)
-        if not self.book_config.ahead or not plain or config.getoption("claims_no_ahead") or config.option.collectonly \
-                or machine_mod.usable_cpus() < 2:
-            return None
-        return ahead_mod.Ahead(self.root)
-
-    def _expect_ahead(self, ahead: ahead_mod.Ahead) -> None:
-        """What this process takes from the helper: the claims book.toml's `ahead` matches, and the
-        snippets it names that time nothing; each entry that names nothing usable is a load error."""
-        claims, unmatched = ahead_mod.matching(self.book_config.ahead, REGISTRY)
-        text = (self.root / FILE_NAME).read_text(encoding="utf-8")
-
-        def problem(entry: str, what: str) -> None:
-            line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
-            self.load_errors.append(f"{FILE_NAME}:{line}: [book] ahead names {entry!r}, {what}")
-
-        for pattern in unmatched:
-            problem(pattern, "which matches no claim")
-        snippets = []
-        for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
-            if not path.is_file():
-                problem(path.name, f"which is not a snippet in {self.book_config.shown(self.snippets_dir)}")
-            elif self.output_blocks.times_the_machine(path.name):
-                problem(path.name, "which prints a measured figure: a snippet that times the machine runs alone")
-            else:
-                snippets.append(path)
-        ahead.expect(claims, snippets)
-
-    def done_ahead(self, item: pytest.Item) -> bool:
-        """Whether an item's work is the helper's: a claim it computes, a figure of one, a snippet it runs."""
-        ahead = self.verifier.ahead
-        if ahead is None:
-            return False
-        if isinstance(item, SnippetItem):
-            return item.runner is shared_run and item.path in ahead.snippets
-        claim = item.claim if isinstance(item, ClaimItem) else (
-            REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
-        return claim is not None and claim.id in ahead.claim_ids
-
-    def _read_book(self) -> Book:
-        """The book, page by page: a page that cannot be read is one load error, the others are checked."""
-        pages = []
-        for path in book_pages(self.book_dir):
-            try:
-                pages.append(read_page(path, self.root))
-            except (OSError, UnicodeDecodeError) as e:
-                self.load_errors.append(f"{path.relative_to(self.root)}:1: page cannot be read: {e}")
-        try:
-            allowlist = read_allowlist(self.book_config.allowlist)
-        except (AllowListError, OSError, UnicodeDecodeError) as e:
-            self.load_errors.append(str(e))
-            allowlist = []
-        return Book(self.root, pages, allowlist)
-
-    def allowlist_problems(self) -> list[tuple[str | None, str]]:
-        """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
-        if self._allowlist_problems is None:
-            self._allowlist_problems = self.book.allowlist_problems(self.book_config.shown(self.book_config.allowlist))
-        return self._allowlist_problems
-
-    def statuses(self) -> dict[tuple[str, str], str]:
-        """The status of every (claim, backend) judged in this run, on this process or its workers."""
-        out = dict(self.worker_statuses)
-        for claim_id, backend_name in self.verifier.judged:
-            claim = REGISTRY[claim_id]
-            backend = self.verifier.backends.get(backend_name) or backends_mod.NO_BACKEND
-            status, _ = self.verifier.status(claim, backend)
-            key = (claim_id, backend_name)
-            out[key] = worst((status, out[key])) if key in out else status
-        return out
-
-    def applies_to(self, claim: Claim, backend: str) -> list[str]:
-        """Hardware markers of the book's machines on which this (claim, backend) would run."""
-        return [marker for marker, profile in machine_mod.profiles().items() if applies_on(claim, backend, profile)]
-
-    def marks(self, claim: Claim, backend: str) -> list[pytest.MarkDecorator]:
-        names = {claim.kind.value}
-        if claim.kind is Kind.MEASURED:
-            names.add("measured")
-        if backend == "none":
-            names.add("cpu")
-        else:
-            names.add(self.backends[backend].marker)
-        names.update(self.applies_to(claim, backend))
-        return [getattr(pytest.mark, n) for n in sorted(names)]
-
-    def runs_alone(self, nodeid: str) -> bool:
-        """Whether an item times the machine (a measured claim's case or figure, a snippet run),
-        read from its node id, which is all an xdist controller has of it."""
-        path = nodeid.split("::", 1)[0]
-        if (self.root / path).parent == self.snippets_dir:
-            return True
-        return is_measured(claim_of_nodeid(nodeid) or "")
-
-    def runs_on_cuda(self, nodeid: str) -> bool:
-        """Whether an item computes on a GPU (a claim's case on torch:cuda, torch:rocm, jax:gpu or mlx:gpu,
-        or a figure whose claim is computed there), read from its node id: under xdist these share one
-        worker, the only one that makes a context on the card."""
-        gpus = {name for name, b in self.backends.items() if b.available and backends_mod.on_gpu(name)}
-        if not gpus:
-            return False
-        if any(nodeid.endswith(f"[{name}]") for name in gpus):
-            return True
-        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
-        return (claim is not None and FIGURE_NAME.search(nodeid) is not None
-                and any(b.name in gpus for b in self.verifier.backends_for(claim)))
-
-    def hardware_skip(self, claim: Claim) -> str | None:
-        if claim.hardware and claim.hardware not in self.machine.markers:
-            profile = machine_mod.profiles().get(claim.hardware)
-            needs = profile.name if profile else claim.hardware
-            return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
-        return None
+RunState = Session  # the run's engine state, as the plugin's fixtures and hooks name it
 
 
-def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:
-    """Whether a (claim, backend) runs on one of the book's machines: a claim about that machine or a
-    general one, on a backend its profile lists (or on none at all, the arithmetic kinds)."""
-    if claim.hardware not in (None, profile.marker):
-        return False
-    return backend == backends_mod.NO_BACKEND.name or backend in profile.backends
+def marks(run: Session, claim: Claim, backend: str) -> list[pytest.MarkDecorator]:
+    """The pytest marks of one (claim, backend): its kind, its backend's, the machines it applies on."""
+    return [getattr(pytest.mark, n) for n in sorted(run.mark_names(claim, backend))]
+
+
+def done_ahead(run: Session, item: pytest.Item) -> bool:
+    """Whether an item's work is the helper's: a claim it computes, a figure of one, a snippet it runs."""
+    if isinstance(item, SnippetItem):
+        return item.runner is shared_run and item.path in run.ahead_snippets
+    claim = item.claim if isinstance(item, ClaimItem) else (
+        REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
+    return claim is not None and claim.id in run.ahead_claims
 
 
 def plan_of(profile: machine_mod.Profile, book: Book) -> dict[str, list[tuple[Claim, list[str]]]]:
@@ -267,35 +99,15 @@ def plan_lines(marker: str, book: Book) -> list[str]:
     return lines
 
 
-def _pair_selected(expression: Any, run: RunState, claim: Claim, backend: str, item: pytest.Item) -> bool:
+def _pair_selected(expression: Any, run: Session, claim: Claim, backend: str, item: pytest.Item) -> bool:
     """Whether `-m`'s expression selects a figure's check on one backend: the item's own marks, with the
     backend, kind and hardware marks of that (claim, backend) alone instead of those of all its backends."""
     from _pytest.mark import MarkMatcher
 
     family = {*BACKEND_MARKERS, *machine_mod.profiles(), *(k.value for k in Kind), "measured"}
-    marks = [m.mark for m in run.marks(claim, backend)] + [m for m in item.iter_markers() if m.name not in family]
-    return bool(expression.evaluate(MarkMatcher.from_markers(marks)))
+    found = [m.mark for m in marks(run, claim, backend)] + [m for m in item.iter_markers() if m.name not in family]
+    return bool(expression.evaluate(MarkMatcher.from_markers(found)))
 
-
-CASE_ID = re.compile(r"::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")  # book.toml::<claim>[<backend>]
-FIGURE_NAME = re.compile(r"\((?P<claim>[a-z0-9_.]+)\)$")  # line N: <printed> (<claim>)
-
-
-def case_id(claim: Claim, backend: str) -> str:
-    return f"{claim.id}[{backend}]"
-
-
-def figure_name(binding: Binding, twice: bool = False) -> str:
-    """A figure's item name: its line, text and claim; with the column where the same figure of the same
-    claim stands twice on one line, so that every bound figure is one item and counts once."""
-    where = f"line {binding.line}, column {binding.column}" if twice else f"line {binding.line}"
-    return f"{where}: {binding.text} ({binding.claim_id})"
-
-
-def claim_of_nodeid(nodeid: str) -> str | None:
-    """The claim a claim item or a book figure checks, from its node id (see `case_id`, `figure_name`)."""
-    found = CASE_ID.search(nodeid) or FIGURE_NAME.search(nodeid)
-    return found["claim"] if found else None
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -350,25 +162,45 @@ RUN_MARKERS = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Read the book's `book.toml`, open the book, and declare its markers: kinds, backends and
-    one per hardware profile, each from its one definition."""
+    """Declare the book's markers (kinds, backends and one per hardware profile, each from its one
+    definition) and nothing else: the book opens when the session starts, and not for `--help`."""
     try:
         book = read_config(Path(config.rootpath))
     except ConfigError as e:
         raise pytest.UsageError(str(e)) from None
-    if book.offline:
-        offline.set_hub_offline()
-        offline.install()
-    config.stash[REOPEN] = snapshot()
-    config.stash[STATE] = RunState(config, book)
-    if not (config.option.collectonly or config.option.help or config.option.version):
-        _take_run_lock(config, book)
     for kind, text in KIND_MEANINGS.items():
         config.addinivalue_line("markers", f"{kind.value}: {text}")
     for name, text in {**BACKEND_MARKERS, **RUN_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    for marker, profile in machine_mod.profiles().items():
-        config.addinivalue_line("markers", f"{marker}: applies on {profile.name}")
+    for marker, name in machine_mod.profile_names(book.data / book.hardware).items():
+        config.addinivalue_line("markers", f"{marker}: applies on {name}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Open the book: its claims, pages and machine (before pytest prints the run's header)."""
+    config = session.config
+    book = read_config(Path(config.rootpath))
+    if book.offline:
+        offline.set_hub_offline()
+        offline.install()
+    config.stash[REOPEN] = snapshot()
+    plain = not hasattr(config, "workerinput") and not config.getoption("numprocesses", None)
+    ahead = (plain and not config.getoption("claims_no_ahead") and not config.option.collectonly
+             and machine_mod.usable_cpus() >= 2)  # a core to spare (xdist's workers share the cores already)
+
+    def machine_info(info: dict[str, Any]) -> dict[str, Any] | None:
+        replaced: dict[str, Any] | None = config.hook.pytest_claims_machine_info(machine_info=info)
+        return replaced
+
+    try:
+        config.stash[STATE] = Session(book, results_dir=config.getoption("claims_results_dir"),
+                                      machine_name=config.getoption("claims_machine"), machine_info=machine_info,
+                                      ahead=ahead)
+    except SessionError as e:
+        raise pytest.UsageError(str(e)) from None
+    if not config.option.collectonly:
+        _take_run_lock(config, book)
 
 
 def _take_run_lock(config: pytest.Config, book: BookConfig) -> None:
@@ -423,27 +255,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[REOPEN]()
 
 
-def state(config: pytest.Config) -> RunState:
+def state(config: pytest.Config) -> Session:
     return config.stash[STATE]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The book and the machine; the backends once collection has said which libraries the run needs
+    (`pytest_report_collectionfinish`), here only on an xdist controller, which collects nothing."""
     run = state(config)
-    present = ", ".join(f"{b.name} {b.version}" for b in run.backends.values() if b.available)
-    absent = "; ".join(f"{b.name}: {b.reason}" for b in run.backends.values() if not b.available)
     lines = [
         f"claims: {len(REGISTRY)} claims, {run.bound_figures} bound figures in {len(run.book.pages)} pages",
         f"machine: {run.machine.describe()}",
         *([f"machine identity: {run.identity_notice}"] if run.identity_notice else []),
-        f"backends: {present or 'none'}",
-        f"absent: {absent or 'none'}",
     ]
-    ahead = run.verifier.ahead
-    if ahead is not None:
-        done = [f"{n} {what}{'' if n == 1 else 's'} {how}" for n, what, how in
-                ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run")) if n]
-        lines.append(f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
-                     "(book.toml's ahead; --no-ahead does it all here)")
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        lines += backend_lines(run, every=True)
     dist = config.getoption("dist", "no")
     if dist not in ("no", "load"):
         lines.append(f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
@@ -451,8 +277,39 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """The backends this run's selection needs, each library loaded only for a claim selected on it,
+    and the helper's work."""
+    run = state(config)
+    if config.get_verbosity() < 0 or config.getoption("no_header", False):
+        return []  # the run's header is not shown either
+    for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
+        run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
+    lines = backend_lines(run)
+    ahead = run.verifier.ahead
+    if ahead is not None:
+        done = [f"{n} {what}{'' if n == 1 else 's'} {how}" for n, what, how in
+                ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run")) if n]
+        lines.append(f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
+                     "(book.toml's ahead; --no-ahead does it all here)")
+    return lines
+
+
+def backend_lines(run: Session, every: bool = False) -> list[str]:
+    """What the run's libraries found on this machine; `every` detects the libraries no selected claim loaded."""
+    found = {name: run.backends[name] for name in run.backends} if every else run.backends.detected()
+    present = ", ".join(f"{b.name} {b.version}" for b in found.values() if b.available)
+    absent = "; ".join(f"{b.name}: {b.reason}" for b in found.values() if not b.available)
+    unloaded = [name for name in run.backends if name not in found]
+    return [
+        f"backends: {present or 'none'}",
+        f"absent: {absent or 'none'}",
+        *([f"not loaded: {', '.join(unloaded)} (no selected check runs there)"] if unloaded else []),
+    ]
+
+
 @pytest.fixture
-def claims_run(request: pytest.FixtureRequest) -> RunState:
+def claims_run(request: pytest.FixtureRequest) -> Session:
     """The run's engine state: verifier, book, machine, backends."""
     return state(request.config)
 
@@ -479,13 +336,15 @@ class ClaimsFile(pytest.File):
         for claim in REGISTRY:
             for backend in run.verifier.backends_for(claim):
                 item = ClaimItem.from_parent(self, name=case_id(claim, backend.name), claim=claim, backend=backend)
-                for mark in run.marks(claim, backend.name):
+                for mark in marks(run, claim, backend.name):
                     item.add_marker(mark)
                 skip = run.hardware_skip(claim)
                 if skip is None and not backend.available:
-                    skip = f"{backend.name} is not here: {backend.reason}; this machine has {backends_mod.summary()}"
+                    here = ", ".join(b.name for b in run.backends.values() if b.available) or "no backend"
+                    skip = f"{backend.name} is not here: {backend.reason}; this machine has {here}"
                 if skip:
                     item.add_marker(pytest.mark.skip(reason=skip))
+                    item.not_here = skip
                 yield item
 
 
@@ -514,6 +373,7 @@ class ClaimItem(pytest.Item):
         super().__init__(**kwargs)
         self.claim = claim
         self.backend = backend
+        self.not_here: str | None = None  # why it will not run here, known at collection
 
     def runtest(self) -> None:
         check_claim(state(self.config), self.claim, self.backend)
@@ -536,11 +396,13 @@ class BookPage(pytest.File):
             claim = REGISTRY.get(binding.claim_id)
             twice = seen[(binding.line, binding.text, binding.claim_id)] > 1
             item = FigureItem.from_parent(self, name=figure_name(binding, twice), binding=binding)
+            item.extra_keyword_matches.update(figure_keywords(binding, twice))
             if claim is not None:
-                backends_used = [b.name for b in run.verifier.backends_for(claim)]
+                backends_used = [name for name in run.verifier.backends if claim.runs_on(name)] \
+                    if claim.needs_backend else [backends_mod.NO_BACKEND.name]  # names only: no library loads here
                 names = set()
                 for b in backends_used:
-                    names.update(m.name for m in run.marks(claim, b))
+                    names.update(run.mark_names(claim, b))
                 for n in sorted(names):
                     item.add_marker(n)
                 skip = run.hardware_skip(claim)
@@ -580,12 +442,12 @@ class FigureItem(BookItem):
         if claim is None:
             near = REGISTRY.near(self.binding.claim_id)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
-            run.figure_statuses[self.nodeid] = "failed"
+            run.tally.figure_statuses[self.nodeid] = "failed"
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
-        run.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
+        run.tally.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
         bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
@@ -668,7 +530,7 @@ class SnippetItem(BookItem):
     def runtest(self) -> None:
         run = state(self.config)
         ahead = run.verifier.ahead
-        done = ahead.snippet(self.path) if ahead is not None and run.done_ahead(self) else None
+        done = ahead.snippet(self.path) if ahead is not None and done_ahead(run, self) else None
         done = done or self.runner(self.path)
         broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
         if broken is not None:  # the snippet was not shown wrong: its output is not recorded
@@ -690,10 +552,11 @@ class SnippetItem(BookItem):
             raise BookFailure("\n".join(stale))
 
 
-def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> None:
+def check_claim(run: Session, claim: Claim, backend: backends_mod.Backend) -> None:
     """A claim item's check: the claim computes on the backend (figures are judged by their own items)."""
     result = run.verifier.outcome(claim, backend)
     if result.state == SKIPPED:
+        run.tally.not_here.setdefault(claim.id, result.message)
         pytest.skip(result.message)
     if result.state in (FAILED, BROKEN):
         pytest.fail(f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}",
@@ -702,7 +565,7 @@ def check_claim(run: RunState, claim: Claim, backend: backends_mod.Backend) -> N
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = state(session.config)
-    if run.lost_workers and session.exitstatus == pytest.ExitCode.OK:
+    if run.tally.lost_workers and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a summary without a worker's checks is not a pass
     if session.config.getoption("rewrite_stale_figures"):
         changed = rewrite_stale(run.verifier, run.root)
@@ -712,10 +575,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 reporter.write_line(f"rewrote {len(changed)} stale figure(s): " + ", ".join(changed))
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
-        workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
-        workeroutput["claims_selected"] = sorted([c, b] for c, b in run.selected)
-        workeroutput["claims_figures"] = sorted([n, s] for n, s in run.figure_statuses.items())
-        workeroutput["claims_figures_selected"] = sorted(run.figures_selected)
+        workeroutput["claims_tally"] = run.own_tally().to_json()
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
     commit, dirty = commit_of(run.root, (run.results_dir, run.book_config.results))
@@ -726,19 +586,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "os": run.machine.info.get("os"),
         "driver": run.machine.info.get("driver"),
         "versions": {k: run.machine.info.get(k) for k in ("python", *machine_mod.VERSIONED)},
-        "backends": {b.name: (b.version if b.available else None) for b in run.backends.values()},
+        "backends": {b.name: (b.version if b.available else None) for b in run.backends.detected().values()},
     }
     broken = run.broken()
     if broken:  # contribute refuses a run whose environment broke; a later sound run clears it
         header["environment_errors"] = [b.line() for b in broken]
-    update = run.verifier.results(run.machine.slug, header, run.outputs, run.not_here)
+    update = run.verifier.results(run.machine.slug, header, run.outputs, run.tally.not_here)
     path = run.results_dir / f"{run.machine.slug}.json"
     warnings: list[str] = []
     try:
         run.merged = merge_into(path, update, warn=warnings.append)
         run.written = path
         if workeroutput is not None:
-            workeroutput["claims_written"] = str(path)
+            workeroutput["claims_tally"] = run.own_tally().to_json()
     except (ResultsError, OSError) as e:
         warnings.append(f"results not merged into {path}: {e}")
         kept, aside = _keep_unmerged(path, update)
@@ -783,18 +643,11 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     """On the xdist controller: take in what a worker judged, for one summary of the whole run."""
     run = state(node.config)
     output = getattr(node, "workeroutput", None) or {}
-    if error is not None or "claims_statuses" not in output:
+    if error is not None or "claims_tally" not in output:
         why = str(error).strip().splitlines()[-1] if error is not None and str(error).strip() else "it handed back no statuses"
-        run.lost_workers.append(f"{node.gateway.id} ({why})")
-    for claim_id, backend_name, status in output.get("claims_statuses", []):
-        key = (claim_id, backend_name)
-        run.worker_statuses[key] = worst((status, run.worker_statuses[key])) if key in run.worker_statuses else status
-    run.selected.update((c, b) for c, b in output.get("claims_selected", []))
-    for nodeid, status in output.get("claims_figures", []):
-        run.figure_statuses[nodeid] = status
-    run.figures_selected.update(output.get("claims_figures_selected", []))
-    if output.get("claims_written"):
-        run.worker_written.add(output["claims_written"])
+        run.tally.lost_workers.append(f"{node.gateway.id} ({why})")
+    if "claims_tally" in output:
+        run.tally.merge(Tally.from_json(output["claims_tally"]))
 
 
 # The statuses the summary counts, in the order of its columns (the vocabulary's); a status a run
@@ -824,29 +677,33 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         from _pytest.mark.expression import Expression
 
         expression = Expression.compile(markexpr)
+    tally = run.tally
     for item in items:
         if isinstance(item, ClaimItem):
-            run.selected.add((item.claim.id, item.backend.name))
+            tally.selected.add((item.claim.id, item.backend.name))
+            if item.not_here:
+                tally.not_here.setdefault(item.claim.id, item.not_here)
         elif isinstance(item, FigureItem):
-            run.figures_selected.add(item.nodeid)
+            tally.figures_selected.add(item.nodeid)
             claim = REGISTRY.get(item.binding.claim_id)
             if claim is not None:
-                run.selected.update((claim.id, b.name) for b in run.verifier.backends_for(claim)
-                                    if expression is None or _pair_selected(expression, run, claim, b.name, item))
-    if expression is not None and hardware_in(markexpr) and run.selected:
+                names = [name for name in run.verifier.backends if claim.runs_on(name)] \
+                    if claim.needs_backend else [backends_mod.NO_BACKEND.name]
+                tally.selected.update((claim.id, b) for b in names
+                                      if expression is None or _pair_selected(expression, run, claim, b, item))
+    if expression is not None and hardware_in(markexpr) and tally.selected:
         # `-m <machine>` runs what applies there and nothing else; another expression (`-m slow`) selects
         # tests, whose claims still compute on every backend here
-        used = {b for _, b in run.selected}
-        run.verifier.backends = {name: b for name, b in run.verifier.backends.items() if name in used}
-    ahead = run.verifier.ahead
-    if ahead is None:
+        used = {b for _, b in tally.selected}
+        run.verifier.backends = {name: run.verifier.backends[name] for name in run.verifier.backends if name in used}
+    if not (run.ahead_claims or run.ahead_snippets):
         return
-    # the helper's work comes after everything else untimed, and the timed items last, alone
-    tier = {item: 1 if run.done_ahead(item) else 2 if run.runs_alone(item.nodeid) else 0 for item in items}
+    # the helper's work comes after everything else untimed, and the timed items last, alone; the helper
+    # starts only where the selection holds some of its work
+    tier = {item: 1 if done_ahead(run, item) else 2 if run.runs_alone(item.nodeid) else 0 for item in items}
     if 1 not in tier.values():
-        ahead.cancel()  # nothing selected needs the helper: it stops, and no timed item waits for it
-        run.verifier.ahead = None
         return
+    run.start_ahead()
     items.sort(key=tier.__getitem__)
 
 
@@ -858,7 +715,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     ahead = run.verifier.ahead
     timed = run.runs_alone(item.nodeid)
     if ahead is not None and ahead.running:
-        ours = run.done_ahead(item)
+        ours = done_ahead(run, item)
         if ours or timed:
             if not run.idled:
                 run.idled = True
@@ -875,79 +732,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         item.config.stash[LOCK].after_timed_item()
 
 
-def summary_table(statuses: dict[tuple[str, str], str],
-                  selected: set[tuple[str, str]] | None = None) -> dict[str, dict[str, int]]:
-    """Counts by backend: each status judged, and (given the selection) `selected` and `not here`."""
-    table: dict[str, dict[str, int]] = {}
-    for (_, backend_name), status in statuses.items():
-        row = table.setdefault(backend_name, {})
-        row[status] = row.get(status, 0) + 1
-    for key in selected or ():
-        row = table.setdefault(key[1], {})
-        row["selected"] = row.get("selected", 0) + 1
-        if key not in statuses:
-            row["not here"] = row.get("not here", 0) + 1
-    return table
-
-
-def outdated_records(run: RunState, judged: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
-    """Records in this machine's results file that this run did not redo and that no longer match the
-    book (the claim's code or an input changed since), each with why: a rerun of them clears it."""
-    results = run.merged
-    if results is None:
-        return {}
-    out = {}
-    for claim_id, per_backend in results.current(REGISTRY).items():
-        for backend_name, record in per_backend.items():
-            if (claim_id, backend_name) in judged or record.get("status") == Status.SKIPPED:
-                continue
-            why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
-            if why:
-                out[(claim_id, backend_name)] = why
-    return out
-
-
-def hardware_in(markexpr: str) -> list[str]:
-    """The hardware markers a `-m` expression names, in the order it names them."""
-    known = machine_mod.profiles()
-    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9_]+", markexpr or "") if w in known))
-
-
-def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
-    """Figures by their status on this machine, each selected figure once; `not here` for those that no
-    backend here computed."""
-    counts: dict[str, int] = {}
-    for nodeid in selected | set(figure_statuses):
-        status = figure_statuses.get(nodeid, Status.SKIPPED.value)
-        status = NOT_HERE if status == Status.SKIPPED else status
-        counts[status] = counts.get(status, 0) + 1
-    return counts
-
-
-def figure_line(counts: Mapping[str, int], bound: int) -> str:
-    """What the run found of the book's printed figures, each counted once in one status, the parts
-    adding up to the figures the run selected; the summary and the verdict both print this line."""
-    selected = sum(counts.values())
-    of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
-    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE)]
-    if counts.get(BROKEN):
-        parts.append(f"{counts[BROKEN]} not checked (the environment broke)")
-    parts.append(f"{counts.get(NOT_HERE, 0)} not computed on this machine")
-    return f"figures ({of} bound figures selected): {', '.join(parts)}"
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = state(config)
-    absent = {name for name, b in run.backends.items() if not b.available}
+    absent = {name for name, b in run.backends.detected().items() if not b.available}
     statuses = {k: s for k, s in run.statuses().items() if not (s == "skipped" and k[1] in absent)}
-    table = summary_table(statuses, run.selected)
+    tally = run.tally
+    table = summary_table(statuses, tally.selected)
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
     if run.verifier.ahead is not None and run.verifier.ahead.problem:
         terminalreporter.write_line(f"ahead: the helper process {run.verifier.ahead.problem}; this process did "
                                     "its work itself", yellow=True)
-    for lost in run.lost_workers:
+    for lost in tally.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)
     if not table:
@@ -968,24 +765,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                                 "each printed figure once, in the status it has on this machine.")
     for column in columns:
         terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
-    missed = [key for key in run.selected if key not in statuses]
+    missed = [key for key in tally.selected if key not in statuses]
     for marker in hardware_in(config.getoption("markexpr", "") or ""):
         there = sum(1 for c, b in missed if c in REGISTRY and marker in run.applies_to(REGISTRY[c], b))
         profile = machine_mod.profiles()[marker]
-        ran = len(run.selected) - len(missed)
+        ran = len(tally.selected) - len(missed)
         terminalreporter.write_line(
-            f"-m {marker}: {len(run.selected)} checks selected, {ran} ran here; {there} would run on "
+            f"-m {marker}: {len(tally.selected)} checks selected, {ran} ran here; {there} would run on "
             f"{profile.name} and did not run here (this machine is {run.machine.describe()})")
-    if run.figure_statuses or run.figures_selected:
-        terminalreporter.write_line(figure_line(figure_counts(run.figure_statuses, run.figures_selected),
+    if tally.figure_statuses or tally.figures_selected:
+        terminalreporter.write_line(figure_line(figure_counts(tally.figure_statuses, tally.figures_selected),
                                                 run.bound_figures))
     written = run.written
-    for path in sorted({str(written)} if written else run.worker_written):
+    for path in sorted({str(written)} if written else tally.written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
     _say_what_was_lost(terminalreporter, run)
 
 
-def _say_what_was_lost(terminalreporter: Any, run: RunState) -> None:
+def _say_what_was_lost(terminalreporter: Any, run: Session) -> None:
     """The run's last lines: records it could not keep, and what its environment lost."""
     if run.unkept:
         terminalreporter.write_line(f"results NOT kept: {run.unkept}", red=True)
@@ -1003,8 +800,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.longrepr = (str(item.path), item.line, reason)
         elif isinstance(item, ClaimItem):
             report.longrepr = (item.claim.source_file, item.claim.source_line, reason)
-    if report.skipped and isinstance(item, ClaimItem) and isinstance(report.longrepr, tuple):
-        state(item.config).not_here.setdefault(item.claim.id, str(report.longrepr[2]).removeprefix("Skipped: "))
     return report
 
 

@@ -1,0 +1,394 @@
+"""One verification of a book: the book opened, the machine, the backends, the verifier and what the run found.
+
+A `Session` knows nothing of pytest. The pytest plugin opens one when its session starts (not for
+`--help`, not while it only registers options and markers) and drives it; what a run found is its
+`Tally`, the one thing an xdist worker hands its controller.
+
+Nothing here loads an array library before a claim needs it: `Backends` detects a library the first
+time one of its backends is asked for, so a run whose selected claims are all arithmetic imports no
+torch, mlx or jax, and the machine's fingerprint reads torch's device only where torch can reach one
+(see `verified_book.machine.fingerprint`).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from verified_book import ahead as ahead_mod
+from verified_book import backends as backends_mod
+from verified_book import environment
+from verified_book import identity as identity_mod
+from verified_book import machine as machine_mod
+from verified_book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
+from verified_book.check import Verifier
+from verified_book.config import FILE_NAME, BookConfig, open_book
+from verified_book.provenance import outdated_reason
+from verified_book.registry import REGISTRY, Claim, Kind, is_measured
+from verified_book.results import ResultsFile
+from verified_book.snippet_figures import book_outputs
+from verified_book.snippet_output import BookOutputs
+from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
+from verified_book.vocabulary import FIGURE_COUNTS, NOT_HERE, Status, worst
+
+
+class SessionError(Exception):
+    """The session cannot open: this machine's identity cannot be read or kept."""
+
+
+class Backends(Mapping[str, backends_mod.Backend]):
+    """Every backend name (in the order of `backends.NAMES`), each library detected the first time one of
+    its backends is asked for: iterating the names or asking `in` loads nothing."""
+
+    def __init__(self, names: Sequence[str] = backends_mod.NAMES) -> None:
+        self._names = tuple(names)  # the backends the book declares (book.toml's `backends`), all by default
+        self._found: dict[str, backends_mod.Backend] = {}
+        self._libraries: set[str] = set()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __getitem__(self, name: str) -> backends_mod.Backend:
+        if name not in self._names:
+            raise KeyError(name)
+        library = name.split(":")[0]
+        if library not in self._libraries:
+            self._libraries.add(library)
+            self._found.update({b.name: b for b in backends_mod.ADAPTERS[library].detect()})
+        return self._found[name]
+
+    def detected(self) -> dict[str, backends_mod.Backend]:
+        """The backends of the libraries detected so far, in the order of NAMES."""
+        return {name: self._found[name] for name in self._names if name in self._found}
+
+    def undetected(self) -> list[str]:
+        """The backend names whose library this run has not loaded."""
+        return [name for name in self._names if name not in self._found]
+
+
+@dataclass
+class Tally:
+    """What a run found: the status of each (claim, backend) judged, the checks and figures it selected,
+    each figure's status, why a selected claim was computed nowhere here, the results file written and
+    the workers whose tallies were lost. An xdist worker sends its controller this and nothing else."""
+
+    statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+    selected: set[tuple[str, str]] = field(default_factory=set)  # (claim, backend) pairs this run's items check
+    figure_statuses: dict[str, str] = field(default_factory=dict)  # figure item's node id -> its status here
+    figures_selected: set[str] = field(default_factory=set)
+    not_here: dict[str, str] = field(default_factory=dict)  # claim id -> why no backend here computed it
+    written: set[str] = field(default_factory=set)  # results files the run's processes wrote
+    lost_workers: list[str] = field(default_factory=list)  # xdist workers whose tallies never arrived, and why
+
+    def merge(self, other: Tally) -> None:
+        """Take in another process's tally: a (claim, backend) judged by both keeps the worse status."""
+        for key, status in other.statuses.items():
+            self.statuses[key] = worst((status, self.statuses[key])) if key in self.statuses else status
+        self.selected |= other.selected
+        self.figure_statuses.update(other.figure_statuses)
+        self.figures_selected |= other.figures_selected
+        for claim_id, reason in other.not_here.items():
+            self.not_here.setdefault(claim_id, reason)
+        self.written |= other.written
+        self.lost_workers += other.lost_workers
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "statuses": [[c, b, s] for (c, b), s in sorted(self.statuses.items())],
+            "selected": sorted([c, b] for c, b in self.selected),
+            "figures": sorted([n, s] for n, s in self.figure_statuses.items()),
+            "figures_selected": sorted(self.figures_selected),
+            "not_here": dict(sorted(self.not_here.items())),
+            "written": sorted(self.written),
+            "lost_workers": list(self.lost_workers),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Tally:
+        return cls(
+            statuses={(c, b): s for c, b, s in data.get("statuses", [])},
+            selected={(c, b) for c, b in data.get("selected", [])},
+            figure_statuses={n: s for n, s in data.get("figures", [])},
+            figures_selected=set(data.get("figures_selected", [])),
+            not_here=dict(data.get("not_here", {})),
+            written=set(data.get("written", [])),
+            lost_workers=list(data.get("lost_workers", [])),
+        )
+
+
+MachineInfoHook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+
+
+class Session:
+    """What one verification knows: the book, the claims, the backends, the machine."""
+
+    def __init__(self, book: BookConfig, *, results_dir: Path | None = None, machine_name: str | None = None,
+                 machine_info: MachineInfoHook | None = None, ahead: bool = False) -> None:
+        self.book_config = book
+        self.root = book.root
+        self.book_dir = book.pages
+        self.snippets_dir = book.snippets
+        self.results_dir = Path(results_dir or book.writes_to)
+        self.load_errors: list[str] = open_book(book)
+        self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.bound_figures = sum(1 for _ in self.book.bindings())
+        self._allowlist_problems: list[tuple[str | None, str]] | None = None
+        self.output_blocks: BookOutputs = book_outputs()
+        # the helper's work, checked now (a stale entry is a load error); the helper starts once the run
+        # knows it selected some of it
+        self.ahead_claims: dict[str, Claim] = {}
+        self.ahead_snippets: set[Path] = set()
+        if ahead and book.ahead:
+            self._plan_ahead()
+        info = machine_mod.fingerprint()
+        replaced = machine_info(info) if machine_info is not None else None
+        info = replaced if replaced is not None else info
+        given = info.pop("slug", None)  # a stand-in machine's (the machine-info hook) names itself
+        given_id = info.pop("id", None)
+        self.identity_notice: str | None = None
+        if given is not None:
+            machine_id = given_id or identity_mod.legacy_id(given, info)
+            name = machine_name or given
+        else:
+            try:
+                kept, self.identity_notice = identity_mod.this_machine(machine_mod.slug_of(info), info)
+            except identity_mod.IdentityError as e:
+                raise SessionError(str(e)) from None
+            machine_id, name = kept.id, machine_name or kept.name
+        self.machine = machine_mod.identify(info, name, machine_id)
+        try:
+            self.backends = Backends(backends_mod.declared(book.backends))
+        except ValueError as e:
+            raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
+        self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.started = time.time()
+        self.tally = Tally()
+        self.written: Path | None = None
+        self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
+        self.idled = False  # whether pytest_claims_idle has been called
+        self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
+        self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
+
+    def broken(self) -> list[environment.Broken]:
+        """What the environment lost during the run, once each: met by claims or by snippets."""
+        found = {b.lost: b for b in self.verifier.broken()}
+        return list({**found, **self.broken_snippets}.values())
+
+    def _plan_ahead(self) -> None:
+        """What this process would take from a helper: the claims book.toml's `ahead` matches, and the
+        snippets it names that time nothing; each entry that names nothing usable is a load error."""
+        claims, unmatched = ahead_mod.matching(self.book_config.ahead, REGISTRY)
+        text = (self.root / FILE_NAME).read_text(encoding="utf-8")
+
+        def problem(entry: str, what: str) -> None:
+            line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
+            self.load_errors.append(f"{FILE_NAME}:{line}: [book] ahead names {entry!r}, {what}")
+
+        for pattern in unmatched:
+            problem(pattern, "which matches no claim")
+        snippets = []
+        for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
+            if not path.is_file():
+                problem(path.name, f"which is not a snippet in {self.book_config.shown(self.snippets_dir)}")
+            elif self.output_blocks.times_the_machine(path.name):
+                problem(path.name, "which prints a measured figure: a snippet that times the machine runs alone")
+            else:
+                snippets.append(path)
+        self.ahead_claims = {c.id: c for c in claims}
+        self.ahead_snippets = set(snippets)
+
+    def start_ahead(self) -> ahead_mod.Ahead:
+        """Start the helper on the work `_plan_ahead` found; the verifier takes its outcomes."""
+        ahead = ahead_mod.Ahead(self.root)
+        ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
+        self.verifier.ahead = ahead
+        return ahead
+
+    def _read_book(self) -> Book:
+        """The book, page by page: a page that cannot be read is one load error, the others are checked."""
+        pages = []
+        for path in book_pages(self.book_dir):
+            try:
+                pages.append(read_page(path, self.root))
+            except (OSError, UnicodeDecodeError) as e:
+                self.load_errors.append(f"{path.relative_to(self.root)}:1: page cannot be read: {e}")
+        try:
+            allowlist = read_allowlist(self.book_config.allowlist)
+        except (AllowListError, OSError, UnicodeDecodeError) as e:
+            self.load_errors.append(str(e))
+            allowlist = []
+        return Book(self.root, pages, allowlist)
+
+    def allowlist_problems(self) -> list[tuple[str | None, str]]:
+        """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
+        if self._allowlist_problems is None:
+            self._allowlist_problems = self.book.allowlist_problems(self.book_config.shown(self.book_config.allowlist))
+        return self._allowlist_problems
+
+    def statuses(self) -> dict[tuple[str, str], str]:
+        """The status of every (claim, backend) judged in this run, on this process or its workers."""
+        out = dict(self.tally.statuses)
+        for claim_id, backend_name in self.verifier.judged:
+            claim = REGISTRY[claim_id]
+            backend = self.verifier.backends.get(backend_name) or backends_mod.NO_BACKEND
+            status, _ = self.verifier.status(claim, backend)
+            key = (claim_id, backend_name)
+            out[key] = worst((status, out[key])) if key in out else status
+        return out
+
+    def own_tally(self) -> Tally:
+        """What this process found, statuses included: what an xdist worker hands back."""
+        tally = Tally(**{**self.tally.__dict__})
+        tally.statuses = self.statuses()
+        tally.written = {str(self.written)} if self.written else set()
+        return tally
+
+    def applies_to(self, claim: Claim, backend: str) -> list[str]:
+        """Hardware markers of the book's machines on which this (claim, backend) would run."""
+        return [marker for marker, profile in machine_mod.profiles().items() if applies_on(claim, backend, profile)]
+
+    def mark_names(self, claim: Claim, backend: str) -> set[str]:
+        """The marker names of one (claim, backend): its kind, its backend's, and the machines it applies on."""
+        names = {claim.kind.value}
+        if claim.kind is Kind.MEASURED:
+            names.add("measured")
+        if backend == "none":
+            names.add("cpu")
+        else:
+            library, _, place = backend.partition(":")
+            names.add(backends_mod.ADAPTERS[library].marker_for(place or "cpu"))  # the library is not loaded for it
+        names.update(self.applies_to(claim, backend))
+        return names
+
+    def runs_alone(self, nodeid: str) -> bool:
+        """Whether an item times the machine (a measured claim's case or figure, a snippet run),
+        read from its node id, which is all an xdist controller has of it."""
+        path = nodeid.split("::", 1)[0]
+        if (self.root / path).parent == self.snippets_dir:
+            return True
+        return is_measured(claim_of_nodeid(nodeid) or "")
+
+    def runs_on_cuda(self, nodeid: str) -> bool:
+        """Whether an item computes on a GPU (a claim's case on torch:cuda, torch:rocm, jax:gpu or mlx:gpu,
+        or a figure whose claim is computed there), read from its node id: under xdist these share one
+        worker, the only one that makes a context on the card."""
+        gpus = {name for name in self.backends if backends_mod.on_gpu(name) and self.backends[name].available}
+        if not gpus:
+            return False
+        if any(nodeid.endswith(f"[{name}]") for name in gpus):
+            return True
+        claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
+        return (claim is not None and FIGURE_NAME.search(nodeid) is not None
+                and any(b.name in gpus for b in self.verifier.backends_for(claim)))
+
+    def hardware_skip(self, claim: Claim) -> str | None:
+        if claim.hardware and claim.hardware not in self.machine.markers:
+            profile = machine_mod.profiles().get(claim.hardware)
+            needs = profile.name if profile else claim.hardware
+            return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
+        return None
+
+
+def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:
+    """Whether a (claim, backend) runs on one of the book's machines: a claim about that machine or a
+    general one, on a backend its profile lists (or on none at all, the arithmetic kinds)."""
+    if claim.hardware not in (None, profile.marker):
+        return False
+    return backend == backends_mod.NO_BACKEND.name or backend in profile.backends
+
+
+CASE_ID = re.compile(r"::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")  # book.toml::<claim>[<backend>]
+FIGURE_NAME = re.compile(r"\((?P<claim>[a-z0-9_.]+)\)$")  # line N: <printed> (<claim>)
+
+
+def case_id(claim: Claim, backend: str) -> str:
+    return f"{claim.id}[{backend}]"
+
+
+def figure_name(binding: Binding, twice: bool = False) -> str:
+    """A figure's item name: its line, text and claim; with the column where the same figure of the same
+    claim stands twice on one line, so that every bound figure is one item and counts once."""
+    where = f"line {binding.line}, column {binding.column}" if twice else f"line {binding.line}"
+    return f"{where}: {binding.text} ({binding.claim_id})"
+
+
+def figure_keywords(binding: Binding, twice: bool = False) -> list[str]:
+    """Words `-k` selects a figure by, free of the spaces and colons of its name: `line_254` (and
+    `column_17` where the figure stands twice on its line). Its claim id is in its name already."""
+    return [f"line_{binding.line}", *([f"column_{binding.column}"] if twice else [])]
+
+
+def claim_of_nodeid(nodeid: str) -> str | None:
+    """The claim a claim item or a book figure checks, from its node id (see `case_id`, `figure_name`)."""
+    found = CASE_ID.search(nodeid) or FIGURE_NAME.search(nodeid)
+    return found["claim"] if found else None
+
+
+def summary_table(statuses: dict[tuple[str, str], str],
+                  selected: set[tuple[str, str]] | None = None) -> dict[str, dict[str, int]]:
+    """Counts by backend: each status judged, and (given the selection) `selected` and `not here`."""
+    table: dict[str, dict[str, int]] = {}
+    for (_, backend_name), status in statuses.items():
+        row = table.setdefault(backend_name, {})
+        row[status] = row.get(status, 0) + 1
+    for key in selected or ():
+        row = table.setdefault(key[1], {})
+        row["selected"] = row.get("selected", 0) + 1
+        if key not in statuses:
+            row["not here"] = row.get("not here", 0) + 1
+    return table
+
+
+def outdated_records(run: Session, judged: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """Records in this machine's results file that this run did not redo and that no longer match the
+    book (the claim's code or an input changed since), each with why: a rerun of them clears it."""
+    results = run.merged
+    if results is None:
+        return {}
+    out = {}
+    for claim_id, per_backend in results.current(REGISTRY).items():
+        for backend_name, record in per_backend.items():
+            if (claim_id, backend_name) in judged or record.get("status") == Status.SKIPPED:
+                continue
+            why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
+            if why:
+                out[(claim_id, backend_name)] = why
+    return out
+
+
+def hardware_in(markexpr: str) -> list[str]:
+    """The hardware markers a `-m` expression names, in the order it names them."""
+    known = machine_mod.profiles()
+    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9_]+", markexpr or "") if w in known))
+
+
+def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
+    """Figures by their status on this machine, each selected figure once; `not here` for those that no
+    backend here computed."""
+    counts: dict[str, int] = {}
+    for nodeid in selected | set(figure_statuses):
+        status = figure_statuses.get(nodeid, Status.SKIPPED.value)
+        status = NOT_HERE if status == Status.SKIPPED else status
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def figure_line(counts: Mapping[str, int], bound: int) -> str:
+    """What the run found of the book's printed figures, each counted once in one status, the parts
+    adding up to the figures the run selected; the summary and the verdict both print this line."""
+    selected = sum(counts.values())
+    of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
+    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE)]
+    if counts.get(BROKEN):
+        parts.append(f"{counts[BROKEN]} not checked (the environment broke)")
+    parts.append(f"{counts.get(NOT_HERE, 0)} not computed on this machine")
+    return f"figures ({of} bound figures selected): {', '.join(parts)}"
