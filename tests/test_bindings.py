@@ -1,6 +1,9 @@
 """The book reader: bindings with file and line, unbound numbers, what is not prose."""
 from __future__ import annotations
 
+import json
+import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -8,9 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.bindings import WORD_NUMBER, AllowListError, Book, iter_numbers, read_allowlist, read_page
+from verified_book.bindings import WORD_NUMBER, AllowListError, Binding, Book, is_number_word, iter_numbers, read_allowlist, read_page
+from verified_book.figures import as_number, parse
+from verified_book.render import from_json
 
 SAMPLES = Path(__file__).parent / "samples"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -277,3 +283,88 @@ def test_the_books_allowlist_excuses_each_number_word_on_its_own() -> None:
     read = Book.read(root / "book", root)
     assert read.allowlist_problems() == []
     assert not [u.where for u, allowed in read.unbound() if allowed is None]
+
+
+# No precision admits the neighbouring round figure (a ±1 margin on "about three" lets "about two" pass too).
+
+_UNIT_FRACTION = re.compile(r"(?i)an? (third|quarter|fifth|sixth|seventh|eighth|ninth|tenth)")
+_DENOMINATORS = {"third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+
+
+def _neighbours(binding: Binding) -> tuple[Fraction, Fraction] | None:
+    """The round figures on either side of a bound figure: one unit of the stated value's last printed digit
+    away ("about 17": 16 and 18; "four per cent": 3 and 5 per cent), or for a unit fraction in words stated
+    with a precision of its own, the unit fractions beside it ("a quarter": a fifth and a third)."""
+    printed = binding.printed
+    if printed is None or printed.is_tuple or not isinstance(printed.value, Fraction):
+        return None
+    digits = parse(printed.core)
+    unit = digits.high - digits.low
+    fraction = _UNIT_FRACTION.fullmatch(binding.text.strip())
+    if fraction and printed.high - printed.value != unit / 2:
+        n = _DENOMINATORS[fraction.group(1).lower()]
+        return Fraction(1, n + 1), Fraction(1, n - 1)
+    if not isinstance(unit, Fraction) or unit == 0:
+        return None  # an exact figure (2^-7, 10^-3) has no neighbour within a precision
+    return printed.value - unit, printed.value + unit
+
+
+def _loose(binding: Binding) -> bool:
+    """A figure whose precision is not simply its printed digits': in words, "about N", or an explicit ± margin."""
+    printed = binding.printed
+    assert printed is not None
+    digits = parse(printed.core)
+    return printed.approximate or printed.high - printed.value != (digits.high - digits.low) / 2 or bool(
+        is_number_word(binding.text.strip()) or (binding.title and binding.stated != binding.text))
+
+
+def admitted_neighbours(binding: Binding, values: list[Any]) -> list[str]:
+    """Where the neighbouring round figure would hold against a value the figure holds for."""
+    around = _neighbours(binding)
+    printed = binding.printed
+    if around is None or printed is None or binding.disputed:
+        return []
+    half = Fraction(printed.high) - Fraction(printed.value)  # type: ignore[arg-type]
+    out = []
+    for value in values:
+        number = as_number(value)
+        if not isinstance(number, Fraction) or not printed.holds(number):
+            continue
+        for neighbour in around:
+            if abs(number - neighbour) <= half:
+                out.append(f"{binding.where}:{binding.column}: figure {binding.text!r} ({binding.claim_id}, "
+                           f"stated {binding.stated!r}) holds for {float(number):.6g} under a margin of ±{float(half):.3g}, "
+                           f"and so would its neighbour {float(neighbour):.6g}: narrow the precision, or mark the figure disputed")
+    return out
+
+
+def test_a_margin_that_admits_the_neighbour_is_caught(tmp_path: Path) -> None:
+    page = _page(tmp_path, 'Keeps [about three](claim:d "3 ± 1") digits; [about 17](claim:c) tokens/s; '
+                           '[A quarter](claim:q "0.25 ± 0.1"); [a quarter](claim:r "0.25 ± 0.03").')
+    by_id = {b.claim_id: b for b in page.bindings}
+    assert admitted_neighbours(by_id["d"], [2.41]) and "neighbour 2" in admitted_neighbours(by_id["d"], [2.41])[0]
+    assert admitted_neighbours(by_id["d"], [3.28]) and "neighbour 4" in admitted_neighbours(by_id["d"], [3.28])[0]
+    assert not admitted_neighbours(by_id["c"], [16.6]) and not admitted_neighbours(by_id["c"], [17.4])
+    assert admitted_neighbours(by_id["q"], [0.3])  # a third is within 0.1 of 0.3 as well
+    assert not admitted_neighbours(by_id["r"], [0.268])
+
+
+def _recorded_values() -> dict[str, list[Any]]:
+    """Every committed machine's value of each claim, on every backend it was computed on."""
+    out: dict[str, list[Any]] = {}
+    for path in sorted((ROOT / "results").glob("*.json")):
+        for claim_id, by_backend in json.loads(path.read_text(encoding="utf-8")).get("records", {}).items():
+            for record in by_backend.values():
+                if record.get("value") is not None:
+                    out.setdefault(claim_id, []).append(from_json(record["value"]))
+    return out
+
+
+def test_no_figure_in_the_book_admits_its_neighbouring_round_figure() -> None:
+    read = Book.read(ROOT / "book", ROOT)
+    values = _recorded_values()
+    loose = [b for b in read.bindings() if b.printed is not None and not b.printed.is_tuple and _loose(b)]
+    checked = [b for b in loose if any(isinstance(as_number(v), Fraction) for v in values.get(b.claim_id, []))]
+    assert len(checked) > 50, f"only {len(checked)} figures in words or 'about N' have a committed value to check"
+    problems = [p for b in checked for p in admitted_neighbours(b, values[b.claim_id])]
+    assert not problems, "\n".join(problems)
