@@ -1,6 +1,7 @@
 """The book reader: bindings with file and line, unbound numbers, what is not prose."""
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from fractions import Fraction
@@ -247,9 +248,43 @@ def test_a_wrong_number_word_planted_on_a_page_fails(tmp_path: Path) -> None:
 def test_a_class_pattern_for_number_words_is_refused(tmp_path: Path) -> None:
     read = _sample_book(tmp_path, "A byte holds eight bits.\n", _CLASS_PATTERN)
     assert all(allowed is not None for _, allowed in read.unbound())  # the class pattern would excuse the wrong "eight"...
-    problems = read.allowlist_problems()
+    problems = [(page, message) for page, message in read.allowlist_problems() if page is not None]
     assert {page for page, _ in problems} == {"book/p.md", "book/q.md"}  # ...so each page it touches fails
     assert all("book/allowlist.toml:1:" in message and "an entry of its own" in message for _, message in problems)
+
+
+def test_an_entry_without_files_is_refused(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "It has 12 parts.\n",
+                        '[[allow]]\npattern = "has 12 parts"\nreason = "a count"\n'
+                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    assert all(allowed is not None for _, allowed in read.unbound())
+    assert read.allowlist_problems() == [(None, "book/allowlist.toml:1: allow-list entry 'has 12 parts' names no `files`, so it "
+                                                "excuses its pattern on every page: expected files = [the pages it excuses on], "
+                                                "found none")]
+
+
+@pytest.mark.parametrize("files", ['["*"]', '["book/*"]', '["book/p.md", "book/q.*"]', '["**"]'])
+def test_files_that_match_every_page_are_refused(tmp_path: Path, files: str) -> None:
+    read = _sample_book(tmp_path, "It has 12 parts.\n",
+                        f'[[allow]]\npattern = "has 12 parts|The two tracks meet"\nreason = "a count"\nfiles = {files}\n')
+    assert [m for page, m in read.allowlist_problems() if page is None] == [
+        f"book/allowlist.toml:1: allow-list entry 'has 12 parts|The two tracks meet' excuses its pattern on every page: expected "
+        f"files = [the pages it excuses on], found files = {list(read.allowlist[0].files)}, "
+        "which match all 2 pages"]
+
+
+def test_files_must_be_a_list_of_pages(tmp_path: Path) -> None:
+    (tmp_path / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = "parts"\nfiles = "book/p.md"\n')
+    with pytest.raises(AllowListError, match=r"allowlist.toml:1: .*expected files = \[.*found files = 'book/p.md'"):
+        read_allowlist(tmp_path / "allowlist.toml")
+
+
+def test_no_entry_of_the_books_allowlist_spans_every_page() -> None:
+    read = Book.read(ROOT / "book", ROOT)
+    pages = [page.file for page in read.pages]
+    assert len(pages) > 1
+    for entry in read.allowlist:
+        assert entry.files and not all(any(fnmatch.fnmatch(p, f) for f in entry.files) for p in pages), entry.line
 
 
 def test_a_bare_number_word_is_refused_even_on_one_page(tmp_path: Path) -> None:
@@ -273,7 +308,7 @@ def test_one_entry_excuses_number_words_on_one_line_only(tmp_path: Path) -> None
 def test_an_entry_that_excuses_nothing_fails(tmp_path: Path) -> None:
     read = _sample_book(tmp_path, "Nothing here.\n",
                         '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n'
-                        '[[allow]]\npattern = "never matches"\nreason = "stale"\n')
+                        '[[allow]]\npattern = "never matches"\nreason = "stale"\nfiles = ["book/p.md"]\n')
     assert [m for _, m in read.allowlist_problems()] == [
         "book/allowlist.toml:5: allow-list entry 'never matches' excuses nothing; remove it, or fix its pattern or files"]
 
