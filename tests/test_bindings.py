@@ -1,6 +1,10 @@
 """The book reader: bindings with file and line, unbound numbers, what is not prose."""
 from __future__ import annotations
 
+import fnmatch
+import json
+import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -8,9 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.bindings import WORD_NUMBER, AllowListError, Book, iter_numbers, read_allowlist, read_page
+from verified_book.bindings import WORD_NUMBER, AllowListError, Binding, Book, is_number_word, iter_numbers, read_allowlist, read_page
+from verified_book.figures import as_number, parse
+from verified_book.render import from_json
 
 SAMPLES = Path(__file__).parent / "samples"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -241,9 +248,43 @@ def test_a_wrong_number_word_planted_on_a_page_fails(tmp_path: Path) -> None:
 def test_a_class_pattern_for_number_words_is_refused(tmp_path: Path) -> None:
     read = _sample_book(tmp_path, "A byte holds eight bits.\n", _CLASS_PATTERN)
     assert all(allowed is not None for _, allowed in read.unbound())  # the class pattern would excuse the wrong "eight"...
-    problems = read.allowlist_problems()
+    problems = [(page, message) for page, message in read.allowlist_problems() if page is not None]
     assert {page for page, _ in problems} == {"book/p.md", "book/q.md"}  # ...so each page it touches fails
     assert all("book/allowlist.toml:1:" in message and "an entry of its own" in message for _, message in problems)
+
+
+def test_an_entry_without_files_is_refused(tmp_path: Path) -> None:
+    read = _sample_book(tmp_path, "It has 12 parts.\n",
+                        '[[allow]]\npattern = "has 12 parts"\nreason = "a count"\n'
+                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    assert all(allowed is not None for _, allowed in read.unbound())
+    assert read.allowlist_problems() == [(None, "book/allowlist.toml:1: allow-list entry 'has 12 parts' names no `files`, so it "
+                                                "excuses its pattern on every page: expected files = [the pages it excuses on], "
+                                                "found none")]
+
+
+@pytest.mark.parametrize("files", ['["*"]', '["book/*"]', '["book/p.md", "book/q.*"]', '["**"]'])
+def test_files_that_match_every_page_are_refused(tmp_path: Path, files: str) -> None:
+    read = _sample_book(tmp_path, "It has 12 parts.\n",
+                        f'[[allow]]\npattern = "has 12 parts|The two tracks meet"\nreason = "a count"\nfiles = {files}\n')
+    assert [m for page, m in read.allowlist_problems() if page is None] == [
+        f"book/allowlist.toml:1: allow-list entry 'has 12 parts|The two tracks meet' excuses its pattern on every page: expected "
+        f"files = [the pages it excuses on], found files = {list(read.allowlist[0].files)}, "
+        "which match all 2 pages"]
+
+
+def test_files_must_be_a_list_of_pages(tmp_path: Path) -> None:
+    (tmp_path / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = "parts"\nfiles = "book/p.md"\n')
+    with pytest.raises(AllowListError, match=r"allowlist.toml:1: .*expected files = \[.*found files = 'book/p.md'"):
+        read_allowlist(tmp_path / "allowlist.toml")
+
+
+def test_no_entry_of_the_books_allowlist_spans_every_page() -> None:
+    read = Book.read(ROOT / "book", ROOT)
+    pages = [page.file for page in read.pages]
+    assert len(pages) > 1
+    for entry in read.allowlist:
+        assert entry.files and not all(any(fnmatch.fnmatch(p, f) for f in entry.files) for p in pages), entry.line
 
 
 def test_a_bare_number_word_is_refused_even_on_one_page(tmp_path: Path) -> None:
@@ -267,7 +308,7 @@ def test_one_entry_excuses_number_words_on_one_line_only(tmp_path: Path) -> None
 def test_an_entry_that_excuses_nothing_fails(tmp_path: Path) -> None:
     read = _sample_book(tmp_path, "Nothing here.\n",
                         '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n'
-                        '[[allow]]\npattern = "never matches"\nreason = "stale"\n')
+                        '[[allow]]\npattern = "never matches"\nreason = "stale"\nfiles = ["book/p.md"]\n')
     assert [m for _, m in read.allowlist_problems()] == [
         "book/allowlist.toml:5: allow-list entry 'never matches' excuses nothing; remove it, or fix its pattern or files"]
 
@@ -277,3 +318,88 @@ def test_the_books_allowlist_excuses_each_number_word_on_its_own() -> None:
     read = Book.read(root / "book", root)
     assert read.allowlist_problems() == []
     assert not [u.where for u, allowed in read.unbound() if allowed is None]
+
+
+# No precision admits the neighbouring round figure (a ±1 margin on "about three" lets "about two" pass too).
+
+_UNIT_FRACTION = re.compile(r"(?i)an? (third|quarter|fifth|sixth|seventh|eighth|ninth|tenth)")
+_DENOMINATORS = {"third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+
+
+def _neighbours(binding: Binding) -> tuple[Fraction, Fraction] | None:
+    """The round figures on either side of a bound figure: one unit of the stated value's last printed digit
+    away ("about 17": 16 and 18; "four per cent": 3 and 5 per cent), or for a unit fraction in words stated
+    with a precision of its own, the unit fractions beside it ("a quarter": a fifth and a third)."""
+    printed = binding.printed
+    if printed is None or printed.is_tuple or not isinstance(printed.value, Fraction):
+        return None
+    digits = parse(printed.core)
+    unit = digits.high - digits.low
+    fraction = _UNIT_FRACTION.fullmatch(binding.text.strip())
+    if fraction and printed.high - printed.value != unit / 2:
+        n = _DENOMINATORS[fraction.group(1).lower()]
+        return Fraction(1, n + 1), Fraction(1, n - 1)
+    if not isinstance(unit, Fraction) or unit == 0:
+        return None  # an exact figure (2^-7, 10^-3) has no neighbour within a precision
+    return printed.value - unit, printed.value + unit
+
+
+def _loose(binding: Binding) -> bool:
+    """A figure whose precision is not simply its printed digits': in words, "about N", or an explicit ± margin."""
+    printed = binding.printed
+    assert printed is not None
+    digits = parse(printed.core)
+    return printed.approximate or printed.high - printed.value != (digits.high - digits.low) / 2 or bool(
+        is_number_word(binding.text.strip()) or (binding.title and binding.stated != binding.text))
+
+
+def admitted_neighbours(binding: Binding, values: list[Any]) -> list[str]:
+    """Where the neighbouring round figure would hold against a value the figure holds for."""
+    around = _neighbours(binding)
+    printed = binding.printed
+    if around is None or printed is None or binding.disputed:
+        return []
+    half = Fraction(printed.high) - Fraction(printed.value)  # type: ignore[arg-type]
+    out = []
+    for value in values:
+        number = as_number(value)
+        if not isinstance(number, Fraction) or not printed.holds(number):
+            continue
+        for neighbour in around:
+            if abs(number - neighbour) <= half:
+                out.append(f"{binding.where}:{binding.column}: figure {binding.text!r} ({binding.claim_id}, "
+                           f"stated {binding.stated!r}) holds for {float(number):.6g} under a margin of ±{float(half):.3g}, "
+                           f"and so would its neighbour {float(neighbour):.6g}: narrow the precision, or mark the figure disputed")
+    return out
+
+
+def test_a_margin_that_admits_the_neighbour_is_caught(tmp_path: Path) -> None:
+    page = _page(tmp_path, 'Keeps [about three](claim:d "3 ± 1") digits; [about 17](claim:c) tokens/s; '
+                           '[A quarter](claim:q "0.25 ± 0.1"); [a quarter](claim:r "0.25 ± 0.03").')
+    by_id = {b.claim_id: b for b in page.bindings}
+    assert admitted_neighbours(by_id["d"], [2.41]) and "neighbour 2" in admitted_neighbours(by_id["d"], [2.41])[0]
+    assert admitted_neighbours(by_id["d"], [3.28]) and "neighbour 4" in admitted_neighbours(by_id["d"], [3.28])[0]
+    assert not admitted_neighbours(by_id["c"], [16.6]) and not admitted_neighbours(by_id["c"], [17.4])
+    assert admitted_neighbours(by_id["q"], [0.3])  # a third is within 0.1 of 0.3 as well
+    assert not admitted_neighbours(by_id["r"], [0.268])
+
+
+def _recorded_values() -> dict[str, list[Any]]:
+    """Every committed machine's value of each claim, on every backend it was computed on."""
+    out: dict[str, list[Any]] = {}
+    for path in sorted((ROOT / "results").glob("*.json")):
+        for claim_id, by_backend in json.loads(path.read_text(encoding="utf-8")).get("records", {}).items():
+            for record in by_backend.values():
+                if record.get("value") is not None:
+                    out.setdefault(claim_id, []).append(from_json(record["value"]))
+    return out
+
+
+def test_no_figure_in_the_book_admits_its_neighbouring_round_figure() -> None:
+    read = Book.read(ROOT / "book", ROOT)
+    values = _recorded_values()
+    loose = [b for b in read.bindings() if b.printed is not None and not b.printed.is_tuple and _loose(b)]
+    checked = [b for b in loose if any(isinstance(as_number(v), Fraction) for v in values.get(b.claim_id, []))]
+    assert len(checked) > 50, f"only {len(checked)} figures in words or 'about N' have a committed value to check"
+    problems = [p for b in checked for p in admitted_neighbours(b, values[b.claim_id])]
+    assert not problems, "\n".join(problems)

@@ -23,8 +23,8 @@ from verified_book.figures import FigureSyntaxError, format_like, parse
         ("2^{-10}", [Fraction(1, 1024)], [0.000977]),
         ("8.6%", [0.086, 0.0864], [0.0866, 0.085]),
         ("8.6 per cent", [0.086], [0.087]),
-        ("≈ 14", [13.1, 14.9], [12.9, 15.1]),
-        ("about 17", [16.1, 17.9], [18.1]),
+        ("≈ 14", [13.5, 14.49], [13.4, 14.6]),
+        ("about 17", [16.5, 17.49], [16.4, 17.6, 18.1]),
         ("16.4 GB", [16.38], [16.3]),
         ("65,504", [65504], [65505]),
         ("−0.0026", [-0.0026], [0.0026]),
@@ -186,10 +186,11 @@ def test_a_space_before_a_unit_is_still_a_unit() -> None:
 
 
 def test_a_rounded_count_in_words_is_not_admitted_by_its_neighbour() -> None:
-    """'about three' digits for BF16's 2.41 passes a ±1 tolerance under which 'about two' passes too; a count
-    bound to the nearest whole (`3 ± 0.5`) tells them apart."""
+    """'about three' digits for BF16's 2.41 would pass a ±1 tolerance under which 'about two' passes too; "about N"
+    holds to its printed digit, as does a count bound to the nearest whole (`3 ± 0.5`), so each tells them apart."""
     bf16, fp16 = 8 * math.log10(2), 11 * math.log10(2)  # significand bits times log10(2): 2.41, 3.31
-    assert parse("about 3").holds(bf16) and parse("about 2").holds(bf16)  # why "about N" cannot bind a small count
+    assert parse("about 2").holds(bf16) and not parse("about 3").holds(bf16)
+    assert parse("about 3").holds(fp16) and not parse("about 2").holds(fp16) and not parse("about 4").holds(fp16)
     assert parse("2 ± 0.5").holds(bf16) and not parse("3 ± 0.5").holds(bf16)
     assert parse("3 ± 0.5").holds(fp16) and not parse("2 ± 0.5").holds(fp16)
     assert not parse("about 3 ± 0.5").holds(bf16)

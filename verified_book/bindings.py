@@ -293,7 +293,7 @@ class Allowance:
     line: int
 
     def covers(self, item: Unbound, source_line: str) -> bool:
-        if not any(fnmatch.fnmatch(item.file, f) for f in self.files):
+        if not any(fnmatch.fnmatch(item.file, f) for f in self.files or ("*",)):  # no `files`: refused, see Book.allowlist_problems
             return False
         start = item.column - 1
         return any(m.start() <= start and start + len(item.text) <= m.end() for m in self.pattern.finditer(source_line))
@@ -304,7 +304,7 @@ class AllowListError(ValueError):
 
 
 def read_allowlist(path: Path) -> list[Allowance]:
-    """Read `book/allowlist.toml`: [[allow]] tables with `pattern`, `reason`, optional `files`."""
+    """Read `book/allowlist.toml`: [[allow]] tables with `pattern`, `reason` and `files` (the pages it excuses on)."""
     if not path.exists():
         return []
     text = path.read_text(encoding="utf-8")
@@ -322,7 +322,11 @@ def read_allowlist(path: Path) -> list[Allowance]:
             pattern = re.compile(entry["pattern"])
         except (KeyError, re.error) as e:
             raise AllowListError(f"{path}:{line}: allow-list entry needs a valid `pattern` regex: {e}") from None
-        entries.append(Allowance(pattern, entry["reason"], tuple(entry.get("files", ["*"])), line))
+        files = entry.get("files", [])
+        if not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
+            raise AllowListError(f"{path}:{line}: allow-list entry {entry.get('pattern')!r}: expected files = [\"book/page.md\", ...] "
+                                 f"(a list of page globs), found files = {files!r}")
+        entries.append(Allowance(pattern, entry["reason"], tuple(files), line))
     return entries
 
 
@@ -378,7 +382,9 @@ class Book:
     def allowlist_problems(self, allowlist: str = "book/allowlist.toml") -> list[tuple[str | None, str]]:
         """What is wrong with the allow-list, as (page or None, compiler-style message).
 
-        An entry that excuses nothing is stale. A number in words is excused one occurrence
+        An entry that excuses nothing is stale. An entry names the pages it excuses on, in `files`,
+        and globs that match every page of a book of several are no narrower than none: a class
+        pattern spanning the whole book would excuse a wrong figure anywhere. A number in words is excused one occurrence
         at a time: the entry that excuses one names its page in `files`, excuses number words
         on that one line only, and its pattern matches more than the word itself, so that a
         class pattern ("two", "half", "ten") cannot excuse every such word in the book.
@@ -387,6 +393,15 @@ class Book:
         for entry in self.unused_allowances():
             problems.append((None, f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r} excuses "
                                    "nothing; remove it, or fix its pattern or files"))
+        every_page = [page.file for page in self.pages]
+        for entry in self.allowlist:
+            where = f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r}"
+            if not entry.files:
+                problems.append((None, f"{where} names no `files`, so it excuses its pattern on every page: expected "
+                                       "files = [the pages it excuses on], found none"))
+            elif len(every_page) > 1 and all(any(fnmatch.fnmatch(page, f) for f in entry.files) for page in every_page):
+                problems.append((None, f"{where} excuses its pattern on every page: expected files = [the pages it "
+                                       f"excuses on], found files = {list(entry.files)}, which match all {len(every_page)} pages"))
         excused: dict[int, list[Unbound]] = {}
         for item, allowed in self.unbound():
             if allowed is not None and is_number_word(item.text):
@@ -399,7 +414,7 @@ class Book:
             where = f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r}"
             places = sorted({(u.file, u.line) for u in items})
             pages = sorted({file for file, _ in places})
-            if entry.files == ("*",) or len(pages) > 1:
+            if not entry.files or len(pages) > 1:
                 for page in pages:
                     problems.append((page, f"{where} excuses numbers in words on {', '.join(pages) if len(pages) > 1 else 'every page'}; "
                                            "a number in words is excused by an entry of its own: name its page in `files`"))

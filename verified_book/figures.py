@@ -5,10 +5,12 @@ The printed text is the expected value, and its precision is the printed precisi
 `1.56 × 10^-2` have three significant digits, `2^-7` is exact, `8.6%` is 0.086 to
 half a tenth of a per cent, `65 504` (a space, thin space or narrow no-break space between
 groups of three digits) is 65,504, and an approximate figure (`≈ 14`, `about 17`) holds
-within one unit of its last digit instead of a half. A figure may state its precision
-outright, `0.25 ± 0.03`: that is how a number in words or a round figure says how
-loosely it is meant ("a quarter", bound with the value `0.25 ± 0.03`, is nearer a
-quarter than a fifth or a third). A unit after the number is kept
+to its printed precision like any other: the word says the figure is rounded, which every
+printed figure is, and a wider margin would let the neighbouring round figure pass too
+(`about 17` for 16.6 within one unit would admit `about 16`). A figure may state its precision
+outright, `0.25 ± 0.03`: that is how a number in words says how loosely it is meant ("a
+quarter", bound with the value `0.25 ± 0.03`, is nearer a quarter than a fifth or a third);
+the margin stays under half the step to the neighbouring round figure. A unit after the number is kept
 for rewriting and does not scale the value: a claim returns its value in the unit
 the book prints.
 """
@@ -157,8 +159,6 @@ def parse(text: str) -> Printed:
             f"one, and read as {core.strip()!r} it would leave {body[len(core):].strip()!r} as its unit; print "
             "thousands as 65,504 or 65 504 (groups of three digits)"
         )
-    if prefix:
-        half *= 2
     stated = _PLUS_MINUS.match(body[len(core):])
     if stated and isinstance(value, Fraction):
         # An explicit precision, for a round figure or one in words: "0.25 ± 0.03" for "a quarter".

@@ -3,7 +3,7 @@
 Decode at batch 1 reads every weight once per token and does two FLOPs with it, so the
 memory clock, not the arithmetic, sets its speed: tokens per second can be no more than
 bandwidth / bytes per token. Bandwidths are the vendors' figures in each track's hardware
-profile; the bytes are the model reference's file sizes, or, for comparison, the bytes
+profile; the bytes are the checkpoint files' sizes (BF16's to a tenth of a GB, Q4_K_M's as the book gives it), or, for comparison, the bytes
 derived from config.json.
 
 "Every weight once" is the source's reading, and not quite what decode does: the input

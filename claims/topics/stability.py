@@ -225,6 +225,12 @@ def small_terms() -> int:
     return small_terms_count()
 
 
+@claim("stability.order.small_terms_sum", kind="exact")
+def small_terms_sum() -> Fraction:
+    """What the example's small terms add up to on their own: their count times 2^-24."""
+    return small_terms_count() * Fraction(SMALL_TERM)
+
+
 @claim("stability.order.small_term_over_step", kind="exact")
 def small_term_over_step() -> Fraction:
     """The example's small term, 2^-24, over FP32's step at 1.0 (its eps, from the layout)."""
