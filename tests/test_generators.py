@@ -15,9 +15,11 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import markdown
 import pytest
+from conftest import served
 from test_init import marks_by_page
 from test_site import copy_project
 
@@ -25,6 +27,7 @@ from verified_book import markdown_ext
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "minimal"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 #: each generator's command, in the venv requirements/<name>.txt describes
 GENERATORS = {"properdocs": ROOT / ".venv-properdocs" / "bin" / "properdocs",
               "zensical": ROOT / ".venv-zensical" / "bin" / "zensical"}
@@ -63,12 +66,19 @@ def test_the_guard_stops_a_page_the_plugin_does_not_render() -> None:
     assert passed == "<p>A page.</p>"
 
 
-@pytest.mark.slow
-def test_properdocs_builds_the_book_with_every_figure_marked(tmp_path: Path) -> None:
-    project = copy_project(tmp_path / "book")
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def properdocs_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """This book built by ProperDocs, strictly: (the book's copy, its site)."""
+    project = copy_project(tmp_path_factory.mktemp("properdocs") / "book")
+    site = project.parent / "site"
     built = _build("properdocs", project, "--strict", "-d", str(site))
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return project, site
+
+
+@pytest.mark.slow
+def test_properdocs_builds_the_book_with_every_figure_marked(properdocs_site: tuple[Path, Path]) -> None:
+    project, site = properdocs_site
     marks = marks_by_page(site, project)
     assert marks and sum(bound for bound, _ in marks.values()) > 0
     unmarked = {page: counts for page, counts in marks.items() if counts[0] != counts[1]}
@@ -78,6 +88,29 @@ def test_properdocs_builds_the_book_with_every_figure_marked(tmp_path: Path) -> 
     raw = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))]
     assert not raw, f"raw claim: links in {raw}"
     assert "vb-legend-link" in (site / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.browser
+def test_a_properdocs_chapter_opens_a_panel_on_click(properdocs_site: tuple[Path, Path], browser: Any) -> None:
+    """The first chapter as ProperDocs built it, at a desktop's width, a figure's panel opened by a click
+    (artifacts/screenshots/properdocs-1400-open.png)."""
+    _, site = properdocs_site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with served(site) as base:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(base + "gpus-and-precision/1-tensors-and-bandwidth.html", wait_until="load")
+            assert page.locator(".vb-panel:visible").count() == 0, "a panel shows before any figure is clicked"
+            figure = page.locator("p [data-claim]").first
+            figure.scroll_into_view_if_needed()
+            figure.click()
+            figure.locator(".vb-panel").wait_for(state="visible")
+            assert page.locator(".vb-panel:visible").count() == 1
+            page.wait_for_timeout(500)  # the panel fades in: the screenshot shows it whole
+            page.screenshot(path=str(SCREENSHOTS / "properdocs-1400-open.png"))
+        finally:
+            context.close()
 
 
 @pytest.mark.slow
