@@ -19,10 +19,10 @@ from typing import Any
 
 import markdown
 import pytest
-from conftest import served
 from test_init import marks_by_page
 from test_site import copy_project
 
+from conftest import served
 from verified_book import markdown_ext
 
 ROOT = Path(__file__).resolve().parent.parent
