@@ -26,7 +26,7 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-from verified_book import plots_process, provenance, render, site_machines
+from verified_book import markdown_ext, plots_process, provenance, render, site_machines
 from verified_book.bindings import AllowListError, Book, Page, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.machine import usable_cpus
@@ -104,6 +104,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                       self._included)
         self._add_assets(config)
         self._add_to_nav(config)
+        # the guard a generator that skips this plugin cannot pass (verified_book/markdown_ext.py) passes here
+        config.mdx_configs.setdefault(markdown_ext.NAME, {})["rendered_by"] = "verified-book"
         return config
 
     def _add_assets(self, config: MkDocsConfig) -> None:

@@ -1,0 +1,132 @@
+"""The book under every site generator a user may run: its marks, or a build that fails saying why.
+
+MkDocs 1.6 with Material is the default (tests/test_site.py). ProperDocs 1.6, the MkDocs 1.x fork that
+keeps plugins, builds the same mkdocs.yml with the engine's plugin: every page's marks, counted in its
+HTML, equal the figures it binds, and the Machines, Plots and legend pages are there. Zensical reads
+mkdocs.yml but runs none of its plugins: its build must fail with a message naming it and what to run
+instead, never succeed without marks. Each generator is pinned in a venv of its own
+(requirements/properdocs.txt, requirements/zensical.txt), which .ci/run installs; where one is not
+installed its test is skipped, unless VB_GENERATORS=required (as .ci/run sets) makes that a failure.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import markdown
+import pytest
+from test_init import marks_by_page
+from test_site import copy_project
+
+from conftest import served
+from verified_book import markdown_ext
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "minimal"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+#: each generator's command, in the venv requirements/<name>.txt describes
+GENERATORS = {"properdocs": ROOT / ".venv-properdocs" / "bin" / "properdocs",
+              "zensical": ROOT / ".venv-zensical" / "bin" / "zensical"}
+CONFIGS = [ROOT / "mkdocs.yml", EXAMPLE / "mkdocs.yml", ROOT / "verified_book" / "template" / "mkdocs.yml"]
+RAW_CLAIM_LINK = re.compile(r"""href=["']?claim:""")
+
+
+def _generator(name: str) -> Path:
+    command = GENERATORS[name]
+    if not command.is_file():
+        where = f"{command.relative_to(ROOT)} is missing (requirements/{name}.txt says how to install it)"
+        if os.environ.get("VB_GENERATORS") == "required":
+            pytest.fail(where)
+        pytest.skip(where)
+    return command
+
+
+def _build(name: str, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(_generator(name)), "build", "-f", str(project / "mkdocs.yml"), *args], cwd=project,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CLAIMS_RESULTS_DIR": str(project / "results"), "NO_MKDOCS_2_WARNING": "1"})
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_site_config_lists_the_guard(config: Path) -> None:
+    """Without the guard, a generator that skips the plugin would build the book with no marks and no complaint."""
+    assert re.search(rf"^\s*-\s*{re.escape(markdown_ext.NAME)}\s*(#.*)?$", config.read_text(encoding="utf-8"), re.MULTILINE), \
+        f"{config.relative_to(ROOT)}: markdown_extensions does not list {markdown_ext.NAME}"
+
+
+def test_the_guard_stops_a_page_the_plugin_does_not_render() -> None:
+    with pytest.raises(markdown_ext.NoMarksError, match=r"without the engine's MkDocs plugin.*mkdocs build --strict.*properdocs build"):
+        markdown.markdown("A figure: [16.6](claim:decode.ceiling)", extensions=[markdown_ext.NAME])
+    passed = markdown.markdown("A page.", extensions=[markdown_ext.NAME],
+                               extension_configs={markdown_ext.NAME: {"rendered_by": "verified-book"}})
+    assert passed == "<p>A page.</p>"
+
+
+@pytest.fixture(scope="module")
+def properdocs_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """This book built by ProperDocs, strictly: (the book's copy, its site)."""
+    project = copy_project(tmp_path_factory.mktemp("properdocs") / "book")
+    site = project.parent / "site"
+    built = _build("properdocs", project, "--strict", "-d", str(site))
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return project, site
+
+
+@pytest.mark.slow
+def test_properdocs_builds_the_book_with_every_figure_marked(properdocs_site: tuple[Path, Path]) -> None:
+    project, site = properdocs_site
+    marks = marks_by_page(site, project)
+    assert marks and sum(bound for bound, _ in marks.values()) > 0
+    unmarked = {page: counts for page, counts in marks.items() if counts[0] != counts[1]}
+    assert not unmarked, f"pages whose marks differ from their bound figures (bound, marked): {unmarked}"
+    for generated in ("machines.html", "plots.html", "marks.html"):
+        assert (site / generated).is_file(), f"ProperDocs built no {generated}"
+    raw = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))]
+    assert not raw, f"raw claim: links in {raw}"
+    assert "vb-legend-link" in (site / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.browser
+def test_a_properdocs_chapter_opens_a_panel_on_click(properdocs_site: tuple[Path, Path], browser: Any) -> None:
+    """The first chapter as ProperDocs built it, at a desktop's width, a figure's panel opened by a click
+    (artifacts/screenshots/properdocs-1400-open.png)."""
+    _, site = properdocs_site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with served(site) as base:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(base + "gpus-and-precision/1-tensors-and-bandwidth.html", wait_until="load")
+            assert page.locator(".vb-panel:visible").count() == 0, "a panel shows before any figure is clicked"
+            figure = page.locator("p [data-claim]").first
+            figure.scroll_into_view_if_needed()
+            figure.click()
+            figure.locator(".vb-panel").wait_for(state="visible")
+            assert page.locator(".vb-panel:visible").count() == 1
+            page.wait_for_timeout(500)  # the panel fades in: the screenshot shows it whole
+            page.screenshot(path=str(SCREENSHOTS / "properdocs-1400-open.png"))
+        finally:
+            context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("book", ["this book", "examples/minimal"])
+def test_zensical_refuses_to_build_a_book_without_its_marks(tmp_path: Path, book: str) -> None:
+    """Zensical skips the plugin; the guard fails its build, naming it and what to run, and no page is written."""
+    if book == "this book":
+        project = copy_project(tmp_path / "book")
+    else:
+        project = tmp_path / "minimal"
+        shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("site", "results", ".cache", "__pycache__"))
+    built = _build("zensical", project)
+    output = built.stdout + built.stderr
+    assert built.returncode != 0, f"Zensical built {book} (which would carry no marks):\n{output[-3000:]}"
+    assert "NoMarksError: verified-book: Zensical builds this book without the engine's MkDocs plugin" in output, output[-3000:]
+    assert "mkdocs build --strict" in output and "properdocs build --strict -f mkdocs.yml" in output
+    site = project / "site"
+    pages = [p for p in site.rglob("*.html") if p.name != "404.html"] if site.is_dir() else []
+    assert not pages, f"Zensical wrote pages although the build failed: {pages}"
