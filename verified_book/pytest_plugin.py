@@ -24,6 +24,7 @@ from verified_book import hookspecs
 from verified_book import identity as identity_mod
 from verified_book import machine as machine_mod
 from verified_book import offline
+from verified_book import selection as selection_mod
 from verified_book import environment
 from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED, Verifier
@@ -40,6 +41,7 @@ from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
 STATE = pytest.StashKey["RunState"]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
+NARROWED = pytest.StashKey[selection_mod.Selection]()
 
 
 class RunState:
@@ -334,6 +336,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--plan", dest="claims_plan", metavar="MARKER", default=None,
         help="List what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, and on which "
         "backend, by the page that prints each claim; run nothing. Works on any machine.",
+    )
+    group.addoption(
+        "--changed", dest="claims_changed", action="store_true", default=False,
+        help="Check only what changed since this machine's records: a claim whose code, inputs, library version "
+        "or printed figures moved, or whose record did not hold. The rest is reported unchanged, with its date.",
+    )
+    group.addoption(
+        "--reading", dest="claims_reading", metavar="FILE[:KEY]", action="append", default=[],
+        help="Check only the claims that read this data file (or this key of it), as this machine's records say, "
+        "and the figures bound to them; repeatable. Claims with no record here are checked too.",
     )
 
 
@@ -815,6 +827,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     any of them is selected; under `-m` it then checks only the backends the expression selects (on
     `-m rtx5080`, those the profile lists), and the run computes on no other backend."""
     run = state(config)
+    if config.getoption("claims_changed") or config.getoption("claims_reading"):
+        narrowed, items[:], dropped = selection_mod.narrow(
+            items, changed=config.getoption("claims_changed"), readings=config.getoption("claims_reading"),
+            results_path=run.results_dir / f"{run.machine.slug}.json", registry=REGISTRY, verifier=run.verifier,
+            outputs=run.output_blocks)
+        config.stash[NARROWED] = narrowed
+        config.hook.pytest_deselected(items=dropped)
     markexpr = config.getoption("markexpr", "") or ""
     expression = None
     if markexpr:
@@ -947,6 +966,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for lost in run.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)
+    if NARROWED in config.stash:
+        narrowed = config.stash[NARROWED]
+        for key in statuses:
+            narrowed.unchanged.pop(key, None)  # judged now after all: not reported as unchanged
+        for line in narrowed.lines() + (narrowed.detail() if config.getoption("verbose") > 0 else []):
+            terminalreporter.write_line(line)
     if not table:
         _say_what_was_lost(terminalreporter, run)
         return
