@@ -33,7 +33,7 @@ from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind, is_measured
 from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
-from verified_book.rewrite import rewrite_stale
+from verified_book.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.snippet_figures import book_outputs
 from verified_book.snippet_output import BookOutputs, check_snippet
 from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
@@ -42,6 +42,7 @@ STATE = pytest.StashKey["RunState"]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
 NARROWED = pytest.StashKey[selection_mod.Selection]()
+REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
 
 class RunState:
@@ -715,10 +716,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a summary without a worker's checks is not a pass
     if session.config.getoption("rewrite_stale_figures"):
         changed = rewrite_stale(run.verifier, run.root)
-        if changed:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter:
-                reporter.write_line(f"rewrote {len(changed)} stale figure(s): " + ", ".join(changed))
+        if changed:  # the run's records and summary speak of the book as rewritten, judged again
+            run.book = run._read_book()
+            problems = rejudge(run.verifier, run.book, changed)
+            session.config.stash[REWRITTEN] = (changed, problems, sentences_to_reread(run.root, changed))
+            if problems:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
         workeroutput["claims_statuses"] = [[c, b, s] for (c, b), s in sorted(run.statuses().items())]
@@ -966,6 +969,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for lost in run.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)
+    _say_what_was_rewritten(terminalreporter, config)
     if NARROWED in config.stash:
         narrowed = config.stash[NARROWED]
         for key in statuses:
@@ -1007,6 +1011,32 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _say_what_was_lost(terminalreporter, run)
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A stale figure the run rewrote and judged again is reported as rewritten, not failed."""
+    if report.when == "call" and getattr(report, "rewritten", None):
+        return "rewritten", "R", f"REWRITTEN to {report.rewritten}"
+    return None
+
+
+def _say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> None:
+    """The rewrite's report, each part on its own lines: what was rewritten, what still does not hold
+    after it, and the sentences where a rewritten figure stands beside other figures or comparisons."""
+    if REWRITTEN not in config.stash:
+        return
+    changed, problems, reread = config.stash[REWRITTEN]
+    terminalreporter.write_sep("-", "rewritten")
+    terminalreporter.write_line(f"rewrote {len(changed)} stale figure(s), judged again as rewritten: "
+                                + ", ".join(map(str, changed)))
+    for problem in problems:
+        terminalreporter.write_line(f"still does not hold after the rewrite: {problem}", red=True)
+    if reread:
+        terminalreporter.write_line(f"reread {len(reread)} sentence(s): a rewritten figure stands beside other "
+                                    "figures or comparisons, and each figure holding does not make the sentence true:",
+                                    yellow=True)
+        for sentence in reread:
+            terminalreporter.write_line(f"  {sentence}")
+
+
 def _say_what_was_lost(terminalreporter: Any, run: RunState) -> None:
     """The run's last lines: records it could not keep, and what its environment lost."""
     if run.unkept:
@@ -1019,6 +1049,11 @@ def _say_what_was_lost(terminalreporter: Any, run: RunState) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Point a skip at what was skipped (the book's line, the claim's source), not at this module."""
     report = yield
+    if report.failed and call.when == "call" and isinstance(item, FigureItem) and item.config.getoption("rewrite_stale_figures"):
+        new = rewritten(state(item.config).verifier, item.binding)
+        if new is not None:  # rewritten at the session's end, and judged again there
+            report.outcome, report.longrepr, report.rewritten = "passed", None, new[0]
+            state(item.config).figure_statuses[item.nodeid] = new[1]
     if report.skipped and isinstance(report.longrepr, tuple) and call.when == "call":
         _, _, reason = report.longrepr
         if isinstance(item, BookItem):
