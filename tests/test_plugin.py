@@ -72,7 +72,7 @@ def test_a_stale_figure_names_place_claim_printed_and_computed(book: pytest.Pyte
     (book.path / "book" / "page.md").write_text(PAGE.replace("16.6", "16.7"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*book/page.md:1: figure 16.7 (arith.ratio) is stale on none: computed 16.6463*"])
+    result.stdout.fnmatch_lines(["*book/page.md:1: figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*"])
     assert _records(book)["arith.ratio"]["none"]["status"] == "stale"
 
 

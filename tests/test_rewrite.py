@@ -81,6 +81,9 @@ def test_the_rewrite_fixes_the_spark_figures_and_lists_the_sentence_it_leaves_fa
     assert run(book).ret == 0
     spark = book.path / "data" / "hardware" / "dgx_spark.toml"
     spark.write_text(spark.read_text().replace("value = 273\n", "value = 280\n"))
+    flagged = run(book, "-q")
+    flagged.stdout.fnmatch_lines(["data/hardware/dgx_spark.toml:*: memory_bandwidth: value = 280, but its source says 273 GB/s*"])
+    spark.write_text(spark.read_text().replace("bandwidth 273 GB/s", "bandwidth 280 GB/s"))
     result = run(book, "-q", "--rewrite-stale-figures")
     out = result.stdout.str()
     assert result.ret == 0 and result.parseoutcomes().get("rewritten") == 4, out

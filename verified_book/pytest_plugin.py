@@ -22,11 +22,13 @@ from verified_book import backends as backends_mod
 from verified_book import conditions as conditions_mod
 from verified_book import hookspecs
 from verified_book import identity as identity_mod
+from verified_book import inputs as inputs_mod
 from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book import selection as selection_mod
 from verified_book import environment
-from verified_book.bindings import AllowListError, Binding, Book, Page, book_pages, read_allowlist, read_page
+from verified_book.bindings import (AllowListError, Binding, Book, Page, binding_hint, book_pages, read_allowlist,
+                                    read_page)
 from verified_book.check import BROKEN, FAILED, SKIPPED, Verifier
 from verified_book.vocabulary import FIGURE_COUNTS, KIND_MEANINGS, MEANINGS, NOT_HERE, Status, worst
 from verified_book.provenance import commit_of, outdated_reason
@@ -56,6 +58,7 @@ class RunState:
         self.results_dir = Path(config.getoption("claims_results_dir") or book.writes_to)
         ahead = self._start_ahead(config)  # first: the helper imports what it needs while this process does
         self.load_errors: list[str] = open_book(book)
+        self.load_errors += inputs_mod.source_disagreements()
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
@@ -625,9 +628,10 @@ class UnboundItem(BookItem):
 
     def runtest(self) -> None:
         run = state(self.config)
+        allowlist = run.book_config.shown(run.book_config.allowlist)
         lines = [
-            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as [{u.text}](claim:...) "
-            f"or add it to book/allowlist.toml with a reason\n    {u.context}"
+            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
+            f"or add it to {allowlist} with a reason\n    {u.context}"
             for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
         ]
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
