@@ -172,10 +172,12 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
 
 
 def _inexact(value: Any) -> str | None:
-    """Why an `exact` claim's value is not exact: a float anywhere in it, which rounded before the comparison."""
+    """Why an `exact` claim's value is not exact: a binary float anywhere in it (Python's or numpy's), which
+    rounded before the comparison. A sympy Float, evaluated to the precision asked of it where no
+    rational exists (a derivative at a point), is sympy's exact arithmetic and passes."""
     items = value if isinstance(value, (list, tuple)) else [value]
     for item in items:
-        if isinstance(item, float) or type(item).__name__.startswith(("float", "Float")):
+        if isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float")):
             return (f"returned the float {item!r}: an exact claim returns int or Fraction (or a sympy rational), "
                     "so that rounding happens only where the figure is compared; read stated decimals with "
                     "exact(...) and divide Fractions")

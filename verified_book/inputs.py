@@ -292,8 +292,9 @@ def model_config_all(model: str, reader: str = "transformers") -> dict[str, Any]
     """The whole config, every key recorded, for a library that reads every key (`reader`): a record
     made from it says so where a key changes ("transformers reads all of config.json; rope_theta changed"),
     since a key no figure depends on still makes the record outdated."""
+    file = f"models/{model}/config.json"
+    text, _ = _load(file)
     config = model_config(model)
-    file, text = config._file, config._text
     for key in config:
         value = _overrides.get((file, key), dict.__getitem__(config, key))
         _record(Input(file, key, value, _line_of(text, key), whole=reader))

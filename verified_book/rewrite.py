@@ -92,9 +92,9 @@ def rewrite_stale(verifier: "Verifier", root: Path) -> list[Rewrite]:
             key = (binding.file, binding.line, binding.column)
             if key in plans:
                 continue
-            new = rewritten(verifier, binding)
-            if new is not None:
-                plans[key] = (binding, new[0])
+            found = rewritten(verifier, binding)
+            if found is not None:
+                plans[key] = (binding, found[0])
     edits: dict[str, list[tuple[int, int, Binding, str]]] = {}
     for (file, line, column), (binding, new) in plans.items():
         edits.setdefault(file, []).append((line, column, binding, new))

@@ -109,7 +109,7 @@ def _figures_now(bindings: Iterable[Binding]) -> set[tuple[str, int, str]]:
     return {(b.file, b.line, b.text) for b in bindings}
 
 
-def _figures_recorded(record: Mapping[str, Any]) -> set[tuple[str, int, str]]:
+def _figures_recorded(record: Mapping[str, Any]) -> set[tuple[Any, Any, Any]]:
     figures = record.get("figures") or []
     return {(f.get("file"), f.get("line"), f.get("printed")) for f in figures if isinstance(f, Mapping)}
 
@@ -252,7 +252,8 @@ def narrow(items: list[Any], *, changed: bool, readings: list[str], results_path
             selection.why.pop(key, None)
         selection.how = f"--changed {reading.how}"
     _whole_claims(selection, everywhere)
-    kept, dropped = [], []
+    kept: list[Any] = []
+    dropped: list[Any] = []
     for item in items:
         if hasattr(item, "claim") and hasattr(item, "backend"):
             keep = selection.keeps(item.claim.id)
