@@ -62,7 +62,7 @@ def test_a_stale_message_says_exact_arithmetic_or_names_the_library_and_its_vers
 def test_an_exact_claim_that_returns_a_float_fails_and_says_what_to_return(book: pytest.Pytester) -> None:
     result = run(book, "Ceiling [16.6](claim:arith.float_ratio).\n")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*claim arith.float_ratio on none: returned the float 16.64634146341*: an exact claim "
+    result.stdout.fnmatch_lines(["*claim arith.float_ratio on none: returned the float 16.64634146341*, which is 1365/82 to its last bits: an exact claim "
                                  "returns int or Fraction*"])
 
 

@@ -172,15 +172,22 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
 
 
 def _inexact(value: Any) -> str | None:
-    """Why an `exact` claim's value is not exact: a binary float anywhere in it (Python's or numpy's), which
-    rounded before the comparison. A sympy Float, evaluated to the precision asked of it where no
-    rational exists (a derivative at a point), is sympy's exact arithmetic and passes."""
+    """Why an `exact` claim's value is not exact: a binary float (Python's or numpy's) that is, to its last
+    bits, a fraction of small terms (273 / 16.4 is 1365/82): arithmetic on literals that a Fraction would
+    have done exactly. A float no small fraction matches (a logarithm, a derivative at a point) is the
+    value of a function no rational holds, and passes; so does a sympy Float."""
     items = value if isinstance(value, (list, tuple)) else [value]
     for item in items:
-        if isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float")):
-            return (f"returned the float {item!r}: an exact claim returns int or Fraction (or a sympy rational), "
-                    "so that rounding happens only where the figure is compared; read stated decimals with "
-                    "exact(...) and divide Fractions")
+        if not (isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float"))):
+            continue
+        number = float(item)
+        if not math.isfinite(number) or number == int(number):
+            continue
+        near = Fraction(number).limit_denominator(10**6)
+        if abs(float(near) - number) <= 2 * math.ulp(number):
+            return (f"returned the float {number!r}, which is {near} to its last bits: an exact claim returns int or "
+                    "Fraction (or a sympy rational), so that rounding happens only where the figure is compared; read "
+                    "stated decimals with exact(...) and divide Fractions")
     return None
 
 
