@@ -72,14 +72,17 @@ def test_a_stale_figure_names_place_claim_printed_and_computed(book: pytest.Pyte
     (book.path / "book" / "page.md").write_text(PAGE.replace("16.6", "16.7"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*book/page.md:1: figure 16.7 (arith.ratio) is stale on none: computed 16.6463*"])
+    result.stdout.fnmatch_lines(["*book/page.md:1: figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*"])
     assert _records(book)["arith.ratio"]["none"]["status"] == "stale"
 
 
 def test_the_rewrite_option_puts_a_stale_figure_back_and_nothing_else(book: pytest.Pytester) -> None:
     page = book.path / "book" / "page.md"
     page.write_text(PAGE.replace("16.6", "16.9") + "Untouched: [4](claim:arith.square.2).\n")
-    run(book, "--rewrite-stale-figures").stdout.fnmatch_lines(["rewrote 1 stale figure(s): book/page.md:1"])
+    rewrite = run(book, "-q", "--rewrite-stale-figures")
+    rewrite.stdout.fnmatch_lines(["rewrote 1 stale figure(s), judged again as rewritten: book/page.md:1 (16.9 → 16.6)"])
+    assert rewrite.ret == 0 and rewrite.parseoutcomes().get("rewritten") == 1 and "failed" not in rewrite.parseoutcomes()
+    assert _records(book)["arith.ratio"]["none"]["figures"][0]["printed"] == "16.6"  # recorded as rewritten
     assert page.read_text() == PAGE + "Untouched: [4](claim:arith.square.2).\n"
     assert run(book).ret == 0
 

@@ -60,7 +60,7 @@ def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> N
     data = json.loads(book.results_file.read_text())
     assert data["schema_version"] == SCHEMA_VERSION == 3
     record = data["records"]["io.ceiling"]["none"]
-    assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 1}]
+    assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 2}]
     assert {"date", "seconds", "kind", "source"}.isdisjoint(record)
     meta = data["claims"]["io.ceiling"]
     assert meta["kind"] == "exact" and meta["source"].endswith("io.py:11") and len(meta["code"]) == 16

@@ -43,6 +43,16 @@ class Outcome:
     inputs: list[inputs.Read] = field(default_factory=list)
     seconds: float = 0.0
     broken: environment.Broken | None = None  # what the environment lost, where state is BROKEN
+    version: str | None = None  # the backend's library version, where it computed the value
+
+    @property
+    def computed_on(self) -> str:
+        """Where the value was computed, for a message: "exact arithmetic", or the backend and its library's version."""
+        if self.backend == NO_BACKEND.name:
+            return "exact arithmetic"
+        library = self.backend.split(":")[0]
+        version = f" {self.version}" if self.version else ""
+        return f"{self.backend}{version}" if library == self.backend else f"{self.backend} ({library}{version})"
 
 
 @dataclass(frozen=True)
@@ -154,10 +164,31 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
                 text = f"raised {type(e).__name__}: {_short(_text(e))} {where}"
             return Outcome(claim, backend.name, FAILED, message=text,
                            inputs=list(reads), seconds=time.perf_counter() - start)
-    problem = _valid_value(value)
+    problem = _valid_value(value) or (_inexact(value) if claim.kind is Kind.EXACT else None)
     if problem:
         return Outcome(claim, backend.name, FAILED, message=problem, inputs=list(reads))
-    return Outcome(claim, backend.name, COMPUTED, value=value, inputs=list(reads), seconds=time.perf_counter() - start)
+    return Outcome(claim, backend.name, COMPUTED, value=value, inputs=list(reads), seconds=time.perf_counter() - start,
+                   version=backend.version)
+
+
+def _inexact(value: Any) -> str | None:
+    """Why an `exact` claim's value is not exact: a binary float (Python's or numpy's) that is, to its last
+    bits, a fraction of small terms (273 / 16.4 is 1365/82): arithmetic on literals that a Fraction would
+    have done exactly. A float no small fraction matches (a logarithm, a derivative at a point) is the
+    value of a function no rational holds, and passes; so does a sympy Float."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if not (isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float"))):
+            continue
+        number = float(item)
+        if not math.isfinite(number) or number == int(number):
+            continue
+        near = Fraction(number).limit_denominator(10**6)
+        if abs(float(near) - number) <= 2 * math.ulp(number):
+            return (f"returned the float {number!r}, which is {near} to its last bits: an exact claim returns int or "
+                    "Fraction (or a sympy rational), so that rounding happens only where the figure is compared; read "
+                    "stated decimals with exact(...) and divide Fractions")
+    return None
 
 
 def _holds_within(claim: Claim, binding: Binding, value: Any) -> bool:
@@ -243,20 +274,31 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
 def stale_message(binding: Binding, outcome: Outcome) -> str:
     """The compiler-style line for a stale figure: where, which claim, printed, computed, from what."""
     stated = f" (stated as {binding.stated!r})" if binding.stated != binding.text else ""
-    line = (f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale on {outcome.backend}: "
+    on = "in exact arithmetic" if outcome.backend == NO_BACKEND.name else f"on {outcome.computed_on}"
+    line = (f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale {on}: "
             f"computed {show(outcome.value)}")
     if outcome.claim.tolerance is not None:
         line += f" (tolerance {outcome.claim.tolerance:.0%})"
     if outcome.inputs:
         line += _from(outcome)
     elif outcome.claim.kind is Kind.LIBRARY:
-        line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.backend}"
+        line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.computed_on}"
     return line
 
 
 def _from(outcome: Outcome) -> str:
-    """The inputs and settings a value came from, one per line, for a message."""
-    return ("\n    from " + "\n    and  ".join(str(i) for i in outcome.inputs)) if outcome.inputs else ""
+    """The inputs and settings a value came from, one per line, for a message; a file a library reads
+    whole (a model's config.json) is one line, not one per key."""
+    lines, whole = [], set()
+    for read in outcome.inputs:
+        reader = getattr(read, "whole", None)
+        if isinstance(read, inputs.Input) and reader:
+            if read.file not in whole:
+                whole.add(read.file)
+                lines.append(f"{inputs.SHOWN_AS}/{read.file}, all of it ({reader} reads every key)")
+            continue
+        lines.append(str(read))
+    return ("\n    from " + "\n    and  ".join(lines)) if lines else ""
 
 
 def backends_for(claim: Claim, backends: Mapping[str, Backend]) -> list[Backend]:

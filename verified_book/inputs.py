@@ -52,6 +52,7 @@ class Input:
     line: int
     source: str | None = None
     measured_on: str | None = None  # the machine whose measurement this value is, where it is one
+    whole: str | None = None  # the library that reads the whole file this key is part of (`model_config_all`)
 
     def __str__(self) -> str:
         cited = f" ({self.source})" if self.source else ""
@@ -157,11 +158,23 @@ def _line_of(text: str, key: str) -> int:
     leaf = re.escape(key.split(".")[-1])
     table = re.escape(key.split(".")[0])
     patterns = (rf"^\s*\[{re.escape(key)}\]", rf'^\s*"?{leaf}"?\s*[=:]', rf"^\s*\[{table}\]")
+    lines = text.splitlines()
     for pattern in patterns:
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(lines, 1):
             if re.search(pattern, line):
-                return number
+                return _value_line(lines, number) if line.lstrip().startswith("[") else number
     return 1
+
+
+def _value_line(lines: list[str], header: int) -> int:
+    """The line of a TOML table's `value`, from its header's line: where an author edits the figure."""
+    for number in range(header + 1, len(lines) + 1):
+        line = lines[number - 1].lstrip()
+        if line.startswith("["):
+            break
+        if re.match(r"value\s*=", line):
+            return number
+    return header
 
 
 def data_files() -> list[str]:
@@ -275,9 +288,49 @@ def model_config(model: str) -> dict[str, Any]:
     return _TrackedConfig(file, text, merged)
 
 
-def model_config_all(model: str) -> dict[str, Any]:
-    """The whole config, recorded as one input: for libraries that read every key."""
+def model_config_all(model: str, reader: str = "transformers") -> dict[str, Any]:
+    """The whole config, every key recorded, for a library that reads every key (`reader`): a record
+    made from it says so where a key changes ("transformers reads all of config.json; rope_theta changed"),
+    since a key no figure depends on still makes the record outdated."""
+    file = f"models/{model}/config.json"
+    text, _ = _load(file)
     config = model_config(model)
     for key in config:
-        config[key]
+        value = _overrides.get((file, key), dict.__getitem__(config, key))
+        _record(Input(file, key, value, _line_of(text, key), whole=reader))
     return dict(config)
+
+
+#: numbers stated with a unit in a `source` text: "273 GB/s", "1,792 GB/s", "64 or 128 GB", "24 to 512 GB"
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
+_STATED = r"(?<![\w.])((?:" + _NUMBER + r"\s*(?:,|or|to|and|–|-)\s*)*" + _NUMBER + r")\s*{unit}(?![\w/])"
+
+
+def source_disagreements() -> list[str]:
+    """Every entry of the data folder whose `source` text states, in the entry's own unit, a number other
+    than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both numbers."""
+    problems = []
+    for file in data_files():
+        if not file.endswith(".toml"):
+            continue
+        try:
+            text, parsed = _load(file)
+        except InputError:
+            continue  # the claims that read it report what is wrong with it
+        stack: list[tuple[str, Any]] = [(k, v) for k, v in parsed.items()] if isinstance(parsed, dict) else []
+        while stack:
+            key, node = stack.pop()
+            if not isinstance(node, Mapping):
+                continue
+            stack += [(f"{key}.{k}", v) for k, v in node.items()]
+            value, unit, source = node.get("value"), node.get("unit"), node.get("source")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(unit, str) \
+                    or not unit or not isinstance(source, str):
+                continue
+            stated = [n for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
+                      for n in re.findall(_NUMBER, m.group(1))]
+            numbers = [Fraction(n.replace(",", "")) for n in stated]
+            if numbers and exact(value) not in numbers:
+                problems.append(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: {key}: value = {value!r}, but its source "
+                                f"says {', '.join(f'{n} {unit}' for n in stated)} ({source!r}); correct one of them")
+    return sorted(problems)

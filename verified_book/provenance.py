@@ -187,7 +187,8 @@ def input_entry(item: inputs.Read) -> dict[str, Any]:
         return {"setting": item.name, "value": to_json(item.value), "where": item.where}
     if isinstance(item, inputs.SnippetFigure):
         return {"snippet": item.snippet, "sha256": item.sha256, "where": item.where, "value": item.value}
-    return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line}
+    return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line,
+            **({"whole": item.whole} if item.whole else {})}
 
 
 def changed_snippet(entry: Mapping[str, Any]) -> str | None:
@@ -220,7 +221,10 @@ def changed_inputs(entries: Any) -> list[str]:
         except inputs.InputError as e:
             out.append(f"computed from {entry['key']} = {entry.get('value')!r} ({entry['file']}); now {e}")
             continue
-        if now != entry.get("value"):
+        if now != entry.get("value") and isinstance(entry.get("whole"), str):
+            out.append(f"{entry['whole']} reads all of {Path(entry['file']).name}; {entry['key']} changed "
+                       f"({entry.get('value')!r}, now {now!r}: {inputs.SHOWN_AS}/{entry['file']})")
+        elif now != entry.get("value"):
             out.append(f"computed from {entry['key']} = {entry.get('value')!r}; the book now says {now!r} "
                        f"({inputs.SHOWN_AS}/{entry['file']})")
     return out

@@ -21,15 +21,16 @@ from verified_book import conditions as conditions_mod
 from verified_book import hookspecs
 from verified_book import machine as machine_mod
 from verified_book import offline
+from verified_book import selection as selection_mod
 from verified_book import environment
-from verified_book.bindings import Binding, Book, Page, book_pages, read_page
+from verified_book.bindings import Binding, Book, Page, binding_hint, book_pages, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
-from verified_book.rewrite import rewrite_stale
+from verified_book.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.session import (  # noqa: F401  (the engine's helpers, named here as before)
     CASE_ID, FIGURE_NAME, Session, SessionError, Tally, applies_on, case_id, claim_of_nodeid, figure_counts,
     figure_keywords, figure_line, figure_name, hardware_in, outdated_records, summary_table,
@@ -40,6 +41,8 @@ from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
 STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
+NARROWED = pytest.StashKey[selection_mod.Selection]()
+REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
 
 RunState = Session  # the run's engine state, as the plugin's fixtures and hooks name it
@@ -149,6 +152,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--plan", dest="claims_plan", metavar="MARKER", default=None,
         help="List what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, and on which "
         "backend, by the page that prints each claim; run nothing. Works on any machine.",
+    )
+    group.addoption(
+        "--changed", dest="claims_changed", action="store_true", default=False,
+        help="Check only what changed since this machine's records: a claim whose code, inputs, library version "
+        "or printed figures moved, or whose record did not hold. The rest is reported unchanged, with its date.",
+    )
+    group.addoption(
+        "--reading", dest="claims_reading", metavar="FILE[:KEY]", action="append", default=[],
+        help="Check only the claims that read this data file (or this key of it), as this machine's records say, "
+        "and the figures bound to them; repeatable. Claims with no record here are checked too.",
     )
 
 
@@ -477,9 +490,10 @@ class UnboundItem(BookItem):
 
     def runtest(self) -> None:
         run = state(self.config)
+        allowlist = run.book_config.shown(run.book_config.allowlist)
         lines = [
-            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as [{u.text}](claim:...) "
-            f"or add it to {run.book_config.shown(run.book_config.allowlist)} with a reason\n    {u.context}"
+            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
+            f"or add it to {allowlist} with a reason\n    {u.context}"
             for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
         ]
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
@@ -569,10 +583,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a summary without a worker's checks is not a pass
     if session.config.getoption("rewrite_stale_figures"):
         changed = rewrite_stale(run.verifier, run.root)
-        if changed:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter:
-                reporter.write_line(f"rewrote {len(changed)} stale figure(s): " + ", ".join(changed))
+        if changed:  # the run's records and summary speak of the book as rewritten, judged again
+            run.book = run._read_book()
+            problems = rejudge(run.verifier, run.book, changed)
+            session.config.stash[REWRITTEN] = (changed, problems, sentences_to_reread(run.root, changed))
+            if problems:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
         workeroutput["claims_tally"] = run.own_tally().to_json()
@@ -671,6 +687,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     any of them is selected; under `-m` it then checks only the backends the expression selects (on
     `-m rtx5080`, those the profile lists), and the run computes on no other backend."""
     run = state(config)
+    if config.getoption("claims_changed") or config.getoption("claims_reading"):
+        narrowed, items[:], dropped = selection_mod.narrow(
+            items, changed=config.getoption("claims_changed"), readings=config.getoption("claims_reading"),
+            results_path=run.results_dir / f"{run.machine.slug}.json", registry=REGISTRY, verifier=run.verifier,
+            outputs=run.output_blocks)
+        config.stash[NARROWED] = narrowed
+        config.hook.pytest_deselected(items=dropped)
     markexpr = config.getoption("markexpr", "") or ""
     expression = None
     if markexpr:
@@ -747,6 +770,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for lost in tally.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
                                     "below leave out every check it ran", red=True)
+    _say_what_was_rewritten(terminalreporter, config)
+    if NARROWED in config.stash:
+        narrowed = config.stash[NARROWED]
+        for key in statuses:
+            narrowed.unchanged.pop(key, None)  # judged now after all: not reported as unchanged
+        for line in narrowed.lines() + (narrowed.detail() if config.getoption("verbose") > 0 else []):
+            terminalreporter.write_line(line)
     if not table:
         _say_what_was_lost(terminalreporter, run)
         return
@@ -782,6 +812,32 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _say_what_was_lost(terminalreporter, run)
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A stale figure the run rewrote and judged again is reported as rewritten, not failed."""
+    if report.when == "call" and getattr(report, "rewritten", None):
+        return "rewritten", "R", f"REWRITTEN to {report.rewritten}"
+    return None
+
+
+def _say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> None:
+    """The rewrite's report, each part on its own lines: what was rewritten, what still does not hold
+    after it, and the sentences where a rewritten figure stands beside other figures or comparisons."""
+    if REWRITTEN not in config.stash:
+        return
+    changed, problems, reread = config.stash[REWRITTEN]
+    terminalreporter.write_sep("-", "rewritten")
+    terminalreporter.write_line(f"rewrote {len(changed)} stale figure(s), judged again as rewritten: "
+                                + ", ".join(map(str, changed)))
+    for problem in problems:
+        terminalreporter.write_line(f"still does not hold after the rewrite: {problem}", red=True)
+    if reread:
+        terminalreporter.write_line(f"reread {len(reread)} sentence(s): a rewritten figure stands beside other "
+                                    "figures or comparisons, and each figure holding does not make the sentence true:",
+                                    yellow=True)
+        for sentence in reread:
+            terminalreporter.write_line(f"  {sentence}")
+
+
 def _say_what_was_lost(terminalreporter: Any, run: Session) -> None:
     """The run's last lines: records it could not keep, and what its environment lost."""
     if run.unkept:
@@ -794,6 +850,11 @@ def _say_what_was_lost(terminalreporter: Any, run: Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Point a skip at what was skipped (the book's line, the claim's source), not at this module."""
     report = yield
+    if report.failed and call.when == "call" and isinstance(item, FigureItem) and item.config.getoption("rewrite_stale_figures"):
+        new = rewritten(state(item.config).verifier, item.binding)
+        if new is not None:  # rewritten at the session's end, and judged again there
+            report.outcome, report.longrepr, report.rewritten = "passed", None, new[0]
+            state(item.config).tally.figure_statuses[item.nodeid] = new[1]
     if report.skipped and isinstance(report.longrepr, tuple) and call.when == "call":
         _, _, reason = report.longrepr
         if isinstance(item, BookItem):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from verified_book import inputs as inputs_mod
 from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
 from verified_book import environment
@@ -137,7 +138,7 @@ class Session:
         self.book_dir = book.pages
         self.snippets_dir = book.snippets
         self.results_dir = Path(results_dir or book.writes_to)
-        self.load_errors: list[str] = open_book(book)
+        self.load_errors: list[str] = open_book(book) + inputs_mod.source_disagreements()
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None

@@ -1,0 +1,136 @@
+"""`--reading FILE[:KEY]` and `--changed`: a run narrowed by this machine's records, on a sample book."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from verified_book.registry import REGISTRY
+
+pytest_plugins = ["pytester"]
+
+CLAIMS = '''
+from fractions import Fraction
+from verified_book.registry import claim
+from verified_book.inputs import exact, vendor
+
+@claim("spark.ceiling", kind="exact")
+def spark_ceiling():
+    """The DGX Spark's decode ceiling: its bandwidth over 16.4 GB."""
+    return exact(vendor("hardware/dgx_spark.toml", "memory_bandwidth")) / Fraction("16.4")
+
+@claim("spark.capacity", kind="exact")
+def spark_capacity():
+    """The DGX Spark's memory."""
+    return exact(vendor("hardware/dgx_spark.toml", "memory_capacity"))
+
+@claim("ryzen.ceiling", kind="exact")
+def ryzen_ceiling():
+    """The Ryzen's decode ceiling."""
+    return exact(vendor("hardware/ryzen_ai_max.toml", "memory_bandwidth")) / Fraction("16.4")
+
+@claim("lib.square", kind="library", backends=("numpy",))
+def square(backend):
+    """3 squared, as the library computes it."""
+    return int((backend.tensor([3]) ** 2).sum())
+'''
+
+PAGE = ("The Spark reads [16.6](claim:spark.ceiling) tokens/s from [128](claim:spark.capacity) GB; the Ryzen "
+        "[15.6](claim:ryzen.ceiling); a square [9](claim:lib.square).\n")
+
+
+@pytest.fixture
+def book(pytester: pytest.Pytester) -> pytest.Pytester:
+    (faults.pytester_book(pytester) / "sample.py").write_text(CLAIMS)
+    (pytester.path / "book").mkdir()
+    (pytester.path / "book" / "page.md").write_text(PAGE)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    with REGISTRY.isolated():
+        return pytester.runpytest_inprocess(*args)
+
+
+def _results(pytester: pytest.Pytester) -> tuple[Path, dict]:
+    (path,) = (pytester.path / "results").glob("*.json")
+    return path, json.loads(path.read_text())
+
+
+def _figures_run(result: pytest.RunResult) -> set[str]:
+    """The claims whose figures the run checked, from the -v lines."""
+    return {line.split("(")[-1].split(")")[0].replace("::", ".") for line in result.outlines
+            if "page.md::line" in line and ("PASSED" in line or "FAILED" in line)}
+
+
+def _set_bandwidth(pytester: pytest.Pytester, value: int, was: int = 273) -> None:
+    path = pytester.path / "data" / "hardware" / "dgx_spark.toml"
+    text = path.read_text()
+    assert f"value = {was}\n" in text
+    path.write_text(text.replace(f"value = {was}\n", f"value = {value}\n").replace(f"{was} GB/s", f"{value} GB/s"))
+
+
+def test_reading_selects_the_claims_that_read_the_input_and_their_figures(book: pytest.Pytester) -> None:
+    first = run(book, "-v", "--reading", "hardware/dgx_spark.toml:memory_bandwidth")
+    assert first.ret == 0
+    assert _figures_run(first) == {"spark.ceiling", "spark.capacity", "ryzen.ceiling", "lib.square"}
+    first.stdout.fnmatch_lines(["*4 claims with no usable record here, so what they read is not known: selected too*"])
+    key = run(book, "-v", "--reading", "hardware/dgx_spark.toml:memory_bandwidth")
+    assert _figures_run(key) == {"spark.ceiling"}, key.stdout.str()
+    whole = run(book, "-v", "--reading", "data/hardware/dgx_spark.toml")
+    assert _figures_run(whole) == {"spark.ceiling", "spark.capacity"}
+    _set_bandwidth(book, 280)
+    stale = run(book, "-v", "--reading", "hardware/dgx_spark.toml:memory_bandwidth")
+    assert stale.ret == 1 and _figures_run(stale) == {"spark.ceiling"}
+    stale.stdout.fnmatch_lines(["*figure 16.6 (spark.ceiling) is stale in exact arithmetic: computed 17.07*"])
+
+
+def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_date(book: pytest.Pytester) -> None:
+    assert run(book).ret == 0
+    path, first = _results(book)
+    dates = first["run"]["dates"]
+    nothing = run(book, "-v", "--changed")
+    assert nothing.ret == 0 and _figures_run(nothing) == set()
+    nothing.stdout.fnmatch_lines([
+        "--changed: 0 claim × backend checks rerun",
+        f"--changed: 4 records unchanged since this machine's last run and not checked now (4 verified; "
+        f"last checked {dates['spark.ceiling']['none']}): they keep their recorded status and date",
+        f"  unchanged spark.ceiling[[]none]: verified as of {dates['spark.ceiling']['none']}",
+    ])
+    assert "verified now" not in nothing.stdout.str()
+
+    # the printed text of a figure
+    page = book.path / "book" / "page.md"
+    page.write_text(PAGE.replace("[128]", "[128.0]"))
+    text = run(book, "-v", "--changed")
+    assert _figures_run(text) == {"spark.capacity"}, text.stdout.str()
+    text.stdout.fnmatch_lines(["*rerun     spark.capacity[[]none]: a figure's text or place changed since the record "
+                               "(book/page.md:1: 128.0)*"])
+    assert run(book, "--changed").ret == 0  # recorded now: nothing moved
+    assert _figures_run(run(book, "-v", "--changed")) == set()
+
+    # an input
+    _set_bandwidth(book, 280)
+    moved = run(book, "-v", "--changed")
+    assert moved.ret == 1 and _figures_run(moved) == {"spark.ceiling"}
+    moved.stdout.fnmatch_lines(["*rerun     spark.ceiling[[]none]: computed from memory_bandwidth = 273; the book now says 280*"])
+    # a record that did not hold is rerun until it holds
+    assert _figures_run(run(book, "-v", "--changed")) == {"spark.ceiling"}
+    _set_bandwidth(book, 273, was=280)
+
+    # the library's version
+    path, data = _results(book)
+    data["records"]["lib.square"]["numpy"]["version"] = "1.0.0"
+    path.write_text(json.dumps(data))
+    version = run(book, "-v", "--changed")
+    assert "lib.square" in _figures_run(version), version.stdout.str()
+    version.stdout.fnmatch_lines(["*rerun     lib.square[[]numpy]: recorded on 1.0.0; this machine has * now*"])
+    _, after = _results(book)
+    assert after["run"]["dates"]["ryzen.ceiling"]["none"] == dates["ryzen.ceiling"]["none"]  # not rerun, date kept
+
+
+def test_the_default_run_stays_complete(book: pytest.Pytester) -> None:
+    run(book)
+    assert _figures_run(run(book, "-v")) == {"spark.ceiling", "spark.capacity", "ryzen.ceiling", "lib.square"}

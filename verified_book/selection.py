@@ -1,0 +1,267 @@
+"""What a narrowed run checks: `--reading FILE[:KEY]` and `--changed`, decided from this machine's records.
+
+Both read the machine's results file (`results.local/<machine>.json`) and the book as it is now; neither
+computes anything. A check is a (claim, backend) pair; a figure is checked where its claim is.
+
+- `--reading FILE[:KEY]`: the claims whose records say they read that data file (or that key of it), with
+  the figures bound to them. A claim with no record here, or whose code changed since its record, may
+  read anything: it is selected too, and the run says how many were selected for that reason.
+- `--changed`: the checks whose record no longer speaks for the book: no record, the claim's code or an
+  input changed (`provenance.outdated_reason`), the library's version moved, a figure's printed text or
+  place moved, or the record did not hold (stale, failed). Every other record is unchanged: not rerun,
+  and reported as such with its date and status, never as verified now.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from verified_book import inputs
+from verified_book.bindings import Binding
+from verified_book.provenance import outdated_reason
+from verified_book.registry import Claim, Registry
+from verified_book.results import ResultsFile
+
+#: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
+NOT_HELD = ("stale", "failed")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One `--reading` argument: a data file, relative to the data folder, and optionally a key in it."""
+
+    file: str
+    key: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.key}" if self.key else self.file
+
+    def matches(self, entry: Any) -> bool:
+        """Whether a record's input entry is a read of this file (and key: the key itself, or one under it)."""
+        if not isinstance(entry, Mapping) or entry.get("file") != self.file:
+            return False
+        key = entry.get("key")
+        return self.key is None or key == self.key or (isinstance(key, str) and key.startswith(self.key + "."))
+
+
+def parse_reading(text: str) -> Reading:
+    """`hardware/dgx_spark.toml:memory_bandwidth`, also written with the data folder in front
+    (`claims/data/hardware/dgx_spark.toml`, as messages name it)."""
+    path, _, key = text.partition(":")
+    for prefix in (f"{inputs.SHOWN_AS}/", f"{inputs.DATA_DIR.as_posix()}/"):
+        if prefix != "/" and path.startswith(prefix):
+            path = path[len(prefix):]
+            break
+    return Reading(path, key or None)
+
+
+@dataclass
+class Selection:
+    """The checks a narrowed run reruns, why, and the records it leaves as they are."""
+
+    how: str  # "--changed" or "--reading ..."
+    pairs: set[tuple[str, str]] = field(default_factory=set)
+    why: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (claim, backend) -> (status, date) of each record not rerun
+    unchanged: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
+    unknown: int = 0  # claims selected because what they read is not known here
+    snippets: set[str] = field(default_factory=set)  # snippet file names to run
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def claims(self) -> set[str]:
+        return {c for c, _ in self.pairs}
+
+    def keeps(self, claim_id: str, backend: str | None = None) -> bool:
+        """Whether the run checks this claim (on this backend; on any, for a figure)."""
+        if backend is None:
+            return claim_id in self.claims
+        return (claim_id, backend) in self.pairs
+
+    def lines(self) -> list[str]:
+        """What the run says of its selection, after its summary."""
+        out = [f"{self.how}: {len(self.pairs)} claim × backend checks rerun"
+               + (f" ({self.unknown} claims with no usable record here, so what they read is not known: "
+                  "selected too)" if self.unknown else "")]
+        out += self.notes
+        if self.unchanged:
+            by_status: dict[str, int] = {}
+            for status, _ in self.unchanged.values():
+                by_status[status] = by_status.get(status, 0) + 1
+            dates = sorted(d for _, d in self.unchanged.values() if d)
+            span = (f"last checked {dates[0]}" if dates and dates[0] == dates[-1] else
+                    f"last checked between {dates[0]} and {dates[-1]}" if dates else "undated")
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+            out.append(f"{self.how}: {len(self.unchanged)} records unchanged since this machine's last run and "
+                       f"not checked now ({counts}; {span}): they keep their recorded status and date")
+        return out
+
+    def detail(self) -> list[str]:
+        """One line per check: rerun and why, or unchanged with its recorded status and date."""
+        out = [f"  rerun     {c}[{b}]: {self.why.get((c, b), '')}" for c, b in sorted(self.pairs)]
+        out += [f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
+                for (c, b), (status, date) in sorted(self.unchanged.items())]
+        return out
+
+
+def _figures_now(bindings: Iterable[Binding]) -> set[tuple[str, int, str]]:
+    return {(b.file, b.line, b.text) for b in bindings}
+
+
+def _figures_recorded(record: Mapping[str, Any]) -> set[tuple[Any, Any, Any]]:
+    figures = record.get("figures") or []
+    return {(f.get("file"), f.get("line"), f.get("printed")) for f in figures if isinstance(f, Mapping)}
+
+
+def changed_why(claim: Claim, meta: Mapping[str, Any] | None, record: Mapping[str, Any] | None,
+                bindings: list[Binding], version_now: str | None) -> str | None:
+    """Why a check must be rerun by `--changed`; None where its record still speaks for the book."""
+    if record is None:
+        return "no record on this machine"
+    outdated = outdated_reason(claim, meta, record)
+    if outdated:
+        return outdated
+    if record.get("version") != version_now:
+        return f"recorded on {record.get('version') or 'no library'}; this machine has {version_now or 'none'} now"
+    now, then = _figures_now(bindings), _figures_recorded(record)
+    if now != then:
+        moved = sorted(now - then) or sorted(then - now)
+        file, line, printed = moved[0]
+        return f"a figure's text or place changed since the record ({file}:{line}: {printed})"
+    if record.get("status") in NOT_HELD:
+        return f"{record.get('status')} when last recorded"
+    return None
+
+
+def select_changed(results: ResultsFile | None, registry: Registry, bindings: Mapping[str, list[Binding]],
+                   pairs: Iterable[tuple[str, str]], versions: Mapping[str, str | None]) -> Selection:
+    """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book."""
+    selection = Selection("--changed")
+    if results is None:
+        selection.notes.append("--changed: this machine has no records yet: everything is checked")
+    for claim_id, backend in pairs:
+        claim = registry.get(claim_id)
+        if claim is None:
+            continue
+        record = (results.records.get(claim_id) or {}).get(backend) if results is not None else None
+        meta = results.claims.get(claim_id) if results is not None else None
+        why = changed_why(claim, meta, record, bindings.get(claim_id, []), versions.get(backend))
+        if why is None and record is not None and results is not None:
+            selection.unchanged[(claim_id, backend)] = (str(record.get("status")), results.date_of(claim_id, backend))
+        else:
+            selection.pairs.add((claim_id, backend))
+            selection.why[(claim_id, backend)] = why or ""
+    return selection
+
+
+def select_reading(results: ResultsFile | None, registry: Registry, readings: list[Reading],
+                   pairs: Iterable[tuple[str, str]]) -> Selection:
+    """`--reading`: of the run's `pairs`, the claims that read one of `readings`, on every backend; and
+    those whose reads are not known here (no record, or code changed since it)."""
+    selection = Selection("--reading " + ", ".join(map(str, readings)))
+    pairs = list(pairs)
+    unknown: set[str] = set()
+    reading: set[str] = set()
+    for claim_id in {c for c, _ in pairs}:
+        claim = registry.get(claim_id)
+        if claim is None:
+            continue
+        records = (results.records.get(claim_id) or {}) if results is not None else {}
+        meta = results.claims.get(claim_id) if results is not None else None
+        usable = [r for r in records.values() if isinstance(r, Mapping) and r.get("inputs") is not None
+                  and not (outdated_reason(claim, meta, r) or "").startswith(("the claim's code", "recorded before"))]
+        if not usable:
+            unknown.add(claim_id)
+        elif any(r.matches(entry) for record in usable for entry in record.get("inputs") or [] for r in readings):
+            reading.add(claim_id)
+    for claim_id, backend in pairs:
+        if claim_id in reading or claim_id in unknown:
+            selection.pairs.add((claim_id, backend))
+            selection.why[(claim_id, backend)] = ("reads " + ", ".join(map(str, readings)) if claim_id in reading
+                                                  else "no record on this machine says what it reads")
+    selection.unknown = len(unknown)
+    if not reading and not unknown:
+        selection.notes.append(f"{selection.how}: no record on this machine says a claim reads it")
+    return selection
+
+
+def snippets_changed(results: ResultsFile | None, snippets: Iterable[Path], pages_showing: Mapping[str, list[Path]]) -> set[str]:
+    """`--changed` for snippets: those with no recorded output here, whose last check did not hold, or
+    whose file, or a page that shows its output, was modified after the recorded run."""
+    from datetime import datetime
+
+    out = set()
+    for path in snippets:
+        recorded = (results.outputs.get(path.name) if results is not None else None) or {}
+        date = recorded.get("date")
+        checked = recorded.get("checked") or []
+        if not isinstance(date, str) or any(c.get("status") not in ("verified", "skipped") for c in checked
+                                            if isinstance(c, Mapping)):
+            out.add(path.name)
+            continue
+        try:
+            when = datetime.fromisoformat(date).timestamp()
+        except ValueError:
+            out.add(path.name)
+            continue
+        files = [path, *pages_showing.get(path.name, [])]
+        if any(f.is_file() and f.stat().st_mtime > when for f in files):
+            out.add(path.name)
+    return out
+
+
+def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> None:
+    """A figure is judged on every backend its claim computes on, so a claim rerun on one is rerun on all:
+    its other checks leave the unchanged list, and say why they run."""
+    for claim_id in selection.claims:
+        for backend in everywhere.get(claim_id, []):
+            if (claim_id, backend) not in selection.pairs:
+                selection.unchanged.pop((claim_id, backend), None)
+                selection.pairs.add((claim_id, backend))
+                selection.why[(claim_id, backend)] = "rerun with its claim's other backends (a figure is judged on all)"
+
+
+def narrow(items: list[Any], *, changed: bool, readings: list[str], results_path: Path, registry: Registry,
+           verifier: Any, outputs: Any) -> tuple[Selection, list[Any], list[Any]]:
+    """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
+    deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
+    (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""
+    from verified_book.results import ResultsError, read
+
+    try:
+        results: ResultsFile | None = read(results_path) if results_path.is_file() else None
+    except ResultsError:
+        results = None
+    everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry}
+    pairs = [(c, b) for c, names in everywhere.items() for b in names]
+    if changed:
+        versions = {name: b.version for name, b in verifier.backends.items()}
+        selection = select_changed(results, registry, verifier.bindings, pairs, versions)
+        snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
+        showing: dict[str, list[Path]] = {}
+        for path in snippets:
+            showing[path.name] = [verifier.book.root / b.file for b in outputs.of_snippet(path.name)]
+        selection.snippets = snippets_changed(results, set(snippets), showing)
+    else:
+        selection = select_reading(results, registry, [parse_reading(r) for r in readings], pairs)
+    if readings and changed:  # both: what reads the input and changed
+        reading = select_reading(results, registry, [parse_reading(r) for r in readings], pairs)
+        for key in selection.pairs - reading.pairs:
+            selection.pairs.discard(key)
+            selection.why.pop(key, None)
+        selection.how = f"--changed {reading.how}"
+    _whole_claims(selection, everywhere)
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for item in items:
+        if hasattr(item, "claim") and hasattr(item, "backend"):
+            keep = selection.keeps(item.claim.id)
+        elif hasattr(item, "binding") and item.binding.error is None:  # a figure; a malformed one is kept
+            keep = item.binding.claim_id not in registry or selection.keeps(item.binding.claim_id)
+        elif hasattr(item, "runner"):
+            keep = Path(item.path).name in selection.snippets
+        else:
+            keep = True
+        (kept if keep else dropped).append(item)
+    return selection, kept, dropped
