@@ -167,13 +167,13 @@ def test_an_unknown_backend_or_profile_is_an_error_with_its_place() -> None:
     claim("x.fine", kind="library", backends=("numpy",), registry=registry)(lambda backend: 1)
     profiles = {"rtx5080": ("numpy", "torch:cuda"), "m4_max": ("numpy", "torch:mps")}
     errors = undeclared_names(registry, ("numpy", "torch:cpu", "torch:cuda", "torch:mps"), profiles, ("author_box",))
-    text = "\n".join(errors)
+    text = "\n".join(map(str, errors))
     assert "claim 'x.lib' declares backend 'nmupy', which is not one; did you mean 'numpy'?" in text
     assert "claim 'x.hw' declares hardware profile 'rtx5800', which is not one; did you mean 'rtx5080'?" in text
     assert "claim 'x.timed' declares printed_on machine 'rtx5800'" in text
     assert "claim 'x.cuda' runs on torch:cuda, and no backend of the m4_max profile is one of them" in text
     assert "x.fine" not in text
-    assert all(e.split(":")[0].endswith(".py") and e.split(":")[1].isdigit() for e in errors)
+    assert all(e.where.split(":")[0].endswith(".py") and e.where.split(":")[1].isdigit() for e in errors)
 
 
 def test_a_misspelt_backend_fails_the_run_instead_of_skipping(book: pytest.Pytester) -> None:

@@ -108,6 +108,6 @@ def test_an_input_is_placed_at_its_value_and_a_source_that_disagrees_is_flagged(
     with inputs.recording() as reads:
         inputs.vendor("hw.toml", "memory_bandwidth")
     assert reads[0].place == "data/hw.toml:3"  # the value's line, not the table's header
-    assert inputs.source_disagreements() == [
+    assert [str(p) for p in inputs.source_disagreements()] == [
         "data/hw.toml:3: memory_bandwidth: value = 280, but its source says 273 GB/s ('datasheet: 273 GB/s'); "
         "correct one of them"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from verified_book.errors import BookError, Problem
 from verified_book.figures import FigureSyntaxError, Printed, parse
 
 BINDING = re.compile(
@@ -299,7 +300,7 @@ class Allowance:
         return any(m.start() <= start and start + len(item.text) <= m.end() for m in self.pattern.finditer(source_line))
 
 
-class AllowListError(ValueError):
+class AllowListError(BookError, ValueError):
     """The allow-list itself is malformed."""
 
 
@@ -311,21 +312,21 @@ def read_allowlist(path: Path) -> list[Allowance]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise AllowListError(f"{path}: does not parse: {e}") from None
+        raise AllowListError(Problem(str(path), f"does not parse: {e}")) from None
     entries: list[Allowance] = []
     starts = [i for i, line in enumerate(text.splitlines(), 1) if line.strip() == "[[allow]]"]
     for index, entry in enumerate(data.get("allow", [])):
         line = starts[index] if index < len(starts) else 0
         if not entry.get("reason", "").strip():
-            raise AllowListError(f"{path}:{line}: allow-list entry {entry.get('pattern')!r} has no reason")
+            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry {entry.get('pattern')!r} has no reason"))
         try:
             pattern = re.compile(entry["pattern"])
         except (KeyError, re.error) as e:
-            raise AllowListError(f"{path}:{line}: allow-list entry needs a valid `pattern` regex: {e}") from None
+            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry needs a valid `pattern` regex: {e}")) from None
         files = entry.get("files", [])
         if not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
-            raise AllowListError(f"{path}:{line}: allow-list entry {entry.get('pattern')!r}: expected files = [\"book/page.md\", ...] "
-                                 f"(a list of page globs), found files = {files!r}")
+            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry {entry.get('pattern')!r}: expected files = "
+                                         f"[\"book/page.md\", ...] (a list of page globs), found files = {files!r}"))
         entries.append(Allowance(pattern, entry["reason"], tuple(files), line))
     return entries
 

@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from verified_book.errors import BookError, Problem
+
 FILE_NAME = "book.toml"
 
 
-class ConfigError(Exception):
+class ConfigError(BookError):
     """A `book.toml` that is missing, does not parse, or names something wrongly."""
 
 
@@ -178,7 +180,7 @@ def snapshot() -> Callable[[], None]:
     return restore
 
 
-def open_book(config: BookConfig) -> list[str]:
+def open_book(config: BookConfig) -> list[Problem]:
     """Make `config` the book this process verifies or renders; return its topics' load errors.
 
     Points `inputs` at the book's data, `registry` at its root (for file:line in
@@ -193,12 +195,12 @@ def open_book(config: BookConfig) -> list[str]:
     snippet_figures.use_book(config.root, config.pages, config.snippets)
     if str(config.root) not in sys.path:
         sys.path.insert(0, str(config.root))
-    errors: list[str] = []
+    errors: list[Problem] = []
     for package in config.topics:
         try:
             errors += registry.load_topics(package)
         except registry.RegistryError as e:
-            errors.append(str(e))
+            errors.append(e.problem or Problem(FILE_NAME, str(e)))
     from verified_book.backends import NAMES
 
     profiles = {marker: profile.backends for marker, profile in machine.profiles().items()}

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from verified_book.errors import BookError
+
 APPROX_WORDS = ("about", "around", "roughly", "nearly", "approximately", "some", "almost")
 _SPACES = str.maketrans({"\u2009": " ", "\u202f": " ", "\u00a0": " ", "\u2212": "-", "\u2013": "-"})
 
@@ -44,7 +46,7 @@ _PLUS_MINUS = re.compile(r"^\s*(?:±|\+/-)\s*(?P<tol>\d+(?:\.\d+)?)(?P<pct>\s*%)
 _APPROX = re.compile(rf"^(?P<approx>≈|~|(?:{'|'.join(APPROX_WORDS)})\s+)\s*", re.IGNORECASE)
 
 
-class FigureSyntaxError(ValueError):
+class FigureSyntaxError(BookError, ValueError):
     """A printed figure that is not a number in any form the book uses."""
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from verified_book.errors import BookError
+
 #: what identifies the hardware: a change in any of these is another machine (versions and the OS are not)
 HARDWARE = ("cpu", "arch", "cores", "gpu", "gpu_memory_gb", "compute_capability", "gfx")
 FILE_VARIABLE = "VERIFIED_BOOK_MACHINE_FILE"
@@ -29,7 +31,7 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 SCHEMA = 1
 
 
-class IdentityError(Exception):
+class IdentityError(BookError):
     """An identity file that cannot be read or written, said with its path."""
 
 

@@ -19,6 +19,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from verified_book.errors import BookError, Problem
+
 DATA_DIR = Path("data")
 SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
 
@@ -31,7 +33,7 @@ def use_data_dir(path: Path, shown_as: str) -> None:
 GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
 
 
-class InputError(Exception):
+class InputError(BookError):
     """A data file is missing, malformed, or lacks the key a claim asked for."""
 
 
@@ -306,10 +308,10 @@ _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 _STATED = r"(?<![\w.])((?:" + _NUMBER + r"\s*(?:,|or|to|and|–|-)\s*)*" + _NUMBER + r")\s*{unit}(?![\w/])"
 
 
-def source_disagreements() -> list[str]:
+def source_disagreements() -> list[Problem]:
     """Every entry of the data folder whose `source` text states, in the entry's own unit, a number other
     than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both numbers."""
-    problems = []
+    problems: list[Problem] = []
     for file in data_files():
         if not file.endswith(".toml"):
             continue
@@ -331,6 +333,8 @@ def source_disagreements() -> list[str]:
                       for n in re.findall(_NUMBER, m.group(1))]
             numbers = [Fraction(n.replace(",", "")) for n in stated]
             if numbers and exact(value) not in numbers:
-                problems.append(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: {key}: value = {value!r}, but its source "
-                                f"says {', '.join(f'{n} {unit}' for n in stated)} ({source!r}); correct one of them")
-    return sorted(problems)
+                problems.append(Problem(f"{SHOWN_AS}/{file}:{_line_of(text, key)}",
+                                        f"{key}: value = {value!r}, but its source says "
+                                        f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
+                                        "correct one of them"))
+    return sorted(problems, key=str)

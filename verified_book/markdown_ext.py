@@ -16,13 +16,15 @@ from typing import Any
 from markdown import Extension, Markdown
 from markdown.preprocessors import Preprocessor
 
+from verified_book.errors import BookError
+
 NAME = "verified_book.markdown_ext"
 #: what to run instead, for the message
 SUPPORTED = ("MkDocs 1.6 with Material for MkDocs (`mkdocs build --strict`) or ProperDocs 1.6 "
              "(`properdocs build --strict -f mkdocs.yml`), each with the `verified-book` plugin listed under `plugins`")
 
 
-class NoMarksError(RuntimeError):
+class NoMarksError(BookError, RuntimeError):
     """A site generator is building the book without the plugin that renders its marks."""
 
 

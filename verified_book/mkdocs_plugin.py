@@ -29,6 +29,7 @@ from mkdocs.structure.pages import Page as MkPage
 from verified_book import markdown_ext, plots_process, provenance, render, site_machines
 from verified_book.bindings import AllowListError, Book, Page, read_page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
+from verified_book.errors import Problem
 from verified_book.machine import usable_cpus
 from verified_book.registry import REGISTRY
 from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
@@ -65,7 +66,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self.root = Path(config.config_file_path or ".").resolve().parent
         self.docs = Path(config.docs_dir).resolve()
-        self.problems: list[render.Problem] = []
+        self.problems: list[Problem] = []
         self.unverified: list[str] = []
         self.figures = 0
         self.rendered: dict[str, render.RenderedPage] = {}
@@ -90,7 +91,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         if self._drawing is not None:  # it draws while the topics load, which it does not need
             self._drawing.give(self.results)
         for line in open_book(self.book_config):
-            self._problem(render.Problem(line.split(": ", 1)[0], line.split(": ", 1)[-1]))
+            self._problem(line)
         if generates_plots:
             self._plots_function()  # a `plots` that names no function fails the build here, not at its page
         try:
@@ -154,7 +155,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 if SLUG_PATTERN.match(stem):
                     self.results[stem] = results
                 else:
-                    self._problem(render.Problem(f"{self.config.results_dir}/{stem}.json", "the file name is not a "
+                    self._problem(Problem(f"{self.config.results_dir}/{stem}.json", "the file name is not a "
                                                  "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
         else:
             log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
@@ -169,7 +170,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         shown = self.book_config.shown(local)
         for stem, results in read_all(local, self._results_problem).items():
             if not SLUG_PATTERN.match(stem):
-                self._problem(render.Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
+                self._problem(Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
                                              "(lower-case letters, digits, '-', '_'); it is left out"))
                 continue
             name = site_machines.local_name(stem) if stem in self.results else stem
@@ -178,14 +179,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self.results[name] = results
             self.local[name] = f"{shown}/{stem}.json"
 
-    def _problem(self, problem: render.Problem) -> None:
+    def _problem(self, problem: Problem) -> None:
         self.problems.append(problem)
         log.warning(str(problem))
 
     def _results_problem(self, text: str) -> None:
         for line in text.replace(str(self.root) + "/", "").splitlines():
             where, _, what = line.partition(": ")
-            self._problem(render.Problem(_with_line(where, what, self.root), what))
+            self._problem(Problem(_with_line(where, what, self.root), what))
 
     def on_env(self, env: jinja2.Environment, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
         """Keep the theme's compiled templates between builds, in `.cache/jinja/` at the book's root.
@@ -205,7 +206,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         try:
             self.book = Book.read(self.docs, self.root, self.book_config.allowlist)
         except AllowListError as e:
-            self._problem(render.Problem(str(self.book_config.allowlist), str(e)))
+            self._problem(Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
         self._pages = {(self.root / page.file).resolve(): page for page in self.book.pages}
         for path in (*STYLESHEETS, *SCRIPTS):
@@ -214,7 +215,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                                   use_directory_urls=config.use_directory_urls))
         for page_name in self._generated_pages():
             if files.get_file_from_path(page_name) is not None:
-                self._problem(render.Problem(page_name, "the claims plugin generates this page; the book has a file "
+                self._problem(Problem(page_name, "the claims plugin generates this page; the book has a file "
                                                         "of the same name, which is kept instead"))
                 continue
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
@@ -261,7 +262,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             what = f"figure {binding.text} ({binding.claim_id}) is verified on no machine yet"
             self.unverified.append(f"{binding.where}: {what}")
             if self.config.on_missing == "fail":
-                self._problem(render.Problem(binding.where, f"{what} (on_missing: fail)"))
+                self._problem(Problem(binding.where, f"{what} (on_missing: fail)"))
         self.rendered[src] = rendered
         return rendered.markdown
 

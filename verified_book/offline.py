@@ -13,10 +13,12 @@ import socket
 import sys
 from typing import Any, Callable
 
+from verified_book.errors import BookError
+
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
-class NetworkRefused(ConnectionRefusedError):
+class NetworkRefused(BookError, ConnectionRefusedError):
     """A connection away from this machine, attempted during a verification run."""
 
 
@@ -29,7 +31,7 @@ def set_hub_offline() -> None:
         os.environ[name] = "1"
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:  # imported before the run started: its flag was read already
-        setattr(constants, "HF_HUB_OFFLINE", True)
+        constants.HF_HUB_OFFLINE = True
 
 
 def is_local(family: int, address: Any) -> bool:

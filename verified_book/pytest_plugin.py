@@ -23,6 +23,7 @@ from verified_book import machine as machine_mod
 from verified_book import offline
 from verified_book import selection as selection_mod
 from verified_book import environment
+from verified_book.errors import BookError
 from verified_book.bindings import Binding, Book, Page, binding_hint, book_pages, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
@@ -367,7 +368,7 @@ class TopicsItem(pytest.Item):
 
     def runtest(self) -> None:
         run = state(self.config)
-        errors = run.load_errors + [message for page, message in run.allowlist_problems() if page is None]
+        errors = [*map(str, run.load_errors), *(message for page, message in run.allowlist_problems() if page is None)]
         if errors:
             raise BookFailure("\n".join(errors))
 
@@ -439,7 +440,7 @@ class BookItem(pytest.Item):
         return super().repr_failure(excinfo)
 
 
-class BookFailure(AssertionError):
+class BookFailure(BookError, AssertionError):
     """A failure whose message is already a compiler-style report."""
 
 

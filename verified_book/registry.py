@@ -15,21 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from verified_book.errors import BookError, Problem
 from verified_book.vocabulary import ID_PATTERN, Kind  # noqa: F401  (re-exported for topic modules)
 
 
-class NotOnBackend(Exception):
+class NotOnBackend(BookError):
     """Raised by a claim when a backend cannot compute it (a missing dtype, say).
 
     The message says what is missing; the test shows as skipped with it.
     """
 
 
-class InvariantFailed(AssertionError):
+class InvariantFailed(BookError, AssertionError):
     """Raised by a claim whose computation contradicts a property it must have."""
 
 
-class RegistryError(Exception):
+class RegistryError(BookError):
     """A claim was declared wrongly: a bad or duplicated id, a bad family."""
 
 
@@ -85,20 +86,20 @@ class Registry:
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
-        self.errors: list[str] = []
+        self.errors: list[Problem] = []
 
     def add(self, item: Claim) -> None:
         if not ID_PATTERN.match(item.id):
-            raise RegistryError(
-                f"{item.source_file}:{item.source_line}: claim id {item.id!r} is not a dotted "
+            raise RegistryError(Problem(
+                f"{item.source_file}:{item.source_line}", f"claim id {item.id!r} is not a dotted "
                 "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')"
-            )
+            ))
         if item.id in self._claims:
             first = self._claims[item.id]
-            raise RegistryError(
-                f"{item.source_file}:{item.source_line}: claim id {item.id!r} is declared twice; "
+            raise RegistryError(Problem(
+                f"{item.source_file}:{item.source_line}", f"claim id {item.id!r} is declared twice; "
                 f"first at {first.source_file}:{first.source_line}"
-            )
+            ))
         self._claims[item.id] = item
 
     def __getitem__(self, claim_id: str) -> Claim:
@@ -202,7 +203,7 @@ def claim(
             try:
                 cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
             except KeyError as e:
-                raise RegistryError(f"{file}:{line}: claim id {claim_id!r} names {e}, not in `over`") from None
+                raise RegistryError(Problem(f"{file}:{line}", f"claim id {claim_id!r} names {e}, not in `over`")) from None
             item = Claim(
                 id=cid,
                 kind=kind,
@@ -223,14 +224,14 @@ def claim(
             try:
                 registry.add(item)
             except RegistryError as e:  # one bad or duplicated id is one error; the module's other claims register
-                registry.errors.append(str(e))
+                registry.errors.append(e.problem or Problem(f"{file}:{line}", str(e)))
         return fn
 
     return register
 
 
 def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapping[str, Sequence[str]],
-                     elsewhere: Sequence[str] = ()) -> list[str]:
+                     elsewhere: Sequence[str] = ()) -> list[Problem]:
     """Every name a claim declares that nothing defines, one line each with the claim's place.
 
     `backends` are the engine's backend names, `profiles` each hardware marker with the backends its
@@ -239,12 +240,12 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
     reason, or run nowhere and pass; a claim no backend of any profile could run is an error too."""
     import difflib
 
-    def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> str:
+    def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> Problem:
         near = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
         hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
-        return f"{claim.source_file}:{claim.source_line}: claim {claim.id!r} declares {what} {name!r}, which is not one{hint}"
+        return Problem(f"{claim.source_file}:{claim.source_line}", f"claim {claim.id!r} declares {what} {name!r}, which is not one{hint}")
 
-    errors: list[str] = []
+    errors: list[Problem] = []
     anywhere = {b for listed in profiles.values() for b in listed}
     for item in registry:
         bad = [unknown("backend", b, backends, item) for b in item.backends or () if b not in backends]
@@ -257,8 +258,8 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
             if other is None or other.kind is not Kind.MEASURED:
                 near = registry.near(item.measured_here)
                 hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-                bad.append(f"{item.source_file}:{item.source_line}: claim {item.id!r} declares measured_here "
-                           f"{item.measured_here!r}, which is not a measured claim{hint}")
+                bad.append(Problem(f"{item.source_file}:{item.source_line}", f"claim {item.id!r} declares measured_here "
+                                   f"{item.measured_here!r}, which is not a measured claim{hint}"))
         errors += bad
         if bad or not item.needs_backend or item.backends is None or not profiles:
             continue
@@ -266,8 +267,8 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
         where = own if own is not None else anywhere
         if not set(item.backends) & set(where):
             place = f"the {item.hardware} profile" if own is not None else "any hardware profile"
-            errors.append(f"{item.source_file}:{item.source_line}: claim {item.id!r} runs on "
-                          f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked")
+            errors.append(Problem(f"{item.source_file}:{item.source_line}", f"claim {item.id!r} runs on "
+                                  f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked"))
     return errors
 
 
@@ -283,18 +284,18 @@ def _id_part(value: Any) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
 
 
-def load_topics(package: str) -> list[str]:
+def load_topics(package: str) -> list[Problem]:
     """Import every topic module once, subpackages' modules included, which fills the registry.
 
     A module that fails to import does not stop the others: its error comes back as
     one line naming the module, and the run reports it as a failure.
     """
-    errors: list[str] = []
+    errors: list[Problem] = []
     declared = len(REGISTRY.errors)
     try:
         pkg = importlib.import_module(package)
     except ImportError as e:
-        return [f"book.toml names topic package {package!r}, which does not import: {e}"]
+        return [Problem("book.toml", f"[book] topics names package {package!r}, which does not import: {e}")]
     for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{package}.", onerror=lambda name: None):
         name = info.name
         try:
@@ -305,5 +306,5 @@ def load_topics(package: str) -> list[str]:
             frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
             where = (e.filename, e.lineno) if isinstance(e, SyntaxError) else (
                 (frames[-1].filename, frames[-1].lineno) if frames else (name, 0))
-            errors.append(f"{_relative(str(where[0]))}:{where[1]}: {name} does not import: {type(e).__name__}: {e}")
+            errors.append(Problem(f"{_relative(str(where[0]))}:{where[1]}", f"{name} does not import: {type(e).__name__}: {e}"))
     return REGISTRY.errors[declared:] + errors

@@ -26,12 +26,12 @@ from verified_book import inputs, snippet_display
 from verified_book.bindings import BINDING, Binding, Page
 from verified_book.check import COMPUTED, Outcome, evidence, judge
 from verified_book.conditions import contended
+from verified_book.errors import Problem
 from verified_book.machine import Machine
 from verified_book.provenance import outdated_reason
 from verified_book.registry import Claim
 from verified_book.results import ResultsFile
-from verified_book.vocabulary import (BROKEN_BINDING, CONTENDED, LABELS, MEANINGS, NOT_REPORTED, RECORDED, SHAPES,
-                                      SHOWN_ORDER, STATUSES, UNVERIFIED, Status)
+from verified_book.vocabulary import BROKEN_BINDING, CONTENDED, LABELS, MEANINGS, NOT_REPORTED, RECORDED, SHAPES, SHOWN_ORDER, STATUSES, UNVERIFIED, Status
 
 #: the statuses a record can carry, as the report, the results file and the site name them
 VOCABULARY = STATUSES
@@ -57,17 +57,6 @@ def esc(value: Any) -> str:
 def short(value: Any, limit: int = MAX_TEXT) -> str:
     text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something the build must report: where (file:line) and what."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from verified_book import conditions, identity
 from verified_book.backends import NAMES
+from verified_book.errors import BookError
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED, Status
 
@@ -46,7 +47,7 @@ BOOK_PATH_PATTERN = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_][A-Za
 EXACT_PATTERN = re.compile(r"^-?\d{1,1300}/\d{1,1300}$")
 
 
-class ResultsError(Exception):
+class ResultsError(BookError):
     """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
 
 

@@ -17,15 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from verified_book import inputs as inputs_mod
 from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
 from verified_book import environment
 from verified_book import identity as identity_mod
+from verified_book import inputs as inputs_mod
 from verified_book import machine as machine_mod
 from verified_book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
 from verified_book.check import Verifier
 from verified_book.config import FILE_NAME, BookConfig, open_book
+from verified_book.errors import BookError, Problem
 from verified_book.provenance import outdated_reason
 from verified_book.registry import REGISTRY, Claim, Kind, is_measured
 from verified_book.results import ResultsFile
@@ -35,7 +36,7 @@ from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
 from verified_book.vocabulary import FIGURE_COUNTS, NOT_HERE, Status, worst
 
 
-class SessionError(Exception):
+class SessionError(BookError):
     """The session cannot open: this machine's identity cannot be read or kept."""
 
 
@@ -138,7 +139,7 @@ class Session:
         self.book_dir = book.pages
         self.snippets_dir = book.snippets
         self.results_dir = Path(results_dir or book.writes_to)
-        self.load_errors: list[str] = open_book(book) + inputs_mod.source_disagreements()
+        self.load_errors: list[Problem] = open_book(book) + inputs_mod.source_disagreements()
         self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
@@ -192,7 +193,7 @@ class Session:
 
         def problem(entry: str, what: str) -> None:
             line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
-            self.load_errors.append(f"{FILE_NAME}:{line}: [book] ahead names {entry!r}, {what}")
+            self.load_errors.append(Problem(f"{FILE_NAME}:{line}", f"[book] ahead names {entry!r}, {what}"))
 
         for pattern in unmatched:
             problem(pattern, "which matches no claim")
@@ -221,11 +222,14 @@ class Session:
             try:
                 pages.append(read_page(path, self.root))
             except (OSError, UnicodeDecodeError) as e:
-                self.load_errors.append(f"{path.relative_to(self.root)}:1: page cannot be read: {e}")
+                self.load_errors.append(Problem(f"{path.relative_to(self.root)}:1", f"page cannot be read: {e}"))
         try:
             allowlist = read_allowlist(self.book_config.allowlist)
-        except (AllowListError, OSError, UnicodeDecodeError) as e:
-            self.load_errors.append(str(e))
+        except AllowListError as e:
+            self.load_errors.append(e.problem or Problem(self.book_config.shown(self.book_config.allowlist), str(e)))
+            allowlist = []
+        except (OSError, UnicodeDecodeError) as e:
+            self.load_errors.append(Problem(self.book_config.shown(self.book_config.allowlist), f"cannot be read: {e}"))
             allowlist = []
         return Book(self.root, pages, allowlist)
 

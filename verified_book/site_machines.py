@@ -13,8 +13,21 @@ from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping
 
 from verified_book.bindings import Book
-from verified_book.render import (LABELS, NOT_REPORTED, UNVERIFIED, VOCABULARY, GeneratedPage, claim_status_on, esc,
-                                  figure_view, label, mark, short, show_value, source_link)
+from verified_book.render import (
+    LABELS,
+    NOT_REPORTED,
+    UNVERIFIED,
+    VOCABULARY,
+    GeneratedPage,
+    claim_status_on,
+    esc,
+    figure_view,
+    label,
+    mark,
+    short,
+    show_value,
+    source_link,
+)
 from verified_book.results import ResultsFile
 from verified_book.vocabulary import CONTENDED, Status
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from verified_book.bindings import _FENCE, BINDING
+from verified_book.errors import BookError
 from verified_book.figures import FigureSyntaxError, parse
 from verified_book.vocabulary import Status
 
@@ -333,7 +334,7 @@ def _aligned(book: list[BookLine], printed: list[str]) -> list[tuple[int, int, i
     return [(b0, b1, p0, p1) for _op, b0, b1, p0, p1 in matcher.get_opcodes()]
 
 
-class NotPrinted(Exception):
+class NotPrinted(BookError):
     """A run of a snippet printed no number where the book shows the figure asked for."""
 
 
