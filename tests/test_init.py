@@ -23,6 +23,8 @@ from verified_book import cli
 from verified_book.bindings import Book
 from verified_book.config import read_config
 
+from conftest import served  # imported with the module: a test's own conftest.py may stand in sys.modules later
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "minimal"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -102,8 +104,6 @@ def test_a_book_init_writes_verifies_and_builds_with_every_figure_marked(tmp_pat
 def test_the_example_opens_a_panel_on_click_and_hides_it_otherwise(tmp_path: Path, browser: Any) -> None:
     """examples/minimal built: a figure's panel is hidden until the figure is clicked, and shown after;
     screenshots at a phone's width and a desktop's (artifacts/screenshots/minimal-*.png)."""
-    from conftest import served
-
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1", "CLAIMS_RESULTS_DIR": str(tmp_path / "results")}
     tested = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--results-dir={tmp_path / 'results'}"], cwd=EXAMPLE,
                             capture_output=True, text=True, timeout=600, env=env)

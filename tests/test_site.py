@@ -26,12 +26,13 @@ from verified_book.config import open_book, read_config
 from verified_book.results import dumps
 from verified_book.results import read as read_results
 from verified_book.registry import REGISTRY
+from verified_book.vocabulary import UNVERIFIED, Status
 from verified_book.results import read_all
 from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-STATUSES = {"verified", "stale", "failed", "disputed", "reference", "outdated", "unverified"}
+STATUSES = {*(s.value for s in Status if s is not Status.SKIPPED), UNVERIFIED}  # what a figure can show
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 TOP = {"x": 0, "y": 0, "width": 1280, "height": 2400}  # screenshots: the first screens of a page
 
