@@ -15,7 +15,7 @@ import pytest
 from harness.faults import conditions_of, shown_status, spawn, timed_book, wait_for_line
 from verified_book import conditions
 from verified_book.conditions import RUN_ENV, Conditions, RunLock
-from verified_book.results import ResultsFile, read, validate
+from verified_book.results import ResultsError, ResultsFile, read, validate
 from verified_book.vocabulary import CONTENDED
 
 
@@ -37,7 +37,12 @@ def test_a_conditions_entry_is_checked_by_the_results_schema() -> None:
     for bad in ({**good, "cores": 0}, {**good, "load_before": "high"}, {**good, "beside": 3}, {**good, "extra": 1}, [1]):
         assert not conditions.is_entry(bad), bad
     record = {"status": "verified", "value": 1.0, "figures": [], "conditions": {**good, "cores": "four"}}
-    problems = validate(ResultsFile("m", records={"a.one": {"numpy": record}}).to_dict(), "m.json")
+    with pytest.raises(ResultsError) as refused:  # the record's type refuses it where it is built
+        ResultsFile("m", records={"a.one": {"numpy": record}})
+    assert any("a.one" in p and "conditions" in p and "cores" in p for p in str(refused.value).splitlines()), refused.value
+    data = ResultsFile("m", records={"a.one": {"numpy": {**record, "conditions": good}}}).to_dict()
+    data["records"]["a.one"]["numpy"]["conditions"]["cores"] = "four"
+    problems = validate(data, "m.json")
     assert any("a.one" in p and "conditions" in p and "cores" in p for p in problems), problems
 
 

@@ -31,6 +31,7 @@ from verified_book.vocabulary import FIGURE_COUNTS, KIND_MEANINGS, MEANINGS, NOT
 from verified_book.provenance import commit_of, outdated_reason
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.registry import REGISTRY, Claim, Kind, is_measured
+from verified_book.record import SnippetOutput
 from verified_book.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.rewrite import rewrite_stale
 from verified_book.snippet_figures import book_outputs
@@ -78,7 +79,7 @@ class RunState:
         self.backends = backends_mod.detect()
         self.verifier = Verifier(REGISTRY, self.book, dict(self.backends), self.machine)
         self.verifier.ahead = ahead
-        self.outputs: dict[str, dict[str, Any]] = {}
+        self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.worker_statuses: dict[tuple[str, str], str] = {}
         self.worker_written: set[str] = set()
@@ -677,8 +678,8 @@ class SnippetItem(BookItem):
         name = self.path.name
         devices = [b.device for b in run.backends.values() if b.available]
         checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
-        run.outputs[name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how,
-                             "checked": [c.to_json() for c in checks]}
+        run.outputs[name] = SnippetOutput(text=done.stdout, date=now(), seconds=round(done.seconds, 3), how=done.how,
+                                          checked=[c.to_json() for c in checks])
         if not checks:
             raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
                               f"prints: add one where the book runs it, fenced as ```output {name}")
@@ -896,7 +897,7 @@ def outdated_records(run: RunState, judged: Mapping[tuple[str, str], str]) -> di
     out = {}
     for claim_id, per_backend in results.current(REGISTRY).items():
         for backend_name, record in per_backend.items():
-            if (claim_id, backend_name) in judged or record.get("status") == Status.SKIPPED:
+            if (claim_id, backend_name) in judged or record.status == Status.SKIPPED:
                 continue
             why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
             if why:
