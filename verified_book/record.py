@@ -481,3 +481,14 @@ def problems(error: ValidationError, where: str) -> list[str]:
             lines = [": ".join([*groups, what])]
         out += [f"{where}: {line}" for line in lines if f"{where}: {line}" not in out]
     return out
+
+
+#: where the schema is published for contributors (scripts/results-schema writes it)
+SCHEMA_FILE = "docs/results.schema.json"
+
+
+def schema_text() -> str:
+    """The JSON Schema of a results file as `docs/results.schema.json` holds it."""
+    import json
+
+    return json.dumps(ResultsDocument.model_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
