@@ -20,8 +20,7 @@ import math
 import re
 from typing import Annotated, Any, Callable, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
-                      ValidatorFunctionWrapHandler, WrapValidator, model_validator)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator, model_validator
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
@@ -403,7 +402,7 @@ class ResultsDocument(Strict):
     outputs: dict[OutputName, SnippetOutput] = {}
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> "ResultsDocument":
+    def _consistent(self) -> "ResultsDocument":
         problems = []
         if self.machine.slug not in (None, self.slug):
             problems.append(f"machine slug {_show(self.machine.slug)} differs from the file's slug {_show(self.slug)}")

@@ -23,10 +23,28 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from verified_book import conditions, identity, record
-from verified_book.record import (BACKEND_NAMES, BOOK_PATH_PATTERN, EXACT_PATTERN, MARKER_PATTERN, MAX_KEY_CHARS,
-                                  MAX_LINE, MAX_SECONDS, MAX_STRING_CHARS, OUTPUT_NAME_PATTERN, SCHEMA_VERSION,
-                                  SLUG_PATTERN, VOLATILE, ClaimMeta, Machine, Measured, Record, ResultsDocument,
-                                  RunHeader, RunOnDisk, SnippetOutput)
+from verified_book.record import (
+    BACKEND_NAMES,
+    BOOK_PATH_PATTERN,
+    EXACT_PATTERN,
+    MARKER_PATTERN,
+    MAX_KEY_CHARS,
+    MAX_LINE,
+    MAX_SECONDS,
+    MAX_STRING_CHARS,
+    OUTPUT_NAME_PATTERN,
+    SCHEMA_VERSION,
+    SLUG_PATTERN,
+    VOLATILE,
+    ClaimMeta,
+    Machine,
+    Measured,
+    Record,
+    ResultsDocument,
+    RunHeader,
+    RunOnDisk,
+    SnippetOutput,
+)
 from verified_book.vocabulary import RECORDED, Status
 
 __all__ = ["BACKEND_NAMES", "BOOK_PATH_PATTERN", "EXACT_PATTERN", "MARKER_PATTERN", "MAX_LINE", "MAX_SECONDS",
