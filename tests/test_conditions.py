@@ -152,8 +152,8 @@ def test_a_second_run_waits_for_the_one_timing_the_machine(tmp_path: Path) -> No
     # the second timed nothing until the first was done, and neither saw the other beside it
     assert log.read_text().split() == ["start", str(first.proc.pid), "end", str(first.proc.pid),
                                        "start", str(second.proc.pid), "end", str(second.proc.pid)]
-    assert conditions_of(tmp_path / "first")["beside"] is None
-    assert conditions_of(tmp_path / "second")["beside"] is None
+    assert conditions_of(tmp_path / "first").beside is None
+    assert conditions_of(tmp_path / "second").beside is None
 
 
 @pytest.mark.slow  # two pytest processes
@@ -170,8 +170,8 @@ def test_a_run_told_to_run_beside_marks_both_runs_measurements_contended(tmp_pat
     assert log.read_text().split() == ["start", str(first.proc.pid), "start", str(second.proc.pid),
                                        "end", str(second.proc.pid), "end", str(first.proc.pid)]
     first_seen, second_seen = conditions_of(tmp_path / "first"), conditions_of(tmp_path / "second")
-    assert f"pid {second.proc.pid} (pytest)" in first_seen["beside"]
-    assert f"pid {first.proc.pid} (pytest)" in second_seen["beside"]
+    assert f"pid {second.proc.pid} (pytest)" in first_seen.beside
+    assert f"pid {first.proc.pid} (pytest)" in second_seen.beside
     # recorded as measured, and as contended: the site shows neither as the machine's figure
     for results, seen in ((tmp_path / "first", first_seen), (tmp_path / "second", second_seen)):
         assert read(results / "sample.json").records["timed.wait"]["numpy"]["status"] == "verified"

@@ -679,7 +679,7 @@ class SnippetItem(BookItem):
         devices = [b.device for b in run.backends.values() if b.available]
         checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
         run.outputs[name] = SnippetOutput(text=done.stdout, date=now(), seconds=round(done.seconds, 3), how=done.how,
-                                          checked=[c.to_json() for c in checks])
+                                          checked=[c.entry() for c in checks])
         if not checks:
             raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
                               f"prints: add one where the book runs it, fenced as ```output {name}")
