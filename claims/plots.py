@@ -49,13 +49,10 @@ class Plot:
 
 def values(results: ResultsFile, claim_id: str) -> dict[str, float]:
     """The numeric value each backend recorded for a claim on one machine."""
-    per_backend = results.records.get(claim_id)
-    if not isinstance(per_backend, dict):
-        return {}
     out = {}
-    for backend, record in sorted(per_backend.items()):
-        if isinstance(record, dict) and record.get("status") != "skipped":
-            value = number(record.get("value"))
+    for backend, record in sorted(results.records.get(claim_id, {}).items()):
+        if record.status != "skipped":
+            value = number(record.value)
             if value is not None and value > 0:
                 out[str(backend)] = value
     return out
@@ -270,12 +267,10 @@ def run_date(results: ResultsFile, claim_id: str, backend: str) -> str:
 
 def skip_reason(results: ResultsFile, claim_id: str, backend: str) -> str | None:
     """Why a machine skipped a claim on a backend, as its record says; None where it did not skip it."""
-    per_backend = results.records.get(claim_id)
-    record = per_backend.get(backend) if isinstance(per_backend, dict) else None
-    if not isinstance(record, dict) or record.get("status") != "skipped":
+    record = results.records.get(claim_id, {}).get(backend)
+    if record is None or record.status != "skipped":
         return None
-    message = record.get("message")
-    return message.splitlines()[0] if isinstance(message, str) and message else "skipped"
+    return record.message.splitlines()[0] if record.message else "skipped"
 
 
 def sweep_findings(gflops: Mapping[int, float], traffic: Mapping[int, float],

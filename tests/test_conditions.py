@@ -15,7 +15,7 @@ import pytest
 from harness.faults import conditions_of, shown_status, spawn, timed_book, wait_for_line
 from verified_book import conditions
 from verified_book.conditions import RUN_ENV, Conditions, RunLock
-from verified_book.results import ResultsFile, read, validate
+from verified_book.results import ResultsError, ResultsFile, read, validate
 from verified_book.vocabulary import CONTENDED
 
 
@@ -37,7 +37,12 @@ def test_a_conditions_entry_is_checked_by_the_results_schema() -> None:
     for bad in ({**good, "cores": 0}, {**good, "load_before": "high"}, {**good, "beside": 3}, {**good, "extra": 1}, [1]):
         assert not conditions.is_entry(bad), bad
     record = {"status": "verified", "value": 1.0, "figures": [], "conditions": {**good, "cores": "four"}}
-    problems = validate(ResultsFile("m", records={"a.one": {"numpy": record}}).to_dict(), "m.json")
+    with pytest.raises(ResultsError) as refused:  # the record's type refuses it where it is built
+        ResultsFile("m", records={"a.one": {"numpy": record}})
+    assert any("a.one" in p and "conditions" in p and "cores" in p for p in str(refused.value).splitlines()), refused.value
+    data = ResultsFile("m", records={"a.one": {"numpy": {**record, "conditions": good}}}).to_dict()
+    data["records"]["a.one"]["numpy"]["conditions"]["cores"] = "four"
+    problems = validate(data, "m.json")
     assert any("a.one" in p and "conditions" in p and "cores" in p for p in problems), problems
 
 
@@ -147,8 +152,8 @@ def test_a_second_run_waits_for_the_one_timing_the_machine(tmp_path: Path) -> No
     # the second timed nothing until the first was done, and neither saw the other beside it
     assert log.read_text().split() == ["start", str(first.proc.pid), "end", str(first.proc.pid),
                                        "start", str(second.proc.pid), "end", str(second.proc.pid)]
-    assert conditions_of(tmp_path / "first")["beside"] is None
-    assert conditions_of(tmp_path / "second")["beside"] is None
+    assert conditions_of(tmp_path / "first").beside is None
+    assert conditions_of(tmp_path / "second").beside is None
 
 
 @pytest.mark.slow  # two pytest processes
@@ -165,8 +170,8 @@ def test_a_run_told_to_run_beside_marks_both_runs_measurements_contended(tmp_pat
     assert log.read_text().split() == ["start", str(first.proc.pid), "start", str(second.proc.pid),
                                        "end", str(second.proc.pid), "end", str(first.proc.pid)]
     first_seen, second_seen = conditions_of(tmp_path / "first"), conditions_of(tmp_path / "second")
-    assert f"pid {second.proc.pid} (pytest)" in first_seen["beside"]
-    assert f"pid {first.proc.pid} (pytest)" in second_seen["beside"]
+    assert f"pid {second.proc.pid} (pytest)" in first_seen.beside
+    assert f"pid {first.proc.pid} (pytest)" in second_seen.beside
     # recorded as measured, and as contended: the site shows neither as the machine's figure
     for results, seen in ((tmp_path / "first", first_seen), (tmp_path / "second", second_seen)):
         assert read(results / "sample.json").records["timed.wait"]["numpy"]["status"] == "verified"

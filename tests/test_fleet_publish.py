@@ -24,12 +24,12 @@ def machine_file(folder: Path, slug: str, date: str, marker: str, value: float) 
     """A results file as a fleet machine writes it: the committed file's records under another slug and date."""
     committed = read(COMMITTED[0])
     kept = ("probe.bandwidth.read", "formats.finfo.bf16.bits")
-    records = {cid: {b: dict(r) for b, r in committed.records[cid].items()} for cid in kept}
-    records["probe.bandwidth.read"]["numpy"]["value"] = value
-    run = {**committed.run, "date": date, "seconds": {},
-           "dates": {cid: {b: date for b in records[cid]} for cid in kept}}
-    made = ResultsFile(slug, {**committed.machine, "slug": slug, "markers": [marker]}, run, records, {},
-                       {cid: committed.claims[cid] for cid in kept})
+    records = {cid: dict(committed.records[cid]) for cid in kept}
+    records["probe.bandwidth.read"]["numpy"] = records["probe.bandwidth.read"]["numpy"].model_copy(update={"value": value})
+    run = committed.run.model_copy(update={"date": date, "seconds": {},
+                                           "dates": {cid: {b: date for b in records[cid]} for cid in kept}})
+    machine = committed.machine.model_copy(update={"slug": slug, "markers": [marker]})
+    made = ResultsFile(slug, machine, run, records, {}, {cid: committed.claims[cid] for cid in kept})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{slug}.json"
     path.write_text(dumps(made), encoding="utf-8")

@@ -97,7 +97,7 @@ def test_a_key_of_a_whole_config_says_the_library_reads_all_of_it(model_data: Pa
     with inputs.recording() as reads:
         inputs.model_config_all("m")
     entries = [input_entry(r) for r in reads]
-    assert {e["key"]: e.get("whole") for e in entries} == {"hidden_size": "transformers", "rope_theta": "transformers"}
+    assert {e.key: e.whole for e in entries} == {"hidden_size": "transformers", "rope_theta": "transformers"}
     (model_data / "models" / "m" / "config.json").write_text(json.dumps({"hidden_size": 64, "rope_theta": 2000000}))
     inputs._cache.clear()
     assert changed_inputs(entries) == ["transformers reads all of config.json; rope_theta changed "

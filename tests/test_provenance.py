@@ -10,6 +10,7 @@ from harness import faults
 from verified_book import inputs, provenance
 from verified_book.config import open_book, read_config, snapshot
 from verified_book.registry import REGISTRY
+from verified_book.record import ClaimMeta, Record
 from verified_book.results import SCHEMA_VERSION, read
 
 CLAIMS = '''
@@ -92,8 +93,8 @@ def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Pa
                                 "date": "2026-11-01T00:00:00+00:00", "source": "x.py:1"}}}}))
     assert "before records carried their provenance" in (_outdated(book) or "")
     migrated = read(book.results_file)
-    assert migrated.claims["io.ceiling"] == {"kind": "exact", "source": "x.py:1"}
-    assert migrated.run["seconds"] == {"io.ceiling": {"none": 0.1}}
+    assert migrated.claims["io.ceiling"].model_dump(exclude_unset=True) == {"kind": "exact", "source": "x.py:1"}
+    assert migrated.run.seconds == {"io.ceiling": {"none": 0.1}}
 
 
 def test_records_of_a_retired_claim_are_kept_but_not_counted(tmp_path: Path) -> None:
@@ -144,7 +145,8 @@ def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -
     merged = ResultsFile("m", records={"a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
                                        "a.two": {"mlx:gpu": {"status": "skipped"}}})
     merged.merge(ResultsFile("m", run={"backends": {"numpy": "2.4", "mlx:gpu": None}}))
-    assert merged.records == {"a.one": {"numpy": {"status": "verified"}}}
+    assert {c: {b: r.model_dump(exclude_unset=True) for b, r in per.items()} for c, per in merged.records.items()} \
+        == {"a.one": {"numpy": {"status": "verified"}}}
 
 
 def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path) -> None:
@@ -316,7 +318,8 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
             with REGISTRY.isolated():
                 book.forget_modules()
                 assert not open_book(read_config(book.root))
-                return provenance.outdated_reason(REGISTRY["lab.ms"], data["claims"]["lab.ms"], record)
+                return provenance.outdated_reason(REGISTRY["lab.ms"], ClaimMeta.model_validate(data["claims"]["lab.ms"]),
+                                                  Record.model_validate(record))
         finally:
             book.forget_modules()
             reopen()

@@ -16,6 +16,7 @@ from verified_book.bindings import Book, read_page
 from verified_book.figures import parse
 from verified_book.provenance import code_fingerprint
 from verified_book.registry import Claim, Kind
+from verified_book.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
 from verified_book.results import ResultsFile
 
 CLAIMS = {
@@ -42,8 +43,7 @@ max=[65,504](claim:t.max)
 
 
 def record(status: str, value: Any, figures: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"status": status, "value": value, "figures": figures or [], "message": "", "date": "2026-11-28T10:00:00+00:00",
-            "version": "2.4.6", "source": "claims/topics/t.py:12", "kind": "exact", **extra}
+    return {"status": status, "value": value, "figures": figures or [], "message": "", "version": "2.4.6", **extra}
 
 
 def machine(slug: str, records: dict[str, dict[str, Any]], outputs: dict[str, Any] | None = None) -> ResultsFile:
@@ -242,12 +242,16 @@ HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 
 def hostile_results(page: Any) -> dict[str, ResultsFile]:
     evil = record("stale", HOSTILE, [dict(f, status="stale") for f in figures_of(page, "t.max")],
-                  message=HOSTILE, date=HOSTILE, version=HOSTILE, source=f"claims/topics/t.py:1{HOSTILE}")
+                  message=HOSTILE, version=HOSTILE)
     rf = machine("alpha", {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
-                 {"shapes.py": {"text": HOSTILE, "date": HOSTILE, "seconds": HOSTILE, "how": HOSTILE}})
-    rf.machine["fingerprint"] = {"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}
-    rf.machine["markers"] = [HOSTILE]
-    rf.run = {"date": HOSTILE, "versions": {"python": HOSTILE, HOSTILE: HOSTILE}, "backends": {HOSTILE: HOSTILE}}
+                 {"shapes.py": {"text": HOSTILE, "seconds": 0.5}})
+    rf.claims["t.evil" + HOSTILE] = ClaimMeta(source=f"claims/topics/t.py:1{HOSTILE}")
+    # what the types refuse in a file is put in all the same: the page escapes it even so
+    rf.outputs["shapes.py"] = SnippetOutput.model_construct(text=HOSTILE, date=HOSTILE, seconds=0.5, how=HOSTILE)
+    rf.machine = Machine.model_construct(slug="alpha", fingerprint={"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE},
+                                         markers=[HOSTILE])
+    rf.run = RunHeader.model_construct(date=HOSTILE, versions={"python": HOSTILE, HOSTILE: HOSTILE},
+                                       backends={HOSTILE: HOSTILE}, seconds={}, dates={})
     return {"alpha": rf}
 
 
@@ -281,9 +285,9 @@ def test_strings_from_a_results_file_are_escaped_on_the_machines_page(tmp_path: 
 def test_strings_from_a_results_file_are_escaped_in_plots(page: Any) -> None:
     rf = copy.deepcopy(hostile_results(page)["alpha"])
     rf.records.update({
-        "probe.bandwidth.read": {"numpy": record("verified", 20.0)},
-        "probe.matmul.fp32": {"numpy": record("verified", 150.0)},
-        "flops.job.decode_bf16.intensity": {"none": record("verified", {"exact": "1/1", "float": 1.0})},
+        "probe.bandwidth.read": {"numpy": Record.model_validate(record("verified", 20.0))},
+        "probe.matmul.fp32": {"numpy": Record.model_validate(record("verified", 150.0))},
+        "flops.job.decode_bf16.intensity": {"none": Record.model_validate(record("verified", {"exact": "1/1", "float": 1.0}))},
     })
     plot = site_plots.roofline(rf, site_plots.intensities({"alpha": rf}))
     assert plot.svg is not None
@@ -320,7 +324,7 @@ def test_plots_are_drawn_from_records_in_the_page_colour() -> None:
         "probe.matmul.fp32": {"numpy": record("verified", 150.0)},
         "probe.matmul.bf16": {"torch:cpu": record("verified", 60.0)},
         "probe.decode_ceiling.qwen3_8b.bf16": {"numpy": record("verified", 1.2)},
-        "decode.ceiling.dgx_spark.bf16": {"none": record("verified", {"exact": "273/16", "float": 17.06})},
+        "decode.ceiling.dgx_spark.bf16": {"none": record("verified", {"exact": "273/16", "float": 17.0625})},
         "flops.job.decode_bf16.intensity": {"none": record("verified", 1)},
         "flops.job.prefill_bf16.intensity": {"none": record("verified", 512)},
     }
@@ -362,7 +366,7 @@ def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> N
     rf = machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
                                                         figures_of(page, "t.ceiling"))}})
     assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
-    rf.claims["t.ceiling"] = {"code": "0" * 16}  # made by another version of the claim's code
+    rf.claims["t.ceiling"] = ClaimMeta(code="0" * 16)  # made by another version of the claim's code
     view = render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert view.status == "outdated"
     panel = render.render_panel(view, {"alpha": rf}, None, "p")

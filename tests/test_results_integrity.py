@@ -143,9 +143,14 @@ def test_the_committed_machines_have_identities() -> None:
 
 
 def test_a_bad_machine_id_is_refused(tmp_path: Path) -> None:
-    bad = _file("box", {"id": "../etc", "fingerprint": INFO})
-    with pytest.raises(ResultsError, match="is not a machine id"):
-        merge_into(tmp_path / "box.json", bad)
+    with pytest.raises(ResultsError, match="is not a machine id"):  # refused where it is built
+        _file("box", {"id": "../etc", "fingerprint": INFO})
+    data = _file("box", {"id": "aaaa1111", "fingerprint": INFO}).to_dict()
+    data["machine"]["id"] = "../etc"
+    (tmp_path / "box.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match="is not a machine id"):  # and where it is read
+        read(tmp_path / "box.json")
+    (tmp_path / "box.json").unlink()
     assert not (tmp_path / "box.json").exists()
     assert '"id"' in dumps(_file("box", {"id": "aaaa1111"}))
 
@@ -220,10 +225,10 @@ def test_a_contended_measurement_does_not_replace_a_quiet_one() -> None:
                        run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-01T10:00:00+00:00"}}})
     mine.merge(ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": busy}},
                            run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-02T10:00:00+00:00"}}}))
-    assert mine.records["probe.bandwidth.copy"]["numpy"]["value"] == 14.1
+    assert mine.records["probe.bandwidth.copy"]["numpy"].value == 14.1
     assert mine.date_of("probe.bandwidth.copy", "numpy") == "2026-12-01T10:00:00+00:00", "the quiet record keeps its date"
     mine.merge(ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": {**quiet, "value": 15.0}}}))
-    assert mine.records["probe.bandwidth.copy"]["numpy"]["value"] == 15.0, "a quiet one replaces it as before"
+    assert mine.records["probe.bandwidth.copy"]["numpy"].value == 15.0, "a quiet one replaces it as before"
 
 
 def test_contribute_into_a_folder_it_cannot_write_fails_and_keeps_the_file(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkey
 
     mine = replace(book, local_results=local, results=results)
     assert cli.contribute(mine, []) == 0
-    assert read_results(results / "test-box.json").records["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
+    assert read_results(results / "test-box.json").records["probe.bandwidth.copy"]["numpy"].value == 12.5
     assert "pull request" in capsys.readouterr().out
     (local / "test-box.json").unlink()
     assert cli.contribute(mine, []) == 1 and "nothing to contribute" in capsys.readouterr().err

@@ -23,6 +23,7 @@ import pytest
 from verified_book import render
 from verified_book.bindings import Book
 from verified_book.config import open_book, read_config
+from verified_book.record import Record
 from verified_book.results import dumps
 from verified_book.results import read as read_results
 from verified_book.registry import REGISTRY
@@ -402,20 +403,19 @@ def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book
         v.close()
 
 
-def probe_records(slug: str, scale: float) -> dict[str, dict[str, Any]]:
+def probe_records(slug: str, scale: float) -> dict[str, dict[str, Record]]:
     """Measured records as a machine with `scale` times a small CPU's speed would write them (a test fixture)."""
-    def record(value: float) -> dict[str, Any]:
-        return {"status": "verified", "kind": "measured", "value": value, "figures": [], "message": "",
-                "source": "claims/topics/measured.py:1", "date": "2026-11-28T10:00:00+00:00", "version": "2.4.6"}
+    def record(value: float) -> Record:
+        return Record(status="verified", value=value, figures=[], message="", version="2.4.6")
 
-    records: dict[str, dict[str, Any]] = {
+    records: dict[str, dict[str, Record]] = {
         "probe.bandwidth.read": {"numpy": record(20.0 * scale)},
         "probe.matmul.fp32": {"numpy": record(150.0 * scale)},
         "probe.matmul.bf16": {"numpy": record(60.0 * scale)},
         "probe.decode_ceiling.qwen3_8b.bf16": {"numpy": record(1.2 * scale)},
         "probe.decode_ceiling.qwen3_8b.q4_k_m": {"numpy": record(3.9 * scale)},
-        "flops.job.decode_bf16.intensity": {"none": record(1.0) | {"kind": "exact"}},
-        "flops.job.prefill_bf16.intensity": {"none": record(512.0) | {"kind": "exact"}},
+        "flops.job.decode_bf16.intensity": {"none": record(1.0)},
+        "flops.job.prefill_bf16.intensity": {"none": record(512.0)},
     }
     for batch in (1, 8, 64, 256):
         records[f"probe.sweep.{batch}.gflops"] = {"numpy": record(min(60.0, 20.0 * batch) * scale)}

@@ -389,8 +389,8 @@ def test_a_measured_claim_takes_the_figure_the_snippets_one_run_printed(timed_bo
     data = json.loads(path.read_text())
     printed = data["run"]["outputs"]["s.py"]["text"].split()[1]  # a clock reading: a second run would print another
     record = read(path).records["lab.ms"]["numpy"]
-    assert record["status"] == "reference" and record["inputs"][0]["value"] == printed
-    assert record["value"] == pytest.approx(float(printed))
+    assert record.status == "reference" and record.inputs[0].value == printed
+    assert record.value == pytest.approx(float(printed))
 
 
 def test_a_claim_whose_snippet_fails_or_prints_another_line_fails_with_the_place(timed_book: pytest.Pytester) -> None:

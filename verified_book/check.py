@@ -18,6 +18,8 @@ from verified_book.bindings import Binding, Book
 from verified_book.figures import as_number
 from verified_book.machine import Machine
 from verified_book.provenance import code_fingerprint, input_entry
+from verified_book.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
+from verified_book.record import Machine as MachineRecord
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
 from verified_book.vocabulary import BROKEN_ENVIRONMENT, TRANSCRIBED, Status, worst
@@ -363,39 +365,38 @@ class Verifier:
             return BROKEN, verdicts
         return worst((v.status for v in verdicts), default=evidence(claim, result.inputs)[0].value), verdicts
 
-    def record(self, claim: Claim, backend: Backend) -> dict[str, Any]:
+    def record(self, claim: Claim, backend: Backend) -> Record:
         """The results-file record of one (claim, backend)."""
         result = self.outcome(claim, backend)
         status, verdicts = self.status(claim, backend)
         messages = [result.message] if result.message else []
         messages += [v.message for v in verdicts if v.message and v.status != Status.VERIFIED]
         notes = sorted({v.message for v in verdicts if v.status == Status.VERIFIED and v.message})
-        return {
-            "status": status,
-            "value": to_json(result.value),
-            "figures": [
-                {"file": v.binding.file, "line": v.binding.line, "printed": v.binding.text,
-                 "stated": v.binding.stated, "status": v.status}
-                for v in verdicts
-            ],
-            "message": "\n".join(messages + notes),
-            "inputs": [input_entry(i) for i in result.inputs],
-            "version": self.backends[backend.name].version if backend.name in self.backends else None,
-            **({"conditions": self.conditions.seen().entry()}
-               if claim.kind is Kind.MEASURED and self.conditions is not None else {}),
-        }
+        record = Record(
+            status=str(status),
+            value=to_json(result.value),
+            figures=[FigureVerdict(file=v.binding.file, line=v.binding.line, printed=v.binding.text,
+                                   stated=v.binding.stated, status=str(v.status))
+                     for v in verdicts],
+            message="\n".join(messages + notes),
+            inputs=[input_entry(i) for i in result.inputs],
+            version=self.backends[backend.name].version if backend.name in self.backends else None,
+        )
+        if claim.kind is Kind.MEASURED and self.conditions is not None:  # what the machine was doing meanwhile
+            record = record.model_copy(update={"conditions": Conditions.model_validate(self.conditions.seen().entry())})
+        return record
 
-    def claim_meta(self, claim: Claim) -> dict[str, Any]:
+    def claim_meta(self, claim: Claim) -> ClaimMeta:
         """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
-        return {"kind": claim.kind.value, "source": f"{claim.source_file}:{claim.source_line}", "citation": claim.source,
-                "hardware": claim.hardware, "code": code_fingerprint(claim)}
+        return ClaimMeta(kind=claim.kind.value, source=f"{claim.source_file}:{claim.source_line}", citation=claim.source,
+                         hardware=claim.hardware, code=code_fingerprint(claim))
 
-    def results(self, slug: str, run: dict[str, Any], outputs: dict[str, dict[str, Any]],
+    def results(self, slug: str, run: dict[str, Any], outputs: dict[str, SnippetOutput],
                 not_here: dict[str, str] | None = None) -> ResultsFile:
         """Every (claim, backend) judged in this run, as a results file to merge; `not_here` gives the
         reason for each claim this run selected but could not compute on any backend here."""
-        records: dict[str, dict[str, Any]] = {}
-        claims: dict[str, dict[str, Any]] = {}
+        records: dict[str, dict[str, Record]] = {}
+        claims: dict[str, ClaimMeta] = {}
         seconds: dict[str, dict[str, float]] = {}
         dates: dict[str, dict[str, str]] = {}
         for claim_id, backend_name in sorted(self.judged):
@@ -407,19 +408,20 @@ class Verifier:
                 continue
             try:
                 record = self.record(claim, backend)
-                json.dumps(record, allow_nan=False)
+                json.dumps(record.model_dump(mode="json"), allow_nan=False)
             except Exception as e:  # one record that cannot be written must not cost the others
-                record = {"status": FAILED, "value": None, "figures": [],
-                          "message": _short(f"the record of {claim_id} on {backend_name} cannot be written: "
-                                            f"{type(e).__name__}: {_text(e)}"),
-                          "inputs": [], "version": None}
+                record = Record(status=FAILED, value=None, figures=[],
+                                message=_short(f"the record of {claim_id} on {backend_name} cannot be written: "
+                                               f"{type(e).__name__}: {_text(e)}"),
+                                inputs=[], version=None)
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
             seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
             dates.setdefault(claim_id, {})[backend_name] = run.get("date") or now()
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
-                claims[claim_id] = {**self.claim_meta(self.registry[claim_id]), "skipped": reason}
-        machine = {"slug": slug, **({"id": self.machine.id} if self.machine.id else {}), "markers": list(self.machine.markers),
-                   "fingerprint": to_json(dict(self.machine.info))}
-        return ResultsFile(slug, machine, {**to_json(run), "seconds": seconds, "dates": dates}, records, outputs, claims)
+                claims[claim_id] = self.claim_meta(self.registry[claim_id]).model_copy(update={"skipped": reason})
+        machine = MachineRecord(slug=slug, **({"id": self.machine.id} if self.machine.id else {}),
+                                markers=list(self.machine.markers), fingerprint=to_json(dict(self.machine.info)))
+        header = RunHeader.model_validate({**to_json(run), "seconds": seconds, "dates": dates})
+        return ResultsFile(slug, machine, header, records, outputs, claims)

@@ -63,28 +63,38 @@ def heavy(load: float | None, cores: int | None) -> bool:
 
 
 def contended(entry: Any) -> str | None:
-    """Why a record's `conditions` entry makes its measurement contended, in words; None when quiet."""
-    if not isinstance(entry, Mapping):
+    """Why a record's `conditions` (verified_book.record.Conditions, or its JSON) makes its measurement
+    contended, in words; None when quiet or not conditions at all."""
+    from verified_book.record import Conditions as Entry
+
+    if isinstance(entry, Mapping):
+        entry = entry_of(entry)
+    if not isinstance(entry, Entry):
         return None
     why = []
-    if isinstance(entry.get("beside"), str) and entry["beside"]:
-        why.append(f"another run of this book was running beside it ({entry['beside']})")
-    cores = entry.get("cores") if isinstance(entry.get("cores"), int) else None
-    loads = [v for v in (entry.get("load_before"), entry.get("load_after")) if isinstance(v, (int, float))]
-    if loads and heavy(max(loads), cores):
-        why.append(f"the load average was {max(loads):g} on {cores} cores (above {HEAVY_LOAD_PER_CORE:g} per core)")
+    if entry.beside:
+        why.append(f"another run of this book was running beside it ({entry.beside})")
+    loads = [v for v in (entry.load_before, entry.load_after) if v is not None]
+    if loads and heavy(max(loads), entry.cores):
+        why.append(f"the load average was {max(loads):g} on {entry.cores} cores (above {HEAVY_LOAD_PER_CORE:g} per core)")
     return "; ".join(why) or None
+
+
+def entry_of(value: Any) -> Any:
+    """A `conditions` entry as the results schema's model (verified_book.record.Conditions), or None if it is not one."""
+    from pydantic import ValidationError
+
+    from verified_book.record import Conditions as Entry
+
+    try:
+        return Entry.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def is_entry(value: Any) -> bool:
     """Whether a value is a well-formed `conditions` entry of a record (the results schema's check)."""
-    if not isinstance(value, dict) or set(value) - {"load_before", "load_after", "cores", "beside"}:
-        return False
-    loads_ok = all(value.get(k) is None or (isinstance(value[k], (int, float)) and not isinstance(value[k], bool)
-                                            and 0 <= value[k] < 1e6) for k in ("load_before", "load_after"))
-    cores_ok = value.get("cores") is None or (isinstance(value["cores"], int) and not isinstance(value["cores"], bool)
-                                              and value["cores"] > 0)
-    return loads_ok and cores_ok and (value.get("beside") is None or isinstance(value["beside"], str))
+    return entry_of(value) is not None
 
 
 def load_average() -> float | None:

@@ -26,9 +26,10 @@ import datetime as dt
 import importlib
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from verified_book.config import BookConfig, ConfigError, find_root, open_book, read_config
+from verified_book.record import Record
 from verified_book.registry import REGISTRY
 from verified_book.results import ResultsError, ResultsFile, merge_into, read, same_machine
 
@@ -53,20 +54,21 @@ def problems_of(path: Path, known: set[str], plausible: Plausible | None = None)
     except ResultsError as e:
         return None, str(e).splitlines()
     problems = []
-    for line in results.run.get("environment_errors") or []:
-        problems.append(f"{path}: its latest run ({results.run.get('date') or 'undated'}) did not check everything, "
+    for line in results.run.environment_errors or []:
+        problems.append(f"{path}: its latest run ({results.run.date or 'undated'}) did not check everything, "
                         f"because {line}; its records are not contributed until a run whose environment held")
     for claim_id, per_backend in results.records.items():
         claim = REGISTRY[claim_id]
         for backend, record in per_backend.items():
             at = f"{path}: records[{claim_id!r}][{backend!r}]"
-            kind = (results.claims.get(claim_id) or {}).get("kind")
+            meta = results.claims.get(claim_id)
+            kind = meta.kind if meta is not None else None
             if kind is not None and kind != claim.kind.value:
                 problems.append(f"{at}: kind {kind!r}, but the book declares {claim_id} as {claim.kind.value!r}")
             if not claim.runs_on(backend):
                 problems.append(f"{at}: {claim_id} is not computed on {backend}")
-            if plausible is not None and record.get("status") in ("verified", "disputed", "stale"):
-                why = plausible(claim_id, record.get("value"))
+            if plausible is not None and record.status in ("verified", "disputed", "stale"):
+                why = plausible(claim_id, record.value)
                 if why:
                     problems.append(f"{at}: {why}")
     return (results if not problems else None), problems
@@ -89,7 +91,7 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
         current = read(target)
     except ResultsError:
         return results  # merge_into sets a corrupt file aside and says so
-    kept: dict[str, dict[str, dict[str, Any]]] = {}
+    kept: dict[str, dict[str, Record]] = {}
     for claim_id, per_backend in results.records.items():
         for backend, record in per_backend.items():
             old = _when(current, claim_id, backend)

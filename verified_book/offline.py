@@ -29,7 +29,7 @@ def set_hub_offline() -> None:
     """Tell Hugging Face libraries, now and in every child process, that there is no hub."""
     for name in OFFLINE_VARIABLES:
         os.environ[name] = "1"
-    constants = sys.modules.get("huggingface_hub.constants")
+    constants: Any = sys.modules.get("huggingface_hub.constants")
     if constants is not None:  # imported before the run started: its flag was read already
         constants.HF_HUB_OFFLINE = True
 

@@ -19,9 +19,10 @@ import subprocess
 import types
 import weakref
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from verified_book import inputs
+from verified_book.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
 from verified_book.registry import Claim
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
@@ -177,56 +178,57 @@ def code_fingerprint(claim: Claim) -> str:
     return known[declared]
 
 
-def input_entry(item: inputs.Read) -> dict[str, Any]:
+def input_entry(item: inputs.Read) -> InputEntry:
     """One input as a record keeps it: a data file's enough to look it up again and compare; a
     machine's setting (an environment variable, a library's mode) as it was during the run; a
     snippet's printed figure with a hash of the snippet's source, to tell when it changed."""
     from verified_book.results import to_json
 
     if isinstance(item, inputs.Setting):
-        return {"setting": item.name, "value": to_json(item.value), "where": item.where}
+        return SettingInput(setting=item.name, value=to_json(item.value), where=item.where)
     if isinstance(item, inputs.SnippetFigure):
-        return {"snippet": item.snippet, "sha256": item.sha256, "where": item.where, "value": item.value}
-    return {"file": item.file, "key": item.key, "value": to_json(item.value), "line": item.line,
-            **({"whole": item.whole} if item.whole else {})}
+        return SnippetInput(snippet=item.snippet, sha256=item.sha256, where=item.where, value=item.value)
+    if item.whole:
+        return DataInput(file=item.file, key=item.key, value=to_json(item.value), line=item.line, whole=item.whole)
+    return DataInput(file=item.file, key=item.key, value=to_json(item.value), line=item.line)
 
 
-def changed_snippet(entry: Mapping[str, Any]) -> str | None:
+def changed_snippet(entry: SnippetInput) -> str | None:
     """How a snippet a record read its figure from differs from the book's now, or None."""
     from verified_book import registry
     from verified_book.snippet_figures import source_hash
 
-    path = registry.ROOT / entry["snippet"]
+    path = registry.ROOT / entry.snippet
     if not path.is_file():
-        return f"computed from what {entry['snippet']} printed; the book has no such snippet now"
-    if source_hash(path) != entry.get("sha256"):
-        return f"computed from what {entry['snippet']} printed ({entry.get('value')!r}); the snippet has changed since"
+        return f"computed from what {entry.snippet} printed; the book has no such snippet now"
+    if source_hash(path) != entry.sha256:
+        return f"computed from what {entry.snippet} printed ({entry.value!r}); the snippet has changed since"
     return None
 
 
-def changed_inputs(entries: Any) -> list[str]:
+def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
     """Each recorded input whose value the data no longer holds, as 'file:line key = old; now new'."""
     from verified_book.results import to_json
 
     out = []
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, Mapping) and isinstance(entry.get("snippet"), str):
+    for entry in entries or []:
+        if isinstance(entry, SnippetInput):
             change = changed_snippet(entry)
             out += [change] if change else []
             continue
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str) or not isinstance(entry.get("key"), str):
+        if not isinstance(entry, DataInput):
             continue
         try:
-            now = to_json(inputs.current(entry["file"], entry["key"]))
+            now = to_json(inputs.current(entry.file, entry.key))
         except inputs.InputError as e:
-            out.append(f"computed from {entry['key']} = {entry.get('value')!r} ({entry['file']}); now {e}")
+            out.append(f"computed from {entry.key} = {entry.value!r} ({entry.file}); now {e}")
             continue
-        if now != entry.get("value") and isinstance(entry.get("whole"), str):
-            out.append(f"{entry['whole']} reads all of {Path(entry['file']).name}; {entry['key']} changed "
-                       f"({entry.get('value')!r}, now {now!r}: {inputs.SHOWN_AS}/{entry['file']})")
-        elif now != entry.get("value"):
-            out.append(f"computed from {entry['key']} = {entry.get('value')!r}; the book now says {now!r} "
-                       f"({inputs.SHOWN_AS}/{entry['file']})")
+        if now != entry.value and entry.whole:
+            out.append(f"{entry.whole} reads all of {Path(entry.file).name}; {entry.key} changed "
+                       f"({entry.value!r}, now {now!r}: {inputs.SHOWN_AS}/{entry.file})")
+        elif now != entry.value:
+            out.append(f"computed from {entry.key} = {entry.value!r}; the book now says {now!r} "
+                       f"({inputs.SHOWN_AS}/{entry.file})")
     return out
 
 
@@ -250,7 +252,7 @@ def judged_once(verdicts: Verdicts) -> Iterator[None]:
         _VERDICTS.reset(token)
 
 
-def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any]) -> str | None:
+def outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
     """Why a record no longer speaks for the book as it is now; None while it still does."""
     verdicts = _VERDICTS.get()
     if verdicts is None:
@@ -261,15 +263,15 @@ def outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record:
     return verdicts[key][3]
 
 
-def _outdated_reason(claim: Claim | None, meta: Mapping[str, Any] | None, record: Mapping[str, Any]) -> str | None:
+def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
     if claim is None:
         return None
-    recorded = (meta or {}).get("code")
-    if not isinstance(recorded, str):
+    recorded = meta.code if meta is not None else None
+    if recorded is None:
         return "recorded before records carried their provenance; run the suite on that machine again"
     if recorded != code_fingerprint(claim):
         return f"the claim's code changed since this record was made ({claim.source_file}:{claim.source_line})"
-    changes = changed_inputs(record.get("inputs"))
+    changes = changed_inputs(record.inputs)
     return "; ".join(changes) if changes else None
 
 

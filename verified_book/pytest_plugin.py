@@ -29,6 +29,7 @@ from verified_book.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of
 from verified_book.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
+from verified_book.record import SnippetOutput
 from verified_book.registry import REGISTRY, Claim, Kind
 from verified_book.results import ResultsError, dumps, merge_into, now
 from verified_book.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
@@ -557,8 +558,8 @@ class SnippetItem(BookItem):
         name = self.path.name
         devices = [b.device for b in run.backends.values() if b.available]
         checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
-        run.outputs[name] = {"text": done.stdout, "date": now(), "seconds": round(done.seconds, 3), "how": done.how,
-                             "checked": [c.to_json() for c in checks]}
+        run.outputs[name] = SnippetOutput(text=done.stdout, date=now(), seconds=round(done.seconds, 3), how=done.how,
+                                          checked=[c.entry() for c in checks])
         if not checks:
             raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
                               f"prints: add one where the book runs it, fenced as ```output {name}")

@@ -29,6 +29,7 @@ from verified_book.conditions import contended
 from verified_book.errors import Problem
 from verified_book.machine import Machine
 from verified_book.provenance import outdated_reason
+from verified_book.record import ClaimMeta, DataInput, Exact, FigureVerdict, Record
 from verified_book.registry import Claim
 from verified_book.results import ResultsFile
 from verified_book.vocabulary import BROKEN_BINDING, CONTENDED, LABELS, MEANINGS, NOT_REPORTED, RECORDED, SHAPES, SHOWN_ORDER, STATUSES, UNVERIFIED, Status
@@ -65,7 +66,12 @@ def short(value: Any, limit: int = MAX_TEXT) -> str:
 
 def from_json(value: Any) -> Any:
     """A recorded value back as the engine had it: exact fractions exact, `inf`/`nan` as floats."""
-    if isinstance(value, dict) and isinstance(value.get("exact"), str):
+    if isinstance(value, Exact):
+        try:
+            return Fraction(value.exact)
+        except (ValueError, ZeroDivisionError):
+            return value.float
+    if isinstance(value, dict) and isinstance(value.get("exact"), str):  # an input's value, kept as JSON
         try:
             return Fraction(value["exact"])
         except (ValueError, ZeroDivisionError):
@@ -87,6 +93,8 @@ def show_value(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, Exact):
+        return short(f"{value.exact} ≈ {value.float:.6g}", 120)
     if isinstance(value, dict) and "exact" in value:
         decimal = value.get("float")
         tail = f" ≈ {decimal:.6g}" if isinstance(decimal, (int, float)) and not isinstance(decimal, bool) else ""
@@ -134,16 +142,13 @@ def number(value: Any) -> float | None:
 
 def machine_of(results: ResultsFile) -> Machine:
     """The machine a results file speaks for, as the engine's judge needs it."""
-    markers = results.machine.get("markers") if isinstance(results.machine, dict) else None
-    markers = tuple(m for m in markers if isinstance(m, str)) if isinstance(markers, list) else ()
-    info = results.machine.get("fingerprint") if isinstance(results.machine, dict) else None
-    return Machine(info if isinstance(info, dict) else {}, results.slug, markers)
+    return Machine(dict(results.machine.fingerprint), results.slug, tuple(results.machine.markers))
 
 
-def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -> str:
+def status_now(results: ResultsFile, claim_id: str, record: Record) -> str:
     """A record's status as the book stands now: outdated where its claim or inputs changed since."""
-    status = record.get("status")
-    if status in (Status.SKIPPED, None):
+    status = record.status
+    if status == Status.SKIPPED:
         return str(status)
     from verified_book.registry import REGISTRY
 
@@ -153,19 +158,18 @@ def status_now(results: ResultsFile, claim_id: str, record: Mapping[str, Any]) -
     return CONTENDED if contended_why(str(status), record) else str(status)
 
 
-def contended_why(status: str, record: Mapping[str, Any]) -> str | None:
+def contended_why(status: str, record: Record) -> str | None:
     """Why a record shows as contended instead of as the machine's figure (measured beside another run,
     or under a heavy load); None where it does not, and always for a failed or skipped one."""
     if status in (Status.SKIPPED, Status.FAILED):
         return None
-    return contended(record.get("conditions"))
+    return contended(record.conditions)
 
 
-def claim_status_on(per_backend: Mapping[str, Any], results: ResultsFile | None = None, claim_id: str = "") -> str:
+def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | None = None, claim_id: str = "") -> str:
     """A claim's status on one machine: the worst over its backends; skipped only if all are.
     Given the results file, a record computed from an older claim or input counts as outdated."""
-    statuses = [(status_now(results, claim_id, r) if results is not None else r.get("status"))
-                for r in per_backend.values() if isinstance(r, dict)]
+    statuses = [(status_now(results, claim_id, r) if results is not None else r.status) for r in per_backend.values()]
     statuses = [status_of(s) for s in statuses]
     if not statuses:
         return UNVERIFIED
@@ -202,16 +206,15 @@ class FigureView:
     source: str | None
 
 
-def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _entry_for(binding: Binding, record: Record) -> FigureVerdict | None:
     """The record's verdict on exactly this printed figure, if it judged this text at this place."""
-    for entry in record.get("figures") or []:
-        if not isinstance(entry, dict):
+    for entry in record.figures or []:
+        if entry.file != binding.file or entry.line != binding.line:
             continue
-        if entry.get("file") != binding.file or entry.get("line") != binding.line:
+        stated = entry.stated if "stated" in entry.model_fields_set else binding.stated
+        if entry.printed != binding.text or stated != binding.stated:
             continue
-        if entry.get("printed") != binding.text or entry.get("stated", binding.stated) != binding.stated:
-            continue
-        status = entry.get("status")
+        status = entry.status
         if status not in RECORDED:
             continue
         if (status == "disputed" and not binding.disputed) or (status == "stale" and binding.disputed):
@@ -221,10 +224,10 @@ def _entry_for(binding: Binding, record: Mapping[str, Any]) -> Mapping[str, Any]
 
 
 def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
-            record: Mapping[str, Any]) -> Measurement:
+            record: Record) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record."""
     measured = _measure(binding, claim, results, backend, record)
-    if measured.status in (Status.SKIPPED, Status.FAILED) and record.get("value") is None:
+    if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
     why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
     if why is None:
@@ -233,7 +236,7 @@ def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend
                    message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}")
 
 
-def _contended(measured: Measurement, record: Mapping[str, Any]) -> Measurement:
+def _contended(measured: Measurement, record: Record) -> Measurement:
     """A measurement taken beside another run or under a heavy load is shown as contended, not as the
     machine's figure: it counts as verified (or stale) nowhere."""
     why = contended_why(measured.status, record)
@@ -244,18 +247,18 @@ def _contended(measured: Measurement, record: Mapping[str, Any]) -> Measurement:
 
 
 def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
-             record: Mapping[str, Any]) -> Measurement:
-    raw_status = record.get("status")
-    value = record.get("value")
-    message = record.get("message") if isinstance(record.get("message"), str) else ""
+             record: Record) -> Measurement:
+    raw_status = record.status
+    value = record.value
+    message = record.message or ""
     date = results.date_of(binding.claim_id, backend) or ""
-    version = record.get("version") if isinstance(record.get("version"), str) else ""
+    version = record.version or ""
     base = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
     if raw_status == "skipped":
         return Measurement(status="skipped", message=message, **base)
     entry = _entry_for(binding, record)
     if entry is not None:
-        status = str(entry["status"])
+        status = str(entry.status)
         if status in (Status.VERIFIED, Status.CITED, Status.REFERENCE) and claim is not None:
             # what a figure that held is evidence of, said from the claim and the record's inputs (a record
             # from before cited and inherited reference were told apart says only that it held)
@@ -274,24 +277,23 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
     return Measurement(status=status_of(raw_status), message=message, **base)
 
 
-def recorded_reads(record: Mapping[str, Any]) -> list[inputs.Read]:
+def recorded_reads(record: Record) -> list[inputs.Read]:
     """The data inputs a record names, as the engine read them: enough to tell what a figure that held
     is evidence of (a transcription, another machine's measurement) without computing anything."""
     reads: list[inputs.Read] = []
-    for entry in record.get("inputs") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("key"), str):
-            line = entry.get("line") if isinstance(entry.get("line"), int) else 0
-            reads.append(inputs.Input(entry["file"], entry["key"], from_json(entry.get("value")), line,
-                                      measured_on=inputs.measured_on(entry["file"], entry["key"])))
+    for entry in record.inputs or []:
+        if isinstance(entry, DataInput):
+            reads.append(inputs.Input(entry.file, entry.key, from_json(entry.value), entry.line or 0,
+                                      measured_on=inputs.measured_on(entry.file, entry.key)))
     return reads
 
 
-def claim_source(claim: Claim | None, records: Iterable[Mapping[str, Any]]) -> str | None:
-    """Where the claim's code lives, `path.py:line`: the registry's, else a record's if well formed."""
+def claim_source(claim: Claim | None, metas: Iterable[ClaimMeta]) -> str | None:
+    """Where the claim's code lives, `path.py:line`: the registry's, else a machine's record of it if well formed."""
     if claim is not None and claim.source_file and claim.source_line:
         return f"{claim.source_file}:{claim.source_line}"
-    for record in records:
-        source = record.get("source")
+    for meta in metas:
+        source = meta.source
         if isinstance(source, str) and SOURCE_PATTERN.match(source) and ".." not in source:
             return source
     return None
@@ -300,18 +302,17 @@ def claim_source(claim: Claim | None, records: Iterable[Mapping[str, Any]]) -> s
 def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, ResultsFile]) -> FigureView:
     """Judge one printed figure from every machine's records."""
     found: list[Measurement] = []
-    records: list[Mapping[str, Any]] = []
+    metas: list[ClaimMeta] = []
     for slug in sorted(results):
         per_backend = results[slug].records.get(binding.claim_id)
-        if not isinstance(per_backend, dict):
+        if per_backend is None:
             continue
+        meta = results[slug].claims.get(binding.claim_id)
+        metas += [meta] if meta is not None else []
         for backend in sorted(per_backend):
-            record = per_backend[backend]
-            if isinstance(record, dict):
-                records.append(record)
-                found.append(measure(binding, claim, results[slug], backend, record))
+            found.append(measure(binding, claim, results[slug], backend, per_backend[backend]))
     status = shown_status(m.status for m in found if m.status != "skipped")
-    return FigureView(binding, status, tuple(found), claim, claim_source(claim, records))
+    return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
 
 
 def source_link(source: str | None, repo_url: str | None) -> str:
@@ -341,9 +342,8 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
     """A machine's heading in the panel: its name, the date of its records, python's version, and
     whether the fleet has not heard from it within the site's window."""
     dates = sorted({m.date[:10] for m in items if m.date})
-    env = results.run if results is not None and isinstance(results.run, dict) else {}
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
-    python = versions.get("python") if isinstance(versions.get("python"), str) else ""
+    versions = (results.run.versions if results is not None else None) or {}
+    python = versions.get("python") or ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
     note = f'<span class="vb-quiet" data-status="{NOT_REPORTED}">{LABELS[NOT_REPORTED]}</span>' if quiet else ""
     return (f'<span class="vb-machine__name">{esc(slug)}</span>'
@@ -366,9 +366,9 @@ def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> str:
     found = []
     for slug in sorted(results):
         per_backend = results[slug].records.get(claim_id)
-        for backend, record in sorted(per_backend.items()) if isinstance(per_backend, dict) else ():
-            if isinstance(record, dict) and record.get("status") not in (Status.SKIPPED, Status.FAILED, None):
-                found.append(f"{esc(slug)} ({esc(backend)}) {esc(show_value(record.get('value')))}")
+        for backend, record in sorted((per_backend or {}).items()):
+            if record.status not in (Status.SKIPPED, Status.FAILED):
+                found.append(f"{esc(slug)} ({esc(backend)}) {esc(show_value(record.value))}")
     measured = "; ".join(found) if found else "no machine has measured it yet"
     return (f'<span class="vb-panel__here">The same quantity measured on the book\'s machines '
             f'(<code>{esc(claim_id)}</code>): {measured}.</span>')
@@ -714,21 +714,20 @@ def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], 
     machines = []
     if snippet:
         for slug in sorted(context.results):
-            outputs = context.results[slug].outputs
-            entry = outputs.get(snippet) if isinstance(outputs, dict) else None
-            if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+            entry = context.results[slug].outputs.get(snippet)
+            if entry is not None:
                 machines.append((slug, entry))
     if not machines:
         return [f"{indent}{book_token}"]
     result = [f'{indent}===! "The book"', "", f"{indent}    {book_token}", ""]
     for slug, entry in machines:
         token = tokens.next()
-        text = short(entry["text"].rstrip("\n"), 20000)
-        date = entry.get("date") if isinstance(entry.get("date"), str) else ""
-        seconds = entry.get("seconds")
-        took = f", ran in {seconds:.2f} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else ""
-        if took and entry.get("how") in RUN_HOW:
-            took += f" {RUN_HOW[entry['how']]}"
+        text = short(entry.text.rstrip("\n"), 20000)
+        date = entry.date or ""
+        seconds = entry.seconds
+        took = f", ran in {seconds:.2f} s" if seconds is not None else ""
+        if took and entry.how in RUN_HOW:
+            took += f" {RUN_HOW[entry.how]}"
         caption = (f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
                    f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>")
         # a machine's run repeats the book's text: the site's search indexes the book's block alone

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 from verified_book import inputs
 from verified_book.bindings import Binding
 from verified_book.provenance import outdated_reason
+from verified_book.record import ClaimMeta, DataInput, Record
 from verified_book.registry import Claim, Registry
 from verified_book.results import ResultsFile
 
@@ -39,10 +40,9 @@ class Reading:
 
     def matches(self, entry: Any) -> bool:
         """Whether a record's input entry is a read of this file (and key: the key itself, or one under it)."""
-        if not isinstance(entry, Mapping) or entry.get("file") != self.file:
+        if not isinstance(entry, DataInput) or entry.file != self.file:
             return False
-        key = entry.get("key")
-        return self.key is None or key == self.key or (isinstance(key, str) and key.startswith(self.key + "."))
+        return self.key is None or entry.key == self.key or entry.key.startswith(self.key + ".")
 
 
 def parse_reading(text: str) -> Reading:
@@ -105,16 +105,15 @@ class Selection:
         return out
 
 
-def _figures_now(bindings: Iterable[Binding]) -> set[tuple[str, int, str]]:
+def _figures_now(bindings: Iterable[Binding]) -> set[tuple[str, int, str | None]]:
     return {(b.file, b.line, b.text) for b in bindings}
 
 
-def _figures_recorded(record: Mapping[str, Any]) -> set[tuple[Any, Any, Any]]:
-    figures = record.get("figures") or []
-    return {(f.get("file"), f.get("line"), f.get("printed")) for f in figures if isinstance(f, Mapping)}
+def _figures_recorded(record: Record) -> set[tuple[str, int, str | None]]:
+    return {(f.file, f.line, f.printed) for f in record.figures or ()}
 
 
-def changed_why(claim: Claim, meta: Mapping[str, Any] | None, record: Mapping[str, Any] | None,
+def changed_why(claim: Claim, meta: ClaimMeta | None, record: Record | None,
                 bindings: list[Binding], version_now: str | None) -> str | None:
     """Why a check must be rerun by `--changed`; None where its record still speaks for the book."""
     if record is None:
@@ -122,15 +121,15 @@ def changed_why(claim: Claim, meta: Mapping[str, Any] | None, record: Mapping[st
     outdated = outdated_reason(claim, meta, record)
     if outdated:
         return outdated
-    if record.get("version") != version_now:
-        return f"recorded on {record.get('version') or 'no library'}; this machine has {version_now or 'none'} now"
+    if record.version != version_now:
+        return f"recorded on {record.version or 'no library'}; this machine has {version_now or 'none'} now"
     now, then = _figures_now(bindings), _figures_recorded(record)
     if now != then:
         moved = sorted(now - then) or sorted(then - now)
         file, line, printed = moved[0]
         return f"a figure's text or place changed since the record ({file}:{line}: {printed})"
-    if record.get("status") in NOT_HELD:
-        return f"{record.get('status')} when last recorded"
+    if record.status in NOT_HELD:
+        return f"{record.status} when last recorded"
     return None
 
 
@@ -148,7 +147,7 @@ def select_changed(results: ResultsFile | None, registry: Registry, bindings: Ma
         meta = results.claims.get(claim_id) if results is not None else None
         why = changed_why(claim, meta, record, bindings.get(claim_id, []), versions.get(backend))
         if why is None and record is not None and results is not None:
-            selection.unchanged[(claim_id, backend)] = (str(record.get("status")), results.date_of(claim_id, backend))
+            selection.unchanged[(claim_id, backend)] = (str(record.status), results.date_of(claim_id, backend))
         else:
             selection.pairs.add((claim_id, backend))
             selection.why[(claim_id, backend)] = why or ""
@@ -169,11 +168,11 @@ def select_reading(results: ResultsFile | None, registry: Registry, readings: li
             continue
         records = (results.records.get(claim_id) or {}) if results is not None else {}
         meta = results.claims.get(claim_id) if results is not None else None
-        usable = [r for r in records.values() if isinstance(r, Mapping) and r.get("inputs") is not None
+        usable = [r for r in records.values() if r.inputs is not None
                   and not (outdated_reason(claim, meta, r) or "").startswith(("the claim's code", "recorded before"))]
         if not usable:
             unknown.add(claim_id)
-        elif any(r.matches(entry) for record in usable for entry in record.get("inputs") or [] for r in readings):
+        elif any(r.matches(entry) for record in usable for entry in record.inputs or [] for r in readings):
             reading.add(claim_id)
     for claim_id, backend in pairs:
         if claim_id in reading or claim_id in unknown:
@@ -193,11 +192,10 @@ def snippets_changed(results: ResultsFile | None, snippets: Iterable[Path], page
 
     out = set()
     for path in snippets:
-        recorded = (results.outputs.get(path.name) if results is not None else None) or {}
-        date = recorded.get("date")
-        checked = recorded.get("checked") or []
-        if not isinstance(date, str) or any(c.get("status") not in ("verified", "skipped") for c in checked
-                                            if isinstance(c, Mapping)):
+        recorded = results.outputs.get(path.name) if results is not None else None
+        date = recorded.date if recorded is not None else None
+        checked = (recorded.checked if recorded is not None else None) or []
+        if not isinstance(date, str) or any(c.status not in ("verified", "skipped") for c in checked):
             out.add(path.name)
             continue
         try:

@@ -28,6 +28,7 @@ from verified_book.check import Verifier
 from verified_book.config import FILE_NAME, BookConfig, open_book
 from verified_book.errors import BookError, Problem
 from verified_book.provenance import outdated_reason
+from verified_book.record import SnippetOutput
 from verified_book.registry import REGISTRY, Claim, Kind, is_measured
 from verified_book.results import ResultsFile
 from verified_book.snippet_figures import book_outputs
@@ -171,7 +172,7 @@ class Session:
         except ValueError as e:
             raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
         self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
-        self.outputs: dict[str, dict[str, Any]] = {}
+        self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.tally = Tally()
         self.written: Path | None = None
@@ -362,7 +363,7 @@ def outdated_records(run: Session, judged: Mapping[tuple[str, str], str]) -> dic
     out = {}
     for claim_id, per_backend in results.current(REGISTRY).items():
         for backend_name, record in per_backend.items():
-            if (claim_id, backend_name) in judged or record.get("status") == Status.SKIPPED:
+            if (claim_id, backend_name) in judged or record.status == Status.SKIPPED:
                 continue
             why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
             if why:

@@ -59,8 +59,7 @@ def today(text: str = "") -> dt.date:
 
 def last_run(results: ResultsFile) -> dt.date | None:
     """The date of a machine's latest run, from its results file; None when it gives none readable."""
-    env = results.run if isinstance(results.run, dict) else {}
-    date = env.get("date")
+    date = results.run.date
     try:
         return dt.datetime.fromisoformat(date).date() if isinstance(date, str) else None
     except ValueError:
@@ -69,8 +68,7 @@ def last_run(results: ResultsFile) -> dt.date | None:
 
 def in_fleet(results: ResultsFile) -> bool:
     """A machine of the fleet: one that matches a hardware profile of the book (its runner verifies weekly)."""
-    markers = results.machine.get("markers") if isinstance(results.machine, dict) else None
-    return isinstance(markers, list) and any(isinstance(m, str) and m for m in markers)
+    return any(results.machine.markers)
 
 
 def quiet_machines(results: Mapping[str, ResultsFile], on: dt.date, days: int) -> frozenset[str]:
@@ -117,17 +115,16 @@ def _scalar(value: Any) -> str | None:
 
 
 def _fingerprint(results: ResultsFile) -> str:
-    machine = results.machine if isinstance(results.machine, dict) else {}
-    fp = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
-    env = results.run if isinstance(results.run, dict) else {}
+    fp = results.machine.fingerprint
+    run = results.run
     rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
-    markers = machine.get("markers")
-    if isinstance(markers, list) and markers:
-        rows.append(("matches the book's", ", ".join(str(m) for m in markers if isinstance(m, str))))
-    rows.append(("latest run", _scalar(env.get("date"))))
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    markers = results.machine.markers
+    if markers:
+        rows.append(("matches the book's", ", ".join(markers)))
+    rows.append(("latest run", _scalar(run.date)))
+    versions = run.versions or {}
     rows.append(("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if _scalar(v)) or None))
-    backends = env.get("backends") if isinstance(env.get("backends"), dict) else {}
+    backends = run.backends or {}
     present = [f"{k} {v}" for k, v in backends.items() if _scalar(v)]
     absent = [str(k) for k, v in backends.items() if not _scalar(v)]
     rows.append(("backends present", ", ".join(present) or None))
@@ -156,10 +153,9 @@ def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[
     rows = []
     for slug in sorted(results):
         rf = results[slug]
-        fp = rf.machine.get("fingerprint") if isinstance(rf.machine, dict) else None
-        fp = fp if isinstance(fp, dict) else {}
+        fp = rf.machine.fingerprint
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
-        date = _scalar(rf.run.get("date") if isinstance(rf.run, dict) else None) or ""
+        date = _scalar(rf.run.date) or ""
         cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in columns)
         when = esc(date[:10])
         if slug in quiet:
@@ -203,13 +199,12 @@ def markdown_text(text: str) -> str:
 
 def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
     per_backend = rf.records.get(claim_id)
-    if not isinstance(per_backend, dict) or not per_backend:
+    if not per_backend:
         return UNVERIFIED, (f'<td data-status="{UNVERIFIED}" title="no record on this machine">'
                             '<span class="vb-cell">—</span></td>')
     status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(
-        f"{backend}: {show_value(r.get('value'))} ({r.get('status') if isinstance(r.get('status'), str) else '?'})"
-        for backend, r in sorted(per_backend.items()) if isinstance(r, dict)
+        f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items())
     )
     return status, (f'<td data-status="{esc(status)}" title="{esc(short(detail, 600))}">'
                     f'<span class="vb-cell">{mark(status)}{esc(label(status))}</span></td>')

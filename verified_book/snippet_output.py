@@ -33,12 +33,15 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from verified_book.bindings import _FENCE, BINDING
 from verified_book.errors import BookError
 from verified_book.figures import FigureSyntaxError, parse
 from verified_book.vocabulary import Status
+
+if TYPE_CHECKING:
+    from verified_book.record import OutputCheck
 
 #: the statuses of one output block's comparison, as recorded under `outputs[<snippet>]["checked"]`
 #: what an output block can come to: a subset of the one vocabulary
@@ -116,8 +119,11 @@ class Check:
     status: str
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "status": self.status, "message": self.message}
+    def entry(self) -> OutputCheck:
+        """The check as the results file keeps it (verified_book.record.OutputCheck)."""
+        from verified_book.record import OutputCheck
+
+        return OutputCheck(file=self.file, line=self.line, status=self.status, message=self.message)
 
 
 def numbers_in(text: str) -> list[tuple[int, int, str]]:

@@ -1440,8 +1440,9 @@ def spawn(book: SampleBook, results: Path, log: Path, *args: str, gate: Path | N
     return Output(proc)
 
 
-def conditions_of(results: Path) -> dict[str, Any]:
-    return read_results(results / "sample.json").records["timed.wait"]["numpy"]["conditions"]
+def conditions_of(results: Path) -> Any:
+    """What the machine was doing while the run timed its claim, as its record keeps it."""
+    return read_results(results / "sample.json").records["timed.wait"]["numpy"].conditions
 
 
 def shown_status(book: SampleBook, results: Path) -> str:
@@ -1482,7 +1483,7 @@ def two_runs_at_once(root: Path) -> Tally:
                        and all(shown_status(book, where / name) == CONTENDED for name in ("first", "second")))
         else:
             handled = (order == ["start", one, "end", one, "start", two, "end", two]
-                       and all(conditions_of(where / name)["beside"] is None for name in ("first", "second")))
+                       and all(conditions_of(where / name).beside is None for name in ("first", "second")))
         tally.check(started and waited and codes == (0, 0) and handled,
                     f"beside={beside}, exits {codes}, order {order}\n{first.text[-1200:]}\n{second.text[-1200:]}")
         tally.keep(2, sum((where / name / "sample.json").exists() for name in ("first", "second")))
