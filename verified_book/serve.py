@@ -144,7 +144,9 @@ class Report:
         counts: dict[str, int] = {}
         for status in self.figures.values():
             counts[status] = counts.get(status, 0) + 1
-        ran = f"{len(self.recomputed)} (claim, backend) recomputed" if self.recomputed else "no claim ran"
+        claims = sorted({c for c, _ in self.recomputed})
+        ran = (f"{len(self.recomputed)} (claim, backend) recomputed: " + ", ".join(claims[:5])
+               + (f" and {len(claims) - 5} more" if len(claims) > 5 else "")) if self.recomputed else "no claim ran"
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
         text = f"{self.what}: {len(self.figures)} figure(s) touched" + (f" ({shown})" if shown else "") + f"; {ran}"
         if self.held_back:
@@ -420,9 +422,11 @@ class Site:
         plugin = config.plugins["verified-book"]
         if results is not None:
             shown = self.book.shown(results_path)
-            for name, where in plugin.local.items():
-                if where == shown:
-                    plugin.results[name] = results
+            names = [name for name, where in plugin.local.items() if where == shown]
+            if not names and results_path.parent == plugin.book_config.results and results_path.stem in plugin.results:
+                names = [results_path.stem]  # a book with no local results folder: its runs write the committed one
+            for name in names:
+                plugin.results[name] = results
         plugin._verdicts = {}  # the records are new: each is judged afresh
         doc_files = files.documentation_pages()
         for rel in sorted(pages):
@@ -485,7 +489,13 @@ def serve(book: BookConfig, args: list[str]) -> int:
                         server._want_rebuild = True
                         server._rebuild_cond.notify_all()
         threading.Thread(target=keys, daemon=True).start()
-    print(f"verified-book serve: {site.url} (Ctrl-C stops; m and Enter measures)", flush=True)
+
+    def announce() -> None:  # once the watchers have their first look, so a save from now on is seen
+        while not (server.observer.is_alive() and all(e.is_alive() for e in server.observer.emitters)):
+            time.sleep(0.01)
+        print(f"verified-book serve: {site.url} (Ctrl-C stops; m and Enter measures)", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
     try:
         server.serve()
     except KeyboardInterrupt:
