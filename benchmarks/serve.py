@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             seen = len(lines)
             data = folder / DATA
             save(data, DATA_FROM, DATA_TO)
-            data_times.append(wait(lambda: any(marks(p) != first[p] for p in pages) and any(
+            data_times.append(wait(lambda seen=seen: any(marks(p) != first[p] for p in pages) and any(
                 "dgx_spark.toml saved" in line for line in lines[seen:]), 60))
             said = next((line for line in lines[seen:] if "dgx_spark.toml saved" in line), "")
             count = re.search(r"(\d+) figure\(s\) touched", said)

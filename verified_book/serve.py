@@ -300,11 +300,11 @@ class Engine:
         codes = self._reload_topics() if code else None
         data_rel = frozenset(str(p.relative_to(self.book.data)) for p in data)
         data_now: dict[tuple[str, str], Any] = {}
-        for (file, key, _) in {r for held in self.known.values() for r in held.reads if r[0] in data_rel}:
+        for (file, data_key, _) in {r for held in self.known.values() for r in held.reads if r[0] in data_rel}:
             try:
-                data_now[(file, key)] = to_json(inputs.current(file, key))
+                data_now[(file, data_key)] = to_json(inputs.current(file, data_key))
             except inputs.InputError:
-                data_now[(file, key)] = GONE
+                data_now[(file, data_key)] = GONE
         measured_ids = {c.id for c in REGISTRY if c.kind is Kind.MEASURED}
         decided = plan(self.known, Changes(frozenset(str(p.relative_to(root)) for p in pages), data_rel, codes,
                                            {}, measure), data_now, measured_ids)
