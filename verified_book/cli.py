@@ -5,6 +5,9 @@
                                          committed ones; ends with a one-line verdict
     verified-book test [PYTEST ARGS]     the whole test suite, the engine's own tests included
     verified-book site [MKDOCS ARGS]     the site, `mkdocs build --strict`
+    verified-book serve [--port N]       a live preview: one warm process computes the claims once, then a
+                                         saved page is judged again (no claim runs), a saved claim module or
+                                         data file recomputes exactly the claims it changed; one line a change
     verified-book contribute             this machine's records (the local results folder) checked and
                                          merged into the committed results/, for a pull request
     verified-book merge-results FILE...  results files from other machines checked and merged
@@ -188,6 +191,14 @@ def test(book: BookConfig, args: list[str]) -> int:
     return pytest_run(args)
 
 
+def serve(book: BookConfig, args: list[str]) -> int:
+    """The live preview (verified_book.serve), in this process."""
+    from verified_book import serve as serve_mod
+
+    _quiet_here()
+    return serve_mod.serve(book, args)
+
+
 def contribute(book: BookConfig, args: list[str]) -> int:
     """Check this clone's own results files and merge them into the committed results folder."""
     from verified_book import merge
@@ -330,6 +341,7 @@ JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
     "verify": verify,
     "test": test,
     "site": site,
+    "serve": serve,
     "contribute": contribute,
     "merge-results": merge_results,
     "machine": machine,

@@ -120,6 +120,11 @@ class Registry:
     def ids(self) -> list[str]:
         return sorted(self._claims)
 
+    def clear(self) -> None:
+        """Forget every claim, before the topics are imported again (a live preview reloads them)."""
+        self._claims.clear()
+        self.errors.clear()
+
     @contextlib.contextmanager
     def isolated(self) -> Iterator["Registry"]:
         """Empty the registry for the block and restore it after (for runs inside a run)."""

@@ -1,0 +1,213 @@
+"""`verified-book serve`: what each kind of saved file recomputes, and that nothing else runs.
+
+`plan` decides from what each held value was computed from; the engine is then driven on a copy
+of examples/minimal, counting every claim evaluated; the slow test starts the server itself and
+reads the marks from the HTML it serves.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from verified_book import check
+from verified_book.config import read_config, snapshot
+from verified_book.registry import REGISTRY
+from verified_book.serve import GONE, Changes, Engine, Known, plan
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
+ROOT = Path(__file__).resolve().parents[1]
+
+KNOWN = {
+    ("a.bits", "none"): Known("c1", (("formats.toml", "bits", 10),)),
+    ("a.eps", "none"): Known("c2", (("formats.toml", "bits", 10),)),
+    ("a.max", "none"): Known("c3", (("formats.toml", "bits", 10), ("formats.toml", "exponent", 5))),
+    ("a.sum", "numpy"): Known("c4", (), "numpy", "2.1.0"),
+    ("a.sum", "torch:cpu"): Known("c4", (), "torch", "2.5.1"),
+    ("a.ms", "numpy"): Known("c5", (("given.toml", "count", 1000),), "numpy", "2.1.0", measured=True),
+}
+CODES = {"a.bits": "c1", "a.eps": "c2", "a.max": "c3", "a.sum": "c4", "a.ms": "c5"}
+
+
+def test_a_saved_page_recomputes_nothing() -> None:
+    decided = plan(KNOWN, Changes(pages=frozenset({"book/a.md"})), {})
+    assert (decided.recompute, decided.new, decided.gone, decided.held_back) == (set(), set(), set(), set())
+
+
+def test_a_data_file_recomputes_exactly_the_claims_whose_value_read_there_changed() -> None:
+    now = {("formats.toml", "bits"): 10, ("formats.toml", "exponent"): 6}
+    assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), now).recompute == {("a.max", "none")}
+    now = {("formats.toml", "bits"): 11, ("formats.toml", "exponent"): 5}
+    assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), now).recompute == {
+        ("a.bits", "none"), ("a.eps", "none"), ("a.max", "none")}
+    # saved unchanged: nothing; a key gone counts as changed
+    same = {("formats.toml", "bits"): 10, ("formats.toml", "exponent"): 5}
+    assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), same).recompute == set()
+    gone = {("formats.toml", "bits"): 10, ("formats.toml", "exponent"): GONE}
+    assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), gone).recompute == {("a.max", "none")}
+
+
+def test_a_claim_module_recomputes_the_claims_whose_fingerprint_changed_and_names_new_and_gone() -> None:
+    codes = {**CODES, "a.eps": "c2'", "a.new": "c9"}
+    del codes["a.bits"]
+    decided = plan(KNOWN, Changes(codes=codes), {})
+    assert decided.recompute == {("a.eps", "none")}
+    assert decided.new == {"a.new"} and decided.gone == {"a.bits"}
+    assert plan(KNOWN, Changes(codes=CODES), {}).recompute == set()
+
+
+def test_a_library_upgrade_recomputes_the_claims_computed_on_it() -> None:
+    decided = plan(KNOWN, Changes(versions={"torch": "2.6.0"}), {})
+    assert decided.recompute == {("a.sum", "torch:cpu")}
+
+
+def test_measured_claims_rerun_only_when_asked() -> None:
+    now = {("given.toml", "count"): 2000}
+    decided = plan(KNOWN, Changes(data=frozenset({"given.toml"})), now, measured={"a.ms"})
+    assert decided.recompute == set() and decided.held_back == {("a.ms", "numpy")}
+    codes = {**CODES, "a.ms": "c5'"}
+    assert plan(KNOWN, Changes(codes=codes), {}, measured={"a.ms"}).recompute == set()
+    asked = plan(KNOWN, Changes(measure=True), {}, measured={"a.ms", "a.other"})
+    assert asked.recompute == {("a.ms", "numpy")} and asked.new == {"a.other"}
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Iterator[Path]:
+    """A copy of examples/minimal, opened in this process and given back after."""
+    root = tmp_path / "minimal"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
+    restore = snapshot()
+    try:
+        with REGISTRY.isolated():
+            yield root
+    finally:
+        restore()
+        for name in [m for m in sys.modules if m.split(".")[0] == "book_claims"]:
+            del sys.modules[name]
+
+
+def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[tuple[str, str]] = []
+    evaluate = check.evaluate
+
+    def counted(claim: Any, backend: Any) -> Any:
+        ran.append((claim.id, backend.name))
+        return evaluate(claim, backend)
+
+    monkeypatch.setattr(check, "evaluate", counted)
+    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    everything = {("half.mantissa_bits", "none"), ("half.eps", "none"), ("half.max", "none"),
+                  ("half.sum_count", "none"), ("half.finfo_eps", "numpy"), ("half.sum_2049", "numpy")}
+    assert sorted(ran) == sorted(everything)  # once each; the measured half.sum_ms not at all
+
+    def save(path: Path, old: str, new: str) -> Any:
+        ran.clear()
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+        os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))  # a new mtime even on a coarse clock
+        return engine.apply(engine.changed())
+
+    page = book / "pages" / "index.md"
+    report = save(page, "[65504](claim:half.max)", "[65505](claim:half.max)")
+    assert ran == [] and report.recomputed == []
+    assert {b.text: s for b, s in report.figures.items() if b.claim_id == "half.max"} == {"65505": "stale"}
+    assert any(p.startswith("pages/index.md:5: figure 65505 (half.max) is stale") for p in report.problems)
+
+    data = book / "book_claims" / "data" / "formats.toml"
+    report = save(data, "value = 5", "value = 6")  # the exponent: only the largest value reads it
+    assert ran == [("half.max", "none")] and report.recomputed == ran
+    report = save(data, "value = 6", "value = 6 # unchanged")
+    assert ran == []
+
+    topic = book / "book_claims" / "topics" / "half.py"
+    report = save(topic, 'return int(given("half.sum_count"))\n\n\n@claim("half.sum_ms"',
+                  'return int(given("half.sum_count")) * 1\n\n\n@claim("half.sum_ms"')
+    assert ran == [("half.sum_count", "none")]  # the measured half.sum_ms reads the same value but is not asked
+    ran.clear()
+    report = engine.apply([], measure=True)
+    assert ran == [("half.sum_ms", "numpy")]
+    report = save(page, "[65505](claim:half.max)", "[65504](claim:half.max)")
+    assert ran == []  # judged against the value the exponent's edit recomputed, which nothing ran again for
+    assert any(p.startswith("pages/index.md:5: figure 65504 (half.max) is stale on none: computed 4,292,870,144")
+               for p in report.problems), report.problems
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+MARK = re.compile(r'data-claim="([a-z0-9_.]+)" data-status="([a-z ]+)"')
+
+
+@pytest.mark.slow
+def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Path) -> None:
+    root = tmp_path / "minimal"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "verified_book.cli", "serve", "--port", str(port)], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines: list[str] = []
+    threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()
+
+    def wait(predicate: Any, what: str, limit: float = 120) -> None:
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            if predicate():
+                return
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{what}; serve said:\n{''.join(lines)[-4000:]}")
+
+    def marks() -> list[tuple[str, str]]:
+        try:
+            return MARK.findall(urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode())
+        except OSError:
+            return []
+
+    def said(start: int, pattern: str) -> str | None:
+        return next((line for line in lines[start:] if re.search(pattern, line)), None)
+
+    try:
+        wait(lambda: said(0, "serve: http://"), "serve never started")
+        assert ("half.max", "verified") in marks()
+        start = len(lines)
+        page = root / "pages" / "index.md"
+        page.write_text(page.read_text().replace("[65504](claim:half.max)", "[65505](claim:half.max)"))
+        wait(lambda: ("half.max", "stale") in marks(), "the edited figure never showed stale")
+        wait(lambda: said(start, r"pages/index.md saved: .*no claim ran"), "no line for the page")
+        assert said(start, r"pages/index.md:5: figure 65505 \(half.max\) is stale")
+
+        start = len(lines)
+        data = root / "book_claims" / "data" / "formats.toml"
+        data.write_text(data.read_text().replace("value = 10", "value = 11"))  # the mantissa: four claims read it
+        wait(lambda: ("half.eps", "stale") in marks(), "the data edit never showed")
+        line = said(start, r"formats.toml saved")
+        assert line is not None and line.rstrip().endswith(
+            "4 (claim, backend) recomputed: half.eps, half.finfo_eps, half.mantissa_bits, half.max"), line
+
+        start = len(lines)
+        topic = root / "book_claims" / "topics" / "half.py"
+        topic.write_text(topic.read_text().replace('return int(given("half.sum_count"))\n',
+                                                   'return int(given("half.sum_count")) + 1\n', 1))
+        wait(lambda: ("half.sum_count", "stale") in marks(), "the claim module's edit never showed")
+        line = said(start, r"half.py saved")
+        assert line is not None and line.rstrip().endswith("1 (claim, backend) recomputed: half.sum_count"), line
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
