@@ -392,8 +392,23 @@ def binding_hint(text: str) -> str:
     return f'[{text}](claim:... "{value if value is not None else "its value"}")'
 
 
+#: the first line of every file `verified-book pages` writes into the pages folder (verified_book.site_book):
+#: a generated page, not one of the book's own
+GENERATED = "verified-book pages wrote this file; it is regenerated, not edited"
+
+
+def generated(path: Path) -> bool:
+    """Whether `path` is a file `verified-book pages` wrote."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            return GENERATED in f.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def book_pages(book_dir: Path) -> list[Path]:
-    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts)
+    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts
+                  and not generated(p))
 
 
 @dataclass

@@ -8,6 +8,9 @@
     verified-book serve [--port N]       a live preview: one warm process computes the claims once, then a
                                          saved page is judged again (no claim runs), a saved claim module or
                                          data file recomputes exactly the claims it changed; one line a change
+    verified-book pages                  the Machines, Plots and legend pages and the marks' stylesheet and
+                                         script, written into the pages folder for a generator that runs no
+                                         MkDocs plugin (Zensical); run again whenever the results change
     verified-book contribute             this machine's records (the local results folder) checked and
                                          merged into the committed results/, for a pull request
     verified-book merge-results FILE...  results files from other machines checked and merged
@@ -302,6 +305,33 @@ def template_files() -> list[Path]:
                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
 
 
+def pages(book: BookConfig, args: list[str]) -> int:
+    """`verified-book pages`: what the MkDocs plugin generates, written where Zensical reads it."""
+    if args:
+        print(f"verified-book pages: expected no arguments; found {' '.join(args)}", file=sys.stderr)
+        return 2
+    _quiet_here()
+    config_file = book.root / "mkdocs.yml"
+    try:
+        from mkdocs.exceptions import MkDocsException
+
+        from verified_book import mkdocs_plugin, site_book
+    except ImportError as e:
+        print(f"verified-book pages: MkDocs is not installed here ({e}); install the `site` extra", file=sys.stderr)
+        return 1
+    try:
+        written, plugin = mkdocs_plugin.generated_pages(config_file)
+        files = site_book.write_pages(book.root, plugin.docs, written, site_book.engine_assets())
+    except (MkDocsException, FileExistsError) as e:
+        print(f"verified-book pages: {e}", file=sys.stderr)
+        return 1
+    for problem in plugin.problems:
+        print(f"verified-book pages: {problem}", file=sys.stderr)
+    shown = ", ".join(str(f.relative_to(book.root)) for f in files)
+    print(f"verified-book: wrote {shown}, from {len(plugin.results)} results file(s)")
+    return 1 if plugin.problems else 0
+
+
 def init(args: list[str]) -> int:
     """`verified-book init [FOLDER]`: a new book in an empty folder."""
     if len(args) > 1 or any(a.startswith("-") for a in args):
@@ -342,6 +372,7 @@ JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
     "test": test,
     "site": site,
     "serve": serve,
+    "pages": pages,
     "contribute": contribute,
     "merge-results": merge_results,
     "machine": machine,

@@ -10,7 +10,6 @@ visible marker at the figure instead.
 from __future__ import annotations
 
 import datetime
-import os
 import posixpath
 import re
 import secrets
@@ -26,13 +25,13 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
-from verified_book import markdown_ext, plots_process, provenance, render, site_machines
-from verified_book.bindings import AllowListError, Book, Page, read_page
+from verified_book import markdown_ext, plots_process, provenance, render, site_book, site_machines
+from verified_book.bindings import AllowListError, Book, Page
 from verified_book.config import ConfigError, open_book, read_config, snapshot
 from verified_book.errors import Problem
 from verified_book.machine import usable_cpus
 from verified_book.registry import REGISTRY
-from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
+from verified_book.results import ResultsFile
 
 log = get_plugin_logger(__name__)
 
@@ -82,7 +81,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except ConfigError as e:
             raise PluginError(str(e)) from None
         self._reopen: Callable[[], None] | None = snapshot()  # a build inside another process (a test) gives its book back
-        generates_plots = not (self.docs / self.config.plots_page).exists()
+        generates_plots = not self._own(self.config.plots_page)
         if generates_plots:
             self._start_plots()
         self.results: dict[str, ResultsFile] = {}
@@ -98,6 +97,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             today = site_machines.today(str(self.config.today))
         except ValueError as e:
             raise PluginError(f"{config.config_file_path}: plugins.claims.today: {e}") from e
+        self.today = today
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
         bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
@@ -108,6 +108,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         # the guard a generator that skips this plugin cannot pass (verified_book/markdown_ext.py) passes here
         config.mdx_configs.setdefault(markdown_ext.NAME, {})["rendered_by"] = "verified-book"
         return config
+
+    def _own(self, src: str) -> bool:
+        """Whether the book has a file of this path, its own (not one `verified-book pages` wrote)."""
+        return (self.docs / src).exists() and not site_book.marked(self.docs / src)
 
     def _add_assets(self, config: MkDocsConfig) -> None:
         """The marks' stylesheet and script on every page, after the book's own (which a book that lists
@@ -134,7 +138,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             return
         listed = {src for src, _ in _nav_pages(config.nav)}
         for src, title in self._generated_pages().items():
-            if src not in listed and not (self.docs / src).exists():
+            if src not in listed and not self._own(src):
                 log.info(f"{src} (generated) is not in the nav; it is added at its end as {title!r}")
                 config.nav.append({title: src})
 
@@ -149,44 +153,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     def _read_results(self) -> None:
         """Every machine's results file, committed and (unless the build is pointed at a results folder)
         this clone's own."""
-        results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else self.book_config.results
-        if results_dir.is_dir():
-            for stem, results in read_all(results_dir, self._results_problem).items():
-                if SLUG_PATTERN.match(stem):
-                    self.results[stem] = results
-                else:
-                    self._problem(Problem(f"{self.config.results_dir}/{stem}.json", "the file name is not a "
-                                                 "machine slug (lower-case letters, digits, '-', '_'); it is left out"))
-        else:
-            log.info(f"no results folder at {results_dir}: every figure shows as not yet verified")
-        local = self.book_config.local_results
-        # this clone's own runs, unless the build is pointed at a results folder (CLAIMS_RESULTS_DIR, as tests do)
-        if "CLAIMS_RESULTS_DIR" not in os.environ and local is not None and local.is_dir():
-            self._read_local(local)
-
-    def _read_local(self, local: Path) -> None:
-        """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
-        machines; where this machine also has a committed file, the local one, newer, is shown."""
-        shown = self.book_config.shown(local)
-        for stem, results in read_all(local, self._results_problem).items():
-            if not SLUG_PATTERN.match(stem):
-                self._problem(Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
-                                             "(lower-case letters, digits, '-', '_'); it is left out"))
-                continue
-            name = site_machines.local_name(stem) if stem in self.results else stem
-            log.info(f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the "
-                     "committed machines")
-            self.results[name] = results
-            self.local[name] = f"{shown}/{stem}.json"
+        results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else None
+        read = site_book.read_results(self.book_config, results_dir, str(self.config.results_dir or "results"),
+                                      self._problem, log.info)
+        self.results, self.local, self.results_read = read.files, read.local, read.read
 
     def _problem(self, problem: Problem) -> None:
         self.problems.append(problem)
         log.warning(str(problem))
-
-    def _results_problem(self, text: str) -> None:
-        for line in text.replace(str(self.root) + "/", "").splitlines():
-            where, _, what = line.partition(": ")
-            self._problem(Problem(_with_line(where, what, self.root), what))
 
     def on_env(self, env: jinja2.Environment, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
         """Keep the theme's compiled templates between builds, in `.cache/jinja/` at the book's root.
@@ -209,6 +183,11 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self._problem(Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])
         self._pages = {(self.root / page.file).resolve(): page for page in self.book.pages}
+        for path in (*STYLESHEETS, *SCRIPTS, *self._generated_pages()):
+            # what `verified-book pages` wrote for a generator that runs no plugin: this build makes its own
+            written = files.get_file_from_path(path)
+            if written is not None and written.abs_src_path and site_book.marked(Path(written.abs_src_path)):
+                files.remove(written)
         for path in (*STYLESHEETS, *SCRIPTS):
             if files.get_file_from_path(path) is None:
                 files.append(File(path, src_dir=str(ASSETS.parent), dest_dir=config.site_dir,
@@ -235,7 +214,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return files
 
     def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
-        with provenance.judged_once(self._verdicts):
+        with provenance.judged_once(self._verdicts):  # the machines page judges the records as the pages do
             return self._page_markdown(markdown, page, files)
 
     def _page_markdown(self, markdown: str, page: MkPage, files: Files) -> str:
@@ -250,11 +229,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             return markdown
         if not page.file.abs_src_path:
             return markdown
-        path = Path(page.file.abs_src_path).resolve()
-        book_page = self._pages.get(path) or read_page(path, self.root)
-        source = path.read_text(encoding="utf-8")
-        offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
-        rendered = render.render_markdown(markdown, book_page, self.context, offset)
+        rendered = site_book.render_page(markdown, Path(page.file.abs_src_path), self.root, self._pages, self.context,
+                                         self._verdicts)
         for problem in rendered.problems:
             self._problem(problem)
         self.figures += len(rendered.views)
@@ -496,15 +472,30 @@ def _title_of(path: Path) -> str | None:
     return None
 
 
-def _with_line(where: str, what: str, root: Path) -> str:
-    """`file:line` for a results-file problem: the line of the record it names, when it names one."""
-    if ":" in Path(where).name or not what.startswith("records["):
-        return where
-    key = what.split("]", 1)[0][len("records["):].strip("'\"")
+def generated_pages(config_file: Path) -> tuple[site_book.Written, ClaimsPlugin]:
+    """The Machines, Plots and legend pages this plugin generates for the book `config_file` builds,
+    made as a build makes them (the same plugins' configuration, files and links), for
+    `verified-book pages` to write where a generator that runs no plugin reads them."""
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import get_files
+
+    config = load_config(str(config_file))
+    config = config.plugins.on_config(config)
+    plugin = next((p for p in config.plugins.values() if isinstance(p, ClaimsPlugin)), None)
+    if plugin is None:
+        raise PluginError(f"{config_file}: plugins lists no verified-book; the pages are the plugin's to generate")
     try:
-        for number, line in enumerate((root / where).read_text(encoding="utf-8").splitlines(), 1):
-            if f'"{key}"' in line:
-                return f"{where}:{number}"
-    except OSError:
-        pass
-    return where
+        files = plugin.on_files(get_files(config), config)
+        pages: dict[str, render.GeneratedPage] = {}
+        for src in plugin._generated_pages():
+            file = files.get_file_from_path(src)
+            if file is None or not file.generated_by:
+                continue  # the book's own page of that name
+            markdown = plugin._page_markdown("", MkPage(None, file, config), files)
+            pages[src] = render.GeneratedPage(markdown, plugin.generated[src].blocks)
+    finally:
+        plugin._give_back()
+    settings = {"results_dir": str(plugin.config.results_dir or ""), "today": plugin.today.isoformat(),
+                "report_within_days": plugin.config.report_within_days, "legend_page": plugin.config.legend_page}
+    stamp = site_book.stamp(plugin.results_read, [plugin.root / page.file for page in plugin.book.pages])
+    return site_book.Written(settings, stamp, pages), plugin

@@ -24,7 +24,7 @@ from verified_book import offline
 from verified_book import selection as selection_mod
 from verified_book import environment
 from verified_book.errors import BookError
-from verified_book.bindings import Binding, Book, Page, binding_hint, book_pages, read_page
+from verified_book.bindings import Binding, Book, Page, binding_hint, book_pages, generated, read_page
 from verified_book.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.provenance import commit_of
@@ -334,7 +334,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     if file_path == run.root / FILE_NAME:
         return ClaimsFile.from_parent(parent, path=file_path)
     if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) \
-            and "snippets" not in file_path.relative_to(run.book_dir).parts:
+            and "snippets" not in file_path.relative_to(run.book_dir).parts and not generated(file_path):
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)

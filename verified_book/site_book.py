@@ -1,0 +1,199 @@
+"""What every site generator's build of a book does, whichever runs it: one page's step, the results it
+reads, and the generated pages written ahead of a build for a generator that runs no plugin.
+
+The MkDocs plugin (`verified_book.mkdocs_plugin`) and the Markdown extension
+(`verified_book.markdown_ext`, which renders the marks under Zensical) both call `render_page` on each
+page's Markdown and `read_results` for the machines' files, so a figure is marked the same under either.
+`verified-book pages` drives the MkDocs plugin to the Machines, Plots and legend pages and writes them,
+with the marks' stylesheet and script, into the book's pages folder (`write_pages`): a generator that
+runs no plugin builds them as any page, and the extension fills their blocks from `PAGES_FILE`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from verified_book import provenance, render
+from verified_book.bindings import GENERATED, Page, read_page
+from verified_book.bindings import generated as marked
+from verified_book.config import BookConfig
+from verified_book.errors import Problem
+from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
+
+#: where `verified-book pages` keeps the generated pages' blocks and what they were written from,
+#: relative to the book's root (outside the pages folder, so no generator publishes it)
+PAGES_FILE = Path(".cache") / "verified-book" / "pages.json"
+#: what to run when the generated pages are missing or older than the results
+PAGES_COMMAND = "verified-book pages"
+
+
+def with_mark(relative: str, text: str) -> str:
+    """A generated file's text, its first line saying so in the file's own comment syntax."""
+    if relative.endswith(".css") or relative.endswith(".js"):
+        return f"/* {GENERATED} */\n{text}"
+    return f"<!-- {GENERATED} -->\n{text}"
+
+
+def without_mark(text: str) -> str:
+    first, newline, rest = text.partition("\n")
+    return rest if GENERATED in first else text
+
+
+def render_page(markdown: str, path: Path, root: Path, pages: Mapping[Path, Page], context: render.Context,
+                verdicts: provenance.Verdicts) -> render.RenderedPage:
+    """One page's step: its Markdown with a placeholder for each bound figure, and the HTML each stands for.
+
+    `path` is the page's file; its bindings (file:line) come from the book's pages read once (`pages`,
+    by resolved path), or from the file itself. The Markdown may lack the file's front matter: the
+    lines it lacks are counted, so every binding finds its line.
+    """
+    path = path.resolve()
+    book_page = pages.get(path) or read_page(path, root)
+    source = path.read_text(encoding="utf-8")
+    offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
+    with provenance.judged_once(verdicts):
+        return render.render_markdown(markdown, book_page, context, offset)
+
+
+def with_line(where: str, what: str, root: Path) -> str:
+    """`file:line` for a results-file problem: the line of the record it names, when it names one."""
+    if ":" in Path(where).name or not what.startswith("records["):
+        return where
+    key = what.split("]", 1)[0][len("records["):].strip("'\"")
+    try:
+        for number, line in enumerate((root / where).read_text(encoding="utf-8").splitlines(), 1):
+            if f'"{key}"' in line:
+                return f"{where}:{number}"
+    except OSError:
+        pass
+    return where
+
+
+@dataclass
+class Results:
+    """Every machine's results file the site shows, by the name it shows, and this clone's own among them."""
+
+    files: dict[str, ResultsFile] = field(default_factory=dict)
+    local: dict[str, str] = field(default_factory=dict)  # this clone's own runs: the file each is in
+    read: list[Path] = field(default_factory=list)  # the files read, for `stamp`
+
+
+def read_results(book: BookConfig, results_dir: Path | None, shown_dir: str, problem: Callable[[Problem], None],
+                 info: Callable[[str], None]) -> Results:
+    """Every machine's results file, committed and (unless the build is pointed at a results folder:
+    `results_dir`, or CLAIMS_RESULTS_DIR as tests set) this clone's own. `shown_dir` names the folder in
+    messages; each problem is handed to `problem` with its file:line."""
+    out = Results()
+    folder = results_dir or book.results
+
+    def results_problem(text: str) -> None:
+        for line in text.replace(str(book.root) + "/", "").splitlines():
+            where, _, what = line.partition(": ")
+            problem(Problem(with_line(where, what, book.root), what))
+
+    if folder.is_dir():
+        out.read += sorted(folder.glob("*.json"))
+        for stem, results in read_all(folder, results_problem).items():
+            if SLUG_PATTERN.match(stem):
+                out.files[stem] = results
+            else:
+                problem(Problem(f"{shown_dir}/{stem}.json", "the file name is not a machine slug (lower-case "
+                                                                   "letters, digits, '-', '_'); it is left out"))
+    else:
+        info(f"no results folder at {folder}: every figure shows as not yet verified")
+    local = book.local_results
+    if "CLAIMS_RESULTS_DIR" not in os.environ and local is not None and local.is_dir():
+        out.read += sorted(local.glob("*.json"))
+        _read_local(book, local, out, problem, info, results_problem)
+    return out
+
+
+def _read_local(book: BookConfig, local: Path, out: Results, problem: Callable[[Problem], None],
+                info: Callable[[str], None], results_problem: Callable[[str], None]) -> None:
+    """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
+    machines; where this machine also has a committed file, the local one, newer, is shown."""
+    from verified_book import site_machines
+
+    shown = book.shown(local)
+    for stem, results in read_all(local, results_problem).items():
+        if not SLUG_PATTERN.match(stem):
+            problem(Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
+                                   "(lower-case letters, digits, '-', '_'); it is left out"))
+            continue
+        name = site_machines.local_name(stem) if stem in out.files else stem
+        info(f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the "
+             "committed machines")
+        out.files[name] = results
+        out.local[name] = f"{shown}/{stem}.json"
+
+
+def stamp(files: list[Path], pages: list[Path]) -> str:
+    """What the generated pages were written from: the results files and the book's pages, by content."""
+    digest = hashlib.sha256()
+    for path in sorted({*files, *pages}):
+        if path.is_file() and not marked(path):
+            digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@dataclass
+class Written:
+    """What `verified-book pages` wrote: each generated page's Markdown and blocks, and what a build
+    without the plugin needs to render the pages as the plugin would (the plugin's settings, the stamp
+    of what the pages were written from, the assets' digests)."""
+
+    settings: dict[str, Any]  # results_dir (relative to the root), today, report_within_days, legend_page
+    stamp: str
+    pages: dict[str, render.GeneratedPage]
+    assets: dict[str, str] = field(default_factory=dict)  # each asset's path in the pages folder: its sha256
+
+    def dump(self) -> str:
+        return json.dumps({"settings": self.settings, "stamp": self.stamp, "assets": self.assets,
+                           "pages": {src: {"markdown": p.markdown, "blocks": p.blocks} for src, p in self.pages.items()}},
+                          indent=1, sort_keys=True)
+
+    @classmethod
+    def load(cls, text: str) -> Written:
+        data: dict[str, Any] = json.loads(text)
+        return cls(data["settings"], data["stamp"],
+                   {src: render.GeneratedPage(p["markdown"], p["blocks"]) for src, p in data["pages"].items()},
+                   data["assets"])
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+#: the marks' stylesheet and script, shipped inside the engine: by their path in the site
+ASSETS = Path(__file__).resolve().parent / "assets"
+ASSET_PATHS = ("assets/stylesheets/claims.css", "assets/javascripts/claims.js")
+
+
+def engine_assets() -> dict[str, Path]:
+    return {path: ASSETS.parent / path for path in ASSET_PATHS}
+
+
+def write_pages(root: Path, docs: Path, written: Written, assets: Mapping[str, Path]) -> list[Path]:
+    """Write the generated pages and the engine's assets into the pages folder, each marked as generated,
+    and their blocks to `PAGES_FILE`; the files written. A file of the same name that is the book's own
+    is left as it is, and nothing is written."""
+    texts = {docs / src: with_mark(src, page.markdown) for src, page in written.pages.items()}
+    for src, origin in assets.items():
+        text = origin.read_text(encoding="utf-8")
+        written.assets[src] = digest(text)
+        texts[docs / src] = with_mark(src, text)
+    own = [str(path) for path in texts if path.exists() and not marked(path)]
+    if own:
+        raise FileExistsError(f"{', '.join(own)}: the book's own file of the name of a page or asset the engine "
+                              f"generates; {PAGES_COMMAND} writes nothing over it (rename the book's file)")
+    texts[root / PAGES_FILE] = written.dump()
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
+    return list(texts)
