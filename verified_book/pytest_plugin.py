@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from _pytest._code.code import TerminalRepr
 
 from verified_book import backends as backends_mod
 from verified_book import conditions as conditions_mod
@@ -262,8 +263,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if LOCK in config.stash:
         config.stash[LOCK].release()
-    if STATE in config.stash and config.stash[STATE].verifier.ahead is not None:
-        config.stash[STATE].verifier.ahead.cancel()
+    ahead = config.stash[STATE].verifier.ahead if STATE in config.stash else None
+    if ahead is not None:
+        ahead.cancel()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
     if REOPEN in config.stash:
@@ -435,7 +437,7 @@ class BookItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, self.name
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, BookFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

@@ -253,7 +253,7 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
     message = record.message or ""
     date = results.date_of(binding.claim_id, backend) or ""
     version = record.version or ""
-    base = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
+    base: dict[str, Any] = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
     if raw_status == "skipped":
         return Measurement(status="skipped", message=message, **base)
     entry = _entry_for(binding, record)

@@ -308,7 +308,7 @@ def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
     machines had one is given an id made from its slug and hardware, the same every time, so its
     history stays its own; a run of another machine of that name is refused, not merged into it."""
     machine = dict(data.get("machine") or {})
-    fingerprint = machine.get("fingerprint") if isinstance(machine.get("fingerprint"), dict) else {}
+    fingerprint: dict[str, Any] = machine["fingerprint"] if isinstance(machine.get("fingerprint"), dict) else {}
     if identity.hardware_of(fingerprint):  # a file that never said its hardware names no machine to keep apart
         machine.setdefault("id", identity.legacy_id(str(data.get("slug")), fingerprint))
     return {**data, "schema_version": 3, "machine": machine}

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from verified_book.record import How
+
 #: what every snippet run gets in its environment, wherever it runs
 SNIPPET_ENV = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -46,7 +48,7 @@ class SnippetRun:
     stderr: str
     exit_status: int
     seconds: float
-    how: str  # "script" or "in process"
+    how: How  # "script" or "in process"
     unhonoured: tuple[str, ...] = ()  # load-time variables the snippet set that this process had already read
 
 
