@@ -135,7 +135,7 @@ def test_an_mlx_claim_computes_on_its_backends_device(monkeypatch: pytest.Monkey
     fake = FakeMlx()
     monkeypatch.setitem(sys.modules, "mlx.core", fake)
     outcome = check.evaluate(_device_claim(), Backend(name, True, "here"))
-    assert (outcome.state, outcome.value) == (check.COMPUTED, device)
+    assert (outcome.status, outcome.value) == (check.COMPUTED, device)
     assert fake.stack == [fake.gpu], "the stream is left on the way out"
 
 
@@ -161,7 +161,7 @@ def test_out_of_memory_empties_the_mps_and_mlx_caches_too(monkeypatch: pytest.Mo
         raise RuntimeError("MPS backend out of memory (MPS allocated: 17.9 GB, other allocations: 1.2 GB)")
 
     outcome = check.evaluate(Claim("devices.greedy", Kind.LIBRARY, greedy, "asks too much"), Backend("torch:mps", True, "here"))
-    assert outcome.state == check.FAILED and "ran out of device memory on torch:mps" in outcome.message
+    assert outcome.status == check.FAILED and "ran out of device memory on torch:mps" in outcome.message
     assert emptied == ["mps"] and fake.cleared == 1
 
 
@@ -206,9 +206,9 @@ def test_a_float8_cast_on_mps_is_skipped_with_the_reason(fake_mps: Backend, clai
 
     outcome = check.evaluate(REGISTRY[claim_id], fake_mps)
     if claim_id.startswith("questions.q6"):  # reads finfo, which needs no tensor: computed on MPS too
-        assert outcome.state == check.COMPUTED, outcome.message
+        assert outcome.status == check.COMPUTED, outcome.message
         return
-    assert outcome.state == check.SKIPPED, outcome.message
+    assert outcome.status == check.SKIPPED, outcome.message
     assert "torch on MPS has no" in outcome.message and "TypeError" in outcome.message
 
 
@@ -263,7 +263,7 @@ def test_the_matmul_default_records_what_governs_it(monkeypatch: pytest.MonkeyPa
         outcome = _kept_bits(backends.detect()["torch:cpu"])
     finally:
         torch.set_float32_matmul_precision(previous)
-    assert (outcome.state, outcome.value) == (check.COMPUTED, 23)
+    assert (outcome.status, outcome.value) == (check.COMPUTED, 23)
     recorded = [str(i) for i in outcome.inputs]
     assert "environment: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE = 'unset'" in recorded
     assert "torch:cpu: torch.get_float32_matmul_precision() = 'highest'" in recorded
@@ -280,7 +280,7 @@ def test_an_ngc_style_tf32_override_is_named_not_failed(monkeypatch: pytest.Monk
         outcome = _kept_bits(backends.detect()["torch:cpu"])
     finally:
         torch.set_float32_matmul_precision(previous)
-    assert outcome.state == check.SKIPPED, outcome.message
+    assert outcome.status == check.SKIPPED, outcome.message
     assert "'high'" in outcome.message and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in outcome.message
 
 
@@ -292,7 +292,7 @@ def test_a_gpu_whose_environment_sets_tf32_says_so(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv(variable, value)
     monkeypatch.setattr(Backend, "activate", lambda self: __import__("contextlib").nullcontext())
     outcome = _kept_bits(Backend(name, True, "pretend"))
-    assert outcome.state == check.SKIPPED and f"{variable}={value}" in outcome.message, outcome.message
+    assert outcome.status == check.SKIPPED and f"{variable}={value}" in outcome.message, outcome.message
 
 
 def test_tf32_asked_for_under_a_driver_that_forbids_it_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,7 +300,7 @@ def test_tf32_asked_for_under_a_driver_that_forbids_it_is_skipped(monkeypatch: p
 
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     outcome = check.evaluate(REGISTRY["formats.default.matmul.tf32_kept_bits"], Backend("torch:cuda", True, "pretend"))
-    assert outcome.state == check.SKIPPED and "NVIDIA_TF32_OVERRIDE=0" in outcome.message, outcome.message
+    assert outcome.status == check.SKIPPED and "NVIDIA_TF32_OVERRIDE=0" in outcome.message, outcome.message
 
 
 class CountingMlx(FakeMlx):
@@ -488,7 +488,7 @@ def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Ba
     fp8 = adapter.matmul_unsupported("fp8")
     assert fp8 is not None and "float8_e4m3fn as CUDA defines it" in fp8 and "gfx1151" in fp8
     outcome = check.evaluate(REGISTRY["formats.default.matmul.torch_setting_bits"], fake_rocm)
-    assert outcome.state == check.SKIPPED and f"{RADEON} (gfx1151, ROCm/HIP" in outcome.message, outcome.message
+    assert outcome.status == check.SKIPPED and f"{RADEON} (gfx1151, ROCm/HIP" in outcome.message, outcome.message
 
 
 def test_the_rocm_backend_records_no_nvidia_variable(fake_rocm: Backend, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,7 +51,7 @@ def test_a_claim_that_asks_for_a_missing_key_fails_with_a_bad_input_message() ->
     claim = Claim(id="test.missing_key", kind=Kind.EXACT, compute=compute, doc="A key the config lacks.",
                   source_file="tests/test_inputs.py", source_line=1)
     outcome = evaluate(claim, NO_BACKEND)
-    assert outcome.state == FAILED
+    assert outcome.status == FAILED
     assert "bad input" in outcome.message and "models/qwen3-8b/config.json" in outcome.message
     assert "'hidden_sizes'" in outcome.message
 

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Iterable, KeysView
 
 from verified_book.backends import Backend
-from verified_book.check import Outcome
+from verified_book.outcome import Outcome
 from verified_book.registry import Claim, Registry
 from verified_book.snippet_run import SnippetRun
+from verified_book.vocabulary import OutcomeStatus
 
 RESULTS = "outcomes.pickle"
 OUTPUT = "output.txt"
@@ -128,10 +129,11 @@ class Ahead:
             except Exception as e:  # noqa: BLE001 - whatever is wrong with the file, the run computes the claims itself
                 self.problem = f"handed back no readable outcomes ({type(e).__name__}: {e})"
             else:
-                for claim_id, backend_name, state, value, message, reads, seconds in shipped["claims"]:
+                for claim_id, backend_name, status, value, message, reads, seconds in shipped["claims"]:
                     if claim_id in self._claims:
                         self._outcomes[(claim_id, backend_name)] = Outcome(
-                            self._claims[claim_id], backend_name, state, value, message, list(reads), seconds)
+                            self._claims[claim_id], backend_name, OutcomeStatus(status), value, message, list(reads),
+                            seconds)
                 self._runs = {Path(path): done for path, done in shipped["snippets"] if Path(path) in self.snippets}
         self._folder.cleanup()
         return self._outcomes
@@ -182,9 +184,9 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
             if not (backend.available and on_cpu(backend)):
                 continue
             outcome = evaluate(claim, backend)
-            if outcome.state == BROKEN:  # the run meets the same environment, and says what it lost
+            if outcome.status == BROKEN:  # the run meets the same environment, and says what it lost
                 continue
-            entry = (claim.id, backend.name, outcome.state, outcome.value, outcome.message, list(outcome.inputs),
+            entry = (claim.id, backend.name, outcome.status, outcome.value, outcome.message, list(outcome.inputs),
                      outcome.seconds)
             try:
                 pickle.dumps(entry)

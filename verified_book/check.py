@@ -8,53 +8,32 @@ import json
 import math
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from verified_book import environment, inputs
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.bindings import Binding, Book
 from verified_book.figures import as_number
 from verified_book.machine import Machine
+from verified_book.outcome import Outcome
 from verified_book.provenance import code_fingerprint, input_entry
 from verified_book.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
 from verified_book.record import Machine as MachineRecord
 from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.results import ResultsFile, now, to_json
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, TRANSCRIBED, Status, worst
+from verified_book.vocabulary import TRANSCRIBED, OutcomeStatus, Status, worst
 
 if TYPE_CHECKING:
-    from verified_book.ahead import Ahead
     from verified_book.conditions import RunLock
 
-COMPUTED, SKIPPED, FAILED = "computed", "skipped", "failed"
-#: the claim could not be asked: the environment broke (verified_book.environment); never recorded
-BROKEN = BROKEN_ENVIRONMENT
+COMPUTED, SKIPPED, FAILED, BROKEN = (OutcomeStatus.COMPUTED, OutcomeStatus.SKIPPED, OutcomeStatus.FAILED,
+                                     OutcomeStatus.BROKEN)
 
-
-@dataclass
-class Outcome:
-    """What one claim computed on one backend, with the inputs it read."""
-
-    claim: Claim
-    backend: str
-    state: str
-    value: Any = None
-    message: str = ""
-    inputs: list[inputs.Read] = field(default_factory=list)
-    seconds: float = 0.0
-    broken: environment.Broken | None = None  # what the environment lost, where state is BROKEN
-    version: str | None = None  # the backend's library version, where it computed the value
-
-    @property
-    def computed_on(self) -> str:
-        """Where the value was computed, for a message: "exact arithmetic", or the backend and its library's version."""
-        if self.backend == NO_BACKEND.name:
-            return "exact arithmetic"
-        library = self.backend.split(":")[0]
-        version = f" {self.version}" if self.version else ""
-        return f"{self.backend}{version}" if library == self.backend else f"{self.backend} ({library}{version})"
+#: an earlier answer for a (claim, backend), where one is at hand (a helper process that computed it
+#: while the run started, verified_book.ahead); None to compute it here
+Prior = Callable[[Claim, Backend], "Outcome | None"]
 
 
 @dataclass(frozen=True)
@@ -219,12 +198,12 @@ def _type_mismatch(binding: Binding, value: Any) -> str | None:
 def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     """Compare one printed figure with one backend's outcome."""
     claim = outcome.claim
-    if outcome.state == SKIPPED:
+    if outcome.status == SKIPPED:
         return Verdict(binding, outcome.backend, Status.SKIPPED, outcome.message)
-    if outcome.state == FAILED:
+    if outcome.status == FAILED:
         return Verdict(binding, outcome.backend, Status.FAILED,
                        f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
-    if outcome.state == BROKEN:
+    if outcome.status == BROKEN:
         return Verdict(binding, outcome.backend, BROKEN,
                        f"{binding.where}: figure {binding.text} ({claim.id}) was not checked: {outcome.message}")
     if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
@@ -324,7 +303,7 @@ class Verifier:
         self.bindings = book.by_claim()
         self._outcomes: dict[tuple[str, str], Outcome] = {}
         self.judged: dict[tuple[str, str], Outcome] = {}
-        self.ahead: Ahead | None = None  # a helper process computing some claims while the run starts
+        self.prior: Prior | None = None  # where an earlier answer may be at hand (the helper working ahead)
 
     def backends_for(self, claim: Claim) -> list[Backend]:
         """The backends a claim is computed on, available or not (absent ones are skipped)."""
@@ -332,7 +311,7 @@ class Verifier:
 
     def broken(self) -> list[environment.Broken]:
         """What the environment lost during the run, once each, as the claims met it."""
-        found = [o.broken for o in self.judged.values() if o.state == BROKEN and o.broken is not None]
+        found = [o.broken for o in self.judged.values() if o.status == BROKEN and o.broken is not None]
         return list({b.lost: b for b in found}.values())
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
@@ -341,8 +320,8 @@ class Verifier:
             if not backend.available:
                 self._outcomes[key] = Outcome(claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}")
             else:
-                ahead = self.ahead.take(claim, backend) if self.ahead is not None else None
-                self._outcomes[key] = ahead if ahead is not None else evaluate(claim, backend)
+                prior = self.prior(claim, backend) if self.prior is not None else None
+                self._outcomes[key] = prior if prior is not None else evaluate(claim, backend)
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
 
@@ -357,11 +336,11 @@ class Verifier:
     def status(self, claim: Claim, backend: Backend) -> tuple[str, list[Verdict]]:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)
-        if result.state == SKIPPED:
+        if result.status == SKIPPED:
             return Status.SKIPPED.value, verdicts
-        if result.state == FAILED:
+        if result.status == FAILED:
             return Status.FAILED.value, verdicts
-        if result.state == BROKEN:
+        if result.status == BROKEN:
             return BROKEN, verdicts
         return worst((v.status for v in verdicts), default=evidence(claim, result.inputs)[0].value), verdicts
 
@@ -404,7 +383,7 @@ class Verifier:
             backend = self.backends.get(backend_name, NO_BACKEND)
             if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
                 continue
-            if self.judged[(claim_id, backend_name)].state == BROKEN:  # not asked: the earlier record stands
+            if self.judged[(claim_id, backend_name)].status == BROKEN:  # not asked: the earlier record stands
                 continue
             try:
                 record = self.record(claim, backend)

@@ -263,7 +263,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if LOCK in config.stash:
         config.stash[LOCK].release()
-    ahead = config.stash[STATE].verifier.ahead if STATE in config.stash else None
+    ahead = config.stash[STATE].ahead if STATE in config.stash else None
     if ahead is not None:
         ahead.cancel()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
@@ -303,7 +303,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
         run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
     lines = backend_lines(run)
-    ahead = run.verifier.ahead
+    ahead = run.ahead
     if ahead is not None:
         done = [f"{n} {what}{'' if n == 1 else 's'} {how}" for n, what, how in
                 ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run")) if n]
@@ -547,7 +547,7 @@ class SnippetItem(BookItem):
 
     def runtest(self) -> None:
         run = state(self.config)
-        ahead = run.verifier.ahead
+        ahead = run.ahead
         done = ahead.snippet(self.path) if ahead is not None and done_ahead(run, self) else None
         done = done or self.runner(self.path)
         broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
@@ -573,10 +573,10 @@ class SnippetItem(BookItem):
 def check_claim(run: Session, claim: Claim, backend: backends_mod.Backend) -> None:
     """A claim item's check: the claim computes on the backend (figures are judged by their own items)."""
     result = run.verifier.outcome(claim, backend)
-    if result.state == SKIPPED:
+    if result.status == SKIPPED:
         run.tally.not_here.setdefault(claim.id, result.message)
         pytest.skip(result.message)
-    if result.state in (FAILED, BROKEN):
+    if result.status in (FAILED, BROKEN):
         pytest.fail(f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}",
                     pytrace=False)
 
@@ -739,7 +739,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A timed item has the machine to itself: it waits until the helper working ahead has exited, and
     until no other run of this book is going on (`verified_book.conditions`)."""
     run = state(item.config)
-    ahead = run.verifier.ahead
+    ahead = run.ahead
     timed = run.runs_alone(item.nodeid)
     if ahead is not None and ahead.running:
         ours = done_ahead(run, item)
@@ -768,8 +768,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
-    if run.verifier.ahead is not None and run.verifier.ahead.problem:
-        terminalreporter.write_line(f"ahead: the helper process {run.verifier.ahead.problem}; this process did "
+    if run.ahead is not None and run.ahead.problem:
+        terminalreporter.write_line(f"ahead: the helper process {run.ahead.problem}; this process did "
                                     "its work itself", yellow=True)
     for lost in tally.lost_workers:
         terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "

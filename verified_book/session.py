@@ -172,6 +172,7 @@ class Session:
         except ValueError as e:
             raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
         self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
+        self.ahead: ahead_mod.Ahead | None = None  # the helper computing some claims while the run starts
         self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.tally = Tally()
@@ -213,7 +214,8 @@ class Session:
         """Start the helper on the work `_plan_ahead` found; the verifier takes its outcomes."""
         ahead = ahead_mod.Ahead(self.root)
         ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
-        self.verifier.ahead = ahead
+        self.ahead = ahead
+        self.verifier.prior = ahead.take
         return ahead
 
     def _read_book(self) -> Book:

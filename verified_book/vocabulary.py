@@ -34,6 +34,18 @@ class Status(str, Enum):
 #: (a library would not import, the virtual environment vanished): reported, never recorded, and
 #: never counted as failed (verified_book.environment)
 BROKEN_ENVIRONMENT = "environment"
+class OutcomeStatus(str, Enum):
+    """What became of asking one claim for its value on one backend, before any figure is judged."""
+
+    COMPUTED = "computed"
+    SKIPPED = "skipped"  # the backend cannot compute it (NotOnBackend), or is not here
+    FAILED = "failed"  # it raised, returned no usable value, or an invariant did not hold
+    BROKEN = BROKEN_ENVIRONMENT  # not asked: the environment broke (verified_book.environment); never recorded
+
+    def __str__(self) -> str:
+        return self.value
+
+
 #: a measurement taken while another run of the book, or a heavy load, shared the machine:
 #: recorded with its conditions, never published as the machine's figure (verified_book.conditions)
 CONTENDED = "contended"

@@ -169,7 +169,7 @@ def _computed(verifier: Verifier, claim: Claim) -> tuple[list[Outcome], list[str
     done, why = [], []
     for backend in verifier.backends_for(claim):
         result = verifier.outcome(claim, backend)
-        if result.state == COMPUTED:
+        if result.status == COMPUTED:
             done.append(result)
         else:
             why.append(result.message.split("\n")[0])
@@ -200,7 +200,7 @@ def mutate_figures(verifier: Verifier) -> FigureReport:
             continue
         outcomes, why = _computed(verifier, claim)
         if not outcomes:
-            failed = any(verifier.outcome(claim, b).state == FAILED for b in verifier.backends_for(claim))
+            failed = any(verifier.outcome(claim, b).status == FAILED for b in verifier.backends_for(claim))
             reason = ("claim fails on this machine (the book's own test reports it)" if failed
                       else "skipped on every backend here")
             report.exclude(reason, binding)
@@ -353,7 +353,7 @@ def _dependents(verifier: Verifier) -> dict[tuple[str, str], list[tuple[Claim, B
             continue
         for backend in verifier.backends_for(claim):
             result = verifier.outcome(claim, backend)
-            if result.state == "skipped":
+            if result.status == "skipped":
                 continue
             for item in result.inputs:
                 if isinstance(item, inputs.Input):  # a recorded machine setting is no data file to perturb
@@ -371,9 +371,9 @@ def _dependents(verifier: Verifier) -> dict[tuple[str, str], list[tuple[Claim, B
 def _fails(verifier: Verifier, claim: Claim, backend: Backend) -> str | None:
     """Why this claim fails when computed again now (under whatever inputs are overridden), or None."""
     result = evaluate(claim, backend)
-    if result.state == FAILED:
+    if result.status == FAILED:
         return f"{claim.id} on {backend.name} fails: {result.message.splitlines()[0]}"
-    if result.state != COMPUTED:
+    if result.status != COMPUTED:
         return None
     for binding in verifier.bindings.get(claim.id, []):
         if binding.printed is None:
