@@ -174,6 +174,6 @@ def test_a_run_told_to_run_beside_marks_both_runs_measurements_contended(tmp_pat
     assert f"pid {first.proc.pid} (pytest)" in second_seen.beside
     # recorded as measured, and as contended: the site shows neither as the machine's figure
     for results, seen in ((tmp_path / "first", first_seen), (tmp_path / "second", second_seen)):
-        assert read(results / "sample.json").records["timed.wait"]["numpy"]["status"] == "verified"
+        assert read(results / "sample.json").records["timed.wait"]["numpy"].status == "verified"
         assert conditions.contended(seen) is not None
         assert shown_status(book, results) == CONTENDED

@@ -70,7 +70,7 @@ def test_two_machines_publish_and_the_site_shows_exactly_what_was_committed(tmp_
         committed = git("show", f"results:results/{slug}.json", cwd=remote)
         assert (site_results / f"{slug}.json").read_text(encoding="utf-8") == committed, \
             f"the site's {slug}.json is not the file committed on the results branch"
-    assert read(site_results / "fleet-a.json").records["probe.bandwidth.read"]["numpy"]["value"] == 60.0
+    assert read(site_results / "fleet-a.json").records["probe.bandwidth.read"]["numpy"].value == 60.0
     for path in COMMITTED:
         assert (site_results / path.name).read_bytes() == path.read_bytes()
 

@@ -23,7 +23,7 @@ import pytest
 from verified_book import render
 from verified_book.bindings import Book
 from verified_book.config import open_book, read_config
-from verified_book.record import Record
+from verified_book.record import Record, SnippetOutput
 from verified_book.results import dumps
 from verified_book.results import read as read_results
 from verified_book.registry import REGISTRY
@@ -434,9 +434,9 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
     data.records.update(probe_records(data.slug, 1.0))
     first.write_text(dumps(data), encoding="utf-8")
     data.slug = "second-machine"
-    data.machine = {**data.machine, "slug": "second-machine"}
+    data.machine = data.machine.model_copy(update={"slug": "second-machine", "id": "second-machine-id"})
     data.records.update(probe_records("second-machine", 25.0))
-    data.outputs = {name: {"text": f"printed by {name} on the second machine\n", "date": "2026-11-28", "seconds": 0.1}
+    data.outputs = {name: SnippetOutput(text=f"printed by {name} on the second machine\n", date="2026-11-28", seconds=0.1)
                     for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))}
     (results / "second-machine.json").write_text(dumps(data), encoding="utf-8")
     monkeypatch.setenv("CLAIMS_RESULTS_DIR", str(results))
