@@ -49,7 +49,7 @@ def test_a_claim_that_asks_for_a_missing_key_fails_with_a_bad_input_message() ->
         return inputs.model_config("qwen3-8b")["hidden_sizes"]
 
     claim = Claim(id="test.missing_key", kind=Kind.EXACT, compute=compute, doc="A key the config lacks.",
-                  source_file="tests/test_inputs.py", source_line=1)
+                  defined_in="tests/test_inputs.py", defined_line=1)
     outcome = evaluate(claim, NO_BACKEND)
     assert outcome.status == FAILED
     assert "bad input" in outcome.message and "models/qwen3-8b/config.json" in outcome.message

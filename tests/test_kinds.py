@@ -72,9 +72,9 @@ def test_exact_claims_depend_on_what_they_read(registry: Any) -> None:
             continue
         moved, reads = _depends(claim)
         if not reads:
-            literal.append(f"{claim.source_file}:{claim.source_line}: {claim.id}")
+            literal.append(f"{claim.defined_at}: {claim.id}")
         elif not moved:
-            unmoved.append(f"{claim.source_file}:{claim.source_line}: {claim.id} (read {', '.join(i.key for i in reads)})")
+            unmoved.append(f"{claim.defined_at}: {claim.id} (read {', '.join(i.key for i in reads)})")
     assert not literal, ("exact claims that read no input: make each a `given` read from claims/data/given.toml, "
                          "or derive it from what it should read:\n" + "\n".join(literal))
     assert not unmoved, "exact claims whose value no change to their inputs moves:\n" + "\n".join(unmoved)
@@ -92,7 +92,7 @@ def test_given_claims_read_the_given_file(registry: Any) -> None:
         if claim.kind is not Kind.GIVEN:
             continue
         if not _reads_a_stated_value(claim):
-            wrong.append(f"{claim.source_file}:{claim.source_line}: {claim.id}")
+            wrong.append(f"{claim.defined_at}: {claim.id}")
     assert not wrong, ("given claims that read no stated value with its source from claims/data/ "
                        f"(claims/data/{inputs.GIVEN}, or a table of value, unit, source like napkin.toml):\n" + "\n".join(wrong))
 
@@ -131,7 +131,7 @@ def test_each_quote_is_verbatim_at_its_place(registry: Any) -> None:
         path = SOURCES / file
         lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
         if not 1 <= int(line) <= len(lines):
-            wrong.append(f"{claim.source_file}:{claim.source_line}: {claim.id}: {claim.quote_at} is not a line of the sources")
+            wrong.append(f"{claim.defined_at}: {claim.id}: {claim.quote_at} is not a line of the sources")
         elif claim.quote not in lines[int(line) - 1]:
-            wrong.append(f"{claim.source_file}:{claim.source_line}: {claim.id}: {claim.quote!r} is not on {claim.quote_at}")
+            wrong.append(f"{claim.defined_at}: {claim.id}: {claim.quote!r} is not on {claim.quote_at}")
     assert not wrong, "\n".join(wrong)

@@ -23,7 +23,7 @@ from fractions import Fraction
 from verified_book.inputs import exact, given, vendor
 from verified_book.registry import claim
 
-@claim("sample.card.memory", kind="quoted", source="the vendor's data sheet")
+@claim("sample.card.memory", kind="quoted", citation="the vendor's data sheet")
 def memory():
     """The card's memory, as its vendor states it."""
     return vendor("card.toml", "memory")
@@ -120,7 +120,7 @@ def test_a_measurement_that_is_no_longer_one_verifies(book: pytest.Pytester) -> 
 
 def test_evidence_names_the_source_and_the_data_line() -> None:
     registry = Registry()
-    claim("x.quoted", kind="quoted", source="a vendor page", registry=registry)(lambda: 1)
+    claim("x.quoted", kind="quoted", citation="a vendor page", registry=registry)(lambda: 1)
     read = inputs.Input("hardware/card.toml", "memory", 16, 7, "the vendor's data sheet")
     status, why = evidence(registry["x.quoted"], [read])
     assert status is Status.CITED

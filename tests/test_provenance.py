@@ -59,12 +59,12 @@ def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> N
     book = _book(tmp_path / "book")
     assert book.run().ret == 0
     data = json.loads(book.results_file.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 3
+    assert data["schema_version"] == SCHEMA_VERSION == 4
     record = data["records"]["io.ceiling"]["none"]
     assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 2}]
     assert {"date", "seconds", "kind", "source"}.isdisjoint(record)
     meta = data["claims"]["io.ceiling"]
-    assert meta["kind"] == "exact" and meta["source"].endswith("io.py:11") and len(meta["code"]) == 16
+    assert meta["kind"] == "exact" and meta["defined_at"].endswith("io.py:11") and len(meta["code"]) == 16
     assert set(data["run"]) >= {"date", "commit", "dirty", "versions", "backends", "seconds"}
     assert _outdated(book) is None
 
@@ -93,7 +93,7 @@ def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Pa
                                 "date": "2026-11-01T00:00:00+00:00", "source": "x.py:1"}}}}))
     assert "before records carried their provenance" in (_outdated(book) or "")
     migrated = read(book.results_file)
-    assert migrated.claims["io.ceiling"].model_dump(exclude_unset=True) == {"kind": "exact", "source": "x.py:1"}
+    assert migrated.claims["io.ceiling"].model_dump(exclude_unset=True) == {"kind": "exact", "defined_at": "x.py:1"}
     assert migrated.run.seconds == {"io.ceiling": {"none": 0.1}}
 
 
@@ -159,7 +159,7 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
     def ceiling() -> object:
         return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
 
-    claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", source_file="t.py", source_line=1)
+    claim = Claim("t.ceiling", Kind.EXACT, ceiling, "", defined_in="t.py", defined_line=1)
     sources = provenance._own_sources(claim.compute, provenance._package(ceiling), set())
     assert sources == [inspect.getsource(ceiling)]
 

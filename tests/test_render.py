@@ -21,11 +21,11 @@ from verified_book.results import ResultsFile
 
 CLAIMS = {
     "t.ceiling": Claim("t.ceiling", Kind.EXACT, lambda: Fraction(331, 20), "A ceiling in tokens/s.",
-                       source_file="claims/topics/t.py", source_line=12),
+                       defined_in="claims/topics/t.py", defined_line=12),
     "t.max": Claim("t.max", Kind.LIBRARY, lambda b: 65504, "Largest float16.",
-                   source_file="claims/topics/t.py", source_line=30),
+                   defined_in="claims/topics/t.py", defined_line=30),
     "t.quoted": Claim("t.quoted", Kind.QUOTED, lambda: 250, "A vendor's figure.",
-                      source_file="claims/topics/t.py", source_line=40),
+                      defined_in="claims/topics/t.py", defined_line=40),
 }
 PAGE = """# A page
 
@@ -245,7 +245,7 @@ def hostile_results(page: Any) -> dict[str, ResultsFile]:
                   message=HOSTILE, version=HOSTILE)
     rf = machine("alpha", {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
                  {"shapes.py": {"text": HOSTILE, "seconds": 0.5}})
-    rf.claims["t.evil" + HOSTILE] = ClaimMeta(source=f"claims/topics/t.py:1{HOSTILE}")
+    rf.claims["t.evil" + HOSTILE] = ClaimMeta(defined_at=f"claims/topics/t.py:1{HOSTILE}")
     # what the types refuse in a file is put in all the same: the page escapes it even so
     rf.outputs["shapes.py"] = SnippetOutput.model_construct(text=HOSTILE, date=HOSTILE, seconds=0.5, how=HOSTILE)
     rf.machine = Machine.model_construct(slug="alpha", fingerprint={"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE},

@@ -22,7 +22,7 @@ BF16_BYTES = 16_381_470_720
 def bandwidth(track):
     return exact(vendor(f"hardware/{{track}}.toml", "memory_bandwidth"))
 
-@claim("decode.bandwidth.{{track}}", kind="quoted", source="the machine's datasheet", over={{"track": TRACKS}})
+@claim("decode.bandwidth.{{track}}", kind="quoted", citation="the machine's datasheet", over={{"track": TRACKS}})
 def decode_bandwidth(track):
     """A machine's memory bandwidth in GB/s, as its vendor states it."""
     return bandwidth(track)

@@ -242,7 +242,7 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
     if claim.kind in TRANSCRIBED:
         read = [r for r in reads if isinstance(r, inputs.Input)]
         where = "; ".join(f"{r.place} {r.key}" + (f" ({r.source})" if r.source else "") for r in read)
-        citation = claim.source or ""
+        citation = claim.citation or ""
         said = "; ".join(x for x in (citation, where) if x)
         return Status.CITED, f"cited, not computed: {said}" if said else "cited, not computed"
     measured = [r for r in reads if isinstance(r, inputs.Input) and r.measured_on]
@@ -263,7 +263,7 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     if outcome.inputs:
         line += _from(outcome)
     elif outcome.claim.kind is Kind.LIBRARY:
-        line += f"\n    from {outcome.claim.source_file}:{outcome.claim.source_line} on {outcome.computed_on}"
+        line += f"\n    from {outcome.claim.defined_at} on {outcome.computed_on}"
     return line
 
 
@@ -367,7 +367,7 @@ class Verifier:
 
     def claim_meta(self, claim: Claim) -> ClaimMeta:
         """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
-        return ClaimMeta(kind=claim.kind.value, source=f"{claim.source_file}:{claim.source_line}", citation=claim.source,
+        return ClaimMeta(kind=claim.kind.value, defined_at=claim.defined_at, citation=claim.citation,
                          hardware=claim.hardware, code=code_fingerprint(claim))
 
     def results(self, slug: str, run: dict[str, Any], outputs: dict[str, SnippetOutput],

@@ -312,7 +312,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             title = _title_of(path) or file.src_uri
             chapters[book_page.file] = site_machines.Chapter(book_page.file, title, file.url_relative_to(page.file))
         plots = files.get_file_from_path(self.config.plots_page)
-        sources = {c.id: f"{c.source_file}:{c.source_line}" for c in REGISTRY}
+        sources = {c.id: f"{c.defined_at}" for c in REGISTRY}
         generated = site_machines.render_machines(
             self.results, self.book, REGISTRY.ids(), chapters, sources, self.context.repo_url,
             posixpath.relpath(plots.src_uri, posixpath.dirname(page.file.src_uri) or ".") if plots else None,

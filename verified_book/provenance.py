@@ -270,7 +270,7 @@ def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record
     if recorded is None:
         return "recorded before records carried their provenance; run the suite on that machine again"
     if recorded != code_fingerprint(claim):
-        return f"the claim's code changed since this record was made ({claim.source_file}:{claim.source_line})"
+        return f"the claim's code changed since this record was made ({claim.defined_at})"
     changes = changed_inputs(record.inputs)
     return "; ".join(changes) if changes else None
 

@@ -396,7 +396,7 @@ class ClaimItem(pytest.Item):
         check_claim(state(self.config), self.claim, self.backend)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return Path(self.claim.source_file), self.claim.source_line - 1, f"claim {self.claim.id} on {self.backend.name}"
+        return Path(self.claim.defined_in), self.claim.defined_line - 1, f"claim {self.claim.id} on {self.backend.name}"
 
 
 class BookPage(pytest.File):
@@ -577,7 +577,7 @@ def check_claim(run: Session, claim: Claim, backend: backends_mod.Backend) -> No
         run.tally.not_here.setdefault(claim.id, result.message)
         pytest.skip(result.message)
     if result.status in (FAILED, BROKEN):
-        pytest.fail(f"{claim.source_file}:{claim.source_line}: claim {claim.id} on {backend.name}: {result.message}",
+        pytest.fail(f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}",
                     pytrace=False)
 
 
@@ -864,7 +864,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if isinstance(item, BookItem):
             report.longrepr = (str(item.path), item.line, reason)
         elif isinstance(item, ClaimItem):
-            report.longrepr = (item.claim.source_file, item.claim.source_line, reason)
+            report.longrepr = (item.claim.defined_in, item.claim.defined_line, reason)
     return report
 
 

@@ -29,7 +29,7 @@ from verified_book.backends import NAMES
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BACKEND_NAMES = ("none", *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
@@ -318,8 +318,8 @@ class ClaimMeta(Strict):
     """What a claim is, kept once per claim: its kind, where its code is, what it cites, its code's fingerprint."""
 
     kind: Annotated[KindName, _is(f"is not one of {', '.join(KINDS)}")] | None = None
-    source: Text | None = None
-    citation: Text | None = None
+    defined_at: Text | None = None  # where the claim's code is, `file:line`
+    citation: Text | None = None  # the source a quoted or given figure is taken from
     hardware: Text | None = None
     code: Text | None = None
     skipped: Text | None = None

@@ -45,14 +45,19 @@ class Claim:
     params: Mapping[str, Any] = field(default_factory=dict)
     backends: tuple[str, ...] | None = None
     hardware: str | None = None
-    source: str | None = None
+    citation: str | None = None  # the source a quoted or given figure is taken from
     printed_on: str | None = None
     tolerance: float | None = None
     quote: str | None = None
     quote_at: str | None = None
     measured_here: str | None = None  # the measured claim of the same quantity, where one measures it here
-    source_file: str = ""
-    source_line: int = 0
+    defined_in: str = ""  # the file of the function that computes it, relative to the book's root
+    defined_line: int = 0
+
+    @property
+    def defined_at(self) -> str:
+        """Where the claim's code is, `file:line`, for messages and the site's link to it."""
+        return f"{self.defined_in}:{self.defined_line}"
 
     @property
     def topic(self) -> str:
@@ -91,14 +96,14 @@ class Registry:
     def add(self, item: Claim) -> None:
         if not ID_PATTERN.match(item.id):
             raise RegistryError(Problem(
-                f"{item.source_file}:{item.source_line}", f"claim id {item.id!r} is not a dotted "
+                f"{item.defined_at}", f"claim id {item.id!r} is not a dotted "
                 "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')"
             ))
         if item.id in self._claims:
             first = self._claims[item.id]
             raise RegistryError(Problem(
-                f"{item.source_file}:{item.source_line}", f"claim id {item.id!r} is declared twice; "
-                f"first at {first.source_file}:{first.source_line}"
+                f"{item.defined_at}", f"claim id {item.id!r} is declared twice; "
+                f"first at {first.defined_at}"
             ))
         self._claims[item.id] = item
 
@@ -171,7 +176,7 @@ def claim(
     over: Mapping[str, Sequence[Any]] | None = None,
     backends: Iterable[str] | None = None,
     hardware: str | None = None,
-    source: str | None = None,
+    citation: str | None = None,
     printed_on: str | None = None,
     tolerance: float | None = None,
     quote: str | None = None,
@@ -217,14 +222,14 @@ def claim(
                 params=params,
                 backends=tuple(backends) if backends is not None else None,
                 hardware=hardware,
-                source=source,
+                citation=citation,
                 printed_on=printed_on,
                 tolerance=tolerance,
                 quote=quote,
                 quote_at=quote_at,
                 measured_here=measured_here,
-                source_file=file,
-                source_line=line,
+                defined_in=file,
+                defined_line=line,
             )
             try:
                 registry.add(item)
@@ -248,7 +253,7 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
     def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> Problem:
         near = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
         hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
-        return Problem(f"{claim.source_file}:{claim.source_line}", f"claim {claim.id!r} declares {what} {name!r}, which is not one{hint}")
+        return Problem(f"{claim.defined_at}", f"claim {claim.id!r} declares {what} {name!r}, which is not one{hint}")
 
     errors: list[Problem] = []
     anywhere = {b for listed in profiles.values() for b in listed}
@@ -263,7 +268,7 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
             if other is None or other.kind is not Kind.MEASURED:
                 near = registry.near(item.measured_here)
                 hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-                bad.append(Problem(f"{item.source_file}:{item.source_line}", f"claim {item.id!r} declares measured_here "
+                bad.append(Problem(f"{item.defined_at}", f"claim {item.id!r} declares measured_here "
                                    f"{item.measured_here!r}, which is not a measured claim{hint}"))
         errors += bad
         if bad or not item.needs_backend or item.backends is None or not profiles:
@@ -272,7 +277,7 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
         where = own if own is not None else anywhere
         if not set(item.backends) & set(where):
             place = f"the {item.hardware} profile" if own is not None else "any hardware profile"
-            errors.append(Problem(f"{item.source_file}:{item.source_line}", f"claim {item.id!r} runs on "
+            errors.append(Problem(f"{item.defined_at}", f"claim {item.id!r} runs on "
                                   f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked"))
     return errors
 

@@ -290,10 +290,10 @@ def recorded_reads(record: Record) -> list[inputs.Read]:
 
 def claim_source(claim: Claim | None, metas: Iterable[ClaimMeta]) -> str | None:
     """Where the claim's code lives, `path.py:line`: the registry's, else a machine's record of it if well formed."""
-    if claim is not None and claim.source_file and claim.source_line:
-        return f"{claim.source_file}:{claim.source_line}"
+    if claim is not None and claim.defined_in and claim.defined_line:
+        return claim.defined_at
     for meta in metas:
-        source = meta.source
+        source = meta.defined_at
         if isinstance(source, str) and SOURCE_PATTERN.match(source) and ".." not in source:
             return source
     return None

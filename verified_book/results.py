@@ -314,7 +314,19 @@ def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 3, "machine": machine}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2, 3: update_to_3}
+def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 to 4: where a claim's code is, which schema 3 called `source` beside the claim's `citation`,
+    is `defined_at`, so that `source` names one thing nowhere and the record says what it means."""
+    claims = data.get("claims")
+    if isinstance(claims, dict):
+        claims = {cid: ({("defined_at" if k == "source" else k): v for k, v in meta.items()} if isinstance(meta, dict) else meta)
+                  for cid, meta in claims.items()}
+        data = {**data, "claims": claims}
+    return {**data, "schema_version": 4}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2, 3: update_to_3,
+                                                                      4: update_to_4}
 
 
 def hardware(results: "ResultsFile") -> dict[str, Any]:

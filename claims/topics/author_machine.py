@@ -25,7 +25,7 @@ def _as_number(cc: tuple[int, int]) -> Fraction:
     return Fraction(cc[0]) + Fraction(cc[1], 10)
 
 
-@claim("author_machine.vram_gb", kind="quoted", source="NVIDIA GeForce RTX 5080 product page")
+@claim("author_machine.vram_gb", kind="quoted", citation="NVIDIA GeForce RTX 5080 product page")
 def vram_gb() -> Fraction:
     """The card's memory, as NVIDIA states it."""
     return exact(vendor(PROFILE, "memory_capacity"))
@@ -44,19 +44,19 @@ def card_bytes_claim() -> Fraction:
 
 
 @claim("author_machine.system_memory_gb", kind="given",
-       source="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)")
+       citation="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)")
 def system_memory_gb() -> Fraction:
     """The machine's system DDR5, a separate address space from the card's."""
     return exact(vendor(PROFILE, "system_memory"))
 
 
-@claim("author_machine.compute_capability", kind="quoted", source="NVIDIA CUDA GPUs list")
+@claim("author_machine.compute_capability", kind="quoted", citation="NVIDIA CUDA GPUs list")
 def compute_capability() -> Fraction:
     """The card's compute capability, major.minor."""
     return _as_number(capability(vendor(PROFILE, "compute_capability")))
 
 
-@claim("author_machine.tensor_core_minimum.{fmt}", kind="quoted", over={"fmt": TENSOR_CORE_FORMATS}, source="NVIDIA PTX ISA")
+@claim("author_machine.tensor_core_minimum.{fmt}", kind="quoted", over={"fmt": TENSOR_CORE_FORMATS}, citation="NVIDIA PTX ISA")
 def tensor_core_minimum(fmt: str) -> Fraction:
     """The compute capability at which tensor cores first take a format."""
     return _as_number(capability(vendor("cuda_formats.toml", fmt)))

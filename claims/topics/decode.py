@@ -40,7 +40,7 @@ def ceiling(bandwidth: Fraction, gigabytes: Fraction) -> Fraction:
     return bandwidth / gigabytes
 
 
-@claim("decode.bandwidth.{track}", kind="quoted", over={"track": TRACKS}, source="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; "
+@claim("decode.bandwidth.{track}", kind="quoted", over={"track": TRACKS}, citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; "
        "Apple Mac Studio (2025) technical specifications; NVIDIA GeForce RTX 5090 product page")
 def track_bandwidth(track: str) -> Fraction:
     """A track's vendor memory bandwidth in GB/s."""

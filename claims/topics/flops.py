@@ -139,7 +139,7 @@ def job_intensity(job: str) -> Fraction:
 
 
 @claim("flops.tensor_core.fp16_multiple", kind="quoted",
-       source="NVIDIA Deep Learning Performance documentation, Train With Mixed Precision")
+       citation="NVIDIA Deep Learning Performance documentation, Train With Mixed Precision")
 def tensor_core_multiple() -> int:
     """The multiple every matrix dimension must be for FP16 tensor-core shapes, as NVIDIA's guide states."""
     return int(exact(vendor("cuda_sm.toml", "tensor_core.fp16_dimension_multiple")))

@@ -27,21 +27,21 @@ def _with_interface() -> tuple[str, ...]:
 
 
 @claim("hardware.{machine}.memory_capacity", kind="quoted", over={"machine": MACHINES},
-       source="the machine's data sheet, cited in its hardware profile")
+       citation="the machine's data sheet, cited in its hardware profile")
 def memory_capacity(machine: str) -> Fraction:
     """The memory the accelerator reads at full speed, in GB, as the vendor states it."""
     return exact(vendor(_profile(machine), "memory_capacity"))
 
 
 @claim("hardware.{machine}.memory_bandwidth", kind="quoted", over={"machine": MACHINES},
-       source="the machine's data sheet, cited in its hardware profile")
+       citation="the machine's data sheet, cited in its hardware profile")
 def memory_bandwidth(machine: str) -> Fraction:
     """The vendor's memory bandwidth in GB/s: the divisor of every decode ceiling."""
     return exact(vendor(_profile(machine), "memory_bandwidth"))
 
 
 @claim("hardware.{machine}.compute_capability", kind="quoted", over={"machine": NVIDIA},
-       source="NVIDIA's CUDA GPUs list, cited in the hardware profile")
+       citation="NVIDIA's CUDA GPUs list, cited in the hardware profile")
 def compute_capability(machine: str) -> Fraction:
     """The CUDA compute capability, major.minor, which decides shared memory and formats."""
     return exact(vendor(_profile(machine), "compute_capability"))

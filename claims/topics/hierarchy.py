@@ -69,7 +69,7 @@ def compute_capability(machine: str) -> str:
     return str(vendor(f"hardware/{machine}.toml", "compute_capability"))
 
 
-@claim("hierarchy.registers.per_sm_k", kind="quoted", source="CUDA C++ Programming Guide, compute capability 12.x")
+@claim("hierarchy.registers.per_sm_k", kind="quoted", citation="CUDA C++ Programming Guide, compute capability 12.x")
 def registers_k() -> Fraction:
     """32-bit registers per SM at compute capability 12.x, in units of 1,024 ('64 K')."""
     return sm_figure("cc_12_x", "registers_per_sm") / KIB
@@ -83,7 +83,7 @@ def registers_kb() -> Fraction:
 
 
 @claim("hierarchy.shared_memory.{capability}", kind="quoted", over={"capability": CAPABILITIES},
-       source="CUDA C++ Programming Guide, Technical Specifications per Compute Capability")
+       citation="CUDA C++ Programming Guide, Technical Specifications per Compute Capability")
 def shared_memory(capability: str) -> Fraction:
     """Shared memory per SM in KB at a compute capability.
 
@@ -98,14 +98,14 @@ def shared_memory(capability: str) -> Fraction:
     return sm_figure(capability, "shared_memory_per_sm")
 
 
-@claim("hierarchy.capacity.rtx5090", kind="quoted", source="NVIDIA GeForce RTX 5090 product page")
+@claim("hierarchy.capacity.rtx5090", kind="quoted", citation="NVIDIA GeForce RTX 5090 product page")
 def rtx5090_capacity() -> Fraction:
     """The RTX 5090's GDDR7 in GB."""
     return exact(vendor("hardware/rtx5090.toml", "memory_capacity"))
 
 
 @claim("hierarchy.capacity.unified", kind="quoted",
-       source="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; Apple Mac Studio (2025) technical specifications")
+       citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; Apple Mac Studio (2025) technical specifications")
 def unified_capacity() -> Fraction:
     """The largest unified pool of the Spark, the Ryzen AI Max+ 395 and the M4 Max, in GB: one figure for all three."""
     sizes = {m: exact(vendor(f"hardware/{m}.toml", "memory_capacity")) for m in ("dgx_spark", "ryzen_ai_max", "m4_max")}
@@ -114,20 +114,20 @@ def unified_capacity() -> Fraction:
     return next(iter(sizes.values()))
 
 
-@claim("hierarchy.pcie.gen3_x16", kind="quoted", source="CUDA C++ Best Practices Guide")
+@claim("hierarchy.pcie.gen3_x16", kind="quoted", citation="CUDA C++ Best Practices Guide")
 def pcie_gen3() -> Fraction:
     """An x16 Gen3 link in GB/s."""
     return link("pcie_gen3_x16")
 
 
 @claim("hierarchy.pcie.gen{generation}_per_direction", kind="quoted", over={"generation": (4, 5)},
-       source="NVIDIA Hopper architecture in-depth post")
+       citation="NVIDIA Hopper architecture in-depth post")
 def pcie_per_direction(generation: int) -> Fraction:
     """An x16 link's rate in each direction, GB/s."""
     return link(f"pcie_gen{generation}_x16_per_direction")
 
 
-@claim("hierarchy.pcie.h100_total", kind="quoted", source="NVIDIA H100 page, specifications")
+@claim("hierarchy.pcie.h100_total", kind="quoted", citation="NVIDIA H100 page, specifications")
 def pcie_h100() -> Fraction:
     """The H100 page's PCIe Gen5 figure, GB/s: it must be the two directions of an x16 link summed."""
     quoted = exact(vendor("hardware/h100.toml", "pcie_bandwidth"))
@@ -146,7 +146,7 @@ def ddr5(part: str) -> Fraction:
 
 
 @claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")},
-       source="PCI-SIG: PCI Express Base Specification (x16 link width); PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)")
+       citation="PCI-SIG: PCI Express Base Specification (x16 link width); PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)")
 def lanes(which: str) -> Fraction:
     """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
     return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
@@ -338,10 +338,10 @@ TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
 
 
 @claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
-       source="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
+       citation="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
               "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file")
 @claim("hierarchy.tracks.{figure}", kind="given", over={"figure": TRACK_CHOICES},
-       source="the book's own choice: the course's definition of its tracks, which no vendor states")
+       citation="the book's own choice: the course's definition of its tracks, which no vendor states")
 def track_figure(figure: str) -> Fraction:
     """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
     value = TRACK_FIGURES[figure]()

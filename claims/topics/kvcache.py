@@ -83,7 +83,7 @@ def gqa_saving() -> Fraction:
     return mha_per_token() / bytes_per_token("qwen3-8b")
 
 
-@claim("kvcache.serving.{what}", kind="given", over={"what": ("context", "batch")}, source="the worked example's choice")
+@claim("kvcache.serving.{what}", kind="given", over={"what": ("context", "batch")}, citation="the worked example's choice")
 def serving(what: str) -> int:
     """The worked example's context length and batch."""
     return context() if what == "context" else batch()

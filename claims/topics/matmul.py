@@ -64,7 +64,7 @@ def smallest_bound(n: int) -> float:
     return float((2 * n * 2.0**-24 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))).min())
 
 
-@claim("matmul.size", kind="given", source="the book's own choice: the size of the author's printed run")
+@claim("matmul.size", kind="given", citation="the book's own choice: the size of the author's printed run")
 def printed_size() -> int:
     """The timed multiplication's m, k and n: one square size."""
     return size()

@@ -36,7 +36,7 @@ def q5_vram_gb() -> Fraction:
 
 # Question 1 ---------------------------------------------------------------------------------
 
-@claim("questions.q1.bandwidth", kind="quoted", source="NVIDIA DGX Spark datasheet: memory bandwidth 273 GB/s")
+@claim("questions.q1.bandwidth", kind="quoted", citation="NVIDIA DGX Spark datasheet: memory bandwidth 273 GB/s")
 def q1_bandwidth() -> Fraction:
     """Q1's machine bandwidth, 273 GB/s (the DGX Spark's vendor figure)."""
     return bandwidth_gbps(Q1_MACHINE)
@@ -153,7 +153,7 @@ def q5_gigabytes(place: str) -> Fraction:
 
 
 @claim("questions.q5.bandwidth.{place}", kind="quoted", over={"place": ("vram", "system")},
-       source="NVIDIA GeForce RTX 5090 product page (1,792 GB/s); NVIDIA Hopper architecture in-depth post "
+       citation="NVIDIA GeForce RTX 5090 product page (1,792 GB/s); NVIDIA Hopper architecture in-depth post "
        "(PCIe Gen5 x16, 64 GB/s in each direction)")
 def q5_bandwidth(place: str) -> Fraction:
     """Q5's bandwidths: 1,792 GB/s on the card, 64 GB/s per direction over PCIe Gen5 x16."""

@@ -33,7 +33,7 @@ def napkin_params() -> int:
     return int(vendor(NAPKIN, "model_params"))
 
 
-@claim("rules.napkin.billions", kind="given", source="the book's own choice: the napkin example's 7B model (claims/data/napkin.toml)")
+@claim("rules.napkin.billions", kind="given", citation="the book's own choice: the napkin example's 7B model (claims/data/napkin.toml)")
 def napkin_billions() -> Fraction:
     """The napkin model's size in billions of parameters."""
     return Fraction(napkin_params(), GB)
@@ -112,7 +112,7 @@ def quantised_factor(pair: str) -> Fraction:
     return 1 / quantised_share(pair)
 
 
-@claim("rules.quantised.int4_group.size", kind="given", source="the source chapter: 'a group size like 128'")
+@claim("rules.quantised.int4_group.size", kind="given", citation="the source chapter: 'a group size like 128'")
 def int4_group() -> int:
     """Weights that share one scale in grouped INT4."""
     return int(vendor(NAPKIN, "int4_group"))
@@ -137,7 +137,7 @@ def lora_params(config: dict) -> int:
     return config["num_hidden_layers"] * sum(rank * sum(shapes[name]) for name in LAYER_MATRICES)
 
 
-@claim("rules.lora.rank", kind="given", source="the worked example's choice")
+@claim("rules.lora.rank", kind="given", citation="the worked example's choice")
 def lora_rank() -> int:
     """The LoRA rank of the worked example."""
     return int(vendor(NAPKIN, "lora_rank"))

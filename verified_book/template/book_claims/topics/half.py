@@ -28,7 +28,7 @@ def _bits(part: str) -> int:
     return int(exact(vendor(FORMATS, f"fp16_{part}_bits")))
 
 
-@claim("half.mantissa_bits", kind="quoted", source="IEEE 754-2019, table 3.5")
+@claim("half.mantissa_bits", kind="quoted", citation="IEEE 754-2019, table 3.5")
 def mantissa_bits() -> int:
     """FP16's trailing significand bits, as the standard states them."""
     return _bits("mantissa")
