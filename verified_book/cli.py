@@ -39,6 +39,7 @@ from typing import Any, Callable, NoReturn
 
 from verified_book.config import BookConfig, ConfigError, find_root, read_config
 from verified_book.environment import broken_by
+from verified_book.vocabulary import Status
 
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
@@ -162,7 +163,7 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
     where_results = (f"results NOT kept: {outcome.unkept}" if outcome.unkept else
                      f"results: {book.shown(outcome.written)}" if outcome.written else "no results written")
-    state = "verified" if tested == 0 else "NOT all verified"
+    state = Status.VERIFIED.value if tested == 0 else f"NOT all {Status.VERIFIED}"
     return f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
 
 

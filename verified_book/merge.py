@@ -32,6 +32,7 @@ from verified_book.config import BookConfig, ConfigError, find_root, open_book, 
 from verified_book.record import Record
 from verified_book.registry import REGISTRY
 from verified_book.results import ResultsError, ResultsFile, merge_into, read, same_machine
+from verified_book.vocabulary import Status
 
 Plausible = Callable[[str, object], "str | None"]
 
@@ -67,7 +68,7 @@ def problems_of(path: Path, known: set[str], plausible: Plausible | None = None)
                 problems.append(f"{at}: kind {kind!r}, but the book declares {claim_id} as {claim.kind.value!r}")
             if not claim.runs_on(backend):
                 problems.append(f"{at}: {claim_id} is not computed on {backend}")
-            if plausible is not None and record.status in ("verified", "disputed", "stale"):
+            if plausible is not None and record.status in (Status.VERIFIED, Status.DISPUTED, Status.STALE):
                 why = plausible(claim_id, record.value)
                 if why:
                     problems.append(f"{at}: {why}")

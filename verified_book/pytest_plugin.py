@@ -40,6 +40,7 @@ from verified_book.session import (  # noqa: F401  (the engine's helpers, named 
 )
 from verified_book.snippet_output import check_snippet
 from verified_book.snippet_run import SnippetRun, run_as_script, shared_run
+from verified_book.vocabulary import NO_BACKEND_NAME
 
 STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
@@ -459,7 +460,7 @@ class FigureItem(BookItem):
         if claim is None:
             near = REGISTRY.near(self.binding.claim_id)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
-            run.tally.figure_statuses[self.nodeid] = "failed"
+            run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
             raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
                               f"{self.binding.claim_id!r}{hint}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
@@ -676,8 +677,8 @@ TABLE_STATUSES = tuple(s.value for s in Status)
 LEGEND = {
     "selected": "claim × backend checks this run selected (by path, -k or -m)",
     **{s.value: MEANINGS[s.value] for s in Status},
-    "outdated": "records in this machine's results file, not rerun now, computed from an older claim or input",
-    "skipped": "run here but not applicable on this backend (reasons: pytest -rs)",
+    Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or input",
+    Status.SKIPPED.value: "run here but not applicable on this backend (reasons: pytest -rs)",
     "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
     BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
 }
@@ -762,7 +763,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = state(config)
     absent = {name for name, b in run.backends.detected().items() if not b.available}
-    statuses = {k: s for k, s in run.statuses().items() if not (s == "skipped" and k[1] in absent)}
+    statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
     tally = run.tally
     table = summary_table(statuses, tally.selected)
     for _, backend_name in outdated_records(run, statuses):
@@ -786,7 +787,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     found = {s for row in table.values() for s in row} - {"selected", "not here"}
     columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
-    order = ("none", *backends_mod.NAMES)
+    order = (NO_BACKEND_NAME, *backends_mod.NAMES)
     width = max(10, *(len(c) + 2 for c in columns))
     terminalreporter.section("verified book")
     terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))

@@ -24,13 +24,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
-from verified_book import identity
+from verified_book import identity, vocabulary
 from verified_book.backends import NAMES
 from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
 SCHEMA_VERSION = 4
-BACKEND_NAMES = ("none", *NAMES)
+BACKEND_NAMES = (vocabulary.NO_BACKEND_NAME, *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
 MARKER_PATTERN = re.compile(r"^[a-z0-9_]{1,60}$")
@@ -296,8 +296,8 @@ class Record(Strict):
 
     @model_validator(mode="after")
     def _verified_figures_hold(self) -> "Record":
-        wrong = {f.status for f in self.figures or ()} & {"stale", "failed"}
-        if self.status == "verified" and wrong:
+        wrong = {f.status for f in self.figures or ()} & {vocabulary.Status.STALE.value, vocabulary.Status.FAILED.value}
+        if self.status == vocabulary.Status.VERIFIED and wrong:
             raise _fail(AT, f"status is 'verified' while a figure of it is {', '.join(sorted(str(w) for w in wrong))}")
         return self
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from verified_book.errors import BookError, Problem
-from verified_book.vocabulary import ID_PATTERN, Kind  # noqa: F401  (re-exported for topic modules)
+from verified_book.vocabulary import ID_PATTERN, NO_BACKEND_NAME, Kind  # noqa: F401  (Kind re-exported for topic modules)
 
 
 class NotOnBackend(BookError):
@@ -77,7 +77,7 @@ class Claim:
 
     def runs_on(self, backend: str) -> bool:
         if not self.needs_backend:
-            return backend == "none"
+            return backend == NO_BACKEND_NAME
         return self.backends is None or backend in self.backends
 
     def evaluate(self, backend: Any = None) -> Any:

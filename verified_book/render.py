@@ -32,7 +32,20 @@ from verified_book.provenance import outdated_reason
 from verified_book.record import ClaimMeta, DataInput, Exact, FigureVerdict, Record
 from verified_book.registry import Claim
 from verified_book.results import ResultsFile
-from verified_book.vocabulary import BROKEN_BINDING, CONTENDED, LABELS, MEANINGS, NOT_REPORTED, RECORDED, SHAPES, SHOWN_ORDER, STATUSES, UNVERIFIED, Status
+from verified_book.vocabulary import (
+    BROKEN_BINDING,
+    CONTENDED,
+    LABELS,
+    MEANINGS,
+    NO_BACKEND_NAME,
+    NOT_REPORTED,
+    RECORDED,
+    SHAPES,
+    SHOWN_ORDER,
+    STATUSES,
+    UNVERIFIED,
+    Status,
+)
 
 #: the statuses a record can carry, as the report, the results file and the site name them
 VOCABULARY = STATUSES
@@ -109,7 +122,7 @@ def status_of(value: Any) -> str:
     itself (a newer writer's status gets its own class and label), anything else as failed."""
     if value in VOCABULARY or value in STATUSES:
         return str(value)
-    return value if isinstance(value, str) and _STATUS_NAME.match(value) else "failed"
+    return value if isinstance(value, str) and _STATUS_NAME.match(value) else Status.FAILED.value
 
 
 def label(status: str) -> str:
@@ -121,7 +134,7 @@ def shown_status(statuses: Iterable[str]) -> str:
 
     A status outside the vocabulary ranks just before "not yet verified", so it shows.
     """
-    found = set(statuses) - {"skipped"}
+    found = set(statuses) - {Status.SKIPPED.value}
     known = next((s for s in DISPLAY_ORDER if s in found), None)
     if known is not None and known != UNVERIFIED:
         return known
@@ -173,8 +186,8 @@ def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | No
     statuses = [status_of(s) for s in statuses]
     if not statuses:
         return UNVERIFIED
-    ran = [s for s in statuses if s != "skipped"]
-    return shown_status(ran) if ran else "skipped"
+    ran = [s for s in statuses if s != Status.SKIPPED]
+    return shown_status(ran) if ran else Status.SKIPPED.value
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +230,7 @@ def _entry_for(binding: Binding, record: Record) -> FigureVerdict | None:
         status = entry.status
         if status not in RECORDED:
             continue
-        if (status == "disputed" and not binding.disputed) or (status == "stale" and binding.disputed):
+        if (status == Status.DISPUTED and not binding.disputed) or (status == Status.STALE and binding.disputed):
             continue
         return entry
     return None
@@ -254,8 +267,8 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
     date = results.date_of(binding.claim_id, backend) or ""
     version = record.version or ""
     base: dict[str, Any] = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
-    if raw_status == "skipped":
-        return Measurement(status="skipped", message=message, **base)
+    if raw_status == Status.SKIPPED:
+        return Measurement(status=Status.SKIPPED.value, message=message, **base)
     entry = _entry_for(binding, record)
     if entry is not None:
         status = str(entry.status)
@@ -266,13 +279,13 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
             if held is not Status.VERIFIED or status == Status.VERIFIED:
                 return Measurement(status=held.value, message=why or message, **base)
         return Measurement(status=status, message=message, **base)
-    if raw_status == "failed" and value is None:
-        return Measurement(status="failed", message=message, **base)
+    if raw_status == Status.FAILED and value is None:
+        return Measurement(status=Status.FAILED.value, message=message, **base)
     if claim is not None and value is not None and binding.printed is not None:
         outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=recorded_reads(record))
         verdict = judge(binding, outcome, machine_of(results))
         note = (f"the text changed since this run; its recorded value {show_value(value)} "
-                + ("rounds to the printed figure" if verdict.status == "verified" else f"makes the figure {verdict.status}"))
+                + ("rounds to the printed figure" if verdict.status == Status.VERIFIED else f"makes the figure {verdict.status}"))
         return Measurement(status=verdict.status, message=note, rejudged=True, **base)
     return Measurement(status=status_of(raw_status), message=message, **base)
 
@@ -311,7 +324,7 @@ def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, Res
         metas += [meta] if meta is not None else []
         for backend in sorted(per_backend):
             found.append(measure(binding, claim, results[slug], backend, per_backend[backend]))
-    status = shown_status(m.status for m in found if m.status != "skipped")
+    status = shown_status(m.status for m in found if m.status != Status.SKIPPED)
     return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
 
 
@@ -335,7 +348,7 @@ def pretty(text: str) -> str:
     return _POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped)
 
 
-BACKEND_LABELS = {"none": "exact arithmetic"}
+BACKEND_LABELS = {NO_BACKEND_NAME: "exact arithmetic"}
 
 
 def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> str:
@@ -355,7 +368,7 @@ def _row_note(m: Measurement) -> str:
     from and what the book says now), what the author's machine printed, or that it was judged from the record."""
     if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, Status.CITED, CONTENDED) and m.message:
         return short(m.message.splitlines()[0], 300)
-    if m.rejudged and m.status != "verified":
+    if m.rejudged and m.status != Status.VERIFIED:
         return short(m.message, 300)
     return ""
 
@@ -408,8 +421,8 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
         by_machine.setdefault(m.machine, []).append(m)
     shown: set[str] = set()
     for slug, items in by_machine.items():
-        ran = [m for m in items if m.status != "skipped"]
-        machine_status = shown_status(m.status for m in ran) if ran else "skipped"
+        ran = [m for m in items if m.status != Status.SKIPPED]
+        machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED.value
         parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{esc(machine_status)}">')
         parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
@@ -426,7 +439,7 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
             if note and note not in shown:
                 shown.add(note)
                 parts.append(f'<span class="vb-row__message">{esc(note)}</span>')
-        skipped = [m for m in items if m.status == "skipped"]
+        skipped = [m for m in items if m.status == Status.SKIPPED]
         if skipped:
             reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
             names = ", ".join(esc(m.backend) for m in skipped)

@@ -46,7 +46,7 @@ from verified_book.record import (
     RunOnDisk,
     SnippetOutput,
 )
-from verified_book.vocabulary import RECORDED, Status
+from verified_book.vocabulary import NO_BACKEND_NAME, RECORDED, Status
 
 __all__ = ["BACKEND_NAMES", "BOOK_PATH_PATTERN", "EXACT_PATTERN", "MARKER_PATTERN", "MAX_LINE", "MAX_SECONDS",
            "OUTPUT_NAME_PATTERN", "SCHEMA_VERSION", "SLUG_PATTERN"]
@@ -247,7 +247,7 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 0 (no version field, records as a flat list) to schema 1."""
     records: dict[str, dict[str, Any]] = {}
     for item in data.get("records", []) if isinstance(data.get("records"), list) else []:
-        records.setdefault(item["claim"], {})[item.get("backend", "none")] = {k: v for k, v in item.items() if k not in ("claim", "backend")}
+        records.setdefault(item["claim"], {})[item.get("backend", NO_BACKEND_NAME)] = {k: v for k, v in item.items() if k not in ("claim", "backend")}
     if isinstance(data.get("records"), dict):
         records = data["records"]
     return {**data, "schema_version": 1, "records": records, "outputs": data.get("outputs", {})}

@@ -23,9 +23,10 @@ from verified_book.provenance import outdated_reason
 from verified_book.record import ClaimMeta, DataInput, Record
 from verified_book.registry import Claim, Registry
 from verified_book.results import ResultsFile
+from verified_book.vocabulary import Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
-NOT_HELD = ("stale", "failed")
+NOT_HELD = (Status.STALE.value, Status.FAILED.value)
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def snippets_changed(results: ResultsFile | None, snippets: Iterable[Path], page
         recorded = results.outputs.get(path.name) if results is not None else None
         date = recorded.date if recorded is not None else None
         checked = (recorded.checked if recorded is not None else None) or []
-        if not isinstance(date, str) or any(c.status not in ("verified", "skipped") for c in checked):
+        if not isinstance(date, str) or any(c.status not in (Status.VERIFIED, Status.SKIPPED) for c in checked):
             out.add(path.name)
             continue
         try:

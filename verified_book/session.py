@@ -34,7 +34,7 @@ from verified_book.results import ResultsFile
 from verified_book.snippet_figures import book_outputs
 from verified_book.snippet_output import BookOutputs
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
-from verified_book.vocabulary import FIGURE_COUNTS, NOT_HERE, Status, worst
+from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Status, worst
 
 
 class SessionError(BookError):
@@ -269,7 +269,7 @@ class Session:
         names = {claim.kind.value}
         if claim.kind is Kind.MEASURED:
             names.add("measured")
-        if backend == "none":
+        if backend == NO_BACKEND_NAME:
             names.add("cpu")
         else:
             library, _, place = backend.partition(":")

@@ -137,7 +137,7 @@ def _fingerprint(results: ResultsFile) -> str:
 def _counts_html(counts: Mapping[str, int]) -> str:
     items = "".join(
         f'<li data-status="{s}">{mark(s)}<span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>'
-        for s in (*COUNTED, UNVERIFIED) if counts.get(s, 0) or s in ("verified", "stale", "failed")
+        for s in (*COUNTED, UNVERIFIED) if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
     )
     total = sum(counts.values())
     return f'<p class="vb-counts__of">The book\'s {total} printed figures on this machine:</p><ul class="vb-counts">{items}</ul>'

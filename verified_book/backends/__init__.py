@@ -23,6 +23,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from verified_book.inputs import setting
 from verified_book.registry import NotOnBackend
+from verified_book.vocabulary import NO_BACKEND_NAME
 
 # The adapter modules of this package, in the order their backends are listed everywhere.
 BUILTIN_ADAPTERS = ("numpy", "torch", "mlx", "jax")
@@ -105,7 +106,7 @@ class Backend:
         return self.name
 
 
-NO_BACKEND = Backend("none", True, "exact and quoted claims are computed once, on no backend")
+NO_BACKEND = Backend(NO_BACKEND_NAME, True, "exact and quoted claims are computed once, on no backend")
 
 
 class Adapter:

@@ -1,0 +1,42 @@
+"""The engine's words are defined once: no module writes a status out as a string of its own."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from verified_book.vocabulary import WORDS, OutcomeStatus
+
+ENGINE = Path(__file__).resolve().parents[1] / "verified_book"
+WORDS_HERE = {*WORDS, *(s.value for s in OutcomeStatus)}
+#: the same letters meaning something else, each with why
+NOT_STATUSES = {
+    ("results.py", "environment"): "the run header's name in schema 0 files, which a migration renames",
+    ("backends/__init__.py", "environment"): "where a setting comes from: the process environment",
+    ("bindings.py", "disputed"): "the keyword a binding's title carries, which the book's author writes",
+    ("pytest_plugin.py", "computed"): "a verb in the run header's sentence about the helper's work",
+}
+
+
+def _quoted_words(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS_HERE
+            and id(node) not in keys]
+
+
+def test_no_engine_module_writes_a_status_word_of_its_own() -> None:
+    found = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        rel = path.relative_to(ENGINE).as_posix()
+        if rel == "vocabulary.py" or "template" in path.parts:
+            continue
+        found += [f"verified_book/{rel}:{line}: {word!r}" for line, word in _quoted_words(path)
+                  if (rel, word) not in NOT_STATUSES]
+    assert found == [], "use the vocabulary's names (Status.X, OutcomeStatus.X, UNVERIFIED, ...):\n" + "\n".join(found)
+
+
+def test_the_test_finds_a_quoted_status(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text('x = "stale"\ny = {"stale": 1}\nz = f"is {x} stale"\n')
+    assert _quoted_words(sample) == [(1, "stale")]
