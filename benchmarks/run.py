@@ -182,7 +182,7 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
 
 def run_snippets() -> dict[str, Any]:
     """Each snippet as a reader runs it: its own interpreter, a fresh working folder."""
-    from verified_book.snippet_run import run_as_script
+    from verified_book.engine.snippet_run import run_as_script
 
     snippets = sorted((ROOT / "book" / "snippets").glob("*.py"))
     each: dict[str, Any] = {}
@@ -206,7 +206,7 @@ def run_site() -> dict[str, Any]:
 
 
 def count_figures() -> int:
-    from verified_book.bindings import Book
+    from verified_book.book.bindings import Book
 
     book = Book.read(ROOT / "book", ROOT)
     return sum(1 for _ in book.bindings())
@@ -346,11 +346,11 @@ def small_pages() -> Iterator[str]:
 
 def compare_bandwidth(rounds: int) -> dict[str, Any]:
     from verified_book.backends import detect
-    from verified_book.config import open_book, read_config
+    from verified_book.engine.config import open_book, read_config
 
     open_book(read_config(ROOT))  # the engine makes the book's content (claims/) importable
     from claims.probes import bandwidth
-    from verified_book.machine import usable_cpus
+    from verified_book.engine.machine import usable_cpus
 
     numpy_backend = detect()["numpy"]
     size = bandwidth.cpu_buffer_bytes()
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     # the suite runs through run.py, which lets Python cache bytecode; every other command timed here gets the same
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-    from verified_book.machine import fingerprint, slug_of
+    from verified_book.engine.machine import fingerprint, slug_of
 
     info = fingerprint()
     slug = slug_of(info)

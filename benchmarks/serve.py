@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-limit", type=float, default=900, help="seconds serve may take to start")
     args = parser.parse_args(argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    from verified_book.machine import fingerprint, slug_of
+    from verified_book.engine.machine import fingerprint, slug_of
 
     slug = slug_of(fingerprint())
     folder = Path(tempfile.mkdtemp(prefix="verified-book-serve-bench-"))
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{port}/"
     env = {**os.environ, "PYTHONPATH": str(folder), "NO_MKDOCS_2_WARNING": "1"}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "verified_book.cli", "serve", "--port", str(port)], cwd=folder,
+    proc = subprocess.Popen([sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)], cwd=folder,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
     threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verified_book.registry import ID_PATTERN
-from verified_book.render import GeneratedPage, esc, number
-from verified_book.results import ResultsFile
+from verified_book.authoring.registry import ID_PATTERN
+from verified_book.site.render import GeneratedPage, esc, number
+from verified_book.records.results import ResultsFile
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")

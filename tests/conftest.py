@@ -48,7 +48,7 @@ def browser() -> Iterator[Any]:
 def project_book() -> None:
     """The project's own book opened again (data folder, hardware profiles, claims): a sample book run
     earlier in the session points the engine at its own folders."""
-    from verified_book import config
+    from verified_book.engine import config
 
     config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
 

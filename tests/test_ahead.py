@@ -1,4 +1,4 @@
-"""Work done ahead (`verified_book.ahead`): a helper process computes book.toml's `ahead` claims and
+"""Work done ahead (`verified_book.engine.ahead`): a helper process computes book.toml's `ahead` claims and
 runs its `ahead` snippets while the run starts; the records are those of a run without it, the
 timed items wait until it is gone, and a helper that fails costs only time."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from harness import faults
 
-from verified_book.config import ConfigError, read_config
+from verified_book.engine.config import ConfigError, read_config
 
 CLAIMS = '''\
 import json
@@ -18,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
 

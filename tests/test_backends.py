@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from verified_book import backends, results
+from verified_book import backends
+from verified_book.records import results
 from verified_book.backends import ADAPTERS, NAMES, Backend, names_of, supporting
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 
 ROOT = Path(__file__).resolve().parents[1]
 BRANCH = re.compile(r"\.library\s*(==|!=|\bin\b|\bnot in\b)|backend\.name\s*(==|!=)|\.device\s*==\s*\"(cuda|mps|gpu)\"")

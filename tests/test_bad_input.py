@@ -26,7 +26,7 @@ def test_each_bad_input_is_one_clear_error_and_nothing_is_lost(tallies: dict[str
 def test_a_claim_that_raises_keeps_its_place_in_the_results(tmp_path: Path) -> None:
     book = faults.SampleBook.basic(tmp_path / "one")
     book.claims("broken", """
-        from verified_book.registry import claim
+        from verified_book.authoring.registry import claim
 
 
         @claim("broken.one", kind="exact")

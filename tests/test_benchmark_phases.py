@@ -11,7 +11,7 @@ from benchmarks import run as bench
 from harness import faults
 
 CLAIMS = '''\
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("work.plain.{i}", kind="exact", over={"i": (0, 1)})

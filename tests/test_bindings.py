@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.bindings import WORD_NUMBER, AllowListError, Binding, Book, is_number_word, iter_numbers, read_allowlist, read_page
-from verified_book.figures import as_number, parse
-from verified_book.render import from_json
+from verified_book.book.bindings import WORD_NUMBER, AllowListError, Binding, Book, is_number_word, iter_numbers, read_allowlist, read_page
+from verified_book.book.figures import as_number, parse
+from verified_book.site.render import from_json
 
 SAMPLES = Path(__file__).parent / "samples"
 ROOT = Path(__file__).resolve().parent.parent

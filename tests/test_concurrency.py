@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.results as results
+import verified_book.records.results as results
 from harness import faults
-from verified_book.results import ResultsError, ResultsFile, merge_into, read
+from verified_book.records.results import ResultsError, ResultsFile, merge_into, read
 
 
 @pytest.mark.slow  # a second process

@@ -1,6 +1,6 @@
 """Measurements know their conditions: the book's run lock, the load threshold, and two real runs at once.
 
-The fast tests drive `verified_book.conditions.RunLock` directly, two holders in one process (flock
+The fast tests drive `verified_book.records.conditions.RunLock` directly, two holders in one process (flock
 is per open file, so they meet as two processes would); the slow ones start two pytest runs of a
 sample book together and read who waited for whom from what the runs did and recorded, never from
 how long anything took.
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.faults import conditions_of, shown_status, spawn, timed_book, wait_for_line
-from verified_book import conditions
-from verified_book.conditions import RUN_ENV, Conditions, RunLock
-from verified_book.results import ResultsError, ResultsFile, read, validate
+from verified_book.records import conditions
+from verified_book.records.conditions import RUN_ENV, Conditions, RunLock
+from verified_book.records.results import ResultsError, ResultsFile, read, validate
 from verified_book.vocabulary import CONTENDED
 
 

@@ -11,8 +11,8 @@ from typing import Iterator
 
 import pytest
 
-from verified_book import inputs
-from verified_book.config import open_book, read_config
+from verified_book.authoring import inputs
+from verified_book.engine.config import open_book, read_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "models/qwen3-8b/config.json"

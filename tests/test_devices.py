@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from verified_book import backends, check
+from verified_book import backends
+from verified_book.engine import check
 from verified_book.backends import Backend, touches_cuda_here
 from verified_book.backends import torch as torch_adapter
 from verified_book.backends.torch import cuda_build_problem
-from verified_book.registry import Claim, Kind
+from verified_book.authoring.registry import Claim, Kind
 
 pytestmark = pytest.mark.usefixtures("project_book")
 
@@ -202,7 +203,7 @@ FLOAT8_CASTS = ["rounding.e4m3.rel_error", "rounding.e4m3.zero_fraction", "round
 
 @pytest.mark.parametrize("claim_id", FLOAT8_CASTS)
 def test_a_float8_cast_on_mps_is_skipped_with_the_reason(fake_mps: Backend, claim_id: str) -> None:
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     outcome = check.evaluate(REGISTRY[claim_id], fake_mps)
     if claim_id.startswith("questions.q6"):  # reads finfo, which needs no tensor: computed on MPS too
@@ -240,7 +241,7 @@ def test_the_graph_count_does_not_depend_on_how_a_device_decomposes_linear() -> 
 
 
 def test_the_real_graph_on_the_cpu_counts_as_the_book_prints() -> None:
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     torch_cpu = backends.detect()["torch:cpu"]
     if not torch_cpu.available:
@@ -249,7 +250,7 @@ def test_the_real_graph_on_the_cpu_counts_as_the_book_prints() -> None:
 
 
 def _kept_bits(backend: Backend) -> check.Outcome:
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     return check.evaluate(REGISTRY["formats.default.matmul.kept_bits"], backend)
 
@@ -296,7 +297,7 @@ def test_a_gpu_whose_environment_sets_tf32_says_so(monkeypatch: pytest.MonkeyPat
 
 
 def test_tf32_asked_for_under_a_driver_that_forbids_it_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     outcome = check.evaluate(REGISTRY["formats.default.matmul.tf32_kept_bits"], Backend("torch:cuda", True, "pretend"))
@@ -478,7 +479,7 @@ def fake_rocm(monkeypatch: pytest.MonkeyPatch) -> Backend:
 
 
 def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Backend) -> None:
-    from verified_book.registry import REGISTRY, NotOnBackend
+    from verified_book.authoring.registry import REGISTRY, NotOnBackend
 
     adapter = fake_rocm.adapter
     assert adapter.compute_capability() is None, "torch's (11, 5) on ROCm is the gfx number, not a compute capability"
@@ -500,14 +501,14 @@ def test_the_rocm_backend_records_no_nvidia_variable(fake_rocm: Backend, monkeyp
 
 
 def test_claims_on_every_torch_backend_include_rocm() -> None:
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     assert REGISTRY["formats.default.matmul.torch_setting_bits"].runs_on(torch_adapter.ROCM)
     assert not REGISTRY["formats.default.matmul.tf32_kept_bits"].runs_on(torch_adapter.ROCM), "a torch:cuda claim stays CUDA's"
 
 
 def test_track_x_with_its_gpu_is_fingerprinted_in_rocms_terms(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verified_book import machine
+    from verified_book.engine import machine
 
     monkeypatch.setitem(sys.modules, "torch", FakeRocmTorch([*ROCM_ARCHS, "gfx1151"]))
     monkeypatch.setattr(machine, "_cpu_model", lambda: "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S")

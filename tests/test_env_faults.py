@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book import offline
+from verified_book.engine import offline
 
 
 @pytest.mark.slow  # a pytest process per case

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.figures import FigureSyntaxError, format_like, parse
+from verified_book.book.figures import FigureSyntaxError, format_like, parse
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verified_book.results import ResultsFile, dumps, read
+from verified_book.records.results import ResultsFile, dumps, read
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISH = [sys.executable, str(ROOT / "scripts" / "publish-results")]

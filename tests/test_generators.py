@@ -25,7 +25,7 @@ from test_init import marks_by_page
 from test_site import copy_project
 
 from conftest import served
-from verified_book import markdown_ext
+from verified_book.integration import markdown_ext
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "minimal"
@@ -76,7 +76,7 @@ def test_without_the_plugin_or_its_pages_the_extension_refuses(tmp_path: Path, m
 
 def _pages(project: Path) -> subprocess.CompletedProcess[str]:
     """`verified-book pages` in the book's copy, by the engine in this process's environment."""
-    return subprocess.run([sys.executable, "-m", "verified_book.cli", "pages"], cwd=project, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "pages"], cwd=project, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT),
                                                        "CLAIMS_RESULTS_DIR": str(project / "results")})
 

@@ -15,10 +15,10 @@ from typing import Iterator
 
 import pytest
 
-from verified_book import inputs
-from verified_book.bindings import Book
-from verified_book.config import open_book, read_config
-from verified_book.figures import Printed
+from verified_book.authoring import inputs
+from verified_book.book.bindings import Book
+from verified_book.engine.config import open_book, read_config
+from verified_book.book.figures import Printed
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Contributed results files are untrusted input: refused when unsound, shown only as text when sound.
 
-A results file arrives by pull request. `verified_book.results.validate` refuses every variant
+A results file arrives by pull request. `verified_book.records.results.validate` refuses every variant
 below before it is merged or rendered; a sound file that carries markup in every string
 is built into the site, and headless Chromium shows that none of it runs.
 """
@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 import pytest
 
-import verified_book.results as results
+import verified_book.records.results as results
 from harness import faults
-from verified_book.bindings import Book
-from verified_book.registry import REGISTRY, Kind
+from verified_book.book.bindings import Book
+from verified_book.authoring.registry import REGISTRY, Kind
 from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent

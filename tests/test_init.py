@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from verified_book import cli
-from verified_book.bindings import Book
-from verified_book.config import read_config
+from verified_book.integration import cli
+from verified_book.book.bindings import Book
+from verified_book.engine.config import read_config
 
 from conftest import served  # imported with the module: a test's own conftest.py may stand in sys.modules later
 
@@ -39,7 +39,7 @@ def _book_files(folder: Path) -> dict[str, bytes]:
 
 
 def _init(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verified_book.cli", "init", str(folder)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "init", str(folder)], capture_output=True,
                           text=True, timeout=60, cwd=folder.parent, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from verified_book import inputs
+from verified_book.authoring import inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +42,8 @@ def test_get_reads_and_records_a_present_key_and_defaults_an_absent_one() -> Non
 
 def test_a_claim_that_asks_for_a_missing_key_fails_with_a_bad_input_message() -> None:
     from verified_book.backends import NO_BACKEND
-    from verified_book.check import FAILED, evaluate
-    from verified_book.registry import Claim, Kind
+    from verified_book.engine.check import FAILED, evaluate
+    from verified_book.authoring.registry import Claim, Kind
 
     def compute() -> int:
         return inputs.model_config("qwen3-8b")["hidden_sizes"]

@@ -30,8 +30,8 @@ def test_the_site_plugin_and_the_plots_load_no_backend() -> None:
     """What `mkdocs build` imports: the plugin, the book's topics (for the registry) and the plots page."""
     code = f"""
 import sys
-from verified_book import mkdocs_plugin
-from verified_book.config import open_book, read_config
+from verified_book.integration import mkdocs_plugin
+from verified_book.engine.config import open_book, read_config
 book = read_config({str(ROOT)!r})
 assert not open_book(book)
 from claims import plots

@@ -1,10 +1,10 @@
 """Kinds say what they are, and a disputed figure quotes what it disputes.
 
 - An `exact` claim is derived: its value must depend on something it reads. Each exact
-  claim is computed while its inputs are recorded (`verified_book.inputs.recording`); one that
+  claim is computed while its inputs are recorded (`verified_book.authoring.inputs.recording`); one that
   reads no input fails. Reading is not depending, so each one that reads is computed again
   with its recorded inputs perturbed one at a time (the changes `harness.mutation` uses, via
-  `verified_book.inputs.overridden`), and at least one change must change its value. A claim whose
+  `verified_book.authoring.inputs.overridden`), and at least one change must change its value. A claim whose
   value survives every change to everything it read returns a literal, whatever it reads
   on the way. (Exact claims take no backend, so no library is asked through one; a value
   a library states, such as gguf-py's block sizes, is a `library` claim instead.)
@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from verified_book import inputs
-from verified_book.bindings import Book
-from verified_book.figures import as_number
+from verified_book.authoring import inputs
+from verified_book.book.bindings import Book
+from verified_book.book.figures import as_number
 from harness.mutation import perturbations
-from verified_book.config import open_book, read_config
-from verified_book.registry import REGISTRY, Claim, Kind
+from verified_book.engine.config import open_book, read_config
+from verified_book.authoring.registry import REGISTRY, Claim, Kind
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = Path(os.environ.get("BOOK_SOURCES") or ROOT.parent / "shared" / "sources")  # the env var: a checkout elsewhere

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from verified_book.machine import Machine, field_matches, identify, profiles
+from verified_book.engine.machine import Machine, field_matches, identify, profiles
 
 # Per profile: fingerprints of the machine itself (as the OS and CUDA name it), and of neighbouring
 # products that must not be taken for it (a laptop part, a superchip, another memory configuration).

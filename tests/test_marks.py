@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book import inputs
-from verified_book.bindings import read_page
-from verified_book.check import COMPUTED, Outcome, evidence, judge
-from verified_book.machine import Machine
-from verified_book.registry import REGISTRY, Registry, claim, undeclared_names
+from verified_book.authoring import inputs
+from verified_book.book.bindings import read_page
+from verified_book.engine.check import COMPUTED, Outcome, evidence, judge
+from verified_book.engine.machine import Machine
+from verified_book.authoring.registry import REGISTRY, Registry, claim, undeclared_names
 from verified_book.vocabulary import LABELS, MEANINGS, SHAPES, STATUSES, Kind, Status
 
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.inputs import exact, given, vendor
-from verified_book.registry import claim
+from verified_book.authoring.inputs import exact, given, vendor
+from verified_book.authoring.registry import claim
 
 @claim("sample.card.memory", kind="quoted", citation="the vendor's data sheet")
 def memory():
@@ -178,7 +178,7 @@ def test_an_unknown_backend_or_profile_is_an_error_with_its_place() -> None:
 
 def test_a_misspelt_backend_fails_the_run_instead_of_skipping(book: pytest.Pytester) -> None:
     (book.path / "sample_claims" / "typo.py").write_text(
-        "from verified_book.registry import claim\n\n"
+        "from verified_book.authoring.registry import claim\n\n"
         '@claim("sample.lib", kind="library", backends=("nmupy",))\n'
         "def lib(backend):\n    return 3\n")
     (book.path / "book" / "page.md").write_text(PAGE + "\nA wrong figure: [4](claim:sample.lib).\n")
@@ -190,8 +190,8 @@ def test_a_misspelt_backend_fails_the_run_instead_of_skipping(book: pytest.Pytes
 
 def test_the_books_own_claims_declare_only_names_that_exist() -> None:
     from verified_book.backends import NAMES
-    from verified_book.config import read_config
-    from verified_book.machine import profiles
+    from verified_book.engine.config import read_config
+    from verified_book.engine.machine import profiles
 
     book = read_config(Path(__file__).resolve().parents[1])
     found = {m: p.backends for m, p in profiles().items()}
@@ -200,7 +200,7 @@ def test_the_books_own_claims_declare_only_names_that_exist() -> None:
 
 def test_the_readme_status_table_is_the_legend() -> None:
     """The README's table of marks and the site's legend say the same statuses with the same words and shapes."""
-    from verified_book.render import LEGEND_ORDER
+    from verified_book.site.render import LEGEND_ORDER
     from verified_book.vocabulary import NOT_REPORTED
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -215,8 +215,8 @@ def test_the_readme_status_table_is_the_legend() -> None:
 
 SECOND_PAGE = "The batch with its copy makes [10](claim:sample.twice), and on a library [3](claim:sample.lib).\n"
 MORE_CLAIMS = '''
-from verified_book.inputs import given
-from verified_book.registry import claim
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import claim
 
 @claim("sample.twice", kind="exact")
 def twice():
@@ -255,12 +255,12 @@ def test_every_count_of_a_run_adds_up(book: pytest.Pytester, args: tuple[str, ..
     elif args == ():
         assert selected == 6
     if args == ():
-        from verified_book import site_machines
-        from verified_book.bindings import Book, book_pages
-        from verified_book.results import read
+        from verified_book.site import machines as site_machines
+        from verified_book.book.bindings import Book, book_pages
+        from verified_book.records.results import read
 
         (path,) = (book.path / "results").glob("*.json")
-        from verified_book.config import open_book, read_config, snapshot
+        from verified_book.engine.config import open_book, read_config, snapshot
 
         reopen = snapshot()
         with REGISTRY.isolated():

@@ -9,16 +9,16 @@ import numpy
 import pytest
 
 from harness import faults
-from verified_book import inputs
-from verified_book.bindings import binding_hint
-from verified_book.provenance import changed_inputs, input_entry
-from verified_book.registry import REGISTRY
+from verified_book.authoring import inputs
+from verified_book.book.bindings import binding_hint
+from verified_book.engine.provenance import changed_inputs, input_entry
+from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 @claim("arith.ratio", kind="exact")
 def ratio():

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from harness import mutation
-from verified_book import inputs
+from verified_book.authoring import inputs
 from verified_book.backends import detect
-from verified_book.bindings import Book
-from verified_book.check import Verifier
-from verified_book.machine import identify
-from verified_book.pytest_plugin import RunState
-from verified_book.registry import REGISTRY, claim
+from verified_book.book.bindings import Book
+from verified_book.engine.check import Verifier
+from verified_book.engine.machine import identify
+from verified_book.integration.pytest_plugin import RunState
+from verified_book.authoring.registry import REGISTRY, claim
 
 
 class _Report:

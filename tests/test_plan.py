@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book import machine
+from verified_book.engine import machine
 from verified_book.backends import NAMES, NO_BACKEND
-from verified_book.bindings import Book, book_pages, read_page
-from verified_book.config import read_config
-from verified_book.pytest_plugin import PLAN_UNPRINTED, plan_lines, plan_of
-from verified_book.registry import REGISTRY
+from verified_book.book.bindings import Book, book_pages, read_page
+from verified_book.engine.config import read_config
+from verified_book.integration.pytest_plugin import PLAN_UNPRINTED, plan_lines, plan_of
+from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
@@ -72,7 +72,7 @@ def test_the_plan_names_the_machine_and_its_size(project_book: None) -> None:
 
 
 CLAIMS = '''
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 @claim("plan.exact", kind="exact")
 def exact():

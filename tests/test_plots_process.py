@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from verified_book import plots_process
-from verified_book.render import GeneratedPage
-from verified_book.results import read_all
+from verified_book.site import plots_process
+from verified_book.site.render import GeneratedPage
+from verified_book.records.results import read_all
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,7 +16,7 @@ DRAWER = '''\
 import os
 import sys
 
-from verified_book.render import GeneratedPage
+from verified_book.site.render import GeneratedPage
 
 
 def draw(results):
@@ -94,7 +94,7 @@ def test_a_book_with_its_own_plots_page_starts_no_drawing(tmp_path: Path, monkey
     keeps a page of a generated page's name (the plots, the machines) gets no drawing, and its own pages are built."""
     from test_site import build_here, copy_project
 
-    from verified_book.machine import usable_cpus
+    from verified_book.engine.machine import usable_cpus
 
     started: list[str] = []
 

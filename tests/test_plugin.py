@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book.machine import fingerprint, identify
-from verified_book.registry import REGISTRY
+from verified_book.engine.machine import fingerprint, identify
+from verified_book.authoring.registry import REGISTRY
 from verified_book.vocabulary import Status
 
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 @claim("arith.ratio", kind="exact")
 def ratio():
@@ -179,7 +179,7 @@ def test_a_backend_the_engine_does_not_know_is_named_with_those_it_does(book: py
 
 def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     (book.path / "sample_claims" / "broken.py").write_text(
-        "from verified_book.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    return 1 / 0\n"
+        "from verified_book.authoring.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    return 1 / 0\n"
     )
     result = run(book)
     result.stdout.fnmatch_lines(["*broken.one*raised ZeroDivisionError*"])

@@ -258,7 +258,7 @@ def _sound_file() -> dict[str, Any]:
     exact = {"status": "verified", "kind": "exact", "value": 2, "figures": [], "message": "", "inputs": [],
              "source": "claims/topics/measured.py:1", "citation": None, "hardware": None,
              "date": "2026-11-29T13:21:18+00:00", "seconds": 0.0, "version": None}
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     exact_id = next(c.id for c in REGISTRY if c.kind.value == "exact")
     return {

@@ -7,16 +7,17 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book import inputs, provenance
-from verified_book.config import open_book, read_config, snapshot
-from verified_book.registry import REGISTRY
-from verified_book.record import ClaimMeta, Record
-from verified_book.results import SCHEMA_VERSION, read
+from verified_book.authoring import inputs
+from verified_book.engine import provenance
+from verified_book.engine.config import open_book, read_config, snapshot
+from verified_book.authoring.registry import REGISTRY
+from verified_book.records.record import ClaimMeta, Record
+from verified_book.records.results import SCHEMA_VERSION, read
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.inputs import exact, vendor
-from verified_book.registry import claim
+from verified_book.authoring.inputs import exact, vendor
+from verified_book.authoring.registry import claim
 
 
 def _per_token(bandwidth):
@@ -124,8 +125,8 @@ def test_the_current_value_of_an_input_is_read_without_recording(tmp_path: Path)
 def test_a_setting_the_answer_depended_on_is_kept_in_the_record(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
     book.claims("env", '''
-from verified_book.inputs import setting
-from verified_book.registry import claim
+from verified_book.authoring.inputs import setting
+from verified_book.authoring.registry import claim
 
 
 @claim("env.mode", kind="exact")
@@ -140,7 +141,7 @@ def mode():
 
 
 def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -> None:
-    from verified_book.results import ResultsFile
+    from verified_book.records.results import ResultsFile
 
     merged = ResultsFile("m", records={"a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
                                        "a.two": {"mlx:gpu": {"status": "skipped"}}})
@@ -154,7 +155,7 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
     does not make every record of every book outdated."""
     import inspect
 
-    from verified_book.registry import Claim, Kind
+    from verified_book.authoring.registry import Claim, Kind
 
     def ceiling() -> object:
         return inputs.exact(inputs.vendor("hw.toml", "memory_bandwidth"))
@@ -170,12 +171,12 @@ def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path)
     import subprocess
     import sys
 
-    from verified_book.config import open_book, read_config
-    from verified_book.registry import REGISTRY
+    from verified_book.engine.config import open_book, read_config
+    from verified_book.authoring.registry import REGISTRY
 
     root = Path(__file__).resolve().parents[1]
-    script = ("from pathlib import Path; from verified_book.config import open_book, read_config; "
-              "from verified_book.registry import REGISTRY; from verified_book.provenance import code_fingerprint; "
+    script = ("from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
+              "from verified_book.authoring.registry import REGISTRY; from verified_book.engine.provenance import code_fingerprint; "
               f"open_book(read_config(Path({str(root)!r}))); "
               "print(code_fingerprint(REGISTRY['decode.ceiling.dgx_spark.bf16']))")
     there = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -211,7 +212,7 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
 def test_the_runs_summary_counts_the_files_records_that_are_outdated(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
     book.claims("more", '''
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("more.two", kind="exact")
@@ -287,8 +288,8 @@ def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() ->
 
 
 SNIPPET_CLAIMS = '''
-from verified_book.registry import claim
-from verified_book.snippet_figures import snippet_figure
+from verified_book.authoring.registry import claim
+from verified_book.engine.snippet_figures import snippet_figure
 
 
 @claim("lab.ms", kind="measured", backends=("numpy",))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from verified_book import record
-from verified_book.results import dumps, read, validate
-from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
+from verified_book.records import record
+from verified_book.records.results import dumps, read, validate
+from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import KINDS, RECORDED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ def test_the_statuses_a_record_takes_are_the_vocabularys() -> None:
 def test_the_published_schema_is_the_models() -> None:
     committed = json.loads((ROOT / record.SCHEMA_FILE).read_text(encoding="utf-8"))
     assert committed == record.ResultsDocument.model_json_schema(), \
-        f"{record.SCHEMA_FILE} differs from verified_book/record.py's models: run scripts/results-schema"
+        f"{record.SCHEMA_FILE} differs from verified_book/records/record.py's models: run scripts/results-schema"
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)

@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
-from verified_book import provenance, render, site_machines
-from verified_book.bindings import Book, read_page
-from verified_book.figures import parse
-from verified_book.provenance import code_fingerprint
-from verified_book.registry import Claim, Kind
-from verified_book.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
-from verified_book.results import ResultsFile
+from verified_book.engine import provenance
+from verified_book.site import render
+from verified_book.site import machines as site_machines
+from verified_book.book.bindings import Book, read_page
+from verified_book.book.figures import parse
+from verified_book.engine.provenance import code_fingerprint
+from verified_book.authoring.registry import Claim, Kind
+from verified_book.records.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
+from verified_book.records.results import ResultsFile
 
 CLAIMS = {
     "t.ceiling": Claim("t.ceiling", Kind.EXACT, lambda: Fraction(331, 20), "A ceiling in tokens/s.",

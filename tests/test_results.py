@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verified_book.results import SCHEMA_VERSION, ResultsError, ResultsFile, merge_into, read, read_all, validate
+from verified_book.records.results import SCHEMA_VERSION, ResultsError, ResultsFile, merge_into, read, read_all, validate
 
 
 def _file(slug: str, **records: str) -> ResultsFile:

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from harness import faults
-from verified_book import environment, identity, site_machines
-from verified_book.results import (SCHEMA_VERSION, OtherMachine, ResultsError, ResultsFile, dumps, machine_id,
+from verified_book.engine import environment
+from verified_book.records import identity
+from verified_book.site import machines as site_machines
+from verified_book.records.results import (SCHEMA_VERSION, OtherMachine, ResultsError, ResultsFile, dumps, machine_id,
                                    merge_into, migrate, read)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,14 +64,14 @@ def test_a_script_s_traceback_tells_a_lost_library_from_its_own_fault() -> None:
 
 
 def test_contribute_refuses_a_run_whose_environment_broke(tmp_path: Path) -> None:
-    from verified_book.merge import problems_of
+    from verified_book.engine.merge import problems_of
 
     data = json.loads((ROOT / "results" / next(p.name for p in (ROOT / "results").glob("*.json"))).read_text())
     data["run"]["environment_errors"] = [environment.Broken("gguf", "ModuleNotFoundError: No module named 'gguf'").line()]
     path = tmp_path / f"{data['slug']}.json"
     path.write_text(json.dumps(data))
-    from verified_book.config import open_book, read_config
-    from verified_book.registry import REGISTRY
+    from verified_book.engine.config import open_book, read_config
+    from verified_book.authoring.registry import REGISTRY
 
     open_book(read_config(ROOT))
     results, problems = problems_of(path, set(REGISTRY.ids()))
@@ -159,7 +161,7 @@ def test_a_bad_machine_id_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_machines_page_tells_this_clone_s_run_from_the_committed_machine() -> None:
-    from verified_book.bindings import Book
+    from verified_book.book.bindings import Book
 
     committed = _file("box", {"id": "aaaa1111", "fingerprint": INFO})
     mine = site_machines.local_name("box")
@@ -232,8 +234,8 @@ def test_a_contended_measurement_does_not_replace_a_quiet_one() -> None:
 
 
 def test_contribute_into_a_folder_it_cannot_write_fails_and_keeps_the_file(tmp_path: Path) -> None:
-    from verified_book import merge
-    from verified_book.config import read_config
+    from verified_book.engine import merge
+    from verified_book.engine.config import read_config
 
     source = tmp_path / "local"
     source.mkdir()

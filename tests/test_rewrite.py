@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import faults
-from verified_book.registry import REGISTRY
+from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
@@ -13,8 +13,8 @@ TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 
 CLAIMS = f'''
 from fractions import Fraction
-from verified_book.registry import claim
-from verified_book.inputs import exact, vendor
+from verified_book.authoring.registry import claim
+from verified_book.authoring.inputs import exact, vendor
 
 TRACKS = {TRACKS!r}
 BF16_BYTES = 16_381_470_720

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from verified_book import cli
-from verified_book.config import read_config
+from verified_book.integration import cli
+from verified_book.engine.config import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,7 @@ def test_the_site_extra_brings_no_backend() -> None:
 def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
     run = _run_py()
     assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)
-    assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.cli:run"
+    assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.integration.cli:run"
 
 
 def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(monkeypatch: pytest.MonkeyPatch,
@@ -135,7 +135,7 @@ def test_a_mistyped_job_fails_at_once_with_the_list_of_jobs(tmp_path: Path) -> N
 
 
 def test_the_command_refuses_a_mistyped_job_too() -> None:
-    done = subprocess.run([sys.executable, "-m", "verified_book.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and "verify, test, site" in done.stderr
 
 
@@ -182,7 +182,7 @@ def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkey
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     from test_probes import _sound_file
 
-    from verified_book.results import read as read_results
+    from verified_book.records.results import read as read_results
 
     local, results = tmp_path / "results.local", tmp_path / "results"
     local.mkdir()

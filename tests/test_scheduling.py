@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from xdist.remote import Producer
 
 from harness import faults
-from verified_book.pytest_plugin import claim_of_nodeid
-from verified_book.scheduling import QuietLastScheduling
+from verified_book.integration.pytest_plugin import claim_of_nodeid
+from verified_book.integration.scheduling import QuietLastScheduling
 
 
 class FakeConfig:
@@ -146,7 +146,7 @@ import os
 import time
 from pathlib import Path
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
 
@@ -191,7 +191,7 @@ def test_under_xdist_measured_claims_run_after_everything_else_on_one_worker(tmp
 
 SKIPPED_ON_NUMPY = '''
 
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 
 
 @claim("work.elsewhere", kind="library", backends=("numpy",))
@@ -249,8 +249,8 @@ def test_under_xdist_a_worker_whose_statuses_are_lost_fails_the_run_and_says_so(
 def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there() -> None:
     """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
     from verified_book.backends import Backend
-    from verified_book.pytest_plugin import RunState
-    from verified_book.registry import REGISTRY
+    from verified_book.integration.pytest_plugin import RunState
+    from verified_book.authoring.registry import REGISTRY
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     exact = next(c for c in REGISTRY if c.kind.value == "exact")
@@ -269,8 +269,8 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
 def test_the_gpu_items_of_rocm_and_jax_share_that_worker_too() -> None:
     """A ROCm card and JAX's GPU hold a context in the card's memory as CUDA does: their cases are pinned."""
     from verified_book.backends import Backend
-    from verified_book.pytest_plugin import RunState
-    from verified_book.registry import REGISTRY
+    from verified_book.integration.pytest_plugin import RunState
+    from verified_book.authoring.registry import REGISTRY
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     found = {name: Backend(name, True, "a GPU") for name in ("torch:rocm", "jax:gpu")}

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from verified_book.registry import REGISTRY
+from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.registry import claim
-from verified_book.inputs import exact, vendor
+from verified_book.authoring.registry import claim
+from verified_book.authoring.inputs import exact, vendor
 
 @claim("spark.ceiling", kind="exact")
 def spark_ceiling():

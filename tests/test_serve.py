@@ -20,10 +20,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from verified_book import check
-from verified_book.config import read_config, snapshot
-from verified_book.registry import REGISTRY
-from verified_book.serve import GONE, Changes, Engine, Known, plan
+from verified_book.engine import check
+from verified_book.engine.config import read_config, snapshot
+from verified_book.authoring.registry import REGISTRY
+from verified_book.integration.serve import GONE, Changes, Engine, Known, plan
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "verified_book.cli", "serve", "--port", str(port)], cwd=root,
+    proc = subprocess.Popen([sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)], cwd=root,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
     threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()

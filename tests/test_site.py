@@ -20,15 +20,15 @@ from urllib.parse import urlparse
 
 import pytest
 
-from verified_book import render
-from verified_book.bindings import Book
-from verified_book.config import open_book, read_config
-from verified_book.record import Record, SnippetOutput
-from verified_book.results import dumps
-from verified_book.results import read as read_results
-from verified_book.registry import REGISTRY
+from verified_book.site import render
+from verified_book.book.bindings import Book
+from verified_book.engine.config import open_book, read_config
+from verified_book.records.record import Record, SnippetOutput
+from verified_book.records.results import dumps
+from verified_book.records.results import read as read_results
+from verified_book.authoring.registry import REGISTRY
 from verified_book.vocabulary import UNVERIFIED, Status
-from verified_book.results import read_all
+from verified_book.records.results import read_all
 from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -825,7 +825,7 @@ def test_search_holds_each_output_once_with_its_tabs_named_apart(built: Path) ->
 
 def test_snippets_show_their_code_without_cell_markers(built: Path, book: Book) -> None:
     """Each page that includes a lab snippet shows its code, every line of it, with no jupytext marker."""
-    from verified_book.snippet_display import reading_form
+    from verified_book.book.snippet_display import reading_form
 
     shown = 0
     for md in sorted((ROOT / "book").rglob("*.md")):

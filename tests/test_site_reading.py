@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
-from verified_book import render, site_machines
-from verified_book.results import ResultsFile
+from verified_book.site import render
+from verified_book.site import machines as site_machines
+from verified_book.records.results import ResultsFile
 
 DAY = "2026-11-28T10:00:00+00:00"
 
@@ -115,5 +116,5 @@ def test_a_fleet_machine_quiet_for_longer_than_the_window_is_not_reported_this_w
 def _empty_book() -> Any:
     from pathlib import Path
 
-    from verified_book.bindings import Book
+    from verified_book.book.bindings import Book
     return Book(Path("."), [], [])

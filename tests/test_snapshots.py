@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from verified_book import backends
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 from claims.topics import casts, quantisation, rounding
 from claims.topics.formats import FINFO_FIELDS, FINFO_FORMATS, FORMATS, finfo
 

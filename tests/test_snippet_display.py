@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verified_book.snippet_display import is_percent_script, reading_form
+from verified_book.book.snippet_display import is_percent_script, reading_form
 
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = sorted((ROOT / "book" / "snippets").glob("*.py"))

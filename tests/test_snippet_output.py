@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import faults
-from verified_book.bindings import book_pages
-from verified_book.config import read_config
-from verified_book.registry import REGISTRY, is_measured
-from verified_book.results import read, validate
-from verified_book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, NotPrinted, _book_line, check_snippet, compare,
+from verified_book.book.bindings import book_pages
+from verified_book.engine.config import read_config
+from verified_book.authoring.registry import REGISTRY, is_measured
+from verified_book.records.results import read, validate
+from verified_book.book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, NotPrinted, _book_line, check_snippet, compare,
                                           match_line, numbers_in, parse_info, printed_figure, read_blocks, read_book, shape)
-from verified_book.snippet_run import run_in_process
+from verified_book.engine.snippet_run import run_in_process
 
 pytest_plugins = ["pytester"]
 
@@ -276,7 +276,7 @@ def test_a_snippet_whose_computation_changed_fails_with_the_blocks_line_and_both
 
 SNIPPET = 'import numpy\nn = 32\nprint(f"block of {n} weights, {n * 4:,} bytes")\nprint("numpy", numpy.__version__)\n'
 CLAIMS = '''
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 @claim("lab.block", kind="exact")
 def block():
@@ -362,8 +362,8 @@ def test_a_results_file_with_a_bad_check_is_refused() -> None:
 
 TIMED_SNIPPET = 'import time\nprint(f"took {time.time_ns() % 10**6 / 1000:.3f} ms a call")\n'
 TIMED_CLAIMS = '''
-from verified_book.registry import claim
-from verified_book.snippet_figures import snippet_figure
+from verified_book.authoring.registry import claim
+from verified_book.engine.snippet_figures import snippet_figure
 
 
 @claim("lab.ms", kind="measured", backends=("numpy",), printed_on="author_test_box", tolerance=0.5)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from verified_book import snippet_run
-from verified_book.snippet_run import (LOAD_TIME_VARIABLES, SNIPPET_ENV, pins_load_time_variables, run_as_script,
+from verified_book.engine import snippet_run
+from verified_book.engine.snippet_run import (LOAD_TIME_VARIABLES, SNIPPET_ENV, pins_load_time_variables, run_as_script,
                                          run_in_process, run_in_process_or_as_script)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path
     assert done.exit_status == 1 and done.stdout == "before\n"
     assert f'File "{snippet}", line 5' in done.stderr and f'File "{snippet}", line 4, in inner' in done.stderr
     assert done.stderr.rstrip().endswith("ValueError: the weights are the wrong shape")
-    assert "verified_book/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
+    assert "verified_book/engine/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
 
 
 @pytest.mark.parametrize(("call", "status", "said"), [("sys.exit(3)", 3, ""), ("sys.exit('no GPU here')", 1, "no GPU here\n"),

@@ -270,7 +270,7 @@ def test_the_project_requirements_follow_the_targets_markers() -> None:
 
 
 def test_each_profile_lists_the_gpu_backend_its_tracks_plan_installs() -> None:
-    from verified_book.machine import profiles
+    from verified_book.engine.machine import profiles
 
     wanted = {"N": "torch:cuda", "H": "torch:cuda", "S": "torch:cuda", "X": "torch:rocm", "M": "torch:mps"}
     for name, track in TRACKS.items():

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from verified_book.machine import profiles
+from verified_book.engine.machine import profiles
 
 WORKFLOWS = Path(__file__).resolve().parent.parent / ".github" / "workflows"
 

@@ -32,7 +32,7 @@ class Status(str, Enum):
 
 #: what became of a claim or figure that could not be asked because the run's environment broke
 #: (a library would not import, the virtual environment vanished): reported, never recorded, and
-#: never counted as failed (verified_book.environment)
+#: never counted as failed (verified_book.engine.environment)
 BROKEN_ENVIRONMENT = "environment"
 class OutcomeStatus(str, Enum):
     """What became of asking one claim for its value on one backend, before any figure is judged."""
@@ -40,14 +40,14 @@ class OutcomeStatus(str, Enum):
     COMPUTED = "computed"
     SKIPPED = "skipped"  # the backend cannot compute it (NotOnBackend), or is not here
     FAILED = "failed"  # it raised, returned no usable value, or an invariant did not hold
-    BROKEN = BROKEN_ENVIRONMENT  # not asked: the environment broke (verified_book.environment); never recorded
+    BROKEN = BROKEN_ENVIRONMENT  # not asked: the environment broke (verified_book.engine.environment); never recorded
 
     def __str__(self) -> str:
         return self.value
 
 
 #: a measurement taken while another run of the book, or a heavy load, shared the machine:
-#: recorded with its conditions, never published as the machine's figure (verified_book.conditions)
+#: recorded with its conditions, never published as the machine's figure (verified_book.records.conditions)
 CONTENDED = "contended"
 #: the site's word for a figure no machine has a record of yet
 UNVERIFIED = "unverified"

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from verified_book.backends import Backend
-from verified_book.machine import usable_cpus
+from verified_book.engine.machine import usable_cpus
 from claims.probes import store
 from claims.probes.devices import GIB, MIB, Runner, available_memory
 from claims.probes.timing import Measurement, repeat
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 
 DEFAULT_LLC = 32 * MIB
 LLC_MULTIPLE = 4

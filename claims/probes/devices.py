@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from verified_book.backends import Backend
 from claims.probes.timing import Policy, default_policy
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 
 GIB = 2**30
 MIB = 2**20

@@ -32,7 +32,7 @@ from claims.probes import store
 from claims.probes.devices import Runner
 from claims.probes.timing import Measurement, repeat
 from verified_book.backends import Backend
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.registry import NotOnBackend
 
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

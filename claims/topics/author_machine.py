@@ -11,8 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, vendor
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import exact, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.format_defaults import capability
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import gib

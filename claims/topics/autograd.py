@@ -19,8 +19,8 @@ from typing import Any, Callable
 import sympy
 
 from verified_book.backends import Backend, supporting
-from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 AUTODIFF = supporting("autodiff")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import exact, given, vendor
-from verified_book.registry import claim
+from verified_book.authoring.inputs import exact, given, vendor
+from verified_book.authoring.registry import claim
 from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
 
 COUNTS = ("stated", "exact")

@@ -30,8 +30,8 @@ import os
 from typing import Any, Iterator
 
 from verified_book.backends import Backend, names_of
-from verified_book.inputs import vendor
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import vendor
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 TORCH = names_of("torch")

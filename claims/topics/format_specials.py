@@ -17,7 +17,7 @@ import math
 from fractions import Fraction
 
 from verified_book.backends import Backend, names_of, supporting
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
 

@@ -23,8 +23,8 @@ from typing import Any
 import sympy
 
 from verified_book.backends import Backend
-from verified_book.inputs import GIVEN, given, table
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import GIVEN, given, table
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 
 
 @dataclass(frozen=True)

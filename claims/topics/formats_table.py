@@ -22,8 +22,8 @@ from typing import Any
 import sympy
 
 from verified_book.backends import Backend
-from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
 

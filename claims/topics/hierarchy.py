@@ -13,8 +13,8 @@ from fractions import Fraction
 from typing import Callable
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, given, table, vendor
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import exact, given, table, vendor
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
 

@@ -5,7 +5,7 @@ in FP32. Its FLOPs per byte read are exact, batch / 2. The chapter prints one ru
 book/snippets/intensity.py on the author's test box; its times are inputs
 (claims/data/author_runs.toml), and the rates printed beside them must be the work over
 those times. The measured claims read the times this machine's run of the snippet prints
-(`verified_book.snippet_figures`: the default run executes it once, inside the test
+(`verified_book.engine.snippet_figures`: the default run executes it once, inside the test
 process), record them, and check the shape that must hold anywhere: the arithmetic rate
 rises from batch 1 to batch 256 while the rate at which the weights are read falls.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, given, model_config, table, vendor
-from verified_book.registry import InvariantFailed, claim
-from verified_book.snippet_figures import snippet_figure, snippet_holds
+from verified_book.authoring.inputs import exact, given, model_config, table, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.engine.snippet_figures import snippet_figure, snippet_holds
 from claims.topics.formats import FORMATS
 
 RUNS = "author_runs.toml"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from verified_book.backends import Backend
-from verified_book.inputs import model_config, model_config_all, vendor
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import model_config, model_config_all, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.author_machine import card_bytes
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import build

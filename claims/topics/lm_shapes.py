@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from verified_book.backends import Backend
-from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import InvariantFailed, claim
 
 SIZES = ("batch", "positions", "vocab", "width", "outputs")
 

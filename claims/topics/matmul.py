@@ -15,9 +15,9 @@ from fractions import Fraction
 from typing import Any
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, given, vendor
-from verified_book.registry import InvariantFailed, claim
-from verified_book.snippet_figures import snippet_figure
+from verified_book.authoring.inputs import exact, given, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.engine.snippet_figures import snippet_figure
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere

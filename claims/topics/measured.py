@@ -36,11 +36,11 @@ from fractions import Fraction
 from functools import cache
 
 from verified_book.backends import Backend, available
-from verified_book.inputs import exact, model_config, table, vendor
-from verified_book.machine import Machine, fingerprint, identify, profiles
+from verified_book.authoring.inputs import exact, model_config, table, vendor
+from verified_book.engine.machine import Machine, fingerprint, identify, profiles
 from claims.probes import bandwidth, matmul
 from claims.probes.matmul import SWEEP_BATCHES, SweepPoint, crossover_batch, intensity
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.models import MODEL, bf16_total_bytes
 
 MARGIN_VENDOR = 0.10

@@ -20,8 +20,8 @@ from fractions import Fraction
 from typing import Any
 
 from verified_book.backends import Backend
-from verified_book.inputs import given, model_config, model_config_all
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import given, model_config, model_config_all
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.models import matrix_elements, norm_elements
 
 MODEL = "qwen3-0.6b"

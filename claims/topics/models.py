@@ -14,8 +14,8 @@ from functools import cache
 from typing import Any, Mapping
 
 from verified_book.backends import Backend
-from verified_book.inputs import exact, model_config, model_config_all, vendor
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import exact, model_config, model_config_all, vendor
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 MODEL = "qwen3-8b"

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from verified_book.backends import Backend, supporting
-from verified_book.inputs import model_config
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 from claims.topics.decode import bandwidth_gbps, ceiling
-from verified_book.inputs import given
+from verified_book.authoring.inputs import given
 from claims.topics.flops import forward_flops_per_param, prompt_length
 from claims.topics.formats import FORMATS
 from claims.topics.hierarchy import MS_PER_S, link

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from verified_book.backends import Backend
-from verified_book.inputs import model_config
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field

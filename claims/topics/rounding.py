@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from verified_book.backends import Backend
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format
 
 COUNT = 1_000_000

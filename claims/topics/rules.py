@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.inputs import given, model_config, vendor
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import given, model_config, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.formats_table import INT_FORMATS
 from claims.topics.models import LAYER_MATRICES, matrix_shapes, total_params

@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 from verified_book.backends import Backend, names_of
-from verified_book.inputs import model_config
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 
 BATCH = 32

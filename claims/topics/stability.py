@@ -16,9 +16,9 @@ from typing import Any, Iterator
 import sympy
 
 from verified_book.backends import Backend, supporting
-from verified_book.inputs import model_config
-from verified_book.inputs import given
-from verified_book.registry import InvariantFailed, claim
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 
 LAYERS = supporting("nn")  # libraries with neural-network layers of their own

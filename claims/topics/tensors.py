@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from verified_book.backends import Backend, names_of
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 
 ROWS, COLS = 2, 3
 MLX = names_of("mlx")

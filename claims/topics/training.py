@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any, Iterator
 
 from verified_book.backends import Backend, names_of, supporting
-from verified_book.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 
 TORCH = names_of("torch")  # autocast and GradScaler are torch's
 AUTODIFF = supporting("autodiff")

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from verified_book import conditions, render, results
-from verified_book.bindings import read_page
-from verified_book.results import read as read_results
+from verified_book.records import conditions
+from verified_book.site import render
+from verified_book.records import results
+from verified_book.book.bindings import read_page
+from verified_book.records.results import read as read_results
 from verified_book.vocabulary import CONTENDED, RECORDED
-from verified_book.registry import REGISTRY
+from verified_book.authoring.registry import REGISTRY
 
 SLUG = "sample"
 
@@ -68,7 +70,7 @@ def pytester_book(pytester: Any, package: str = "sample_claims") -> Path:
 
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
-CONFTEST = 'pytest_plugins = ["verified_book.pytest_plugin"]\n'
+CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest_plugin"]\n'
 
 
 def machine_conftest(fields: dict[str, Any]) -> str:
@@ -116,7 +118,7 @@ sys.meta_path[:] = [_WithoutAbsent if f is PathFinder else f for f in sys.meta_p
 
 BASIC_CLAIMS = '''\
 from fractions import Fraction
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("basic.ratio", kind="exact")
@@ -320,7 +322,7 @@ def _wait_for(path: Path, timeout: float, proc: subprocess.Popen[str] | None = N
 # ---------------------------------------------------------------- results store: processes
 
 SUBSET_CLAIMS = '''\
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("{prefix}.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
@@ -340,7 +342,7 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.results as results
+import verified_book.records.results as results
 
 _write = results._atomic_write
 
@@ -407,7 +409,7 @@ def concurrent_processes(root: Path, tries: int = 1, count: int = 12, lock: bool
 WORKER_CLAIMS = '''\
 import os
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("work.item.{{i}}", kind="exact", over={{"i": tuple(range({count}))}})
@@ -507,7 +509,7 @@ import sys
 import time
 from pathlib import Path
 
-import verified_book.results as results
+import verified_book.records.results as results
 
 path, started = Path(sys.argv[1]), Path(sys.argv[2])
 _fdopen = os.fdopen
@@ -525,7 +527,7 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.results as results
+import verified_book.records.results as results
 ''' + SLOW_FILE + '''
 
 @pytest.hookimpl(tryfirst=True)
@@ -537,7 +539,7 @@ def pytest_sessionfinish(session):
 
 
 def _previous_file(path: Path, count: int) -> bytes:
-    from verified_book.results import ResultsFile, merge_into
+    from verified_book.records.results import ResultsFile, merge_into
 
     records = {f"previous.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)}
     merge_into(path, ResultsFile(path.stem, records=records))
@@ -546,7 +548,7 @@ def _previous_file(path: Path, count: int) -> bytes:
 
 def _after_kill(tally: Tally, path: Path, before: bytes, proc: subprocess.Popen[str], started: Path) -> None:
     """Kill the writer once it is writing; the file must be the previous one, and the next merge must work."""
-    from verified_book.results import ResultsFile, merge_into, read
+    from verified_book.records.results import ResultsFile, merge_into, read
 
     was_writing = _wait_for(started, 60, proc)
     proc.send_signal(signal.SIGKILL)
@@ -602,7 +604,7 @@ def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
 # ---------------------------------------------------------------- results store: bad files
 
 def _good_update(slug: str, count: int = 3) -> Any:
-    from verified_book.results import ResultsFile
+    from verified_book.records.results import ResultsFile
 
     return ResultsFile(slug, machine={"slug": slug}, records={
         f"fresh.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)})
@@ -628,7 +630,7 @@ def corrupt_files(root: Path) -> Tally:
     """A results file that does not read: it is reported with its path and kept aside, never replaced silently."""
     tally = Tally("results store", "corrupt results file",
                   "reported with its path, kept aside byte for byte, a new file holds the run's records")
-    from verified_book.results import merge_into, read
+    from verified_book.records.results import merge_into, read
 
     for n, (name, content) in enumerate(CORRUPT_FILES.items()):
         folder = root / f"corrupt-{n}"
@@ -654,7 +656,7 @@ def corrupt_files(root: Path) -> Tally:
 
 def newer_schema(root: Path) -> Tally:
     """A results file written by a newer schema: refused with what to upgrade; the run's records kept apart."""
-    from verified_book.results import SCHEMA_VERSION
+    from verified_book.records.results import SCHEMA_VERSION
 
     tally = Tally("results store", "results file from a newer schema",
                   "left untouched; the message says what to upgrade; the run's records are kept beside it")
@@ -694,7 +696,7 @@ def locked_threads(root: Path, count: int = 8) -> Tally:
     """Merges racing in threads of one process: filelock serialises them as it does processes."""
     import threading
 
-    from verified_book.results import ResultsFile, merge_into, read
+    from verified_book.records.results import ResultsFile, merge_into, read
 
     tally = Tally("results store", "merges racing in threads", "every thread's records land")
     path = root / "threads" / "m.json"
@@ -819,7 +821,7 @@ HOSTILE_FILES: dict[str, bytes] = {
 
 def hostile_results(root: Path, known_claims: set[str] | None = None) -> Tally:
     """A contributed results file is untrusted: each hostile variant is refused, naming the file."""
-    from verified_book.results import ResultsError, read, validate
+    from verified_book.records.results import ResultsError, read, validate
 
     known = known_claims if known_claims is not None else {"basic.ratio"}
     tally = Tally("contributed results", "hostile results file",
@@ -856,7 +858,7 @@ GOOD_CLAIMS = BASIC_CLAIMS
 FAULTY_CLAIMS = '''\
 import math
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("bad.raises", kind="exact")
@@ -968,7 +970,7 @@ def bad_input(root: Path) -> list[Tally]:
 # ---------------------------------------------------------------- hardware and environment faults
 
 ENV_CLAIMS = '''\
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("env.sum.{n}", kind="library", over={"n": (2, 3)})
@@ -1011,7 +1013,7 @@ def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> l
 
 
 OOM_CLAIMS = '''\
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("oom.torch_error", kind="library", backends=("torch:cpu",))
@@ -1063,7 +1065,7 @@ def keyboard_interrupt(root: Path) -> Tally:
                   "the run stops as interrupted; every record made before it is written")
     book = SampleBook.basic(root / "interrupt")
     book.claims("zz", '''
-        from verified_book.registry import claim
+        from verified_book.authoring.registry import claim
 
 
         @claim("zz.probe", kind="exact")
@@ -1085,14 +1087,14 @@ HELPER_CLAIMS = '''\
 import os
 import sys
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("ahead.product", kind="library", backends=("numpy",))
 def product(backend):
     """Six sevens, computed ahead; the helper process dies computing it."""
     main = sys.modules["__main__"].__spec__
-    if main is not None and main.name == "verified_book.ahead":
+    if main is not None and main.name == "verified_book.engine.ahead":
         os._exit(3)
     return int(backend.tensor([7] * 6).sum())
 '''
@@ -1120,7 +1122,7 @@ NETWORK_CLAIMS = '''\
 import os
 import socket
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("net.reach", kind="exact")
@@ -1162,7 +1164,7 @@ def network(root: Path) -> Tally:
 # ---------------------------------------------------------------- results that stay true from any machine
 
 FRAGILE_CLAIMS = '''\
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("fragile.sum", kind="library", backends=("numpy",))
@@ -1198,8 +1200,8 @@ def _fragile_book(root: Path) -> SampleBook:
 
 def _contribute(book: SampleBook, into: Path) -> tuple[int, str]:
     """`verified-book contribute` of the book's results file into another folder: its exit code and what it said."""
-    from verified_book import merge
-    from verified_book.config import read_config
+    from verified_book.engine import merge
+    from verified_book.engine.config import read_config
 
     out = io.StringIO()
     saved = os.getcwd()
@@ -1244,7 +1246,7 @@ import os
 import shutil
 import sys
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("vanish.a_first", kind="exact")
@@ -1364,7 +1366,7 @@ import os
 import time
 from pathlib import Path
 
-from verified_book.registry import claim
+from verified_book.authoring.registry import claim
 
 
 @claim("timed.wait", kind="measured", backends=("numpy",))
@@ -1458,7 +1460,7 @@ def two_runs_at_once(root: Path) -> Tally:
     """A second run of the book started while the first times the machine: it waits, and neither run's
     measurement is taken beside the other; told to run beside it, both runs' measurements are recorded as
     contended, and neither is shown as the machine's figure."""
-    from verified_book import conditions
+    from verified_book.records import conditions
 
     tally = Tally("results store", "two runs at once, one timing the machine",
                   "the second waits for the first (or, told to run beside it, both measurements are marked "

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Iterator
 
-from verified_book import inputs
+from verified_book.authoring import inputs
 from verified_book.backends import Backend
-from verified_book.bindings import Binding
-from verified_book.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
-from verified_book.figures import FigureSyntaxError, Printed, as_number, parse
-from verified_book.registry import Claim, Kind
+from verified_book.book.bindings import Binding
+from verified_book.engine.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
+from verified_book.book.figures import FigureSyntaxError, Printed, as_number, parse
+from verified_book.authoring.registry import Claim, Kind
 
 ALLOWLIST = "unused-inputs.toml"
 CAUGHT = ("stale", "failed")
@@ -509,10 +509,10 @@ def book_verifier(root: Any) -> Verifier:
     from pathlib import Path
 
     from verified_book import backends as backends_mod
-    from verified_book import machine as machine_mod
-    from verified_book.bindings import Book
-    from verified_book.config import open_book, read_config
-    from verified_book.registry import REGISTRY
+    from verified_book.engine import machine as machine_mod
+    from verified_book.book.bindings import Book
+    from verified_book.engine.config import open_book, read_config
+    from verified_book.authoring.registry import REGISTRY
 
     config = read_config(Path(root))
     errors = open_book(config)

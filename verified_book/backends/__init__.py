@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from verified_book.inputs import setting
-from verified_book.registry import NotOnBackend
+from verified_book.authoring.inputs import setting
+from verified_book.authoring.registry import NotOnBackend
 from verified_book.vocabulary import NO_BACKEND_NAME
 
 # The adapter modules of this package, in the order their backends are listed everywhere.
@@ -422,7 +422,7 @@ def environment_setting(name: str) -> str:
     return setting(name, os.environ.get(name, UNSET), "environment")
 
 
-CUDA_WORKER = "gw0"  # under xdist, the one worker that runs the CUDA items (see verified_book.scheduling)
+CUDA_WORKER = "gw0"  # under xdist, the one worker that runs the CUDA items (see verified_book.integration.scheduling)
 
 
 #: the places of backends whose library holds a context in a GPU's memory (CUDA, ROCm, an XLA or MLX GPU)

@@ -19,9 +19,9 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
+from verified_book.authoring.inputs import setting
+from verified_book.authoring.registry import NotOnBackend
 from verified_book.backends import Adapter, Backend, environment_setting, register, touches_cuda_here, try_import
-from verified_book.inputs import setting
-from verified_book.registry import NotOnBackend
 
 GPU_PLUGINS = ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-rocm7-plugin")  # jaxlib's GPU plugins on PyPI
 PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"

@@ -8,9 +8,9 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from verified_book.authoring.inputs import setting
+from verified_book.authoring.registry import NotOnBackend
 from verified_book.backends import Adapter, Backend, environment_setting, register, try_import
-from verified_book.inputs import setting
-from verified_book.registry import NotOnBackend
 
 PROBE_CACHE = 8 * 2**30  # bytes of freed buffers MLX keeps for a probe's duration
 NO_STRIDES = ("MLX arrays expose no strides, storage or data pointer (mlx.core.array has shape, "

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from verified_book.authoring.registry import NotOnBackend
 from verified_book.backends import Adapter, Backend, register, try_import
-from verified_book.registry import NotOnBackend
 
 NATIVE = ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 
@@ -124,7 +124,7 @@ class NumpyAdapter(Adapter):
         return np.broadcast_to(x, shape)
 
     def e8m0_bits(self) -> int:
-        from verified_book.registry import InvariantFailed
+        from verified_book.authoring.registry import InvariantFailed
 
         ml_dtypes = _ml_dtypes("float8_e8m0fnu")
         info = ml_dtypes.finfo(ml_dtypes.float8_e8m0fnu)

@@ -13,9 +13,9 @@ import sys
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
+from verified_book.authoring.inputs import setting
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend
 from verified_book.backends import UNSET, Adapter, Backend, environment_setting, register, touches_cuda_here, try_import
-from verified_book.inputs import setting
-from verified_book.registry import InvariantFailed, NotOnBackend
 
 FP8_CAPABILITY = (8, 9)  # FP8 tensor cores start at Ada and Hopper
 ROCM = "torch:rocm"  # torch's ROCm (HIP) build on an AMD GPU

@@ -16,9 +16,9 @@ from fractions import Fraction
 
 import sympy
 
+from verified_book.authoring.inputs import exact, given, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
 from verified_book.backends import Backend
-from verified_book.inputs import exact, given, vendor
-from verified_book.registry import InvariantFailed, claim
 
 FORMATS = "formats.toml"
 PRINTED_ON = "example_author"  # no profile matches it: the printed timing is compared nowhere

@@ -2,7 +2,7 @@
 
 Drawing is the slowest page of a build (matplotlib alone takes a second to load) and needs
 nothing but the results files. Where a second core is free, the site starts
-`python -m verified_book.plots_process`, which loads the drawing's code while the site reads
+`python -m verified_book.site.plots_process`, which loads the drawing's code while the site reads
 the results, draws once it is handed them, and gives the page back when the site reaches it.
 The child is a plain interpreter, not a multiprocessing one, so nothing of the process that
 builds the site (its main module, its threads) is imported or copied again.
@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from verified_book.render import GeneratedPage
-from verified_book.results import ResultsFile
+from verified_book.records.results import ResultsFile
+from verified_book.site.render import GeneratedPage
 
 Draw = Callable[[Mapping[str, ResultsFile]], GeneratedPage]
 

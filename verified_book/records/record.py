@@ -1,6 +1,6 @@
 """The shape of a results file, as types: one model per part, strict, every limit a constraint.
 
-A results file (`results/<machine>.json`, see verified_book.results) may come from anyone, so
+A results file (`results/<machine>.json`, see verified_book.records.results) may come from anyone, so
 every part of it is a model that forbids fields it does not name, takes no value of the wrong
 type (no `"3"` for a line, no `true` for a number), and says what is wrong where in the words of
 the place: `records['a.one']['numpy']: figures[0]: line -4 is not a positive integer`. The engine
@@ -10,7 +10,7 @@ whole file as it lies on disk; its JSON Schema (`docs/results.schema.json`, writ
 `scripts/results-schema`) is what contributors validate against.
 
 What must be checked before a file can be parsed at all (its size, NaN literals, nesting depth,
-integers too long to read) stays in verified_book.results, and so do the migrations of older
+integers too long to read) stays in verified_book.records.results, and so do the migrations of older
 schema versions: these models describe the current version only.
 """
 from __future__ import annotations
@@ -24,9 +24,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
-from verified_book import identity, vocabulary
+from verified_book import vocabulary
 from verified_book.backends import NAMES
-from verified_book.snippet_output import STATUSES as OUTPUT_STATUSES
+from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
+from verified_book.records import identity
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
 SCHEMA_VERSION = 4
@@ -271,7 +272,7 @@ Inputs = Annotated[list[InputEntry], _must(
 
 
 class Conditions(Strict):
-    """What the machine was doing while a measured claim was timed (verified_book.conditions)."""
+    """What the machine was doing while a measured claim was timed (verified_book.records.conditions)."""
 
     load_before: Annotated[Number, Field(ge=0, lt=MAX_LOAD)] | None = None
     load_after: Annotated[Number, Field(ge=0, lt=MAX_LOAD)] | None = None
@@ -349,7 +350,7 @@ Fingerprint = Annotated[dict[Key, bool | int | float | Text | None], _must("must
 
 
 class Machine(Strict):
-    """The machine a file holds: its name, its identity (verified_book.identity), markers and fingerprint."""
+    """The machine a file holds: its name, its identity (verified_book.records.identity), markers and fingerprint."""
 
     slug: Text | None = None
     id: Annotated[str, Field(pattern=identity.ID_PATTERN.pattern), _is(

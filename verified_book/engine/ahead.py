@@ -28,10 +28,10 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, KeysView
 
+from verified_book.authoring.registry import Claim, Registry
 from verified_book.backends import Backend
-from verified_book.outcome import Outcome
-from verified_book.registry import Claim, Registry
-from verified_book.snippet_run import SnippetRun
+from verified_book.engine.outcome import Outcome
+from verified_book.engine.snippet_run import SnippetRun
 from verified_book.vocabulary import OutcomeStatus
 
 RESULTS = "outcomes.pickle"
@@ -78,7 +78,7 @@ class Ahead:
         folder = Path(self._folder.name)
         with open(folder / OUTPUT, "wb") as output:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "verified_book.ahead", str(root), str(folder / RESULTS)],
+                [sys.executable, "-m", "verified_book.engine.ahead", str(root), str(folder / RESULTS)],
                 cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
             )
 
@@ -161,11 +161,11 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     """In the helper: open the book at `root`, compute each claim its `ahead` names on every CPU
     backend the claim runs on, and run each snippet it names."""
     from verified_book import backends as backends_mod
-    from verified_book import offline
-    from verified_book.check import BROKEN, backends_for, evaluate
-    from verified_book.config import open_book, read_config
-    from verified_book.registry import REGISTRY
-    from verified_book.snippet_run import run_in_process_or_as_script
+    from verified_book.authoring.registry import REGISTRY
+    from verified_book.engine import offline
+    from verified_book.engine.check import BROKEN, backends_for, evaluate
+    from verified_book.engine.config import open_book, read_config
+    from verified_book.engine.snippet_run import run_in_process_or_as_script
 
     book = read_config(root)
     if book.offline:
@@ -201,7 +201,7 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m verified_book.ahead ROOT OUT`: do the book's `ahead` work, write what came of it to OUT."""
+    """`python -m verified_book.engine.ahead ROOT OUT`: do the book's `ahead` work, write what came of it to OUT."""
     root, out = Path(argv[0]), Path(argv[1])
     try:
         shipped = compute(root)

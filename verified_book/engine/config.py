@@ -19,7 +19,7 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results
     offline = true                      # optional: refuse network access while claims compute
     ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
-                                        # (ids or fnmatch patterns; see verified_book.ahead)
+                                        # (ids or fnmatch patterns; see verified_book.engine.ahead)
     elsewhere = ["author_test_box"]     # optional: machines a measured figure may be printed for that no
                                         # hardware profile describes; compared nowhere, shown as reference
     backends = ["numpy"]                # optional: the libraries (or backends, "torch:cpu") the book computes on;
@@ -165,7 +165,8 @@ def snapshot() -> Callable[[], None]:
     A run inside a run (pytester, a sample book) opens its own book; on its way out it
     gives the outer run its book back, data folder, root and profiles alike.
     """
-    from verified_book import inputs, machine, registry, snippet_figures
+    from verified_book.authoring import inputs, registry
+    from verified_book.engine import machine, snippet_figures
 
     saved = (inputs.DATA_DIR, inputs.SHOWN_AS, registry.ROOT, machine.HARDWARE_DIR, list(sys.path), snippet_figures.book())
 
@@ -187,7 +188,8 @@ def open_book(config: BookConfig) -> list[Problem]:
     messages) and `snippet_figures` at its pages and snippets, puts the root on `sys.path`
     so its content imports, and loads its topics.
     """
-    from verified_book import inputs, machine, registry, snippet_figures
+    from verified_book.authoring import inputs, registry
+    from verified_book.engine import machine, snippet_figures
 
     inputs.use_data_dir(config.data, config.shown(config.data))
     machine.use_hardware_dir(config.hardware)

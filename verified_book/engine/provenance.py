@@ -21,9 +21,9 @@ import weakref
 from pathlib import Path
 from typing import Any, Iterator
 
-from verified_book import inputs
-from verified_book.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
-from verified_book.registry import Claim
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim
+from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
 #: takes its entries with it, so no later object can be handed a dead one's fingerprint
@@ -182,7 +182,7 @@ def input_entry(item: inputs.Read) -> InputEntry:
     """One input as a record keeps it: a data file's enough to look it up again and compare; a
     machine's setting (an environment variable, a library's mode) as it was during the run; a
     snippet's printed figure with a hash of the snippet's source, to tell when it changed."""
-    from verified_book.results import to_json
+    from verified_book.records.results import to_json
 
     if isinstance(item, inputs.Setting):
         return SettingInput(setting=item.name, value=to_json(item.value), where=item.where)
@@ -195,8 +195,8 @@ def input_entry(item: inputs.Read) -> InputEntry:
 
 def changed_snippet(entry: SnippetInput) -> str | None:
     """How a snippet a record read its figure from differs from the book's now, or None."""
-    from verified_book import registry
-    from verified_book.snippet_figures import source_hash
+    from verified_book.authoring import registry
+    from verified_book.engine.snippet_figures import source_hash
 
     path = registry.ROOT / entry.snippet
     if not path.is_file():
@@ -208,7 +208,7 @@ def changed_snippet(entry: SnippetInput) -> str | None:
 
 def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
     """Each recorded input whose value the data no longer holds, as 'file:line key = old; now new'."""
-    from verified_book.results import to_json
+    from verified_book.records.results import to_json
 
     out = []
     for entry in entries or []:

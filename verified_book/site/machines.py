@@ -2,7 +2,7 @@
 
 Plain functions from results files (untrusted: every string is escaped) and the book's
 bindings to Markdown with placeholder tokens and the HTML they stand for, like
-`verified_book.render` does for a chapter.
+`verified_book.site.render` does for a chapter.
 """
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping
 
-from verified_book.bindings import Book
-from verified_book.render import (
+from verified_book.book.bindings import Book
+from verified_book.records.results import ResultsFile
+from verified_book.site.render import (
     LABELS,
     NOT_REPORTED,
     UNVERIFIED,
@@ -28,7 +29,6 @@ from verified_book.render import (
     show_value,
     source_link,
 )
-from verified_book.results import ResultsFile
 from verified_book.vocabulary import CONTENDED, Status
 
 COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
@@ -95,7 +95,7 @@ def figure_counts(results: ResultsFile, book: Book) -> dict[str, int]:
     """How many of the book's printed figures a machine shows in each status: each bound figure once,
     as its panel shows that machine's records (skipped where every backend there skipped it, not yet
     verified where the machine has no record), so a machine's counts add up to the book's figures."""
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     counts = {s: 0 for s in (*COUNTED, UNVERIFIED)}
     for binding in book.bindings():

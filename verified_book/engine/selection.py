@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from verified_book import inputs
-from verified_book.bindings import Binding
-from verified_book.provenance import outdated_reason
-from verified_book.record import ClaimMeta, DataInput, Record
-from verified_book.registry import Claim, Registry
-from verified_book.results import ResultsFile
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim, Registry
+from verified_book.book.bindings import Binding
+from verified_book.engine.provenance import outdated_reason
+from verified_book.records.record import ClaimMeta, DataInput, Record
+from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
@@ -226,7 +226,7 @@ def narrow(items: list[Any], *, changed: bool, readings: list[str], results_path
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
     (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""
-    from verified_book.results import ResultsError, read
+    from verified_book.records.results import ResultsError, read
 
     try:
         results: ResultsFile | None = read(results_path) if results_path.is_file() else None

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from verified_book import inputs
-from verified_book.bindings import Binding, read_page
-from verified_book.check import Outcome, judge
-from verified_book.config import BookConfig, open_book
-from verified_book.provenance import code_fingerprint, commit_of
-from verified_book.registry import REGISTRY, Claim, Kind
-from verified_book.results import ResultsFile, merge_into, now, to_json
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY, Claim, Kind
+from verified_book.book.bindings import Binding, read_page
+from verified_book.engine.check import Outcome, judge
+from verified_book.engine.config import BookConfig, open_book
+from verified_book.engine.provenance import code_fingerprint, commit_of
+from verified_book.records.results import ResultsFile, merge_into, now, to_json
 from verified_book.vocabulary import Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
@@ -158,7 +158,7 @@ class Engine:
     """One warm verification of a book: the session, every computed value, and what each came from."""
 
     def __init__(self, book: BookConfig, *, measured: bool = False, machine_info: Any = None) -> None:
-        from verified_book.session import Session
+        from verified_book.engine.session import Session
 
         self.book = book
         self.session = Session(book, machine_info=machine_info)

@@ -22,9 +22,9 @@ from typing import Any, Callable, Container, Mapping
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from verified_book import conditions, identity, record
 from verified_book.errors import BookError
-from verified_book.record import (
+from verified_book.records import conditions, identity, record
+from verified_book.records.record import (
     BACKEND_NAMES,
     BOOK_PATH_PATTERN,
     EXACT_PATTERN,
@@ -52,7 +52,7 @@ __all__ = ["BACKEND_NAMES", "BOOK_PATH_PATTERN", "EXACT_PATTERN", "MARKER_PATTER
            "OUTPUT_NAME_PATTERN", "SCHEMA_VERSION", "SLUG_PATTERN"]
 
 # Limits on a results file, which may come from anyone, checked before it is parsed: past them a file
-# is refused, not rendered. The limits on each field are the models' (verified_book.record).
+# is refused, not rendered. The limits on each field are the models' (verified_book.records.record).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_STRING_CHARS_BY_KEY = {"message": record.MAX_MESSAGE_CHARS, "text": record.MAX_TEXT_CHARS}
@@ -126,7 +126,7 @@ def _typed(model: Any, value: Any, where: str) -> Any:
 @dataclass
 class ResultsFile:
     """One machine's results, as read from or written to `results/<slug>.json`: typed parts
-    (verified_book.record), the measurements of the run header folded into their records."""
+    (verified_book.records.record), the measurements of the run header folded into their records."""
 
     slug: str
     machine: Machine = field(default_factory=Machine)
@@ -304,7 +304,7 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 2 to 3: the machine gets an identity (verified_book.identity). A file written before
+    """Schema 2 to 3: the machine gets an identity (verified_book.records.identity). A file written before
     machines had one is given an id made from its slug and hardware, the same every time, so its
     history stays its own; a run of another machine of that name is refused, not merged into it."""
     machine = dict(data.get("machine") or {})
@@ -330,7 +330,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_t
 
 
 def hardware(results: "ResultsFile") -> dict[str, Any]:
-    """The hardware a file's machine fingerprint names (verified_book.identity.HARDWARE); empty where it names none."""
+    """The hardware a file's machine fingerprint names (verified_book.records.identity.HARDWARE); empty where it names none."""
     return identity.hardware_of(results.machine.fingerprint)
 
 
@@ -444,7 +444,7 @@ def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[
 
     A results file may come from a pull request, so nothing in it is taken on trust: first what
     every part must pass before it is looked at as a results file (bounded sizes and depth, string
-    keys, finite numbers), then the models' types and limits (verified_book.record: the shape,
+    keys, finite numbers), then the models' types and limits (verified_book.records.record: the shape,
     every type, plausible numbers, ISO dates, safe names and paths), and, given `known_claims`,
     claim ids this book declares.
     """

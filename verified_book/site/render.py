@@ -1,6 +1,6 @@
 """Bindings + results → HTML: what a reader sees at each printed figure.
 
-A page's Markdown goes in with its bindings (from `verified_book.bindings`) and every
+A page's Markdown goes in with its bindings (from `verified_book.book.bindings`) and every
 machine's results file; out come Markdown in which each binding is a placeholder
 token, and the HTML each token stands for. The site generator converts the Markdown
 and `fill` puts the HTML back, so no `claim:` link ever reaches the generator.
@@ -22,16 +22,17 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from verified_book import inputs, snippet_display
-from verified_book.bindings import BINDING, Binding, Page
-from verified_book.check import COMPUTED, Outcome, evidence, judge
-from verified_book.conditions import contended
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim
+from verified_book.book import snippet_display
+from verified_book.book.bindings import BINDING, Binding, Page
+from verified_book.engine.check import COMPUTED, Outcome, evidence, judge
+from verified_book.engine.machine import Machine
+from verified_book.engine.provenance import outdated_reason
 from verified_book.errors import Problem
-from verified_book.machine import Machine
-from verified_book.provenance import outdated_reason
-from verified_book.record import ClaimMeta, DataInput, Exact, FigureVerdict, Record
-from verified_book.registry import Claim
-from verified_book.results import ResultsFile
+from verified_book.records.conditions import contended
+from verified_book.records.record import ClaimMeta, DataInput, Exact, FigureVerdict, Record
+from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import (
     BROKEN_BINDING,
     CONTENDED,
@@ -59,7 +60,7 @@ _INCLUDE = re.compile(r"""--8<--\s*["']?(?P<path>[^"'\s]+\.py)\b""")
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 MAX_TEXT = 400
 
-#: how a snippet's output was produced, as the caption says it (verified_book.snippet_run)
+#: how a snippet's output was produced, as the caption says it (verified_book.engine.snippet_run)
 RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
 
 
@@ -163,7 +164,7 @@ def status_now(results: ResultsFile, claim_id: str, record: Record) -> str:
     status = record.status
     if status == Status.SKIPPED:
         return str(status)
-    from verified_book.registry import REGISTRY
+    from verified_book.authoring.registry import REGISTRY
 
     why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
     if why:
@@ -628,7 +629,7 @@ def render_markdown(markdown: str, page: Page, context: Context, line_offset: in
 
 def _shown_include(raw: str, include: re.Match[str], context: Context) -> list[str]:
     """A snippet included in a code block, as the reader sees it: a percent-format script without its
-    cell markers (verified_book.snippet_display); any other file is left to the include itself."""
+    cell markers (verified_book.book.snippet_display); any other file is left to the include itself."""
     source = context.include(include.group("path"))
     if source is None or not snippet_display.is_percent_script(source):
         return [raw]

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.errors import BookError, Problem
-from verified_book.figures import FigureSyntaxError, Printed, parse
 
 BINDING = re.compile(
     r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)"
@@ -392,7 +392,7 @@ def binding_hint(text: str) -> str:
     return f'[{text}](claim:... "{value if value is not None else "its value"}")'
 
 
-#: the first line of every file `verified-book pages` writes into the pages folder (verified_book.site_book):
+#: the first line of every file `verified-book pages` writes into the pages folder (verified_book.site.build):
 #: a generated page, not one of the book's own
 GENERATED = "verified-book pages wrote this file; it is regenerated, not edited"
 

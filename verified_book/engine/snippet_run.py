@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from verified_book.record import How
+from verified_book.records.record import How
 
 #: what every snippet run gets in its environment, wherever it runs
 SNIPPET_ENV = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -80,7 +80,7 @@ _SHARED: dict[Path, SnippetRun] = {}
 def shared_run(path: Path) -> SnippetRun:
     """The default run's run of a snippet, made once per process (`run_in_process_or_as_script`):
     the snippet's own check and every measured claim that reads a figure it prints
-    (`verified_book.snippet_figures`) take the same run, so the machine is timed once."""
+    (`verified_book.engine.snippet_figures`) take the same run, so the machine is timed once."""
     key = path.resolve()
     if key not in _SHARED:
         _SHARED[key] = run_in_process_or_as_script(path)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from verified_book import inputs
+from verified_book.authoring import inputs
 
 HARDWARE_DIR = "hardware"  # the profiles' folder inside the book's data folder (`hardware` in book.toml)
 
@@ -274,7 +274,7 @@ class Machine:
     info: Mapping[str, Any]
     slug: str
     markers: tuple[str, ...]
-    id: str = ""  # this machine's identity (verified_book.identity): two machines never share a results file
+    id: str = ""  # this machine's identity (verified_book.records.identity): two machines never share a results file
 
     def describe(self) -> str:
         """How the machine reads in a skip reason: what hardware was found."""

@@ -7,7 +7,7 @@ A `Session` knows nothing of pytest. The pytest plugin opens one when its sessio
 Nothing here loads an array library before a claim needs it: `Backends` detects a library the first
 time one of its backends is asked for, so a run whose selected claims are all arithmetic imports no
 torch, mlx or jax, and the machine's fingerprint reads torch's device only where torch can reach one
-(see `verified_book.machine.fingerprint`).
+(see `verified_book.engine.machine.fingerprint`).
 """
 from __future__ import annotations
 
@@ -17,22 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from verified_book import ahead as ahead_mod
 from verified_book import backends as backends_mod
-from verified_book import environment
-from verified_book import identity as identity_mod
-from verified_book import inputs as inputs_mod
-from verified_book import machine as machine_mod
-from verified_book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
-from verified_book.check import Verifier
-from verified_book.config import FILE_NAME, BookConfig, open_book
+from verified_book.authoring import inputs as inputs_mod
+from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
+from verified_book.book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
+from verified_book.book.snippet_output import BookOutputs
+from verified_book.engine import ahead as ahead_mod
+from verified_book.engine import environment
+from verified_book.engine import machine as machine_mod
+from verified_book.engine.check import Verifier
+from verified_book.engine.config import FILE_NAME, BookConfig, open_book
+from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.snippet_figures import book_outputs
 from verified_book.errors import BookError, Problem
-from verified_book.provenance import outdated_reason
-from verified_book.record import SnippetOutput
-from verified_book.registry import REGISTRY, Claim, Kind, is_measured
-from verified_book.results import ResultsFile
-from verified_book.snippet_figures import book_outputs
-from verified_book.snippet_output import BookOutputs
+from verified_book.records import identity as identity_mod
+from verified_book.records.record import SnippetOutput
+from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
 from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Status, worst
 

@@ -63,9 +63,9 @@ def heavy(load: float | None, cores: int | None) -> bool:
 
 
 def contended(entry: Any) -> str | None:
-    """Why a record's `conditions` (verified_book.record.Conditions, or its JSON) makes its measurement
+    """Why a record's `conditions` (verified_book.records.record.Conditions, or its JSON) makes its measurement
     contended, in words; None when quiet or not conditions at all."""
-    from verified_book.record import Conditions as Entry
+    from verified_book.records.record import Conditions as Entry
 
     if isinstance(entry, Mapping):
         entry = entry_of(entry)
@@ -81,10 +81,10 @@ def contended(entry: Any) -> str | None:
 
 
 def entry_of(value: Any) -> Any:
-    """A `conditions` entry as the results schema's model (verified_book.record.Conditions), or None if it is not one."""
+    """A `conditions` entry as the results schema's model (verified_book.records.record.Conditions), or None if it is not one."""
     from pydantic import ValidationError
 
-    from verified_book.record import Conditions as Entry
+    from verified_book.records.record import Conditions as Entry
 
     try:
         return Entry.model_validate(value)

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from verified_book.bindings import BINDING, Binding, Book
-from verified_book.figures import FigureSyntaxError, parse
+from verified_book.book.bindings import BINDING, Binding, Book
+from verified_book.book.figures import FigureSyntaxError, parse
 from verified_book.vocabulary import Status, worst
 
 if TYPE_CHECKING:
-    from verified_book.check import Verifier
+    from verified_book.engine.check import Verifier
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
     (its value read as the book reads it, against every backend's): None where this run gives
     no single value (a backend failed, backends disagree, the figure is disputed or holds) or where the
     new text, read as the book reads it, would not hold on every backend."""
-    from verified_book.check import judge
+    from verified_book.engine.check import judge
 
     claim = verifier.registry.get(binding.claim_id)
     if claim is None or binding.printed is None or binding.disputed:
@@ -123,7 +123,7 @@ def rewrite_stale(verifier: "Verifier", root: Path) -> list[Rewrite]:
 def rejudge(verifier: "Verifier", book: Book, changed: list[Rewrite]) -> list[str]:
     """Take the book as the rewrite left it and judge each rewritten figure again against the values
     this run computed (nothing is computed twice); the messages of any that still do not hold."""
-    from verified_book.check import judge
+    from verified_book.engine.check import judge
 
     verifier.book, verifier.bindings = book, book.by_claim()
     places = {(r.file, r.line) for r in changed}

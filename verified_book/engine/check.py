@@ -12,27 +12,28 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from verified_book import environment, inputs
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
-from verified_book.bindings import Binding, Book
-from verified_book.figures import as_number
-from verified_book.machine import Machine
-from verified_book.outcome import Outcome
-from verified_book.provenance import code_fingerprint, input_entry
-from verified_book.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
-from verified_book.record import Machine as MachineRecord
-from verified_book.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
-from verified_book.results import ResultsFile, now, to_json
+from verified_book.book.bindings import Binding, Book
+from verified_book.book.figures import as_number
+from verified_book.engine import environment
+from verified_book.engine.machine import Machine
+from verified_book.engine.outcome import Outcome
+from verified_book.engine.provenance import code_fingerprint, input_entry
+from verified_book.records.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
+from verified_book.records.record import Machine as MachineRecord
+from verified_book.records.results import ResultsFile, now, to_json
 from verified_book.vocabulary import TRANSCRIBED, OutcomeStatus, Status, worst
 
 if TYPE_CHECKING:
-    from verified_book.conditions import RunLock
+    from verified_book.records.conditions import RunLock
 
 COMPUTED, SKIPPED, FAILED, BROKEN = (OutcomeStatus.COMPUTED, OutcomeStatus.SKIPPED, OutcomeStatus.FAILED,
                                      OutcomeStatus.BROKEN)
 
 #: an earlier answer for a (claim, backend), where one is at hand (a helper process that computed it
-#: while the run started, verified_book.ahead); None to compute it here
+#: while the run started, verified_book.engine.ahead); None to compute it here
 Prior = Callable[[Claim, Backend], "Outcome | None"]
 
 

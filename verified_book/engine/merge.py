@@ -6,7 +6,7 @@ Every file is checked before any is merged, and one bad file stops the merge: no
 is written, and each problem is printed as `FILE: what is wrong`. A file must
 
 - parse as JSON, with no NaN or Infinity, within the results store's size limits;
-- have the results schema (verified_book.results.validate): a safe machine slug equal to the
+- have the results schema (verified_book.records.results.validate): a safe machine slug equal to the
   file's name, known backends and statuses, finite numbers, ISO dates, safe paths;
 - name only claims this book declares, each with the kind the book gives it;
 - hold plausible values for the measured claims, where the book names a check for them
@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from verified_book.config import BookConfig, ConfigError, find_root, open_book, read_config
-from verified_book.record import Record
-from verified_book.registry import REGISTRY
-from verified_book.results import ResultsError, ResultsFile, merge_into, read, same_machine
+from verified_book.authoring.registry import REGISTRY
+from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
+from verified_book.records.record import Record
+from verified_book.records.results import ResultsError, ResultsFile, merge_into, read, same_machine
 from verified_book.vocabulary import Status
 
 Plausible = Callable[[str, object], "str | None"]

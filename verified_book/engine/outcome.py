@@ -1,16 +1,17 @@
 """What asking one claim for its value on one backend gave: the value, or why there is none.
 
-Its own module so that what computes outcomes (verified_book.check) and what brings them from a
-helper process (verified_book.ahead) both use it without importing each other.
+Its own module so that what computes outcomes (verified_book.engine.check) and what brings them from a
+helper process (verified_book.engine.ahead) both use it without importing each other.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from verified_book import environment, inputs
+from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim
 from verified_book.backends import NO_BACKEND
-from verified_book.registry import Claim
+from verified_book.engine import environment
 from verified_book.vocabulary import OutcomeStatus
 
 

@@ -19,10 +19,10 @@ After a snippet runs, its stdout is compared with each block that names it, line
 line. On every line the text around the numbers must be the book's (whitespace runs
 count as one space) and the numbers must stand in the same places. On a line that does
 not vary, every number must also hold at the book's printed precision (`16.6` holds for
-a printed 16.63; `524,288` only for 524,288), read as `verified_book.figures` reads a
+a printed 16.63; `524,288` only for 524,288), read as `verified_book.book.figures` reads a
 figure. On a varying line only that shape is checked; its values are the measured
 claims' business (such a claim may read its value from the run: `printed_figure`, used by
-`verified_book.snippet_figures`). The declaration is itself checked: a line with a figure bound to a
+`verified_book.engine.snippet_figures`). The declaration is itself checked: a line with a figure bound to a
 measured claim, or a library version, must be declared varying, and a declared line
 must hold something that can vary (a figure of a measured claim, or a number no claim
 binds), so a declaration cannot hide a line that should hold.
@@ -33,15 +33,12 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
-from verified_book.bindings import _FENCE, BINDING
+from verified_book.book.bindings import _FENCE, BINDING
+from verified_book.book.figures import FigureSyntaxError, parse
 from verified_book.errors import BookError
-from verified_book.figures import FigureSyntaxError, parse
 from verified_book.vocabulary import Status
-
-if TYPE_CHECKING:
-    from verified_book.record import OutputCheck
 
 #: the statuses of one output block's comparison, as recorded under `outputs[<snippet>]["checked"]`
 #: what an output block can come to: a subset of the one vocabulary
@@ -118,12 +115,6 @@ class Check:
     line: int
     status: str
     message: str = ""
-
-    def entry(self) -> OutputCheck:
-        """The check as the results file keeps it (verified_book.record.OutputCheck)."""
-        from verified_book.record import OutputCheck
-
-        return OutputCheck(file=self.file, line=self.line, status=self.status, message=self.message)
 
 
 def numbers_in(text: str) -> list[tuple[int, int, str]]:

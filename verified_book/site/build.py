@@ -1,8 +1,8 @@
 """What every site generator's build of a book does, whichever runs it: one page's step, the results it
 reads, and the generated pages written ahead of a build for a generator that runs no plugin.
 
-The MkDocs plugin (`verified_book.mkdocs_plugin`) and the Markdown extension
-(`verified_book.markdown_ext`, which renders the marks under Zensical) both call `render_page` on each
+The MkDocs plugin (`verified_book.integration.mkdocs_plugin`) and the Markdown extension
+(`verified_book.integration.markdown_ext`, which renders the marks under Zensical) both call `render_page` on each
 page's Markdown and `read_results` for the machines' files, so a figure is marked the same under either.
 `verified-book pages` drives the MkDocs plugin to the Machines, Plots and legend pages and writes them,
 with the marks' stylesheet and script, into the book's pages folder (`write_pages`): a generator that
@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from verified_book import provenance, render
-from verified_book.bindings import GENERATED, Page, read_page
-from verified_book.bindings import generated as marked
-from verified_book.config import BookConfig
+from verified_book.book.bindings import GENERATED, Page, read_page
+from verified_book.book.bindings import generated as marked
+from verified_book.engine import provenance
+from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
-from verified_book.results import SLUG_PATTERN, ResultsFile, read_all
+from verified_book.records.results import SLUG_PATTERN, ResultsFile, read_all
+from verified_book.site import render
 
 #: where `verified-book pages` keeps the generated pages' blocks and what they were written from,
 #: relative to the book's root (outside the pages folder, so no generator publishes it)
@@ -116,7 +117,7 @@ def _read_local(book: BookConfig, local: Path, out: Results, problem: Callable[[
                 info: Callable[[str], None], results_problem: Callable[[str], None]) -> None:
     """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
     machines; where this machine also has a committed file, the local one, newer, is shown."""
-    from verified_book import site_machines
+    from verified_book.site import machines as site_machines
 
     shown = book.shown(local)
     for stem, results in read_all(local, results_problem).items():
@@ -169,7 +170,7 @@ def digest(text: str) -> str:
 
 
 #: the marks' stylesheet and script, shipped inside the engine: by their path in the site
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"  # package data at the engine's root
 ASSET_PATHS = ("assets/stylesheets/claims.css", "assets/javascripts/claims.js")
 
 

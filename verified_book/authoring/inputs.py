@@ -1,0 +1,340 @@
+"""Stated inputs (model configs, vendor figures) read with their provenance.
+
+Every read is recorded against the claim being computed, so a stale figure's message
+can name the inputs it came from, and a perturbed input can be traced to the claims
+that depend on it. Files live in the book's data folder (`data` in `book.toml`); vendor
+figures are TOML tables with a `value`, a `unit` and the `source` they were taken from.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import difflib
+import functools
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from verified_book.errors import BookError, Problem
+
+DATA_DIR = Path("data")
+SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
+
+
+def use_data_dir(path: Path, shown_as: str) -> None:
+    """Read inputs from `path` from now on (the book's `data` folder); forget what was cached."""
+    global DATA_DIR, SHOWN_AS
+    DATA_DIR, SHOWN_AS = Path(path), shown_as
+    _cache.clear()
+GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
+
+
+class InputError(BookError):
+    """A data file is missing, malformed, or lacks the key a claim asked for."""
+
+
+class MissingKey(InputError, KeyError):
+    """A key a claim asked a data file for is not in it; a KeyError too, for code that asks whether it is."""
+
+    def __str__(self) -> str:  # KeyError's own would print the message in quotes
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One value read from a data file: where it is and what it said."""
+
+    file: str
+    key: str
+    value: Any
+    line: int
+    source: str | None = None
+    measured_on: str | None = None  # the machine whose measurement this value is, where it is one
+    whole: str | None = None  # the library that reads the whole file this key is part of (`model_config_all`)
+
+    def __str__(self) -> str:
+        cited = f" ({self.source})" if self.source else ""
+        return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+
+    @property
+    def place(self) -> str:
+        """Where the value is written: the data file and line, as messages and panels name it."""
+        return f"{SHOWN_AS}/{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the machine a claim's answer depends on (an environment variable, a library's
+    mode, the device's architecture), recorded beside the data it read so a result says what governed it."""
+
+    name: str
+    value: Any
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.name} = {self.value!r}"
+
+
+def setting(name: str, value: Any, where: str) -> Any:
+    """Record a setting the current claim's answer depends on; returns the value."""
+    _record(Setting(name, value, where))
+    return value
+
+
+@dataclass(frozen=True)
+class SnippetFigure:
+    """A figure a book snippet printed in this run, read where the book's output block shows it
+    (`verified_book.engine.snippet_figures`): the snippet, a hash of its source, the book's line, the text read."""
+
+    snippet: str  # relative to the book's root
+    sha256: str
+    where: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.value} as {self.snippet} printed it"
+
+
+#: what a claim's computation reads and its record keeps: data, the machine's settings, a snippet's print
+Read = Input | Setting | SnippetFigure
+
+
+def snippet_figure_read(item: SnippetFigure) -> None:
+    """Record a figure read from a snippet's run as an input of the current claim."""
+    _record(item)
+
+
+_reads: contextvars.ContextVar[list[Read] | None] = contextvars.ContextVar("reads", default=None)
+_overrides: dict[tuple[str, str], Any] = {}
+_cache: dict[str, tuple[str, Any]] = {}
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Read]]:
+    """Collect every input read inside the block, in order, without duplicates."""
+    reads: list[Read] = []
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+@contextlib.contextmanager
+def overridden(file: str, key: str, value: Any) -> Iterator[None]:
+    """Replace one input for the duration of the block (mutation tests use this)."""
+    _overrides[(file, key)] = value
+    try:
+        yield
+    finally:
+        del _overrides[(file, key)]
+
+
+def _record(item: Read) -> None:
+    reads = _reads.get()
+    if reads is not None and item not in reads:
+        reads.append(item)
+
+
+def _load(file: str) -> tuple[str, Any]:
+    if file not in _cache:
+        path = DATA_DIR / file
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{SHOWN_AS}/{file}: no such data file") from None
+        try:
+            parsed = tomllib.loads(text) if file.endswith(".toml") else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"{SHOWN_AS}/{file}: does not parse: {e}") from None
+        _cache[file] = (text, parsed)
+    return _cache[file]
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_of(text: str, key: str) -> int:
+    leaf = re.escape(key.split(".")[-1])
+    table = re.escape(key.split(".")[0])
+    patterns = (rf"^\s*\[{re.escape(key)}\]", rf'^\s*"?{leaf}"?\s*[=:]', rf"^\s*\[{table}\]")
+    lines = text.splitlines()
+    for pattern in patterns:
+        for number, line in enumerate(lines, 1):
+            if re.search(pattern, line):
+                return _value_line(lines, number) if line.lstrip().startswith("[") else number
+    return 1
+
+
+def _value_line(lines: list[str], header: int) -> int:
+    """The line of a TOML table's `value`, from its header's line: where an author edits the figure."""
+    for number in range(header + 1, len(lines) + 1):
+        line = lines[number - 1].lstrip()
+        if line.startswith("["):
+            break
+        if re.match(r"value\s*=", line):
+            return number
+    return header
+
+
+def data_files() -> list[str]:
+    """Every data file a claim can read, relative to the data folder."""
+    return sorted(
+        str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json")
+    )
+
+
+def table(file: str) -> dict[str, Any]:
+    """The parsed contents of a data file, unrecorded (for listings and profiles)."""
+    return _load(file)[1]
+
+
+def vendor(file: str, key: str) -> Any:
+    """A stated figure from a TOML data file, recorded as an input of the current claim.
+
+    `key` names a table that holds `value` (and `unit`, `source`), dotted for nesting:
+    `vendor("hardware/dgx_spark.toml", "memory_bandwidth")`.
+    """
+    text, node = _stated(file, key)
+    value = _overrides.get((file, key), node["value"])
+    _record(Input(file, key, value, _line_of(text, key), node.get("source"), _measured_on(node)))
+    return value
+
+
+def _measured_on(node: Mapping[str, Any]) -> str | None:
+    measured_on = node.get("measured_on")
+    return str(measured_on) if measured_on else None
+
+
+def measured_on(file: str, key: str) -> str | None:
+    """The machine whose measurement a data entry is (its `measured_on`), or None for a stated value.
+
+    A figure computed from such a value is that machine's evidence, not this one's: it shows as
+    reference. Unrecorded; a file or key that is gone counts as no measurement."""
+    try:
+        return _measured_on(_stated(file, key)[1])
+    except InputError:
+        return None
+
+
+def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:
+    """The file's text and the table a dotted `key` names in it, which must hold a `value`."""
+    text, parsed = _load(file)
+    node: Any = parsed
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r} (found: {', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})")
+        node = node[part]
+    if not isinstance(node, Mapping) or "value" not in node:
+        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+    return text, node
+
+
+def current(file: str, key: str) -> Any:
+    """What the data says now for an input a record names, unrecorded (for provenance checks).
+
+    A key of a JSON config is looked up as it is; a TOML key names a table whose `value` it is.
+    """
+    if file.endswith(".json"):
+        parsed = _load(file)[1]
+        if not isinstance(parsed, Mapping) or key not in parsed:
+            raise InputError(f"{SHOWN_AS}/{file}: no key {key!r}")
+        return parsed[key]
+    return _stated(file, key)[1]["value"]
+
+
+def given(key: str) -> Any:
+    """A value the book states or chooses, from `claims/data/given.toml`, recorded as an input.
+
+    An example's batch, a prompt length, a layout from a standard: `given("intensity.batches")`.
+    A claim of kind `given` returns one of these; an `exact` claim derives from them.
+    """
+    return vendor(GIVEN, key)
+
+
+def exact(value: Any) -> Fraction:
+    """A stated decimal as an exact fraction, so `273 / 16.4` is not a float's guess."""
+    if isinstance(value, Fraction):
+        return value
+    return Fraction(str(value))
+
+
+class _TrackedConfig(dict):
+    """A model's config.json whose every key lookup is recorded as an input."""
+
+    def __init__(self, file: str, text: str, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self._file, self._text = file, text
+
+    def __getitem__(self, key: str) -> Any:
+        if not super().__contains__(key):
+            near = difflib.get_close_matches(str(key), [str(k) for k in self], n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise MissingKey(f"{SHOWN_AS}/{self._file}: no key {key!r} in the model's config{hint}")
+        value = _overrides.get((self._file, key), super().__getitem__(key))
+        _record(Input(self._file, key, value, _line_of(self._text, key)))
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A key that may be absent: read and recorded like `config[key]` where present, else `default`."""
+        return self[key] if super().__contains__(key) else default
+
+
+def model_config(model: str) -> dict[str, Any]:
+    """The shipped `config.json` of a model, with every key read recorded."""
+    file = f"models/{model}/config.json"
+    text, parsed = _load(file)
+    merged = {k: _overrides.get((file, k), v) for k, v in parsed.items()}
+    return _TrackedConfig(file, text, merged)
+
+
+def model_config_all(model: str, reader: str = "transformers") -> dict[str, Any]:
+    """The whole config, every key recorded, for a library that reads every key (`reader`): a record
+    made from it says so where a key changes ("transformers reads all of config.json; rope_theta changed"),
+    since a key no figure depends on still makes the record outdated."""
+    file = f"models/{model}/config.json"
+    text, _ = _load(file)
+    config = model_config(model)
+    for key in config:
+        value = _overrides.get((file, key), dict.__getitem__(config, key))
+        _record(Input(file, key, value, _line_of(text, key), whole=reader))
+    return dict(config)
+
+
+#: numbers stated with a unit in a `source` text: "273 GB/s", "1,792 GB/s", "64 or 128 GB", "24 to 512 GB"
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
+_STATED = r"(?<![\w.])((?:" + _NUMBER + r"\s*(?:,|or|to|and|–|-)\s*)*" + _NUMBER + r")\s*{unit}(?![\w/])"
+
+
+def source_disagreements() -> list[Problem]:
+    """Every entry of the data folder whose `source` text states, in the entry's own unit, a number other
+    than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both numbers."""
+    problems: list[Problem] = []
+    for file in data_files():
+        if not file.endswith(".toml"):
+            continue
+        try:
+            text, parsed = _load(file)
+        except InputError:
+            continue  # the claims that read it report what is wrong with it
+        stack: list[tuple[str, Any]] = [(k, v) for k, v in parsed.items()] if isinstance(parsed, dict) else []
+        while stack:
+            key, node = stack.pop()
+            if not isinstance(node, Mapping):
+                continue
+            stack += [(f"{key}.{k}", v) for k, v in node.items()]
+            value, unit, source = node.get("value"), node.get("unit"), node.get("source")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(unit, str) \
+                    or not unit or not isinstance(source, str):
+                continue
+            stated = [n for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
+                      for n in re.findall(_NUMBER, m.group(1))]
+            numbers = [Fraction(n.replace(",", "")) for n in stated]
+            if numbers and exact(value) not in numbers:
+                problems.append(Problem(f"{SHOWN_AS}/{file}:{_line_of(text, key)}",
+                                        f"{key}: value = {value!r}, but its source says "
+                                        f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
+                                        "correct one of them"))
+    return sorted(problems, key=str)

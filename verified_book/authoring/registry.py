@@ -1,0 +1,320 @@
+"""The claim registry: every checkable statement of the book, under a stable dotted id.
+
+A claim computes; it never stores the answer. The book's printed figures are the
+expected values, and they live in the book, not here.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import itertools
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from verified_book.errors import BookError, Problem
+from verified_book.vocabulary import ID_PATTERN, NO_BACKEND_NAME, Kind  # noqa: F401  (Kind re-exported for topic modules)
+
+
+class NotOnBackend(BookError):
+    """Raised by a claim when a backend cannot compute it (a missing dtype, say).
+
+    The message says what is missing; the test shows as skipped with it.
+    """
+
+
+class InvariantFailed(BookError, AssertionError):
+    """Raised by a claim whose computation contradicts a property it must have."""
+
+
+class RegistryError(BookError):
+    """A claim was declared wrongly: a bad or duplicated id, a bad family."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement, and the function that computes its value."""
+
+    id: str
+    kind: Kind
+    compute: Callable[..., Any]
+    doc: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    backends: tuple[str, ...] | None = None
+    hardware: str | None = None
+    citation: str | None = None  # the source a quoted or given figure is taken from
+    printed_on: str | None = None
+    tolerance: float | None = None
+    quote: str | None = None
+    quote_at: str | None = None
+    measured_here: str | None = None  # the measured claim of the same quantity, where one measures it here
+    defined_in: str = ""  # the file of the function that computes it, relative to the book's root
+    defined_line: int = 0
+
+    @property
+    def defined_at(self) -> str:
+        """Where the claim's code is, `file:line`, for messages and the site's link to it."""
+        return f"{self.defined_in}:{self.defined_line}"
+
+    @property
+    def topic(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def quoted_from(self) -> str:
+        """The source's words a disputed figure contests, with their place, for messages."""
+        if not self.quote:
+            return ""
+        return f"the source says \u201c{self.quote}\u201d ({self.quote_at or 'place not given'})"
+
+    @property
+    def needs_backend(self) -> bool:
+        """Exact, given and quoted claims are arithmetic, computed once on no backend."""
+        return self.kind in (Kind.LIBRARY, Kind.MEASURED)
+
+    def runs_on(self, backend: str) -> bool:
+        if not self.needs_backend:
+            return backend == NO_BACKEND_NAME
+        return self.backends is None or backend in self.backends
+
+    def evaluate(self, backend: Any = None) -> Any:
+        if self.needs_backend:
+            return self.compute(backend, **self.params)
+        return self.compute(**self.params)
+
+
+class Registry:
+    """All claims by id. Topic modules fill it at import time through `claim`."""
+
+    def __init__(self) -> None:
+        self._claims: dict[str, Claim] = {}
+        self.errors: list[Problem] = []
+
+    def add(self, item: Claim) -> None:
+        if not ID_PATTERN.match(item.id):
+            raise RegistryError(Problem(
+                f"{item.defined_at}", f"claim id {item.id!r} is not a dotted "
+                "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')"
+            ))
+        if item.id in self._claims:
+            first = self._claims[item.id]
+            raise RegistryError(Problem(
+                f"{item.defined_at}", f"claim id {item.id!r} is declared twice; "
+                f"first at {first.defined_at}"
+            ))
+        self._claims[item.id] = item
+
+    def __getitem__(self, claim_id: str) -> Claim:
+        return self._claims[claim_id]
+
+    def __contains__(self, claim_id: object) -> bool:
+        return claim_id in self._claims
+
+    def __iter__(self) -> Iterator[Claim]:
+        return iter(sorted(self._claims.values(), key=lambda c: c.id))
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def get(self, claim_id: str) -> Claim | None:
+        return self._claims.get(claim_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._claims)
+
+    def clear(self) -> None:
+        """Forget every claim, before the topics are imported again (a live preview reloads them)."""
+        self._claims.clear()
+        self.errors.clear()
+
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator["Registry"]:
+        """Empty the registry for the block and restore it after (for runs inside a run)."""
+        saved, saved_errors = dict(self._claims), list(self.errors)
+        self._claims.clear()
+        self.errors.clear()
+        try:
+            yield self
+        finally:
+            self._claims.clear()
+            self._claims.update(saved)
+            self.errors[:] = saved_errors
+
+    def near(self, claim_id: str, n: int = 3) -> list[str]:
+        """Ids that look like a mistyped one, for error messages."""
+        import difflib
+
+        return difflib.get_close_matches(claim_id, self._claims, n=n, cutoff=0.6)
+
+
+REGISTRY = Registry()
+
+
+ROOT = Path.cwd()
+
+
+def use_root(root: Path) -> None:
+    """Name claims' source files relative to `root` (the book's root) from now on."""
+    global ROOT
+    ROOT = Path(root).resolve()
+
+
+def _relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path
+
+
+def claim(
+    claim_id: str,
+    *,
+    kind: Kind | str,
+    over: Mapping[str, Sequence[Any]] | None = None,
+    backends: Iterable[str] | None = None,
+    hardware: str | None = None,
+    citation: str | None = None,
+    printed_on: str | None = None,
+    tolerance: float | None = None,
+    quote: str | None = None,
+    quote_at: str | None = None,
+    measured_here: str | None = None,
+    registry: Registry = REGISTRY,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a claim, or a family of claims when `over` names parameters.
+
+    `claim_id` may hold `{name}` fields filled from each combination of `over`, so
+    one function gives `formats.finfo.float16.eps`, `formats.finfo.bfloat16.eps`, ...
+    Library and measured claims take the backend as their first argument.
+    `printed_on` is the hardware marker a measured figure was printed for, and
+    `tolerance` the relative margin it is checked with there. `quote` is the exact
+    words of a source that a disputed figure contests and `quote_at` their place,
+    `file:line` in the source texts (`../shared/sources/` beside the repository): the
+    claim computes what that sentence asserts. `measured_here` names the measured claim of
+    the same quantity, for a figure computed from another machine's measurement: its
+    panel shows what each machine measured beside it.
+    """
+    kind = Kind(kind)
+    if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
+        raise RegistryError(f"measured claim {claim_id!r} printed on {printed_on} needs a tolerance")
+    if (quote is None) != (quote_at is None) or (quote_at is not None and not re.fullmatch(r"[^:\s]+:\d+", quote_at)):
+        raise RegistryError(f"claim {claim_id!r}: `quote` needs `quote_at` as 'file:line' in the sources, and the other way round")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        file = _relative(inspect.getsourcefile(fn) or "?")
+        line = inspect.getsourcelines(fn)[1]
+        doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+        names = list(over or {})
+        for combo in itertools.product(*(over or {}).values()):
+            params = dict(zip(names, combo))
+            try:
+                cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
+            except KeyError as e:
+                raise RegistryError(Problem(f"{file}:{line}", f"claim id {claim_id!r} names {e}, not in `over`")) from None
+            item = Claim(
+                id=cid,
+                kind=kind,
+                compute=fn,
+                doc=doc,
+                params=params,
+                backends=tuple(backends) if backends is not None else None,
+                hardware=hardware,
+                citation=citation,
+                printed_on=printed_on,
+                tolerance=tolerance,
+                quote=quote,
+                quote_at=quote_at,
+                measured_here=measured_here,
+                defined_in=file,
+                defined_line=line,
+            )
+            try:
+                registry.add(item)
+            except RegistryError as e:  # one bad or duplicated id is one error; the module's other claims register
+                registry.errors.append(e.problem or Problem(f"{file}:{line}", str(e)))
+        return fn
+
+    return register
+
+
+def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapping[str, Sequence[str]],
+                     elsewhere: Sequence[str] = ()) -> list[Problem]:
+    """Every name a claim declares that nothing defines, one line each with the claim's place.
+
+    `backends` are the engine's backend names, `profiles` each hardware marker with the backends its
+    profile lists, `elsewhere` the machines a measured figure may be printed for that no profile
+    describes (book.toml). A misspelt backend or marker would otherwise leave its claim skipped with no
+    reason, or run nowhere and pass; a claim no backend of any profile could run is an error too."""
+    import difflib
+
+    def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> Problem:
+        near = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
+        return Problem(f"{claim.defined_at}", f"claim {claim.id!r} declares {what} {name!r}, which is not one{hint}")
+
+    errors: list[Problem] = []
+    anywhere = {b for listed in profiles.values() for b in listed}
+    for item in registry:
+        bad = [unknown("backend", b, backends, item) for b in item.backends or () if b not in backends]
+        if item.hardware is not None and profiles and item.hardware not in profiles:
+            bad.append(unknown("hardware profile", item.hardware, profiles, item))
+        if item.printed_on is not None and profiles and item.printed_on not in {*profiles, *elsewhere}:
+            bad.append(unknown("printed_on machine", item.printed_on, {*profiles, *elsewhere}, item))
+        if item.measured_here is not None:
+            other = registry.get(item.measured_here)
+            if other is None or other.kind is not Kind.MEASURED:
+                near = registry.near(item.measured_here)
+                hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+                bad.append(Problem(f"{item.defined_at}", f"claim {item.id!r} declares measured_here "
+                                   f"{item.measured_here!r}, which is not a measured claim{hint}"))
+        errors += bad
+        if bad or not item.needs_backend or item.backends is None or not profiles:
+            continue
+        own = profiles.get(item.hardware) if item.hardware is not None else None
+        where = own if own is not None else anywhere
+        if not set(item.backends) & set(where):
+            place = f"the {item.hardware} profile" if own is not None else "any hardware profile"
+            errors.append(Problem(f"{item.defined_at}", f"claim {item.id!r} runs on "
+                                  f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked"))
+    return errors
+
+
+def is_measured(claim_id: str) -> bool:
+    """Whether a claim's value depends on the machine that computes it."""
+    claim = REGISTRY.get(claim_id)
+    return claim is not None and claim.kind is Kind.MEASURED
+
+
+def _id_part(value: Any) -> str:
+    """The id segment for a family parameter: its `id` attribute, else its text."""
+    text = getattr(value, "id", None) or str(value)
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+
+
+def load_topics(package: str) -> list[Problem]:
+    """Import every topic module once, subpackages' modules included, which fills the registry.
+
+    A module that fails to import does not stop the others: its error comes back as
+    one line naming the module, and the run reports it as a failure.
+    """
+    errors: list[Problem] = []
+    declared = len(REGISTRY.errors)
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError as e:
+        return [Problem("book.toml", f"[book] topics names package {package!r}, which does not import: {e}")]
+    for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{package}.", onerror=lambda name: None):
+        name = info.name
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # any fault in one topic module is reported, not fatal
+            import traceback
+
+            frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
+            where = (e.filename, e.lineno) if isinstance(e, SyntaxError) else (
+                (frames[-1].filename, frames[-1].lineno) if frames else (name, 0))
+            errors.append(Problem(f"{_relative(str(where[0]))}:{where[1]}", f"{name} does not import: {type(e).__name__}: {e}"))
+    return REGISTRY.errors[declared:] + errors

@@ -1,0 +1,432 @@
+"""`verified-book JOB`: the book's jobs as one command, run from anywhere inside a book.
+
+    verified-book verify [PYTEST ARGS]   the book's checks (claims, figures, snippets, probes) on this
+                                         machine, then the site with this machine's records beside the
+                                         committed ones; ends with a one-line verdict
+    verified-book test [PYTEST ARGS]     the whole test suite, the engine's own tests included
+    verified-book site [MKDOCS ARGS]     the site, `mkdocs build --strict`
+    verified-book serve [--port N]       a live preview: one warm process computes the claims once, then a
+                                         saved page is judged again (no claim runs), a saved claim module or
+                                         data file recomputes exactly the claims it changed; one line a change
+    verified-book pages                  the Machines, Plots and legend pages and the marks' stylesheet and
+                                         script, written into the pages folder for a generator that runs no
+                                         MkDocs plugin (Zensical); run again whenever the results change
+    verified-book contribute             this machine's records (the local results folder) checked and
+                                         merged into the committed results/, for a pull request
+    verified-book merge-results FILE...  results files from other machines checked and merged
+    verified-book machine [--adopt FILE] this machine's identity (its results file's name); --adopt takes a
+                                         committed machine's back, where this is that machine
+    verified-book plan MARKER            what a run on the book's machine MARKER (rtx5080, m4_max, ...) would
+                                         check, on which backend, by page; runs nothing, on any machine
+    verified-book fault-table [ARGS]     every fault scenario run now, docs/faults.md written (needs a
+                                         checkout: the scenarios live in the test harness)
+    verified-book init [FOLDER]          a new book in FOLDER (this folder by default), which must be empty:
+                                         book.toml, pytest's and MkDocs' configuration, one page, its claims
+                                         and data; `pytest` then verifies it and `mkdocs build --strict` builds it
+
+Ctrl-C stops a run as it stops pytest: the records judged so far are written, and the
+command exits 130. `run.py` at a book's root sets up a virtual environment and calls this.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+from verified_book.engine.config import BookConfig, ConfigError, find_root, read_config
+from verified_book.engine.environment import broken_by
+from verified_book.vocabulary import Status
+
+INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
+PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
+
+
+def _book() -> BookConfig:
+    root = find_root(Path.cwd())
+    if root is None:
+        raise SystemExit(f"verified-book: no book.toml in {Path.cwd()} or any folder above it; run this inside a book")
+    try:
+        return read_config(root)
+    except ConfigError as e:
+        raise SystemExit(f"verified-book: {e}") from None
+
+
+#: set for the jobs where the reader has not set them: Material's notice about MkDocs 2 is not the reader's business
+QUIET = {"NO_MKDOCS_2_WARNING": "1"}
+
+
+def _quiet_here() -> None:
+    """`QUIET` in this process's environment, where the reader has not set it (for MkDocs run in-process)."""
+    for name, value in QUIET.items():
+        os.environ.setdefault(name, value)
+
+
+def _env() -> dict[str, str]:
+    """This process's environment with `QUIET`, for a job's child process."""
+    return {**QUIET, **os.environ}
+
+
+class _Outcome:
+    """A pytest plugin that keeps what the run found once it ends (pytest's config dies with the run)."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, int] = {}
+        self.bound = 0  # the book's bound figures, of which the run selected `figures`
+        self.written: Path | None = None
+        self.unkept: str | None = None  # why the records are not in the results file, and where they are
+        self.broken: list[str] = []  # what the environment lost during the run, a line each
+        self.slug = ""
+
+    def pytest_claims_idle(self, config: Any) -> None:
+        """While the run waits for its helper, load what the site build will: MkDocs, the theme, the
+        plugins and the Markdown extensions, by reading the book's mkdocs.yml. Whatever goes wrong
+        here is the real build's to report."""
+        _quiet_here()
+        try:
+            from mkdocs.config import load_config
+
+            load_config(str(Path(config.rootpath) / "mkdocs.yml"))
+        except Exception:  # noqa: BLE001 - a broken config fails the build itself, with MkDocs' own message
+            pass
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        from verified_book.integration import pytest_plugin
+
+        if pytest_plugin.STATE not in config.stash:
+            return
+        run = config.stash[pytest_plugin.STATE]
+        self.figures = pytest_plugin.figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
+        self.bound = run.bound_figures
+        written = run.written or (Path(sorted(run.tally.written)[0]) if run.tally.written else None)
+        self.written = None if run.unkept else written
+        self.unkept = run.unkept
+        self.broken = [b.line() for b in run.broken()]
+        self.slug = run.machine.slug
+
+
+def pytest_run(args: list[str], outcome: _Outcome | None = None) -> int:
+    """pytest in this process; its exit code, with an interrupted run's as 130."""
+    import pytest
+
+    code = int(pytest.main(args, plugins=[outcome] if outcome else []))
+    return INTERRUPTED if code == PYTEST_INTERRUPTED else code
+
+
+def site(book: BookConfig, args: list[str]) -> int:
+    """`mkdocs build --strict` at the book's root, in this process: after `verify`'s checks the
+    book's modules are loaded already, and the site needs no backend of its own."""
+    _quiet_here()
+    try:
+        import click
+        from mkdocs.__main__ import cli as mkdocs
+    except ImportError as e:
+        broken = broken_by(e)
+        print(f"verified-book: site not built: {broken.line() if broken else e}", file=sys.stderr)
+        return 1
+
+    try:
+        mkdocs.main(args=["build", "--strict", *args], prog_name="mkdocs", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:  # a failed build (strict warnings, a plugin's error), said as mkdocs says it
+        e.show()
+        return e.exit_code
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - a crash inside the build fails it, as `mkdocs build` would, and verify still says so
+        broken = broken_by(e)
+        if broken is not None:  # the build's own environment broke: one line, not a traceback
+            print(f"verified-book: site not built: {broken.line()}", file=sys.stderr)
+            return 1
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def verify_paths(book: BookConfig) -> list[str]:
+    """What verifies the book: its claims (book.toml), its pages' figures, its snippets; not the engine's tests."""
+    paths = [str(book.root / "book.toml"), str(book.pages)]
+    if not book.snippets.is_relative_to(book.pages):
+        paths.append(str(book.snippets))
+    return paths
+
+
+def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
+    """The last line of `verify`: what held on this machine, and where the site and the records are."""
+    from verified_book.integration.pytest_plugin import figure_line
+
+    machine = f" on {outcome.slug}" if outcome.slug else ""
+    where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
+    where_results = (f"results NOT kept: {outcome.unkept}" if outcome.unkept else
+                     f"results: {book.shown(outcome.written)}" if outcome.written else "no results written")
+    state = Status.VERIFIED.value if tested == 0 else f"NOT all {Status.VERIFIED}"
+    return f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
+
+
+#: what the book's checks never use, kept out of `verify`: pytest's cache, hypothesis's plugin (installed
+#: with the dev tools; it imports all of hypothesis at the end of a run to print its statistics), and
+#: assertion rewriting (the checks raise their own errors; the hook would inspect every module imported)
+VERIFY_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain")
+
+
+def verify(book: BookConfig, args: list[str]) -> int:
+    outcome = _Outcome()
+    tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
+    if tested == INTERRUPTED:
+        print("verified-book: interrupted; the records judged so far are kept"
+              + (f" in {book.shown(outcome.written)}" if outcome.written else ""), file=sys.stderr)
+        return INTERRUPTED
+    built = site(book, [])
+    print(verdict(outcome, tested, built, book), flush=True)
+    for line in outcome.broken:
+        print(f"verified-book: {line}", flush=True)
+    if outcome.broken:
+        print("verified-book: `contribute` takes no run whose environment broke: rerun verify once it is mended")
+    elif book.local_results and outcome.written and outcome.written.is_relative_to(book.local_results):
+        print("verified-book: to contribute these records: verified-book contribute (then a pull request with results/)")
+    return tested or built or (1 if outcome.unkept else 0)
+
+
+def test(book: BookConfig, args: list[str]) -> int:
+    return pytest_run(args)
+
+
+def serve(book: BookConfig, args: list[str]) -> int:
+    """The live preview (verified_book.integration.serve), in this process."""
+    from verified_book.integration import serve as serve_mod
+
+    _quiet_here()
+    return serve_mod.serve(book, args)
+
+
+def contribute(book: BookConfig, args: list[str]) -> int:
+    """Check this clone's own results files and merge them into the committed results folder."""
+    from verified_book.engine import merge
+
+    local = book.local_results
+    if local is None:
+        print(f"verified-book: {book.root / 'book.toml'} names no local_results folder: runs write to "
+              f"{book.shown(book.results)} already", file=sys.stderr)
+        return 2
+    files = sorted(local.glob("*.json")) if local.is_dir() else []
+    if not files:
+        print(f"verified-book: nothing to contribute: {book.shown(local)}/ holds no results file; "
+              "run `verified-book verify` first", file=sys.stderr)
+        return 1
+    code = merge.main([*map(str, files), "--into", str(book.results), *args], book=book)
+    if code == 0 and "--check-only" not in args:
+        print(f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a pull request")
+    return code
+
+
+def machine(book: BookConfig, args: list[str]) -> int:
+    """This machine's identity: its name and id, where it is kept; `--adopt FILE` takes a committed
+    machine's identity as this machine's (it is that machine, and its identity file was lost)."""
+    from verified_book.engine import machine as machine_mod
+    from verified_book.records import identity
+    from verified_book.records.results import ResultsError, hardware, machine_id, machine_words, read
+
+    info = machine_mod.fingerprint()
+    path = identity.default_path()
+    if args[:1] == ["--adopt"] and len(args) == 2:
+        try:
+            committed = read(Path(args[1]))
+        except ResultsError as e:
+            print(f"verified-book machine: {e}", file=sys.stderr)
+            return 2
+        changes = identity.differences(hardware(committed), identity.hardware_of(info))
+        if changes:
+            print(f"verified-book machine: {args[1]} holds {machine_words(committed)}, whose hardware is not this "
+                  f"machine's ({'; '.join(changes)}); it stays that machine's", file=sys.stderr)
+            return 1
+        try:
+            adopted = identity.adopt(path, committed.slug, machine_id(committed), info)
+        except identity.IdentityError as e:
+            print(f"verified-book machine: {e}", file=sys.stderr)
+            return 1
+        print(f"verified-book machine: this machine is {adopted.name} (id {adopted.id}) again, kept in {path}")
+        return 0
+    if args:
+        print("verified-book machine: usage: verified-book machine [--adopt results/NAME.json]", file=sys.stderr)
+        return 2
+    try:
+        kept, notice = identity.this_machine(machine_mod.slug_of(info), info, path)
+    except identity.IdentityError as e:
+        print(f"verified-book machine: {e}", file=sys.stderr)
+        return 1
+    if notice:
+        print(f"verified-book machine: {notice}")
+    print(f"verified-book machine: {kept.name} (id {kept.id}; {identity.describe(kept.hardware)}), kept in {path}")
+    return 0
+
+
+def merge_results(book: BookConfig, args: list[str]) -> int:
+    from verified_book.engine import merge
+
+    return merge.main(args, book=book)
+
+
+def plan(book: BookConfig, args: list[str]) -> int:
+    """`pytest --plan MARKER` at the book's root: the plan from the claims and the profile, no library loaded."""
+    if len(args) != 1 or args[0].startswith("-"):
+        from verified_book.engine.config import open_book
+        from verified_book.engine.machine import profiles
+
+        open_book(book)
+        print(f"verified-book plan: expected one machine's marker, found {' '.join(args) or 'none'}; the book's "
+              f"machines are {', '.join(profiles())}", file=sys.stderr)
+        return 2
+    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]])
+
+
+def fault_table(book: BookConfig, args: list[str]) -> int:
+    """The fault scenarios live in the checkout's test harness (tests/harness), not in the package."""
+    tests = book.root / "tests"
+    if not (tests / "harness" / "fault_table.py").is_file():
+        print(f"verified-book: fault-table runs the test harness of a checkout ({tests}/harness/fault_table.py), "
+              "which this book does not have; run it from a clone of the project", file=sys.stderr)
+        return 2
+    try:
+        return subprocess.run([sys.executable, "-m", "harness.fault_table", *args], cwd=tests, env=_env()).returncode
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+#: the book `init` writes, shipped with the engine (examples/minimal is the same files, kept so by a test)
+TEMPLATE = Path(__file__).resolve().parents[1] / "template"
+
+
+def template_files() -> list[Path]:
+    """The files of the book `init` writes, relative to the template's folder."""
+    return sorted(p.relative_to(TEMPLATE) for p in TEMPLATE.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def pages(book: BookConfig, args: list[str]) -> int:
+    """`verified-book pages`: what the MkDocs plugin generates, written where Zensical reads it."""
+    if args:
+        print(f"verified-book pages: expected no arguments; found {' '.join(args)}", file=sys.stderr)
+        return 2
+    _quiet_here()
+    config_file = book.root / "mkdocs.yml"
+    try:
+        from mkdocs.exceptions import MkDocsException
+
+        from verified_book.integration import mkdocs_plugin
+        from verified_book.site import build as site_book
+    except ImportError as e:
+        print(f"verified-book pages: MkDocs is not installed here ({e}); install the `site` extra", file=sys.stderr)
+        return 1
+    try:
+        written, plugin = mkdocs_plugin.generated_pages(config_file)
+        files = site_book.write_pages(book.root, plugin.docs, written, site_book.engine_assets())
+    except (MkDocsException, FileExistsError) as e:
+        print(f"verified-book pages: {e}", file=sys.stderr)
+        return 1
+    for problem in plugin.problems:
+        print(f"verified-book pages: {problem}", file=sys.stderr)
+    shown = ", ".join(str(f.relative_to(book.root)) for f in files)
+    print(f"verified-book: wrote {shown}, from {len(plugin.results)} results file(s)")
+    return 1 if plugin.problems else 0
+
+
+def init(args: list[str]) -> int:
+    """`verified-book init [FOLDER]`: a new book in an empty folder."""
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        print("verified-book init: expected at most one argument, the folder for the new book; found "
+              + " ".join(args), file=sys.stderr)
+        return 2
+    folder = Path(args[0] if args else ".").resolve()
+    if folder.exists() and not folder.is_dir():
+        print(f"verified-book init: {folder} is a file; name a folder for the new book", file=sys.stderr)
+        return 2
+    # a folder with only hidden entries (.git, a .venv) counts as empty
+    present = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if present:
+        print(f"verified-book init: {folder} is not empty ({', '.join(present[:5])}"
+              f"{', ...' if len(present) > 5 else ''}); a new book starts in an empty folder", file=sys.stderr)
+        return 1
+    files = template_files()
+    clashes = [str(f) for f in files if (folder / f).exists()]
+    if clashes:
+        print(f"verified-book init: {folder} already has {', '.join(clashes)}; a new book starts in an empty folder",
+              file=sys.stderr)
+        return 1
+    for relative in files:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((TEMPLATE / relative).read_bytes())
+    shown = os.path.relpath(folder) if folder.is_relative_to(Path.cwd()) else str(folder)
+    print(f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
+          f"and their data (book_claims/data/); {len(files)} files.\n"
+          f"  cd {shown}\n"
+          "  pytest                  # verify every figure on the backends book.toml declares\n"
+          "  mkdocs build --strict   # the site, each figure marked with what the runs found")
+    return 0
+
+
+JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
+    "verify": verify,
+    "test": test,
+    "site": site,
+    "serve": serve,
+    "pages": pages,
+    "contribute": contribute,
+    "merge-results": merge_results,
+    "machine": machine,
+    "plan": plan,
+    "fault-table": fault_table,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    job, rest = argv[0], argv[1:]
+    if job == "init":
+        return init(rest)
+    if job not in JOBS:
+        print(f"verified-book: unknown job {job!r}; expected one of {', '.join([*JOBS, 'init'])}", file=sys.stderr)
+        return 2
+    book = _book()
+    os.chdir(book.root)
+    try:
+        return JOBS[job](book, rest)
+    except KeyboardInterrupt:
+        print("\nverified-book: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def run() -> NoReturn:
+    """The `verified-book` command: `main`, then an exit that skips the interpreter's teardown.
+
+    By the time a job returns its records are written and closed. What an ordinary exit does
+    next is unload the libraries the claims imported, and torch with transformers takes one to
+    two seconds over it while doing nothing a finished command needs. The exit handlers still
+    run (logging's flush, temporary folders' removal) and the output is flushed; then the
+    process ends.
+    """
+    try:
+        code: int | str | None = main()
+    except SystemExit as e:
+        code = e.code
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()  # what `sys.exit` would run, in the same order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError):  # the reader closed the pipe (`| head`): nothing left to say
+            pass
+    os._exit(code or 0)
+
+
+if __name__ == "__main__":
+    run()

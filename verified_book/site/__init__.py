@@ -1,0 +1,1 @@
+"""What a reader sees: figures with their marks and panels, the machines page, the plots."""
