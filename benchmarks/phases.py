@@ -11,6 +11,7 @@ What lies between the items' own durations is pytest's per-item work. The file i
 when pytest unconfigures; the benchmark adds the moments it launched the command and saw
 it exit.
 """
+
 from __future__ import annotations
 
 import json

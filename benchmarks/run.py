@@ -49,6 +49,7 @@ with it on is shown too).
 Prints the figures and the ratios (suite time over snippets' time; figures verified per
 second of the suite) and writes them to benchmarks/results/<machine-slug>.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,7 +80,9 @@ SUITE_OVER_SNIPPETS_TARGET = 1.5
 TOOL_AGREEMENT_TARGET = 0.15
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 3600) -> tuple[float, int, str]:
+def timed(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 3600
+) -> tuple[float, int, str]:
     """(seconds, exit status, last lines of output) of one command."""
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -99,15 +102,27 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
     exit status and command, with where its seconds went where the run recorded them (see `phases`)."""
     with tempfile.TemporaryDirectory(prefix="phases-") as folder:
         phases_file = Path(folder) / "phases.json"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
-               phases_plugin.OUT_ENV: str(phases_file)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+            phases_plugin.OUT_ENV: str(phases_file),
+        }
         launched = time.time()
-        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         ended = time.time()
         recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
-    out: dict[str, Any] = {"seconds": round(ended - launched, 2), "exit_status": proc.returncode,
-                           "command": " ".join(["python3", "run.py", *args])}
+    out: dict[str, Any] = {
+        "seconds": round(ended - launched, 2),
+        "exit_status": proc.returncode,
+        "command": " ".join(["python3", "run.py", *args]),
+    }
     if recorded:
         out["phases"] = phases(recorded, launched, ended, cores)
     return proc, out
@@ -143,16 +158,27 @@ def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any]
     for n in range(rounds):
         verifies.append(run_verify(cores))
         snippet_runs.append(run_snippets())
-        print(f"    round {n + 1}: verify {verifies[-1]['seconds']:.1f} s, snippets {snippet_runs[-1]['seconds']:.1f} s",
-              flush=True)
+        print(
+            f"    round {n + 1}: verify {verifies[-1]['seconds']:.1f} s, snippets {snippet_runs[-1]['seconds']:.1f} s",
+            flush=True,
+        )
     ratios = [v["seconds"] / s["seconds"] if s["seconds"] > 0 else math.inf for v, s in zip(verifies, snippet_runs)]
     median_round = sorted(range(rounds), key=lambda i: ratios[i])[(rounds - 1) // 2]
-    verify = {**verifies[median_round], "seconds": round(statistics.median(v["seconds"] for v in verifies), 2),
-              "rounds": rounds, "each_round": [{"verify_s": v["seconds"], "snippets_s": s["seconds"], "ratio": round(r, 2)}
-                                               for v, s, r in zip(verifies, snippet_runs, ratios)],
-              "over_snippets": round(ratios[median_round], 2),
-              "exit_status": max((v["exit_status"] for v in verifies), key=abs)}
-    snippets = {**snippet_runs[median_round], "seconds": round(statistics.median(s["seconds"] for s in snippet_runs), 2)}
+    verify = {
+        **verifies[median_round],
+        "seconds": round(statistics.median(v["seconds"] for v in verifies), 2),
+        "rounds": rounds,
+        "each_round": [
+            {"verify_s": v["seconds"], "snippets_s": s["seconds"], "ratio": round(r, 2)}
+            for v, s, r in zip(verifies, snippet_runs, ratios)
+        ],
+        "over_snippets": round(ratios[median_round], 2),
+        "exit_status": max((v["exit_status"] for v in verifies), key=abs),
+    }
+    snippets = {
+        **snippet_runs[median_round],
+        "seconds": round(statistics.median(s["seconds"] for s in snippet_runs), 2),
+    }
     return verify, snippets
 
 
@@ -174,10 +200,13 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
     }
     shared = parts["book_items"] + parts["machinery_items"] + between
     floor = ended - launched - shared + shared / max(cores, 1)
-    return {"seconds": {k: round(v, 2) for k, v in parts.items()},
-            "items": {name: row["items"] for name, row in items.items()},
-            "slowest": {name: row.get("slowest", []) for name, row in items.items()},
-            "cores": cores, "floor_seconds": round(floor, 2)}
+    return {
+        "seconds": {k: round(v, 2) for k, v in parts.items()},
+        "items": {name: row["items"] for name, row in items.items()},
+        "slowest": {name: row.get("slowest", []) for name, row in items.items()},
+        "cores": cores,
+        "floor_seconds": round(floor, 2),
+    }
 
 
 def run_snippets() -> dict[str, Any]:
@@ -216,7 +245,9 @@ def mbw_copy_gbs(size_mib: int, runs: int = 8) -> list[float]:
     """mbw's memcpy rate of each warm run as the probe counts it (read + write, GB/s)."""
     tool = shutil.which("mbw")
     assert tool is not None
-    out = subprocess.run([tool, "-q", "-n", str(runs), "-t0", str(size_mib)], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [tool, "-q", "-n", str(runs), "-t0", str(size_mib)], capture_output=True, text=True, timeout=600
+    )
     rates = [float(m.group(1)) for m in re.finditer(r"^\d+\s+Method: MEMCPY.*Copy:\s*([\d.]+) MiB/s", out.stdout, re.M)]
     if len(rates) < 2:
         raise RuntimeError(f"mbw printed no per-run MEMCPY lines:\n{out.stdout}{out.stderr}")
@@ -245,15 +276,21 @@ def likwid_copy_gbs(kernel: str, size: int, threads: int = 1, iterations: int = 
     read + write counted, in GB/s (its MByte/s are 10^6 bytes)."""
     tool = shutil.which("likwid-bench")
     assert tool is not None
-    out = subprocess.run([tool, "-t", kernel, "-i", str(iterations), "-w", f"S0:{2 * size}B:{threads}"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [tool, "-t", kernel, "-i", str(iterations), "-w", f"S0:{2 * size}B:{threads}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     match = re.search(r"^MByte/s:\s*([\d.]+)", out.stdout, re.M)
     if not match:
         raise RuntimeError(f"likwid-bench printed no MByte/s figure:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
     return float(match.group(1)) / 1000
 
 
-def alternate(rounds: int, tool: Callable[[], list[float]], probe: Callable[[], list[float]]) -> tuple[list[float], list[float]]:
+def alternate(
+    rounds: int, tool: Callable[[], list[float]], probe: Callable[[], list[float]]
+) -> tuple[list[float], list[float]]:
     """(the probe's figures, the tool's figures) over `rounds` rounds, the tool first in each, so
     both see the same moments of a busy machine."""
     ours: list[float] = []
@@ -269,9 +306,12 @@ def judged(ours: list[float], theirs: list[float], tool: str) -> dict[str, Any]:
     probe, other = statistics.median(ours), statistics.median(theirs)
     probe_uq, other_uq = upper_quartile(ours), upper_quartile(theirs)
     return {
-        "probe_gbs": round(probe, 3), f"{tool}_gbs": round(other, 3),
-        "probe_upper_quartile_gbs": round(probe_uq, 3), f"{tool}_upper_quartile_gbs": round(other_uq, 3),
-        "probe_runs": len(ours), f"{tool}_runs": len(theirs),
+        "probe_gbs": round(probe, 3),
+        f"{tool}_gbs": round(other, 3),
+        "probe_upper_quartile_gbs": round(probe_uq, 3),
+        f"{tool}_upper_quartile_gbs": round(other_uq, 3),
+        "probe_runs": len(ours),
+        f"{tool}_runs": len(theirs),
         "difference": round(probe / other - 1, 4),
         "difference_upper_quartile": round(probe_uq / other_uq - 1, 4),
         "within_target": abs(probe_uq / other_uq - 1) <= TOOL_AGREEMENT_TARGET,
@@ -288,8 +328,10 @@ def mbw_parallel_gbs(size_mib: int, processes: int, runs: int = 8) -> float | No
     if tool is None:
         return None
     each = max(1, size_mib // processes)
-    procs = [subprocess.Popen([tool, "-q", "-n", str(runs), "-t0", str(each)], stdout=subprocess.PIPE, text=True)
-             for _ in range(processes)]
+    procs = [
+        subprocess.Popen([tool, "-q", "-n", str(runs), "-t0", str(each)], stdout=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
     total = 0.0
     for proc in procs:
         out, _ = proc.communicate(timeout=600)
@@ -305,9 +347,21 @@ def sysbench_read_gbs(size_mib: int) -> float | None:
     tool = shutil.which("sysbench")
     if tool is None:
         return None
-    out = subprocess.run([tool, "memory", f"--memory-block-size={size_mib}M", f"--memory-total-size={size_mib * 32}M",
-                          "--memory-oper=read", "--memory-access-mode=seq", "--threads=1", "run"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            tool,
+            "memory",
+            f"--memory-block-size={size_mib}M",
+            f"--memory-total-size={size_mib * 32}M",
+            "--memory-oper=read",
+            "--memory-access-mode=seq",
+            "--threads=1",
+            "run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     match = re.search(r"\(([\d.]+) MiB/sec\)", out.stdout)
     if not match:
         raise RuntimeError(f"sysbench printed no MiB/sec figure:\n{out.stdout}{out.stderr}")
@@ -356,8 +410,11 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
     size = bandwidth.cpu_buffer_bytes()
     size_mib = size // MIB
     threads = usable_cpus()
-    result: dict[str, Any] = {"working_set_mib": size_mib, "threads": threads,
-                              "llc": dict(zip(("bytes", "from"), bandwidth.last_level_cache()))}
+    result: dict[str, Any] = {
+        "working_set_mib": size_mib,
+        "threads": threads,
+        "llc": dict(zip(("bytes", "from"), bandwidth.last_level_cache())),
+    }
 
     def probe_runs(n_threads: int = 1) -> list[float]:
         m = bandwidth.measure(numpy_backend, "copy", nbytes=size, threads=n_threads)
@@ -378,13 +435,15 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
         else:
             ours, theirs = alternate(rounds, lambda: [likwid_copy_gbs(kernel, size)], probe_median)
             result["copy_one_thread_likwid"] = {
-                **judged(ours, theirs, "likwid"), "kernel": kernel,
+                **judged(ours, theirs, "likwid"),
+                "kernel": kernel,
                 "how": f"likwid-bench -t {kernel} -w S0:{2 * size}B:1, one figure a round against the probe's "
-                       "median a round; both count bytes read plus bytes written",
+                "median a round; both count bytes read plus bytes written",
             }
             if threads > 1:
-                ours, theirs = alternate(max(2, rounds // 2), lambda: [likwid_copy_gbs(kernel, size, threads)],
-                                         lambda: probe_median(threads))
+                ours, theirs = alternate(
+                    max(2, rounds // 2), lambda: [likwid_copy_gbs(kernel, size, threads)], lambda: probe_median(threads)
+                )
                 result["copy_all_threads_likwid"] = {
                     **judged(ours, theirs, "likwid"),
                     "how": f"likwid-bench with {threads} threads against the probe's copy split over {threads} threads",
@@ -410,8 +469,11 @@ def compare_bandwidth(rounds: int) -> dict[str, Any]:
     else:
         tool = sysbench_read_gbs(size_mib)
         probe = bandwidth.measure(numpy_backend, "read", nbytes=size, threads=1).rate
-        result["read_one_thread"] = {"probe_gbs": round(probe, 3), "sysbench_gbs": round(tool, 3),
-                                     "difference": round(probe / tool - 1, 4)}
+        result["read_one_thread"] = {
+            "probe_gbs": round(probe, 3),
+            "sysbench_gbs": round(tool, 3),
+            "difference": round(probe / tool - 1, 4),
+        }
     return result
 
 
@@ -419,9 +481,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-suite", action="store_true", help="do not time the test run")
     parser.add_argument("--skip-site", action="store_true", help="do not time the site build")
-    parser.add_argument("--rounds", type=int, default=8, help="alternating rounds of each tool and the probe (default 8)")
-    parser.add_argument("--verify-rounds", type=int, default=3,
-                        help="alternating rounds of `run.py verify` and the snippets (default 3)")
+    parser.add_argument(
+        "--rounds", type=int, default=8, help="alternating rounds of each tool and the probe (default 8)"
+    )
+    parser.add_argument(
+        "--verify-rounds",
+        type=int,
+        default=3,
+        help="alternating rounds of `run.py verify` and the snippets (default 3)",
+    )
     args = parser.parse_args(argv)
     # the suite runs through run.py, which lets Python cache bytecode; every other command timed here gets the same
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -430,8 +498,13 @@ def main(argv: list[str] | None = None) -> int:
 
     info = fingerprint()
     slug = slug_of(info)
-    report: dict[str, Any] = {"machine": slug, "cpu": info.get("cpu"), "cores": info.get("cores"),
-                              "gpu": info.get("gpu"), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    report: dict[str, Any] = {
+        "machine": slug,
+        "cpu": info.get("cpu"),
+        "cores": info.get("cores"),
+        "gpu": info.get("gpu"),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     print(f"benchmark on {slug} ({info.get('cpu')}, {info.get('cores')} CPUs)", flush=True)
 
     figures = count_figures()
@@ -439,8 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_suite:
         print("  timing the default test run ...", flush=True)
         report["suite"] = run_suite(info.get("cores") or 1)
-        print(f"  suite: {report['suite']['seconds']:.1f} s (exit {report['suite']['exit_status']}; "
-              f"{report['suite']['summary']})", flush=True)
+        print(
+            f"  suite: {report['suite']['seconds']:.1f} s (exit {report['suite']['exit_status']}; "
+            f"{report['suite']['summary']})",
+            flush=True,
+        )
         for line in report["suite"]["failed"]:
             print(f"    {line}")
         split = report["suite"].get("phases", {})
@@ -451,27 +527,46 @@ def main(argv: list[str] | None = None) -> int:
             for nodeid, item_seconds in split["slowest"].get(heading, []):
                 print(f"      {item_seconds:5.2f} s  {nodeid}")
     if not args.skip_suite:
-        print(f"  timing python3 run.py verify and the snippets, alternating, {args.verify_rounds} round(s) ...", flush=True)
-        report["verify"], report["snippets"] = verify_against_snippets(max(1, args.verify_rounds), info.get("cores") or 1)
-        print(f"  verify: {report['verify']['seconds']:.1f} s, median of {report['verify']['rounds']} "
-              f"(exit {report['verify']['exit_status']}); {report['verify']['verdict']}", flush=True)
+        print(
+            f"  timing python3 run.py verify and the snippets, alternating, {args.verify_rounds} round(s) ...",
+            flush=True,
+        )
+        report["verify"], report["snippets"] = verify_against_snippets(
+            max(1, args.verify_rounds), info.get("cores") or 1
+        )
+        print(
+            f"  verify: {report['verify']['seconds']:.1f} s, median of {report['verify']['rounds']} "
+            f"(exit {report['verify']['exit_status']}); {report['verify']['verdict']}",
+            flush=True,
+        )
         split = report["verify"].get("phases", {})
         for name, seconds in split.get("seconds", {}).items():
             heading = name.removesuffix("_items")
             count = split["items"].get(heading)
             shown = "close (the site build and the exit)" if name == "close" else name.replace("_", " ")
-            print(f"    {shown}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else "") + " in the median round")
+            print(
+                f"    {shown}: {seconds:.1f} s"
+                + (f" ({count} items)" if count is not None else "")
+                + " in the median round"
+            )
     else:
         print("  timing the snippets ...", flush=True)
         report["snippets"] = run_snippets()
     print(f"  snippets: {report['snippets']['seconds']:.1f} s for {report['snippets']['count']} scripts", flush=True)
     for name, item in report["snippets"]["each"].items():
-        print(f"    {name}: {item['seconds']:.2f} s" + ("" if item["exit_status"] == 0 else f" (exit {item['exit_status']})"))
+        print(
+            f"    {name}: {item['seconds']:.2f} s"
+            + ("" if item["exit_status"] == 0 else f" (exit {item['exit_status']})")
+        )
     if not args.skip_site:
         print("  timing the site build ...", flush=True)
         report["site"] = run_site()
         site = report["site"]
-        print(f"  site: {site['skipped']}" if "skipped" in site else f"  site: {site['seconds']:.1f} s (exit {site['exit_status']})")
+        print(
+            f"  site: {site['skipped']}"
+            if "skipped" in site
+            else f"  site: {site['seconds']:.1f} s (exit {site['exit_status']})"
+        )
 
     ratios: dict[str, Any] = {}
     targets: dict[str, Any] = {}
@@ -486,7 +581,9 @@ def main(argv: list[str] | None = None) -> int:
             ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
             targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
             if "phases" in suite:
-                ratios["floor_over_snippets"] = round(suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2)
+                ratios["floor_over_snippets"] = round(
+                    suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2
+                )
     print("  measuring bandwidth with likwid-bench, mbw, sysbench and the probe, alternating ...", flush=True)
     report["bandwidth"] = bw = compare_bandwidth(max(2, args.rounds))
     judged_on = bw.get("copy_one_thread_likwid") or bw.get("copy_one_thread_mbw")
@@ -498,42 +595,63 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"figures bound in the book: {figures}")
     if suite:
-        print(f"whole default run: {suite['seconds']:.1f} s (target < {SUITE_TARGET_S:.0f} s: "
-              f"{'met' if targets['suite_under_60_s'] else 'NOT met'})")
+        print(
+            f"whole default run: {suite['seconds']:.1f} s (target < {SUITE_TARGET_S:.0f} s: "
+            f"{'met' if targets['suite_under_60_s'] else 'NOT met'})"
+        )
         print(f"figures verified per second: {ratios['figures_per_second']}")
         if "verify_over_snippets" in ratios:
-            print(f"verify / snippets: {ratios['verify_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
-                  f"{'met' if targets['verify_at_most_1_5x_snippets'] else 'NOT met'})")
+            print(
+                f"verify / snippets: {ratios['verify_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
+                f"{'met' if targets['verify_at_most_1_5x_snippets'] else 'NOT met'})"
+            )
         if "suite_over_snippets" in ratios:
-            print(f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
-                  f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})")
+            print(
+                f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
+                f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})"
+            )
         if "floor_over_snippets" in ratios:
-            print(f"least the same work could take on {suite['phases']['cores']} cores with the timed items alone: "
-                  f"{suite['phases']['floor_seconds']:.1f} s, {ratios['floor_over_snippets']}× the snippets (shown, not judged)")
-    print(f"bandwidth, {bw['working_set_mib']} MiB buffers (LLC {bw['llc']['bytes'] // MIB} MiB from {bw['llc']['from']}); "
-          f"{bw['pages']}:")
+            print(
+                f"least the same work could take on {suite['phases']['cores']} cores with the timed items alone: "
+                f"{suite['phases']['floor_seconds']:.1f} s, {ratios['floor_over_snippets']}× the snippets "
+                "(shown, not judged)"
+            )
+    print(
+        f"bandwidth, {bw['working_set_mib']} MiB buffers "
+        f"(LLC {bw['llc']['bytes'] // MIB} MiB from {bw['llc']['from']}); "
+        f"{bw['pages']}:"
+    )
     judged_key = "copy_one_thread_likwid" if "copy_one_thread_likwid" in bw else "copy_one_thread_mbw"
     for key, tool in (("copy_one_thread_likwid", "likwid"), ("copy_one_thread_mbw", "mbw")):
         one = bw.get(key)
         if not one:
             print(f"  copy, 1 thread: {bw.get(tool)}")
             continue
-        verdict = (f"; target within {TOOL_AGREEMENT_TARGET:.0%}: {'met' if one['within_target'] else 'NOT met'}"
-                   if key == judged_key else "; shown, not judged")
-        print(f"  copy, 1 thread, {tool}{' (' + one['kernel'] + ')' if 'kernel' in one else ''}: upper quartiles "
-              f"probe {one['probe_upper_quartile_gbs']:.2f} GB/s, {tool} {one[tool + '_upper_quartile_gbs']:.2f} GB/s "
-              f"({one['difference_upper_quartile']:+.1%}{verdict}); medians {one['probe_gbs']:.2f} and "
-              f"{one[tool + '_gbs']:.2f} GB/s ({one['difference']:+.1%})")
+        verdict = (
+            f"; target within {TOOL_AGREEMENT_TARGET:.0%}: {'met' if one['within_target'] else 'NOT met'}"
+            if key == judged_key
+            else "; shown, not judged"
+        )
+        print(
+            f"  copy, 1 thread, {tool}{' (' + one['kernel'] + ')' if 'kernel' in one else ''}: upper quartiles "
+            f"probe {one['probe_upper_quartile_gbs']:.2f} GB/s, {tool} {one[tool + '_upper_quartile_gbs']:.2f} GB/s "
+            f"({one['difference_upper_quartile']:+.1%}{verdict}); medians {one['probe_gbs']:.2f} and "
+            f"{one[tool + '_gbs']:.2f} GB/s ({one['difference']:+.1%})"
+        )
     for key, tool in (("copy_all_threads_likwid", "likwid"), ("copy_all_threads_mbw", "mbw")):
         every = bw.get(key)
         if every:
-            print(f"  copy, {bw['threads']} threads, {tool}, medians of {every['probe_runs']} rounds: probe "
-                  f"{every['probe_gbs']:.2f} GB/s, {tool} {every[tool + '_gbs']:.2f} GB/s ({every['difference']:+.1%})")
+            print(
+                f"  copy, {bw['threads']} threads, {tool}, medians of {every['probe_runs']} rounds: probe "
+                f"{every['probe_gbs']:.2f} GB/s, {tool} {every[tool + '_gbs']:.2f} GB/s ({every['difference']:+.1%})"
+            )
     print(f"  the probe's copy with numpy's default pages: {bw['probe_default_pages_gbs']:.2f} GB/s")
     read = bw.get("read_one_thread")
     if read:
-        print(f"  read, 1 thread: probe {read['probe_gbs']:.2f} GB/s, sysbench {read['sysbench_gbs']:.2f} GB/s "
-              f"({read['difference']:+.1%})")
+        print(
+            f"  read, 1 thread: probe {read['probe_gbs']:.2f} GB/s, sysbench {read['sysbench_gbs']:.2f} GB/s "
+            f"({read['difference']:+.1%})"
+        )
     elif "sysbench" in bw:
         print(f"  read: {bw['sysbench']}")
 

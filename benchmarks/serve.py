@@ -18,6 +18,7 @@ Each time is from the write to the first poll that shows the new marks (polls ev
 wait is bounded; serve is stopped and the copy removed at the end. The medians, each round's
 figures and the targets are merged into benchmarks/results/<machine-slug>.json under `serve`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,8 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{port}/"
     env = {**os.environ, "PYTHONPATH": str(folder), "NO_MKDOCS_2_WARNING": "1"}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)], cwd=folder,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()
 
@@ -104,17 +111,31 @@ def main(argv: list[str] | None = None) -> int:
             return ""
 
     # the offline plugin writes page.html, not folders
-    pages = {p: p.removeprefix("book/").removesuffix(".md") + ".html" for p in
-             sorted(str(p.relative_to(folder)) for p in (folder / "book").rglob("*.md") if "snippets" not in p.parts)}
+    pages = {
+        p: p.removeprefix("book/").removesuffix(".md") + ".html"
+        for p in sorted(
+            str(p.relative_to(folder)) for p in (folder / "book").rglob("*.md") if "snippets" not in p.parts
+        )
+    }
 
     def marks(page: str) -> list[tuple[str, str]]:
         return MARK.findall(html(pages[page]))
 
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rounds": args.rounds,
-                              "targets_s": {"page_edit": PAGE_TARGET_S, "data_edit": DATA_TARGET_S}}
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "rounds": args.rounds,
+        "targets_s": {"page_edit": PAGE_TARGET_S, "data_edit": DATA_TARGET_S},
+    }
     try:
-        if wait(lambda: any("serve: http://" in line for line in lines) or proc.poll() is not None, args.start_limit,
-                poll=0.2) is None or proc.poll() is not None:
+        if (
+            wait(
+                lambda: any("serve: http://" in line for line in lines) or proc.poll() is not None,
+                args.start_limit,
+                poll=0.2,
+            )
+            is None
+            or proc.poll() is not None
+        ):
             print("".join(lines)[-3000:])
             raise SystemExit("serve did not start")
         report["start_s"] = round(time.perf_counter() - started, 2)
@@ -124,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         page = folder / PAGE
         before = marks(PAGE)
         status = dict(before)
-        text, claim_id = next((t, c) for t, c in FIGURE.findall(page.read_text()) if status.get(c) == "verified"
-                              and t[0] in "123456789" and before.count((c, "verified")) == 1)
+        text, claim_id = next(
+            (t, c)
+            for t, c in FIGURE.findall(page.read_text())
+            if status.get(c) == "verified" and t[0] in "123456789" and before.count((c, "verified")) == 1
+        )
         wrong = str(int(text[0]) % 9 + 1) + text[1:]
         old, new = f"[{text}](claim:{claim_id}", f"[{wrong}](claim:{claim_id}"
         page_times, data_times, touched = [], [], []
@@ -134,35 +158,58 @@ def main(argv: list[str] | None = None) -> int:
             page_times.append(wait(lambda: (claim_id, "stale") in marks(PAGE), 30))
             save(page, new, old)
             back = wait(lambda: marks(PAGE) == before, 30)
-            print(f"  round {n + 1}: page edit {page_times[-1]} s to stale ({PAGE}: {text} -> {wrong}, {claim_id}), "
-                  f"{back} s back to verified", flush=True)
+            print(
+                f"  round {n + 1}: page edit {page_times[-1]} s to stale ({PAGE}: {text} -> {wrong}, {claim_id}), "
+                f"{back} s back to verified",
+                flush=True,
+            )
 
             seen = len(lines)
             data = folder / DATA
             save(data, DATA_FROM, DATA_TO)
-            data_times.append(wait(lambda seen=seen: any(marks(p) != first[p] for p in pages) and any(
-                "dgx_spark.toml saved" in line for line in lines[seen:]), 60))
+            data_times.append(
+                wait(
+                    lambda seen=seen: (
+                        any(marks(p) != first[p] for p in pages)
+                        and any("dgx_spark.toml saved" in line for line in lines[seen:])
+                    ),
+                    60,
+                )
+            )
             said = next((line for line in lines[seen:] if "dgx_spark.toml saved" in line), "")
             count = re.search(r"(\d+) figure\(s\) touched", said)
             touched.append(int(count.group(1)) if count else None)
             save(data, DATA_TO, DATA_FROM)
             back = wait(lambda: all(marks(p) == first[p] for p in pages), 60)
-            print(f"  round {n + 1}: data edit {data_times[-1]} s ({touched[-1]} figures touched), {back} s back",
-                  flush=True)
+            print(
+                f"  round {n + 1}: data edit {data_times[-1]} s ({touched[-1]} figures touched), {back} s back",
+                flush=True,
+            )
             print("    serve: " + said.strip(), flush=True)
 
         def median(values: list[float | None]) -> float | None:
             found = [v for v in values if v is not None]
             return round(statistics.median(found), 3) if len(found) == len(values) else None
 
-        report["page_edit"] = {"seconds": median(page_times), "each": [round(t, 3) if t else None for t in page_times],
-                               "page": PAGE, "figure": f"{text} ({claim_id})"}
-        report["data_edit"] = {"seconds": median(data_times), "each": [round(t, 3) if t else None for t in data_times],
-                               "file": DATA, "key": "memory_bandwidth", "figures_touched": touched}
-        report["met"] = {"page_edit_within_1_s": report["page_edit"]["seconds"] is not None
-                         and report["page_edit"]["seconds"] <= PAGE_TARGET_S,
-                         "data_edit_within_3_s": report["data_edit"]["seconds"] is not None
-                         and report["data_edit"]["seconds"] <= DATA_TARGET_S}
+        report["page_edit"] = {
+            "seconds": median(page_times),
+            "each": [round(t, 3) if t else None for t in page_times],
+            "page": PAGE,
+            "figure": f"{text} ({claim_id})",
+        }
+        report["data_edit"] = {
+            "seconds": median(data_times),
+            "each": [round(t, 3) if t else None for t in data_times],
+            "file": DATA,
+            "key": "memory_bandwidth",
+            "figures_touched": touched,
+        }
+        report["met"] = {
+            "page_edit_within_1_s": report["page_edit"]["seconds"] is not None
+            and report["page_edit"]["seconds"] <= PAGE_TARGET_S,
+            "data_edit_within_3_s": report["data_edit"]["seconds"] is not None
+            and report["data_edit"]["seconds"] <= DATA_TARGET_S,
+        }
     finally:
         proc.terminate()
         try:
@@ -171,10 +218,14 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
         shutil.rmtree(folder, ignore_errors=True)
 
-    print(f"page edit to mark: {report['page_edit']['seconds']} s (target {PAGE_TARGET_S} s: "
-          f"{'met' if report['met']['page_edit_within_1_s'] else 'NOT met'})")
-    print(f"data edit to marks: {report['data_edit']['seconds']} s for {touched[0]} figures (target {DATA_TARGET_S} s: "
-          f"{'met' if report['met']['data_edit_within_3_s'] else 'NOT met'})")
+    print(
+        f"page edit to mark: {report['page_edit']['seconds']} s (target {PAGE_TARGET_S} s: "
+        f"{'met' if report['met']['page_edit_within_1_s'] else 'NOT met'})"
+    )
+    print(
+        f"data edit to marks: {report['data_edit']['seconds']} s for {touched[0]} figures (target {DATA_TARGET_S} s: "
+        f"{'met' if report['met']['data_edit_within_3_s'] else 'NOT met'})"
+    )
     out = ROOT / "benchmarks" / "results" / f"{slug}.json"
     kept = json.loads(out.read_text()) if out.is_file() else {"machine": slug}
     kept["serve"] = report

@@ -6,6 +6,7 @@ which claims it waits for. SVGs are drawn with text and axes in a sentinel colou
 that becomes `currentColor`, so inline in the page they take the palette's text
 colour and read on white and on dark slate alike.
 """
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from verified_book.authoring.registry import ID_PATTERN
-from verified_book.site.render import GeneratedPage, esc, number
 from verified_book.records.results import ResultsFile
+from verified_book.site.render import GeneratedPage, esc, number
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")
@@ -25,8 +26,8 @@ MATMUL_DTYPES = ("fp32", "fp16", "bf16")  # drawing order: BF16 on top where pea
 SWEEP_BATCHES = (1, 8, 64, 256)
 INTENSITY = re.compile(r"^flops\.(?:intensity\.(?P<name>[a-z0-9_.]+)|job\.(?P<job>[a-z0-9_]+)\.intensity)$")
 
-INK = "#0a0b0c"    # text, ticks, spines: becomes currentColor
-GRID = "#0a0b0d"   # grid lines: currentColor at low opacity
+INK = "#0a0b0c"  # text, ticks, spines: becomes currentColor
+GRID = "#0a0b0d"  # grid lines: currentColor at low opacity
 SERIES = {"bf16": "#3b82f6", "fp16": "#10b981", "fp32": "#f59e0b", "q4_k_m": "#f97316"}
 CYCLE = ("#3b82f6", "#f97316", "#10b981", "#a855f7", "#ef4444", "#14b8a6")
 LINESTYLES = ("-", "--", ":", "-.")
@@ -96,32 +97,54 @@ def _style(key: str) -> dict[str, Any]:
     from cycler import cycler
 
     return {
-        "svg.fonttype": "none", "svg.hashsalt": key, "font.size": TEXT,
-        "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": INK, "xtick.color": INK, "ytick.color": INK,
-        "axes.facecolor": "none", "figure.facecolor": "none", "savefig.facecolor": "none",
-        "axes.spines.top": False, "axes.spines.right": False, "axes.titleweight": "bold",
-        "axes.grid": True, "grid.color": GRID, "grid.alpha": 0.18, "grid.linewidth": 0.6,
-        "legend.frameon": False, "axes.prop_cycle": cycler(color=CYCLE),
+        "svg.fonttype": "none",
+        "svg.hashsalt": key,
+        "font.size": TEXT,
+        "text.color": INK,
+        "axes.labelcolor": INK,
+        "axes.edgecolor": INK,
+        "xtick.color": INK,
+        "ytick.color": INK,
+        "axes.facecolor": "none",
+        "figure.facecolor": "none",
+        "savefig.facecolor": "none",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titleweight": "bold",
+        "axes.grid": True,
+        "grid.color": GRID,
+        "grid.alpha": 0.18,
+        "grid.linewidth": 0.6,
+        "legend.frameon": False,
+        "axes.prop_cycle": cycler(color=CYCLE),
     }
 
 
 def to_svg(fig: Any, title: str) -> str:
     """A figure as inline SVG: no XML prologue, ids kept unique, ink in the page's text colour."""
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-                bbox_inches="tight", transparent=True)
+    fig.savefig(
+        buffer,
+        format="svg",
+        metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+        bbox_inches="tight",
+        transparent=True,
+    )
     _pyplot().close(fig)
     svg = buffer.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
     svg = re.sub(r'<g id="[^"]*"', "<g", svg)
     svg = svg.replace(INK, "currentColor").replace(GRID, "currentColor")
     svg = re.sub(r"font-family: [^;\"]*", "font-family: inherit", svg)
     drawn = re.search(r'viewBox="0 0 ([\d.]+) ', svg)
     floor = f' style="min-width: {math.ceil(float(drawn.group(1)))}px"' if drawn else ""  # one unit a pixel at least
-    svg = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
-                 lambda m: f'<svg {m.group(1)}class="vb-plot__svg" role="img" aria-label="{_attr(title)}"{floor}', svg,
-                 count=1)
+    svg = re.sub(
+        r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
+        lambda m: f'<svg {m.group(1)}class="vb-plot__svg" role="img" aria-label="{_attr(title)}"{floor}',
+        svg,
+        count=1,
+    )
     return svg.strip()
 
 
@@ -153,8 +176,13 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
     peaks = {dtype: values(results, f"probe.matmul.{dtype}") for dtype in MATMUL_DTYPES}
     backends = [b for b in bandwidth if any(b in p for p in peaks.values())]
     if not backends:
-        return Plot(key, title, None, f"{results.slug} has not recorded both a bandwidth (probe.bandwidth.read or "
-                                      "probe.bandwidth.copy) and a matmul peak (probe.matmul.*) on one backend yet.")
+        return Plot(
+            key,
+            title,
+            None,
+            f"{results.slug} has not recorded both a bandwidth (probe.bandwidth.read or "
+            "probe.bandwidth.copy) and a matmul peak (probe.matmul.*) on one backend yet.",
+        )
     plt = _pyplot()
     with plt.rc_context(_style(key)):
         fig, ax = plt.subplots(figsize=(7.2, 4.4))
@@ -170,13 +198,21 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                 peak, bw = peaks[dtype][backend], bandwidth[backend]
                 ridge_recorded = values(results, f"probe.ridge.{dtype}").get(backend)
                 ridge = ridge_recorded or peak / bw
-                ax.plot(xs, [min(peak, bw * x) for x in xs], color=SERIES[dtype],
-                        linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.8,
-                        label=f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s")
+                ax.plot(
+                    xs,
+                    [min(peak, bw * x) for x in xs],
+                    color=SERIES[dtype],
+                    linestyle=LINESTYLES[i % len(LINESTYLES)],
+                    linewidth=1.8,
+                    label=f"{backend} {dtype.upper()}: {_fmt(peak)} GFLOP/s, {_fmt(bw)} GB/s",
+                )
                 if low <= ridge <= high:
                     ax.plot([ridge], [min(peak, bw * ridge)], marker="o", markersize=4, color=SERIES[dtype])
-                if top_roof is None or (dtype == "bf16" and top_roof[1] != "bf16") or (
-                        dtype == top_roof[1] and peak > peaks[dtype][top_roof[0]]):
+                if (
+                    top_roof is None
+                    or (dtype == "bf16" and top_roof[1] != "bf16")
+                    or (dtype == top_roof[1] and peak > peaks[dtype][top_roof[0]])
+                ):
                     top_roof = (backend, dtype)
         if top_roof is not None:
             backend, dtype = top_roof
@@ -186,26 +222,41 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                 ax.axvline(intensity, color=GRID, alpha=0.35, linewidth=0.8, linestyle=":")
                 ax.plot([intensity], [attainable], marker="D", markersize=5, color=INK)
                 right = math.log(high / intensity) < math.log(high / low) / 5  # near the right edge: label leftwards
-                ax.annotate(name, (intensity, attainable), textcoords="offset points", fontsize=TEXT,
-                            xytext=(-6 if right else 6, -16 if j % 2 else 7), ha="right" if right else "left")
+                ax.annotate(
+                    name,
+                    (intensity, attainable),
+                    textcoords="offset points",
+                    fontsize=TEXT,
+                    xytext=(-6 if right else 6, -16 if j % 2 else 7),
+                    ha="right" if right else "left",
+                )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlim(low, high)
         _plain_ticks(ax)
         ax.set_xlabel("arithmetic intensity (FLOP per byte)")
         ax.set_ylabel("attainable GFLOP/s")
-        dates = sorted({run_date(results, f"probe.matmul.{d}", b) for b in backends for d in MATMUL_DTYPES
-                        if b in peaks[d]})
+        dates = sorted(
+            {run_date(results, f"probe.matmul.{d}", b) for b in backends for d in MATMUL_DTYPES if b in peaks[d]}
+        )
         title = f"{title}, run {', '.join(dates)}"
         ax.set_title(title, loc="left", fontsize=TEXT + 1)
         ax.legend(fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
         svg = to_svg(fig, title)
-    jobs_note = ("Diamonds: the book's jobs at the intensity their claims recorded (" +
-                 ", ".join(f"{k} {_fmt(v)}" for k, v in sorted(jobs.items(), key=lambda kv: kv[1])) + ")."
-                 if jobs else "The book's jobs are not placed: no results file records their intensity "
-                              "(flops.job.*.intensity) yet.")
-    return Plot(key, title, svg, "Lines: min(peak, bandwidth × intensity) for each backend and precision measured; "
-                                 f"dots mark the ridge points. {jobs_note}")
+    jobs_note = (
+        "Diamonds: the book's jobs at the intensity their claims recorded ("
+        + ", ".join(f"{k} {_fmt(v)}" for k, v in sorted(jobs.items(), key=lambda kv: kv[1]))
+        + ")."
+        if jobs
+        else "The book's jobs are not placed: no results file records their intensity (flops.job.*.intensity) yet."
+    )
+    return Plot(
+        key,
+        title,
+        svg,
+        "Lines: min(peak, bandwidth × intensity) for each backend and precision measured; "
+        f"dots mark the ridge points. {jobs_note}",
+    )
 
 
 def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
@@ -220,23 +271,38 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
         per_fmt = {fmt: values(results[slug], f"probe.decode_ceiling.qwen3_8b.{fmt}") for fmt in FORMATS}
         for backend in sorted({b for v in per_fmt.values() for b in v}):
             day = run_date(results[slug], "probe.decode_ceiling.qwen3_8b.bf16", backend)
-            rows.append((f"{slug} · {backend} · {day}", {f: per_fmt[f][backend] for f in FORMATS if backend in per_fmt[f]},
-                         True))
+            rows.append(
+                (
+                    f"{slug} · {backend} · {day}",
+                    {f: per_fmt[f][backend] for f in FORMATS if backend in per_fmt[f]},
+                    True,
+                )
+            )
     if not rows:
-        return Plot(key, title, None, "No results file records decode.ceiling.{track}.{fmt} or "
-                                      "probe.decode_ceiling.qwen3_8b.{fmt} yet.")
+        return Plot(
+            key,
+            title,
+            None,
+            "No results file records decode.ceiling.{track}.{fmt} or probe.decode_ceiling.qwen3_8b.{fmt} yet.",
+        )
     plt = _pyplot()
     with plt.rc_context(_style(key)):
         fig, ax = plt.subplots(figsize=(7.2, 1.0 + 0.62 * len(rows)))
         height = 0.38
-        for r, (label, found, measured) in enumerate(rows):
+        for r, (_label, found, measured) in enumerate(rows):
             for f, fmt in enumerate(FORMATS):
                 if fmt not in found:
                     continue
                 y = r + (f - 0.5) * height
-                ax.barh(y, found[fmt], height=height * 0.92, color=SERIES[fmt], alpha=0.55 if measured else 0.95,
-                        linewidth=0,
-                        label=FORMAT_LABELS[fmt] if not any(fmt in x[1] for x in rows[:r]) else None)
+                ax.barh(
+                    y,
+                    found[fmt],
+                    height=height * 0.92,
+                    color=SERIES[fmt],
+                    alpha=0.55 if measured else 0.95,
+                    linewidth=0,
+                    label=FORMAT_LABELS[fmt] if not any(fmt in x[1] for x in rows[:r]) else None,
+                )
                 ax.text(found[fmt], y, f" {_fmt(found[fmt])}", va="center", fontsize=TEXT)
         ax.set_yticks(range(len(rows)), [label for label, _, _ in rows])
         split = next((r for r, row in enumerate(rows) if row[2]), None)
@@ -254,8 +320,11 @@ def decode_ceilings(results: Mapping[str, ResultsFile]) -> Plot:
     if split:
         note = f"Above the dashed line, full colour: {vendor}. Below it, paler: {measured}."
     else:
-        note = (f"Paler bars: {measured}; no results file records decode.ceiling.* yet." if rows[0][2]
-                else f"Bars: {vendor}. No machine has measured its own ceiling yet (probe.decode_ceiling.qwen3_8b.*).")
+        note = (
+            f"Paler bars: {measured}; no results file records decode.ceiling.* yet."
+            if rows[0][2]
+            else f"Bars: {vendor}. No machine has measured its own ceiling yet (probe.decode_ceiling.qwen3_8b.*)."
+        )
     return Plot(key, title, svg, note)
 
 
@@ -273,8 +342,9 @@ def skip_reason(results: ResultsFile, claim_id: str, backend: str) -> str | None
     return record.message.splitlines()[0] if record.message else "skipped"
 
 
-def sweep_findings(gflops: Mapping[int, float], traffic: Mapping[int, float],
-                   missing: Mapping[int, str | None]) -> list[str]:
+def sweep_findings(
+    gflops: Mapping[int, float], traffic: Mapping[int, float], missing: Mapping[int, str | None]
+) -> list[str]:
     """Where one backend's sweep contradicts what the page states (GFLOP/s rise and weight GB/s fall from
     batch 1 to 256), or leaves batches out: each as a sentence to print on the chart."""
     found = []
@@ -282,16 +352,24 @@ def sweep_findings(gflops: Mapping[int, float], traffic: Mapping[int, float],
         batches = [b for b in SWEEP_BATCHES if b in series]
         for a, b in zip(batches, batches[1:]):
             if (series[b] < series[a]) if rising else (series[b] > series[a]):
-                found.append(f"{what} {'fall' if rising else 'rise'} from batch {a} to {b} "
-                             f"({_fmt(series[a])} → {_fmt(series[b])}), against the "
-                             f"{'rise' if rising else 'fall'} the page states")
+                found.append(
+                    f"{what} {'fall' if rising else 'rise'} from batch {a} to {b} "
+                    f"({_fmt(series[a])} → {_fmt(series[b])}), against the "
+                    f"{'rise' if rising else 'fall'} the page states"
+                )
     absent = [b for b in SWEEP_BATCHES if b not in gflops]
     if absent:
-        batches = f"batch {absent[0]}" if len(absent) == 1 else \
-            f"batches {', '.join(str(b) for b in absent[:-1])} and {absent[-1]}"
+        batches = (
+            f"batch {absent[0]}"
+            if len(absent) == 1
+            else f"batches {', '.join(str(b) for b in absent[:-1])} and {absent[-1]}"
+        )
         reason = next((r for r in (missing.get(b) for b in absent) if r), None)
-        why = "skipped by the sweep's time budget" if reason and "budget" in reason else (
-            f"batch {absent[0]}'s record says “{plain_reason(reason, absent[0])}”" if reason else "not recorded")
+        why = (
+            "skipped by the sweep's time budget"
+            if reason and "budget" in reason
+            else (f"batch {absent[0]}'s record says “{plain_reason(reason, absent[0])}”" if reason else "not recorded")
+        )
         found.append(f"{batches} not measured, {why}")
     return found
 
@@ -316,16 +394,22 @@ def sweep(results: ResultsFile) -> Plot:
     backends = sorted({k for v in [*gflops.values(), *traffic.values()] for k in v})
     title = f"Batch sweep measured on {results.slug}"
     if not backends:
-        return Plot(key, title, None, f"{results.slug} has not recorded probe.sweep.{{batch}}.gflops or "
-                                      f"probe.sweep.{{batch}}.weight_gbs yet.")
+        return Plot(
+            key,
+            title,
+            None,
+            f"{results.slug} has not recorded probe.sweep.{{batch}}.gflops or probe.sweep.{{batch}}.weight_gbs yet.",
+        )
     dates = sorted({run_date(results, "probe.sweep.1.gflops", b) for b in backends})
     title = f"Batch sweep measured on {results.slug}, run {', '.join(dates)}"
     by_finding: dict[str, list[str]] = {}  # a finding said once, with every backend it holds for
     for backend in backends:
         per_g = {b: gflops[b][backend] for b in SWEEP_BATCHES if backend in gflops[b]}
         per_t = {b: traffic[b][backend] for b in SWEEP_BATCHES if backend in traffic[b]}
-        missing = {b: (skip_reason(results, f"probe.sweep.{b}.gflops", backend) or "").removeprefix(f"{backend}: ")
-                   or None for b in SWEEP_BATCHES}
+        missing = {
+            b: (skip_reason(results, f"probe.sweep.{b}.gflops", backend) or "").removeprefix(f"{backend}: ") or None
+            for b in SWEEP_BATCHES
+        }
         for finding in sweep_findings(per_g, per_t, missing):
             by_finding.setdefault(finding, []).append(backend)
     warnings = tuple(f"{', '.join(names)}: {finding}." for finding, names in by_finding.items())
@@ -337,9 +421,16 @@ def sweep(results: ResultsFile) -> Plot:
             for ax, series in ((left, gflops), (right, traffic)):
                 points = [(b, series[b][backend]) for b in SWEEP_BATCHES if backend in series[b]]
                 if points:
-                    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=4,
-                            color=CYCLE[i % len(CYCLE)], label=label if ax is left else None, linewidth=1.6,
-                            linestyle=LINESTYLES[i % len(LINESTYLES)])
+                    ax.plot(
+                        [p[0] for p in points],
+                        [p[1] for p in points],
+                        marker="o",
+                        markersize=4,
+                        color=CYCLE[i % len(CYCLE)],
+                        label=label if ax is left else None,
+                        linewidth=1.6,
+                        linestyle=LINESTYLES[i % len(LINESTYLES)],
+                    )
         for ax, label in ((left, "GFLOP/s"), (right, "weight GB/s")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(SWEEP_BATCHES, [str(b) for b in SWEEP_BATCHES])
@@ -347,12 +438,15 @@ def sweep(results: ResultsFile) -> Plot:
             ax.set_xlabel("batch (tokens per weight read)")
             ax.set_ylabel(label)
         fig.suptitle(title, x=0.01, ha="left", fontsize=TEXT + 1, fontweight="bold")
-        fig.legend(fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=min(3, len(backends)),
-                   frameon=False)
+        fig.legend(
+            fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=min(3, len(backends)), frameon=False
+        )
         fig.tight_layout()
         svg = to_svg(fig, title)
-    note = ("Left: throughput of the layer's matmul as the batch grows; right: the weight bytes it streams per "
-            f"second. Growing the batch raises the FLOP per byte read. Each line is one backend of {results.slug}.")
+    note = (
+        "Left: throughput of the layer's matmul as the batch grows; right: the weight bytes it streams per "
+        f"second. Growing the batch raises the FLOP per byte read. Each line is one backend of {results.slug}."
+    )
     if warnings:
         note += " Where the records do not show what the page states, it is said below."
     return Plot(key, title, svg, note, warnings)
@@ -379,18 +473,26 @@ def plot_html(plot: Plot) -> str:
     """A plot as a figure with its caption, or its note where it is left out."""
     if plot.svg is None:
         return f'<p class="vb-plot__missing" data-plot="{esc(plot.key)}">{esc(plot.note)}</p>'
-    warnings = "".join(f'<li><span class="vb-plot__warning-mark" aria-hidden="true">⚠</span> {esc(w)}</li>'
-                       for w in plot.warnings)
+    warnings = "".join(
+        f'<li><span class="vb-plot__warning-mark" aria-hidden="true">⚠</span> {esc(w)}</li>' for w in plot.warnings
+    )
     listed = f'<ul class="vb-plot__warnings">{warnings}</ul>' if warnings else ""
-    return (f'<figure class="vb-plot" data-plot="{esc(plot.key)}"><div class="vb-scroll vb-plot__scroll">{plot.svg}</div>'
-            f"<figcaption>{esc(plot.note)}{listed}</figcaption></figure>")
+    return (
+        f'<figure class="vb-plot" data-plot="{esc(plot.key)}"><div class="vb-scroll vb-plot__scroll">{plot.svg}</div>'
+        f"<figcaption>{esc(plot.note)}{listed}</figcaption></figure>"
+    )
 
 
 def render_plots_page(results: Mapping[str, ResultsFile]) -> GeneratedPage:
     """The plots page: each section's charts, or the note saying what each one waits for."""
     page = GeneratedPage("")
-    lines = ["# Plots", "", "Every chart below is drawn from the results files machines committed; nothing is "
-             "computed to draw it. A chart whose records are missing says which claims it waits for.", ""]
+    lines = [
+        "# Plots",
+        "",
+        "Every chart below is drawn from the results files machines committed; nothing is "
+        "computed to draw it. A chart whose records are missing says which claims it waits for.",
+        "",
+    ]
     for n, section in enumerate(all_plots(results)):
         lines += [f"## {section.title}", ""]
         if not section.plots:

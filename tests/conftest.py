@@ -1,4 +1,5 @@
 """Fixtures shared by the tests: the project's own book, and the built site in a real browser."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +13,15 @@ from typing import Any
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

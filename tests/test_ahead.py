@@ -1,6 +1,7 @@
 """Work done ahead (`verified_book.engine.ahead`): a helper process computes book.toml's `ahead` claims and
 runs its `ahead` snippets while the run starts; the records are those of a run without it, the
 timed items wait until it is gone, and a helper that fails costs only time."""
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ def timed(backend):
     return 1
 '''
 
-SNIPPET = '''\
+SNIPPET = """\
 import json
 import os
 from pathlib import Path
@@ -59,10 +60,12 @@ from pathlib import Path
 with (Path(os.environ["AHEAD_LOG"])).open("a") as f:
     f.write(json.dumps({"name": "snippet", "pid": os.getpid()}) + "\\n")
 print("six sevens: 42")
-'''
+"""
 
-PAGE = ("Heavy: [42](claim:heavy.product); light: [7](claim:light.sum); timed: [1](claim:work.timed).\n\n"
-        "```output sevens.py\nsix sevens: [42](claim:heavy.product)\n```\n")
+PAGE = (
+    "Heavy: [42](claim:heavy.product); light: [7](claim:light.sum); timed: [1](claim:work.timed).\n\n"
+    "```output sevens.py\nsix sevens: [42](claim:heavy.product)\n```\n"
+)
 
 
 IDLE = """
@@ -95,8 +98,10 @@ def logs(book: faults.SampleBook) -> dict[str, dict[str, float]]:
 
 def comparable(records: dict[str, dict[str, dict[str, object]]]) -> dict[str, dict[str, dict[str, object]]]:
     # what differs between any two runs: when, how long, and the machine's load around the timed items
-    return {c: {b: {k: v for k, v in r.items() if k not in ("date", "seconds", "conditions")} for b, r in per.items()}
-            for c, per in records.items()}
+    return {
+        c: {b: {k: v for k, v in r.items() if k not in ("date", "seconds", "conditions")} for b, r in per.items()}
+        for c, per in records.items()
+    }
 
 
 @pytest.fixture
@@ -106,8 +111,9 @@ def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def test_the_helper_does_the_ahead_work_and_the_records_are_a_plain_runs(tmp_path: Path, log: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_helper_does_the_ahead_work_and_the_records_are_a_plain_runs(
+    tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ahead, here = sample(tmp_path / "ahead"), sample(tmp_path / "here")
     ahead.conftest(IDLE)
     run = ahead.run("-m", "not slow")  # the snippet in this process's way only, not also as a script
@@ -121,13 +127,17 @@ def test_the_helper_does_the_ahead_work_and_the_records_are_a_plain_runs(tmp_pat
     assert done["timed"]["start"] >= done["heavy"]["end"], "the timed item waited until the helper was done"
     assert done["idle"]["start"] <= done["heavy"]["end"], "the run said it was idle while the helper worked"
     assert (ahead.root / "runs.jsonl").read_text().count('"idle"') == 1
-    assert [json.loads(line)["pid"] != os.getpid() for line in log.read_text().splitlines()] == [True], \
+    assert [json.loads(line)["pid"] != os.getpid() for line in log.read_text().splitlines()] == [True], (
         "the helper ran the snippet, and the run took its output"
+    )
     assert [json.loads(line)["pid"] for line in (tmp_path / "plain.jsonl").read_text().splitlines()] == [os.getpid()]
     assert comparable(run.records) == comparable(plain.records)
     assert run.statuses()["heavy.product"] == {"numpy": "verified"}
     outputs = json.loads(ahead.results_file.read_text())["run"]["outputs"]
-    assert outputs["sevens.py"]["text"] == "six sevens: 42\n" and outputs["sevens.py"]["checked"][0]["status"] == "verified"
+    assert (
+        outputs["sevens.py"]["text"] == "six sevens: 42\n"
+        and outputs["sevens.py"]["checked"][0]["status"] == "verified"
+    )
     assert all(r["pid"] == os.getpid() for r in logs(here).values()), "--no-ahead does it all in the run"
 
 
@@ -152,17 +162,23 @@ def test_each_ahead_entry_that_names_nothing_usable_fails_the_run_at_its_line(tm
     run = book.run()
     assert run.ret == 1
     assert "book.toml:8: [book] ahead names 'haevy.*', which matches no claim" in run.output
-    assert f"book.toml:9: [book] ahead names 'missing.py', which is not a snippet in {snippets.relative_to(book.root)}" \
+    assert (
+        f"book.toml:9: [book] ahead names 'missing.py', which is not a snippet in {snippets.relative_to(book.root)}"
         in run.output
+    )
     (snippets / "timer.py").write_text("print('took 1 s')\n")
-    (book.root / "book" / "page.md").write_text(PAGE + "\n```output timer.py varies=1\ntook [1](claim:work.timed) s\n```\n")
+    (book.root / "book" / "page.md").write_text(
+        PAGE + "\n```output timer.py varies=1\ntook [1](claim:work.timed) s\n```\n"
+    )
     (book.root / "book.toml").write_text((book.root / "book.toml").read_text().replace("missing.py", "timer.py"))
     run = book.run()
-    assert "book.toml:9: [book] ahead names 'timer.py', which prints a measured figure: a snippet that times the " \
-           "machine runs alone" in run.output
+    assert (
+        "book.toml:9: [book] ahead names 'timer.py', which prints a measured figure: a snippet that times the "
+        "machine runs alone" in run.output
+    )
 
 
-@pytest.mark.parametrize("value", ['"heavy.*"', '[1]', '[""]'])
+@pytest.mark.parametrize("value", ['"heavy.*"', "[1]", '[""]'])
 def test_ahead_must_be_a_list_of_names(tmp_path: Path, value: str) -> None:
     book = faults.SampleBook(tmp_path / "book")
     with (book.root / "book.toml").open("a") as f:

@@ -1,4 +1,5 @@
 """Backends as adapters: one module per library, registered; topics ask the adapter, never the library's name."""
+
 from __future__ import annotations
 
 import re
@@ -7,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from verified_book import backends
-from verified_book.records import results
-from verified_book.backends import ADAPTERS, NAMES, Backend, names_of, supporting
 from verified_book.authoring.registry import NotOnBackend
+from verified_book.backends import ADAPTERS, NAMES, Backend, names_of, supporting
+from verified_book.records import results
 
 ROOT = Path(__file__).resolve().parents[1]
 BRANCH = re.compile(r"\.library\s*(==|!=|\bin\b|\bnot in\b)|backend\.name\s*(==|!=)|\.device\s*==\s*\"(cuda|mps|gpu)\"")
@@ -18,7 +19,17 @@ BRANCH = re.compile(r"\.library\s*(==|!=|\bin\b|\bnot in\b)|backend\.name\s*(==|
 def test_the_backend_names_come_from_the_registered_adapters() -> None:
     assert list(ADAPTERS) == list(backends.BUILTIN_ADAPTERS)
     assert NAMES == tuple(n for cls in ADAPTERS.values() for n in cls.names)
-    assert NAMES == ("numpy", "torch:cpu", "torch:cuda", "torch:mps", "torch:rocm", "mlx:cpu", "mlx:gpu", "jax:cpu", "jax:gpu")
+    assert NAMES == (
+        "numpy",
+        "torch:cpu",
+        "torch:cuda",
+        "torch:mps",
+        "torch:rocm",
+        "mlx:cpu",
+        "mlx:gpu",
+        "jax:cpu",
+        "jax:gpu",
+    )
     assert results.BACKEND_NAMES == ("none", *NAMES)
     assert list(backends.detect()) == list(NAMES)
 
@@ -38,10 +49,12 @@ def test_a_backends_marker_follows_its_name_and_its_device_the_librarys_words() 
 
 
 def test_topics_do_not_branch_on_the_library() -> None:
-    offenders = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-                 for path in sorted((ROOT / "claims").rglob("*.py"))
-                 for n, line in enumerate(path.read_text().splitlines(), 1)
-                 if BRANCH.search(line) and 'f"' not in line.split("#")[0][: BRANCH.search(line).start()]]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "claims").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if BRANCH.search(line) and 'f"' not in line.split("#")[0][: BRANCH.search(line).start()]
+    ]
     assert not offenders, "\n".join(offenders)
 
 
@@ -83,10 +96,15 @@ def test_numpy_asks_for_ml_dtypes_only_for_the_formats_it_lacks(monkeypatch: pyt
 
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # `import ml_dtypes` raises ImportError
     adapter = NumpyAdapter(Backend("numpy", True, ""))
-    assert float(adapter.finfo(adapter.dtype("float16")).eps) == 2.0 ** -10
-    assert float(adapter.finfo(adapter.dtype("float32")).eps) == 2.0 ** -23
+    assert float(adapter.finfo(adapter.dtype("float16")).eps) == 2.0**-10
+    assert float(adapter.finfo(adapter.dtype("float32")).eps) == 2.0**-23
     assert adapter.iinfo("int8").max == 127
-    for ask in (lambda: adapter.dtype("bfloat16"), adapter.e8m0_bits, adapter.e2m1_values, lambda: adapter.iinfo("int4"),
-                lambda: adapter.finfo(np.dtype("V2").type)):
+    for ask in (
+        lambda: adapter.dtype("bfloat16"),
+        adapter.e8m0_bits,
+        adapter.e2m1_values,
+        lambda: adapter.iinfo("int4"),
+        lambda: adapter.finfo(np.dtype("V2").type),
+    ):
         with pytest.raises(NotOnBackend, match="ml_dtypes"):
             ask()

@@ -3,12 +3,12 @@
 One sample book holds every kind of bad input at once (see `harness.faults.bad_input`), so
 the test also shows that the faults do not hide one another.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from harness import faults
 
 
@@ -25,14 +25,17 @@ def test_each_bad_input_is_one_clear_error_and_nothing_is_lost(tallies: dict[str
 
 def test_a_claim_that_raises_keeps_its_place_in_the_results(tmp_path: Path) -> None:
     book = faults.SampleBook.basic(tmp_path / "one")
-    book.claims("broken", """
+    book.claims(
+        "broken",
+        """
         from verified_book.authoring.registry import claim
 
 
         @claim("broken.one", kind="exact")
         def one():
             raise ValueError("x" * 100_000)
-    """)
+    """,
+    )
     run = book.run()
     record = run.records["broken.one"]["none"]
     assert record["status"] == "failed" and len(record["message"]) < 5000

@@ -1,14 +1,15 @@
 """The benchmark's account of a run: each item under its heading, and the least a split could take."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+from harness import faults
 
 from benchmarks import phases as phases_plugin
 from benchmarks import run as bench
-from harness import faults
 
 CLAIMS = '''\
 from verified_book.authoring.registry import claim
@@ -26,10 +27,10 @@ def timed(backend):
     return 1
 '''
 
-MACHINERY = '''\
+MACHINERY = """\
 def test_machinery():
     pass
-'''
+"""
 
 
 def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,12 +57,22 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
 def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
     recorded = {
         "stamps": {"session_start": 104.0, "collected": 105.0, "session_finish": 131.0},
-        "items": {"timed": {"items": 3, "seconds": 10.0}, "book": {"items": 9, "seconds": 8.0},
-                  "machinery": {"items": 4, "seconds": 6.0}},
+        "items": {
+            "timed": {"items": 3, "seconds": 10.0},
+            "book": {"items": 9, "seconds": 8.0},
+            "machinery": {"items": 4, "seconds": 6.0},
+        },
     }
     out = bench.phases(recorded, launched=100.0, ended=132.0, cores=2)
-    assert out["seconds"] == {"start_up": 4.0, "collection": 1.0, "timed_items": 10.0, "book_items": 8.0,
-                              "machinery_items": 6.0, "between_items": 2.0, "close": 1.0}
+    assert out["seconds"] == {
+        "start_up": 4.0,
+        "collection": 1.0,
+        "timed_items": 10.0,
+        "book_items": 8.0,
+        "machinery_items": 6.0,
+        "between_items": 2.0,
+        "close": 1.0,
+    }
     # 32 s in all; 8 + 6 + 2 could be shared by two cores: 32 − 16 + 8
     assert out["floor_seconds"] == 24.0
     assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1)["floor_seconds"] == 32.0
@@ -75,8 +86,13 @@ def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkey
     def verify(cores: int) -> dict[str, object]:
         order.append("verify")
         seconds = next(verify_s)
-        return {"seconds": seconds, "exit_status": 0, "verdict": "v", "command": "c",
-                "phases": {"cores": cores, "round_of": seconds}}
+        return {
+            "seconds": seconds,
+            "exit_status": 0,
+            "verdict": "v",
+            "command": "c",
+            "phases": {"cores": cores, "round_of": seconds},
+        }
 
     def snippets() -> dict[str, object]:
         order.append("snippets")

@@ -1,4 +1,5 @@
 """The book reader: bindings with file and line, unbound numbers, what is not prose."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -12,7 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.book.bindings import WORD_NUMBER, AllowListError, Binding, Book, is_number_word, iter_numbers, read_allowlist, read_page
+from verified_book.book.bindings import (
+    WORD_NUMBER,
+    AllowListError,
+    Binding,
+    Book,
+    is_number_word,
+    iter_numbers,
+    read_allowlist,
+    read_page,
+)
 from verified_book.book.figures import as_number, parse
 from verified_book.site.render import from_json
 
@@ -91,16 +101,19 @@ def test_allowlist_excuses_only_inside_its_match(tmp_path: Path) -> None:
     book = tmp_path / "book"
     book.mkdir()
     (book / "p.md").write_text("Part 12 covers it, and 12 more.\n")
-    (book / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = "course part numbers"\n'
-                                         '[[allow]]\npattern = "never matches"\nreason = "stale entry"\n')
+    (book / "allowlist.toml").write_text(
+        '[[allow]]\npattern = "Part \\\\d+"\nreason = "course part numbers"\n'
+        '[[allow]]\npattern = "never matches"\nreason = "stale entry"\n'
+    )
     read = Book.read(book, tmp_path)
     verdicts = [(u.column, a is not None) for u, a in read.unbound()]
     assert verdicts == [(6, True), (24, False)]
     assert [a.reason for a in read.unused_allowances()] == ["stale entry"]
 
 
-words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll"), max_codepoint=127), min_size=1, max_size=8).filter(
-    lambda w: not WORD_NUMBER.fullmatch(w))
+words = st.text(
+    alphabet=st.characters(whitelist_categories=("Lu", "Ll"), max_codepoint=127), min_size=1, max_size=8
+).filter(lambda w: not WORD_NUMBER.fullmatch(w))
 
 _ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
@@ -140,14 +153,23 @@ def test_a_number_in_words_is_found_as_one_phrase(n: int, before: str, after: st
     assert iter_numbers(f"{before} {phrase} {after}") == [phrase]
 
 
-@given(word=st.sampled_from(["half", "a quarter", "three quarters", "nine tenths", "twice", "doubles", "fourfold", "a third"]),
-       before=words, after=words)
+@given(
+    word=st.sampled_from(
+        ["half", "a quarter", "three quarters", "nine tenths", "twice", "doubles", "fourfold", "a third"]
+    ),
+    before=words,
+    after=words,
+)
 def test_fractions_and_multiples_in_words_are_found(word: str, before: str, after: str) -> None:
     assert iter_numbers(f"{before} {word} {after}") == [word.removeprefix("a ")]
 
 
-@given(number=st.decimals(min_value=0, max_value=10**4, places=1, allow_nan=False, allow_infinity=False),
-       unit=st.from_regex(r"[A-DF-Za-df-z][A-Za-z]{0,3}|-bit", fullmatch=True), before=words, after=words)
+@given(
+    number=st.decimals(min_value=0, max_value=10**4, places=1, allow_nan=False, allow_infinity=False),
+    unit=st.from_regex(r"[A-DF-Za-df-z][A-Za-z]{0,3}|-bit", fullmatch=True),
+    before=words,
+    after=words,
+)
 def test_a_number_glued_to_a_unit_is_found(number, unit: str, before: str, after: str) -> None:
     text = f"{number}{unit}"
     assert iter_numbers(f"{before} {text} {after}") == [text]
@@ -169,7 +191,10 @@ def test_a_size_joined_to_a_name_is_part_of_the_name(number: int, name: str) -> 
     assert iter_numbers(f"{name}3-{number}B and {name}5-{number}") == []
 
 
-@given(value=st.integers(min_value=0, max_value=10**6), claim_id=st.from_regex(r"[a-z]{1,6}(\.[a-z0-9_]{1,6}){1,3}", fullmatch=True))
+@given(
+    value=st.integers(min_value=0, max_value=10**6),
+    claim_id=st.from_regex(r"[a-z]{1,6}(\.[a-z0-9_]{1,6}){1,3}", fullmatch=True),
+)
 def test_every_binding_round_trips(tmp_path_factory: pytest.TempPathFactory, value: int, claim_id: str) -> None:
     folder = tmp_path_factory.mktemp("b")
     (folder / "p.md").write_text(f"See [{value:,}](claim:{claim_id}) here.\n")
@@ -191,22 +216,38 @@ def _page(tmp: Path, line: str) -> Any:
 
 
 @settings(max_examples=60, deadline=None)
-@given(text=_TEXT, claim_id=_IDS, broken=st.sampled_from([
-    "[{t}] (claim:{i})", "[{t}]  (claim:{i})", "[{t}][claim:{i}]", "[{t}](clam:{i})", "[{t}](claims:{i})",
-    "[{t}](Claim:{i})", "[{t}](cliam:{i})", "{t}(claim:{i})",
-]))
-def test_a_near_miss_binding_is_reported_as_broken(tmp_path_factory: pytest.TempPathFactory, text: str,
-                                                   claim_id: str, broken: str) -> None:
+@given(
+    text=_TEXT,
+    claim_id=_IDS,
+    broken=st.sampled_from(
+        [
+            "[{t}] (claim:{i})",
+            "[{t}]  (claim:{i})",
+            "[{t}][claim:{i}]",
+            "[{t}](clam:{i})",
+            "[{t}](claims:{i})",
+            "[{t}](Claim:{i})",
+            "[{t}](cliam:{i})",
+            "{t}(claim:{i})",
+        ]
+    ),
+)
+def test_a_near_miss_binding_is_reported_as_broken(
+    tmp_path_factory: pytest.TempPathFactory, text: str, claim_id: str, broken: str
+) -> None:
     page = _page(tmp_path_factory.mktemp("p"), f"The figure {broken.format(t=text, i=claim_id)} here.")
     assert not page.bindings
-    assert any("looks like a broken binding" in (b.error or "") or "malformed binding" in (b.error or "")
-               for b in page.malformed), page.malformed
+    assert any(
+        "looks like a broken binding" in (b.error or "") or "malformed binding" in (b.error or "")
+        for b in page.malformed
+    ), page.malformed
 
 
 @settings(max_examples=60, deadline=None)
 @given(text=_TEXT, claim_id=_IDS)
-def test_a_sound_binding_is_never_taken_for_a_near_miss(tmp_path_factory: pytest.TempPathFactory, text: str,
-                                                        claim_id: str) -> None:
+def test_a_sound_binding_is_never_taken_for_a_near_miss(
+    tmp_path_factory: pytest.TempPathFactory, text: str, claim_id: str
+) -> None:
     page = _page(tmp_path_factory.mktemp("p"), f"See [{text}](claim:{claim_id}) and [the docs](https://example.org/x).")
     assert [b.claim_id for b in page.bindings] == [claim_id] and not page.malformed
 
@@ -237,8 +278,9 @@ def _sample_book(tmp_path: Path, page: str, allowlist: str) -> Book:
 
 
 def test_a_wrong_number_word_planted_on_a_page_fails(tmp_path: Path) -> None:
-    entry = ('[[allow]]\npattern = "The two tracks meet"\nreason = "the tracks the sentence names"\n'
-             'files = ["book/q.md"]\n')
+    entry = (
+        '[[allow]]\npattern = "The two tracks meet"\nreason = "the tracks the sentence names"\nfiles = ["book/q.md"]\n'
+    )
     read = _sample_book(tmp_path, "A byte holds eight bits.\n", entry)
     unexcused = [(u.file, u.text) for u, allowed in read.unbound() if allowed is None]
     assert unexcused == [("book/p.md", "eight")]
@@ -247,34 +289,51 @@ def test_a_wrong_number_word_planted_on_a_page_fails(tmp_path: Path) -> None:
 
 def test_a_class_pattern_for_number_words_is_refused(tmp_path: Path) -> None:
     read = _sample_book(tmp_path, "A byte holds eight bits.\n", _CLASS_PATTERN)
-    assert all(allowed is not None for _, allowed in read.unbound())  # the class pattern would excuse the wrong "eight"...
+    assert all(
+        allowed is not None for _, allowed in read.unbound()
+    )  # the class pattern would excuse the wrong "eight"...
     problems = [(page, message) for page, message in read.allowlist_problems() if page is not None]
     assert {page for page, _ in problems} == {"book/p.md", "book/q.md"}  # ...so each page it touches fails
     assert all("book/allowlist.toml:1:" in message and "an entry of its own" in message for _, message in problems)
 
 
 def test_an_entry_without_files_is_refused(tmp_path: Path) -> None:
-    read = _sample_book(tmp_path, "It has 12 parts.\n",
-                        '[[allow]]\npattern = "has 12 parts"\nreason = "a count"\n'
-                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    read = _sample_book(
+        tmp_path,
+        "It has 12 parts.\n",
+        '[[allow]]\npattern = "has 12 parts"\nreason = "a count"\n'
+        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n',
+    )
     assert all(allowed is not None for _, allowed in read.unbound())
-    assert read.allowlist_problems() == [(None, "book/allowlist.toml:1: allow-list entry 'has 12 parts' names no `files`, so it "
-                                                "excuses its pattern on every page: expected files = [the pages it excuses on], "
-                                                "found none")]
+    assert read.allowlist_problems() == [
+        (
+            None,
+            "book/allowlist.toml:1: allow-list entry 'has 12 parts' names no `files`, so it "
+            "excuses its pattern on every page: expected files = [the pages it excuses on], "
+            "found none",
+        )
+    ]
 
 
 @pytest.mark.parametrize("files", ['["*"]', '["book/*"]', '["book/p.md", "book/q.*"]', '["**"]'])
 def test_files_that_match_every_page_are_refused(tmp_path: Path, files: str) -> None:
-    read = _sample_book(tmp_path, "It has 12 parts.\n",
-                        f'[[allow]]\npattern = "has 12 parts|The two tracks meet"\nreason = "a count"\nfiles = {files}\n')
+    read = _sample_book(
+        tmp_path,
+        "It has 12 parts.\n",
+        f'[[allow]]\npattern = "has 12 parts|The two tracks meet"\nreason = "a count"\nfiles = {files}\n',
+    )
     assert [m for page, m in read.allowlist_problems() if page is None] == [
-        f"book/allowlist.toml:1: allow-list entry 'has 12 parts|The two tracks meet' excuses its pattern on every page: expected "
+        f"book/allowlist.toml:1: allow-list entry 'has 12 parts|The two tracks meet' excuses its pattern on every "
+        "page: expected "
         f"files = [the pages it excuses on], found files = {list(read.allowlist[0].files)}, "
-        "which match all 2 pages"]
+        "which match all 2 pages"
+    ]
 
 
 def test_files_must_be_a_list_of_pages(tmp_path: Path) -> None:
-    (tmp_path / "allowlist.toml").write_text('[[allow]]\npattern = "Part \\\\d+"\nreason = "parts"\nfiles = "book/p.md"\n')
+    (tmp_path / "allowlist.toml").write_text(
+        '[[allow]]\npattern = "Part \\\\d+"\nreason = "parts"\nfiles = "book/p.md"\n'
+    )
     with pytest.raises(AllowListError, match=r"allowlist.toml:1: .*expected files = \[.*found files = 'book/p.md'"):
         read_allowlist(tmp_path / "allowlist.toml")
 
@@ -288,29 +347,42 @@ def test_no_entry_of_the_books_allowlist_spans_every_page() -> None:
 
 
 def test_a_bare_number_word_is_refused_even_on_one_page(tmp_path: Path) -> None:
-    read = _sample_book(tmp_path, "A byte holds eight bits.\n",
-                        '[[allow]]\npattern = "eight"\nreason = "a count"\nfiles = ["book/p.md"]\n'
-                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    read = _sample_book(
+        tmp_path,
+        "A byte holds eight bits.\n",
+        '[[allow]]\npattern = "eight"\nreason = "a count"\nfiles = ["book/p.md"]\n'
+        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n',
+    )
     assert [m for _, m in read.allowlist_problems()] == [
         "book/p.md:1:14: book/allowlist.toml:1: allow-list entry 'eight' matches the bare word 'eight'; its pattern "
-        "must take in the words around it, so that it excuses this occurrence only"]
+        "must take in the words around it, so that it excuses this occurrence only"
+    ]
 
 
 def test_one_entry_excuses_number_words_on_one_line_only(tmp_path: Path) -> None:
-    read = _sample_book(tmp_path, "It has two parts.\nIt has two parts.\n",
-                        '[[allow]]\npattern = "has two parts"\nreason = "a count"\nfiles = ["book/p.md"]\n'
-                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n')
+    read = _sample_book(
+        tmp_path,
+        "It has two parts.\nIt has two parts.\n",
+        '[[allow]]\npattern = "has two parts"\nreason = "a count"\nfiles = ["book/p.md"]\n'
+        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n',
+    )
     assert [m for _, m in read.allowlist_problems()] == [
         "book/allowlist.toml:1: allow-list entry 'has two parts' excuses numbers in words on lines 1, 2 of book/p.md; "
-        "each occurrence needs an entry of its own, whose pattern matches that line only"]
+        "each occurrence needs an entry of its own, whose pattern matches that line only"
+    ]
 
 
 def test_an_entry_that_excuses_nothing_fails(tmp_path: Path) -> None:
-    read = _sample_book(tmp_path, "Nothing here.\n",
-                        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n'
-                        '[[allow]]\npattern = "never matches"\nreason = "stale"\nfiles = ["book/p.md"]\n')
+    read = _sample_book(
+        tmp_path,
+        "Nothing here.\n",
+        '[[allow]]\npattern = "The two tracks meet"\nreason = "named"\nfiles = ["book/q.md"]\n'
+        '[[allow]]\npattern = "never matches"\nreason = "stale"\nfiles = ["book/p.md"]\n',
+    )
     assert [m for _, m in read.allowlist_problems()] == [
-        "book/allowlist.toml:5: allow-list entry 'never matches' excuses nothing; remove it, or fix its pattern or files"]
+        "book/allowlist.toml:5: allow-list entry 'never matches' excuses nothing; remove it, or fix its pattern or "
+        "files"
+    ]
 
 
 def test_the_books_allowlist_excuses_each_number_word_on_its_own() -> None:
@@ -349,8 +421,11 @@ def _loose(binding: Binding) -> bool:
     printed = binding.printed
     assert printed is not None
     digits = parse(printed.core)
-    return printed.approximate or printed.high - printed.value != (digits.high - digits.low) / 2 or bool(
-        is_number_word(binding.text.strip()) or (binding.title and binding.stated != binding.text))
+    return (
+        printed.approximate
+        or printed.high - printed.value != (digits.high - digits.low) / 2
+        or bool(is_number_word(binding.text.strip()) or (binding.title and binding.stated != binding.text))
+    )
 
 
 def admitted_neighbours(binding: Binding, values: list[Any]) -> list[str]:
@@ -367,15 +442,21 @@ def admitted_neighbours(binding: Binding, values: list[Any]) -> list[str]:
             continue
         for neighbour in around:
             if abs(number - neighbour) <= half:
-                out.append(f"{binding.where}:{binding.column}: figure {binding.text!r} ({binding.claim_id}, "
-                           f"stated {binding.stated!r}) holds for {float(number):.6g} under a margin of ±{float(half):.3g}, "
-                           f"and so would its neighbour {float(neighbour):.6g}: narrow the precision, or mark the figure disputed")
+                out.append(
+                    f"{binding.where}:{binding.column}: figure {binding.text!r} ({binding.claim_id}, "
+                    f"stated {binding.stated!r}) holds for {float(number):.6g} under a margin of ±{float(half):.3g}, "
+                    f"and so would its neighbour {float(neighbour):.6g}: narrow the precision, or mark the figure "
+                    "disputed"
+                )
     return out
 
 
 def test_a_margin_that_admits_the_neighbour_is_caught(tmp_path: Path) -> None:
-    page = _page(tmp_path, 'Keeps [about three](claim:d "3 ± 1") digits; [about 17](claim:c) tokens/s; '
-                           '[A quarter](claim:q "0.25 ± 0.1"); [a quarter](claim:r "0.25 ± 0.03").')
+    page = _page(
+        tmp_path,
+        'Keeps [about three](claim:d "3 ± 1") digits; [about 17](claim:c) tokens/s; '
+        '[A quarter](claim:q "0.25 ± 0.1"); [a quarter](claim:r "0.25 ± 0.03").',
+    )
     by_id = {b.claim_id: b for b in page.bindings}
     assert admitted_neighbours(by_id["d"], [2.41]) and "neighbour 2" in admitted_neighbours(by_id["d"], [2.41])[0]
     assert admitted_neighbours(by_id["d"], [3.28]) and "neighbour 4" in admitted_neighbours(by_id["d"], [3.28])[0]

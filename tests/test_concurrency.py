@@ -4,6 +4,7 @@ Each test runs a scenario of `harness.faults` on a sample book in a temporary fo
 runs use `--results-dir`-style isolation: the sample book's own `results/`), and the
 scenario counts the records expected and kept; `scripts/fault-table` runs the same ones.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -11,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from harness import faults
 
 import verified_book.records.results as results
-from harness import faults
 from verified_book.records.results import ResultsError, ResultsFile, merge_into, read
 
 
@@ -63,8 +64,9 @@ def test_a_held_lock_times_out_with_a_message_and_touches_nothing(tmp_path: Path
     before = path.read_bytes()
     with FileLock(str(path) + ".lock"):
         with pytest.raises(ResultsError, match=r"m\.json: another run has held its lock .* nothing was merged"):
-            merge_into(path, ResultsFile("m", records={"b.two": {"numpy": {"status": "verified", "value": 2}}}),
-                       timeout=0.2)
+            merge_into(
+                path, ResultsFile("m", records={"b.two": {"numpy": {"status": "verified", "value": 2}}}), timeout=0.2
+            )
     assert path.read_bytes() == before
 
 

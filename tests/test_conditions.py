@@ -5,14 +5,15 @@ is per open file, so they meet as two processes would); the slow ones start two 
 sample book together and read who waited for whom from what the runs did and recorded, never from
 how long anything took.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import pytest
-
 from harness.faults import conditions_of, shown_status, spawn, timed_book, wait_for_line
+
 from verified_book.records import conditions
 from verified_book.records.conditions import RUN_ENV, Conditions, RunLock
 from verified_book.records.results import ResultsError, ResultsFile, read, validate
@@ -34,12 +35,20 @@ def test_a_conditions_entry_is_checked_by_the_results_schema() -> None:
     good = Conditions(cores=4, load_before=0.5, load_after=0.7, beside=["pid 9 (pytest)"]).entry()
     assert good == {"load_before": 0.5, "load_after": 0.7, "cores": 4, "beside": "pid 9 (pytest)"}
     assert conditions.is_entry(good)
-    for bad in ({**good, "cores": 0}, {**good, "load_before": "high"}, {**good, "beside": 3}, {**good, "extra": 1}, [1]):
+    for bad in (
+        {**good, "cores": 0},
+        {**good, "load_before": "high"},
+        {**good, "beside": 3},
+        {**good, "extra": 1},
+        [1],
+    ):
         assert not conditions.is_entry(bad), bad
     record = {"status": "verified", "value": 1.0, "figures": [], "conditions": {**good, "cores": "four"}}
     with pytest.raises(ResultsError) as refused:  # the record's type refuses it where it is built
         ResultsFile("m", records={"a.one": {"numpy": record}})
-    assert any("a.one" in p and "conditions" in p and "cores" in p for p in str(refused.value).splitlines()), refused.value
+    assert any("a.one" in p and "conditions" in p and "cores" in p for p in str(refused.value).splitlines()), (
+        refused.value
+    )
     data = ResultsFile("m", records={"a.one": {"numpy": {**record, "conditions": good}}}).to_dict()
     data["records"]["a.one"]["numpy"]["conditions"]["cores"] = "four"
     problems = validate(data, "m.json")
@@ -51,8 +60,9 @@ class Said(list[str]):
         self.append(line)
 
 
-def two_runs(folder: Path, monkeypatch: pytest.MonkeyPatch, *, limit: float = 0.3,
-             beside: bool = False) -> tuple[RunLock, Said, RunLock, Said]:
+def two_runs(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *, limit: float = 0.3, beside: bool = False
+) -> tuple[RunLock, Said, RunLock, Said]:
     """Two holders of one lock folder, as two processes would be (the second under another pid's name)."""
     said_a, said_b = Said(), Said()
     a = RunLock(folder, said_a, limit=limit, job="verify")
@@ -69,13 +79,16 @@ def start(lock: RunLock, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_runs_that_time_nothing_share_the_lock_and_a_timing_run_waits_for_the_others(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, said_a, b, said_b = two_runs(tmp_path, monkeypatch)
     start(a, monkeypatch)
     start(b, monkeypatch)
     assert said_a == [] and said_b == []  # neither times yet: neither waits
     a.before_timing()  # b is still going on: a waits for it, then (its wait bounded) times beside it
-    assert said_a[0] == f"another run of this book is in progress ({b.describe}); waiting for it before timing the machine"
+    assert (
+        said_a[0] == f"another run of this book is in progress ({b.describe}); waiting for it before timing the machine"
+    )
     assert "timing beside it" in said_a[1]
     assert b.describe in (a.seen().entry()["beside"] or "")
     assert a.describe in (b.seen().entry()["beside"] or "")
@@ -85,7 +98,8 @@ def test_runs_that_time_nothing_share_the_lock_and_a_timing_run_waits_for_the_ot
 
 
 def test_a_run_started_while_another_times_waits_and_one_that_is_told_to_runs_beside_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, said_a, b, said_b = two_runs(tmp_path, monkeypatch)
     start(a, monkeypatch)
     a.before_timing()
@@ -107,7 +121,8 @@ def test_a_run_started_while_another_times_waits_and_one_that_is_told_to_runs_be
 
 
 def test_once_the_other_run_is_gone_the_machine_is_free_and_its_traces_are_cleared(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, said_a, b, said_b = two_runs(tmp_path, monkeypatch)
     start(a, monkeypatch)
     start(b, monkeypatch)
@@ -137,6 +152,7 @@ def test_a_run_inside_a_run_of_the_same_book_takes_no_lock(tmp_path: Path, monke
 
 # ---------------------------------------------------------------- two real runs
 
+
 @pytest.mark.slow  # two pytest processes
 def test_a_second_run_waits_for_the_one_timing_the_machine(tmp_path: Path) -> None:
     book = timed_book(tmp_path / "book")
@@ -150,8 +166,16 @@ def test_a_second_run_waits_for_the_one_timing_the_machine(tmp_path: Path) -> No
     assert first.finish() == 0, first.text
     assert second.finish() == 0, second.text
     # the second timed nothing until the first was done, and neither saw the other beside it
-    assert log.read_text().split() == ["start", str(first.proc.pid), "end", str(first.proc.pid),
-                                       "start", str(second.proc.pid), "end", str(second.proc.pid)]
+    assert log.read_text().split() == [
+        "start",
+        str(first.proc.pid),
+        "end",
+        str(first.proc.pid),
+        "start",
+        str(second.proc.pid),
+        "end",
+        str(second.proc.pid),
+    ]
     assert conditions_of(tmp_path / "first").beside is None
     assert conditions_of(tmp_path / "second").beside is None
 
@@ -167,8 +191,16 @@ def test_a_run_told_to_run_beside_marks_both_runs_measurements_contended(tmp_pat
     gate.touch()
     assert first.finish() == 0, first.text
     assert "waiting for it" not in second.text
-    assert log.read_text().split() == ["start", str(first.proc.pid), "start", str(second.proc.pid),
-                                       "end", str(second.proc.pid), "end", str(first.proc.pid)]
+    assert log.read_text().split() == [
+        "start",
+        str(first.proc.pid),
+        "start",
+        str(second.proc.pid),
+        "end",
+        str(second.proc.pid),
+        "end",
+        str(first.proc.pid),
+    ]
     first_seen, second_seen = conditions_of(tmp_path / "first"), conditions_of(tmp_path / "second")
     assert f"pid {second.proc.pid} (pytest)" in first_seen.beside
     assert f"pid {first.proc.pid} (pytest)" in second_seen.beside

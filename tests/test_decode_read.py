@@ -4,6 +4,7 @@ The source has decode read the whole 16.4 GB checkpoint per token (`decode.read_
 disputed in the book). These tests hold the claim to its shape: the embedding is the only matrix not
 read whole, the untied output head is read whole, and transformers' model agrees with the config.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The GPU paths of the engine, on this CPU machine: each device is a fake that answers and
 raises what the real one does (a torch without the card's kernels, an MLX whose default device
 is the GPU, caches that must be emptied after an out-of-memory error)."""
+
 from __future__ import annotations
 
 import sys
@@ -10,11 +11,11 @@ from typing import Any
 import pytest
 
 from verified_book import backends
-from verified_book.engine import check
+from verified_book.authoring.registry import Claim, Kind
 from verified_book.backends import Backend, touches_cuda_here
 from verified_book.backends import torch as torch_adapter
 from verified_book.backends.torch import cuda_build_problem
-from verified_book.authoring.registry import Claim, Kind
+from verified_book.engine import check
 
 pytestmark = pytest.mark.usefixtures("project_book")
 
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.usefixtures("project_book")
 class FakeCudaTorch:
     """torch as it looks on an RTX 5080: a device it sees, an architecture list, a kernel launch."""
 
-    def __init__(self, archs: list[str], kernel_error: str | None = None, capability: tuple[int, int] = (12, 0)) -> None:
+    def __init__(
+        self, archs: list[str], kernel_error: str | None = None, capability: tuple[int, int] = (12, 0)
+    ) -> None:
         self.__version__ = "2.6.0+cu124"
         self.version = SimpleNamespace(cuda="12.4")
         self.launched = 0
@@ -161,7 +164,9 @@ def test_out_of_memory_empties_the_mps_and_mlx_caches_too(monkeypatch: pytest.Mo
     def greedy(backend: Backend) -> int:
         raise RuntimeError("MPS backend out of memory (MPS allocated: 17.9 GB, other allocations: 1.2 GB)")
 
-    outcome = check.evaluate(Claim("devices.greedy", Kind.LIBRARY, greedy, "asks too much"), Backend("torch:mps", True, "here"))
+    outcome = check.evaluate(
+        Claim("devices.greedy", Kind.LIBRARY, greedy, "asks too much"), Backend("torch:mps", True, "here")
+    )
     assert outcome.status == check.FAILED and "ran out of device memory on torch:mps" in outcome.message
     assert emptied == ["mps"] and fake.cleared == 1
 
@@ -196,9 +201,16 @@ def fake_mps(monkeypatch: pytest.MonkeyPatch) -> Backend:
     return Backend("torch:mps", True, "fake MPS device", torch.__version__, "mps")
 
 
-FLOAT8_CASTS = ["rounding.e4m3.rel_error", "rounding.e4m3.zero_fraction", "rounding.e4m3_x64.rel_error",
-                "rounding.e5m2.rel_error", "rounding.e4m3.flush_threshold", "formats.special.e4m3.nans",
-                "formats.special.e5m2.infinities", "questions.q6.e4m3_smallest_normal"]
+FLOAT8_CASTS = [
+    "rounding.e4m3.rel_error",
+    "rounding.e4m3.zero_fraction",
+    "rounding.e4m3_x64.rel_error",
+    "rounding.e5m2.rel_error",
+    "rounding.e4m3.flush_threshold",
+    "formats.special.e4m3.nans",
+    "formats.special.e5m2.infinities",
+    "questions.q6.e4m3_smallest_normal",
+]
 
 
 @pytest.mark.parametrize("claim_id", FLOAT8_CASTS)
@@ -285,10 +297,17 @@ def test_an_ngc_style_tf32_override_is_named_not_failed(monkeypatch: pytest.Monk
     assert "'high'" in outcome.message and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in outcome.message
 
 
-@pytest.mark.parametrize(("name", "variable", "value"), [
-    ("torch:cuda", "NVIDIA_TF32_OVERRIDE", "0"), ("mlx:gpu", "MLX_ENABLE_TF32", "0"), ("mlx:gpu", "MLX_ENABLE_TF32", "1")])
-def test_a_gpu_whose_environment_sets_tf32_says_so(monkeypatch: pytest.MonkeyPatch, name: str, variable: str,
-                                                    value: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "variable", "value"),
+    [
+        ("torch:cuda", "NVIDIA_TF32_OVERRIDE", "0"),
+        ("mlx:gpu", "MLX_ENABLE_TF32", "0"),
+        ("mlx:gpu", "MLX_ENABLE_TF32", "1"),
+    ],
+)
+def test_a_gpu_whose_environment_sets_tf32_says_so(
+    monkeypatch: pytest.MonkeyPatch, name: str, variable: str, value: str
+) -> None:
     """Checked before any device is touched, so it runs here on a backend this machine lacks."""
     monkeypatch.setenv(variable, value)
     monkeypatch.setattr(Backend, "activate", lambda self: __import__("contextlib").nullcontext())
@@ -388,9 +407,11 @@ def test_the_bandwidth_and_matmul_probes_calibrate_on_a_warm_call(monkeypatch: p
 
 # --- torch on ROCm (Track X: the Radeon 8060S of a Ryzen AI Max+ 395, gfx1151) -------------------------
 
-INVALID_DEVICE_FUNCTION = ("HIP error: invalid device function\nHIP kernel errors might be asynchronously reported at some "
-                           "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
-                           "AMD_SERIALIZE_KERNEL=3")
+INVALID_DEVICE_FUNCTION = (
+    "HIP error: invalid device function\nHIP kernel errors might be asynchronously reported at some "
+    "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+    "AMD_SERIALIZE_KERNEL=3"
+)
 RADEON = "AMD Radeon 8060S"
 ROCM_ARCHS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"]
 
@@ -415,9 +436,13 @@ class FakeRocmTorch(FakeCudaTorch):
         real_ones = self.ones
         self.ones = ones
         self.cuda.get_device_name = lambda i=0: RADEON
-        self.cuda.get_device_capability = lambda i=0: (11, 5)  # what torch on ROCm reports: the gfx number, not a CUDA capability
-        self.cuda.get_device_properties = lambda i=0: SimpleNamespace(name=RADEON, gcnArchName=f"{gfx}:sramecc-:xnack-",
-                                                                        total_memory=96 * 2**30, major=11, minor=5)
+        self.cuda.get_device_capability = lambda i=0: (
+            11,
+            5,
+        )  # what torch on ROCm reports: the gfx number, not a CUDA capability
+        self.cuda.get_device_properties = lambda i=0: SimpleNamespace(
+            name=RADEON, gcnArchName=f"{gfx}:sramecc-:xnack-", total_memory=96 * 2**30, major=11, minor=5
+        )
         self.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
 
 
@@ -453,7 +478,9 @@ def test_a_kernel_the_build_cannot_run_is_named_in_hips_words(monkeypatch: pytes
     torch = FakeRocmTorch([])
     found = _detected(monkeypatch, torch)[torch_adapter.ROCM]
     assert not found.available and torch.launched == 1
-    assert f"a tiny kernel fails on {RADEON} (gfx1151): RuntimeError: HIP error: invalid device function" in found.reason
+    assert (
+        f"a tiny kernel fails on {RADEON} (gfx1151): RuntimeError: HIP error: invalid device function" in found.reason
+    )
 
 
 def test_a_cuda_build_is_not_a_rocm_backend(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -462,7 +489,10 @@ def test_a_cuda_build_is_not_a_rocm_backend(monkeypatch: pytest.MonkeyPatch) -> 
     torch.backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False))
     found = _detected(monkeypatch, torch)
     assert found["torch:cuda"].available
-    assert not found[torch_adapter.ROCM].available and "CUDA 12.4 build, not a ROCm build" in found[torch_adapter.ROCM].reason
+    assert (
+        not found[torch_adapter.ROCM].available
+        and "CUDA 12.4 build, not a ROCm build" in found[torch_adapter.ROCM].reason
+    )
 
 
 @pytest.fixture
@@ -472,8 +502,11 @@ def fake_rocm(monkeypatch: pytest.MonkeyPatch) -> Backend:
     monkeypatch.setattr(torch.version, "hip", "7.2.26015")
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: RADEON)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (11, 5))
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda i=0: SimpleNamespace(name=RADEON, gcnArchName="gfx1151", total_memory=96 * 2**30))
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda i=0: SimpleNamespace(name=RADEON, gcnArchName="gfx1151", total_memory=96 * 2**30),
+    )
     monkeypatch.setattr(Backend, "activate", lambda self: __import__("contextlib").nullcontext())
     return Backend(torch_adapter.ROCM, True, f"ROCm device {RADEON}", torch.__version__, RADEON)
 
@@ -504,7 +537,9 @@ def test_claims_on_every_torch_backend_include_rocm() -> None:
     from verified_book.authoring.registry import REGISTRY
 
     assert REGISTRY["formats.default.matmul.torch_setting_bits"].runs_on(torch_adapter.ROCM)
-    assert not REGISTRY["formats.default.matmul.tf32_kept_bits"].runs_on(torch_adapter.ROCM), "a torch:cuda claim stays CUDA's"
+    assert not REGISTRY["formats.default.matmul.tf32_kept_bits"].runs_on(torch_adapter.ROCM), (
+        "a torch:cuda claim stays CUDA's"
+    )
 
 
 def test_track_x_with_its_gpu_is_fingerprinted_in_rocms_terms(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -522,8 +557,10 @@ def test_track_x_with_its_gpu_is_fingerprinted_in_rocms_terms(monkeypatch: pytes
 
 # --- JAX on a GPU ----------------------------------------------------------------------------------------
 
-NO_BINARY = ("INTERNAL: Failed to load in-memory CUBIN (compilation failure): CUDA_ERROR_NO_BINARY_FOR_GPU: "
-             "no kernel image is available for execution on the device")
+NO_BINARY = (
+    "INTERNAL: Failed to load in-memory CUBIN (compilation failure): CUDA_ERROR_NO_BINARY_FOR_GPU: "
+    "no kernel image is available for execution on the device"
+)
 
 
 class XlaRuntimeError(RuntimeError):
@@ -563,8 +600,10 @@ class FakeJax(ModuleType):
         if kind == "cpu":
             return [SimpleNamespace(device_kind="cpu", platform="cpu")]
         if not self.has_gpu:
-            raise RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
-                               "Platforms present are: cpu")
+            raise RuntimeError(
+                "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+                "Platforms present are: cpu"
+            )
         return [self.gpu]
 
     def default_device(self, device: Any) -> Any:

@@ -3,6 +3,7 @@
 Each is reported clearly, skips or fails only what it affects, and keeps every record
 already made. The run itself is offline, and this session proves it.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,8 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from harness import faults
+
 from verified_book.engine import offline
 
 

@@ -4,6 +4,7 @@ Both runs happen as a reader's would, in a fresh process with that folder as the
 directory: `pytest` there must verify every figure of that book and load none of this
 one's claims, and `mkdocs build --strict` there must build its site from those results.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,28 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
-CLAIM_IDS = {"half.mantissa_bits", "half.eps", "half.max", "half.finfo_eps", "half.sum_2049", "half.sum_count", "half.sum_ms"}
+CLAIM_IDS = {
+    "half.mantissa_bits",
+    "half.eps",
+    "half.max",
+    "half.finfo_eps",
+    "half.sum_2049",
+    "half.sum_count",
+    "half.sum_ms",
+}
 
 pytestmark = pytest.mark.slow
 
 
 def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=EXAMPLE, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_the_example_is_verified_and_built_from_its_own_folder(tmp_path: Path) -> None:
@@ -36,8 +51,10 @@ def test_the_example_is_verified_and_built_from_its_own_folder(tmp_path: Path) -
     # reference: the timing printed for the author's machine; cited: the given layout the book transcribes
     assert statuses <= {"verified", "skipped", "reference", "cited"}, records
 
-    build = _run(["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                 env={"CLAIMS_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"})
+    build = _run(
+        ["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        env={"CLAIMS_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     page = (tmp_path / "site" / "index.html").read_text()
     assert "0.0009765625" in page and "65504" in page

@@ -1,4 +1,5 @@
 """The printed-number parser: every form the sources use, and printing then parsing agrees."""
+
 from __future__ import annotations
 
 import math
@@ -97,7 +98,9 @@ def test_fixed_point_round_trip(value: float, places: int, sign: int, grouped: b
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=magnitudes, places=st.integers(min_value=0, max_value=4), sign=signs, style=st.sampled_from(["e", "times"]))
+@given(
+    value=magnitudes, places=st.integers(min_value=0, max_value=4), sign=signs, style=st.sampled_from(["e", "times"])
+)
 def test_scientific_round_trip(value: float, places: int, sign: int, style: str) -> None:
     value *= sign
     if style == "e":
@@ -141,7 +144,9 @@ def test_an_explicit_precision_sets_the_interval(value: int, tol: int) -> None:
     printed = parse(f"{value / 100} ± {tol / 100}")
     centre, half = Fraction(value, 100), Fraction(tol, 100)
     assert printed.holds(centre + half) and printed.holds(centre - half)
-    assert not printed.holds(centre + half + Fraction(1, 10**6)) and not printed.holds(centre - half - Fraction(1, 10**6))
+    assert not printed.holds(centre + half + Fraction(1, 10**6)) and not printed.holds(
+        centre - half - Fraction(1, 10**6)
+    )
 
 
 # Thousands parted by a space (item 5): one number, or a clear refusal, never a number with digits as its unit.
@@ -160,8 +165,11 @@ def test_space_grouped_thousands_read_as_one_number(n: int, sep: str) -> None:
     assert printed.holds(n) and not printed.holds(n + 1)
 
 
-@given(st.integers(min_value=1000, max_value=10**12), st.integers(min_value=0, max_value=10**12),
-       st.sampled_from(GROUP_SPACES))
+@given(
+    st.integers(min_value=1000, max_value=10**12),
+    st.integers(min_value=0, max_value=10**12),
+    st.sampled_from(GROUP_SPACES),
+)
 def test_space_grouped_figures_are_rewritten_with_their_own_separator(n: int, computed: int, sep: str) -> None:
     printed = parse(_grouped(n, sep))
     again = parse(printed.render(computed)) if computed >= 1000 else None
@@ -169,8 +177,11 @@ def test_space_grouped_figures_are_rewritten_with_their_own_separator(n: int, co
     assert again is None or again.value == computed
 
 
-@given(st.integers(min_value=1, max_value=999), st.text("0123456789", min_size=1, max_size=6),
-       st.sampled_from([*GROUP_SPACES, ","]))
+@given(
+    st.integers(min_value=1, max_value=999),
+    st.text("0123456789", min_size=1, max_size=6),
+    st.sampled_from([*GROUP_SPACES, ","]),
+)
 def test_digits_after_a_space_that_are_not_a_group_of_three_are_refused(head: int, tail: str, sep: str) -> None:
     text = f"{head}{sep}{tail}"
     if len(tail) == 3:

@@ -5,10 +5,12 @@ keeps plugins, builds the same mkdocs.yml with the engine's plugin: every page's
 HTML, equal the figures it binds, and the Machines, Plots and legend pages are there. Zensical reads
 mkdocs.yml but runs none of its plugins: the engine's Markdown extension renders the marks there, after
 `verified-book pages` has written the generated pages, and the same count holds; without those pages,
-or with pages older than the results, its build fails with a message saying what to run. Each generator is pinned in a venv of its own
+or with pages older than the results, its build fails with a message saying what to run. Each generator is pinned in a
+venv of its own
 (requirements/properdocs.txt, requirements/zensical.txt), which .ci/run installs; where one is not
 installed its test is skipped, unless VB_GENERATORS=required (as .ci/run sets) makes that a failure.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "minimal"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 #: each generator's command, in the venv requirements/<name>.txt describes
-GENERATORS = {"properdocs": ROOT / ".venv-properdocs" / "bin" / "properdocs",
-              "zensical": ROOT / ".venv-zensical" / "bin" / "zensical"}
+GENERATORS = {
+    "properdocs": ROOT / ".venv-properdocs" / "bin" / "properdocs",
+    "zensical": ROOT / ".venv-zensical" / "bin" / "zensical",
+}
 CONFIGS = [ROOT / "mkdocs.yml", EXAMPLE / "mkdocs.yml", ROOT / "verified_book" / "template" / "mkdocs.yml"]
 RAW_CLAIM_LINK = re.compile(r"""href=["']?claim:""")
 
@@ -48,16 +52,22 @@ def _generator(name: str) -> Path:
 
 
 def _build(name: str, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(_generator(name)), "build", "-f", str(project / "mkdocs.yml"), *args], cwd=project,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "CLAIMS_RESULTS_DIR": str(project / "results"), "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [str(_generator(name)), "build", "-f", str(project / "mkdocs.yml"), *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CLAIMS_RESULTS_DIR": str(project / "results"), "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_site_config_lists_the_guard(config: Path) -> None:
     """Without the guard, a generator that skips the plugin would build the book with no marks and no complaint."""
-    assert re.search(rf"^\s*-\s*{re.escape(markdown_ext.NAME)}\s*(#.*)?$", config.read_text(encoding="utf-8"), re.MULTILINE), \
-        f"{config.relative_to(ROOT)}: markdown_extensions does not list {markdown_ext.NAME}"
+    assert re.search(
+        rf"^\s*-\s*{re.escape(markdown_ext.NAME)}\s*(#.*)?$", config.read_text(encoding="utf-8"), re.MULTILINE
+    ), f"{config.relative_to(ROOT)}: markdown_extensions does not list {markdown_ext.NAME}"
 
 
 def test_without_the_plugin_or_its_pages_the_extension_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,18 +77,28 @@ def test_without_the_plugin_or_its_pages_the_extension_refuses(tmp_path: Path, m
         markdown.markdown("A figure: [16.6](claim:decode.ceiling)", extensions=[markdown_ext.NAME])
     book = copy_project(tmp_path / "book")
     monkeypatch.chdir(book)
-    with pytest.raises(markdown_ext.NoMarksError, match=r"pages.json is missing.*Run `verified-book pages`.*mkdocs build --strict"):
+    with pytest.raises(
+        markdown_ext.NoMarksError, match=r"pages.json is missing.*Run `verified-book pages`.*mkdocs build --strict"
+    ):
         markdown.markdown("A figure: [16.6](claim:decode.ceiling)", extensions=[markdown_ext.NAME])
-    passed = markdown.markdown("A page.", extensions=[markdown_ext.NAME],
-                               extension_configs={markdown_ext.NAME: {"rendered_by": "verified-book"}})
+    passed = markdown.markdown(
+        "A page.",
+        extensions=[markdown_ext.NAME],
+        extension_configs={markdown_ext.NAME: {"rendered_by": "verified-book"}},
+    )
     assert passed == "<p>A page.</p>"
 
 
 def _pages(project: Path) -> subprocess.CompletedProcess[str]:
     """`verified-book pages` in the book's copy, by the engine in this process's environment."""
-    return subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "pages"], cwd=project, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                       "CLAIMS_RESULTS_DIR": str(project / "results")})
+    return subprocess.run(
+        [sys.executable, "-m", "verified_book.integration.cli", "pages"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CLAIMS_RESULTS_DIR": str(project / "results")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +120,11 @@ def test_properdocs_builds_the_book_with_every_figure_marked(properdocs_site: tu
     assert not unmarked, f"pages whose marks differ from their bound figures (bound, marked): {unmarked}"
     for generated in ("machines.html", "plots.html", "marks.html"):
         assert (site / generated).is_file(), f"ProperDocs built no {generated}"
-    raw = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))]
+    raw = [
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))
+    ]
     assert not raw, f"raw claim: links in {raw}"
     assert "vb-legend-link" in (site / "index.html").read_text(encoding="utf-8")
 
@@ -150,12 +174,21 @@ def test_zensical_builds_the_book_with_every_figure_marked(zensical_site: tuple[
     assert not unmarked, f"pages whose marks differ from their bound figures (bound, marked): {unmarked}"
     for generated in ("machines.html", "plots.html", "marks.html"):
         assert (site / generated).is_file(), f"Zensical built no {generated}"
-        assert not re.search(r"VB[A-Z]+[0-9A-F]*Z", (site / generated).read_text(encoding="utf-8")), \
+        assert not re.search(r"VB[A-Z]+[0-9A-F]*Z", (site / generated).read_text(encoding="utf-8")), (
             f"{generated} keeps a block's placeholder"
-    raw = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))]
+        )
+    raw = [
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if RAW_CLAIM_LINK.search(p.read_text(encoding="utf-8"))
+    ]
     assert not raw, f"raw claim: links in {raw}"
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "vb-legend-link" in index and "assets/stylesheets/claims.css" in index and "assets/javascripts/claims.js" in index
+    assert (
+        "vb-legend-link" in index
+        and "assets/stylesheets/claims.css" in index
+        and "assets/javascripts/claims.js" in index
+    )
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ step, in the list's order, none inside one level; and a change to a link, a lane
 bandwidth in the data moves the steps, up to the point where the disputed figure would hold and
 the book would be wrong to dispute it.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -17,8 +18,8 @@ import pytest
 
 from verified_book.authoring import inputs
 from verified_book.book.bindings import Book
-from verified_book.engine.config import open_book, read_config
 from verified_book.book.figures import Printed
+from verified_book.engine.config import open_book, read_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,8 +44,11 @@ def disputed_figure() -> Printed:
 
 def test_every_consecutive_pair_of_levels_with_bandwidths_is_a_step(hierarchy) -> None:  # type: ignore[no-untyped-def]
     levels = list(hierarchy.SOURCE_LEVELS)
-    known = [(a, b) for a, b in zip(levels, levels[1:])
-             if hierarchy.SOURCE_LEVELS[a] is not None and hierarchy.SOURCE_LEVELS[b] is not None]
+    known = [
+        (a, b)
+        for a, b in zip(levels, levels[1:])
+        if hierarchy.SOURCE_LEVELS[a] is not None and hierarchy.SOURCE_LEVELS[b] is not None
+    ]
     assert known == list(hierarchy.STEPS.values())
     assert list(hierarchy.consecutive_steps()) == list(hierarchy.STEPS)
     assert hierarchy.step_range() == tuple(hierarchy.consecutive_steps().values())
@@ -72,13 +76,16 @@ def test_a_changed_lane_count_moves_the_last_step(hierarchy) -> None:  # type: i
 
 
 def test_data_that_put_every_step_in_range_would_make_the_disputed_figure_hold(  # type: ignore[no-untyped-def]
-        hierarchy, disputed_figure: Printed) -> None:
+    hierarchy, disputed_figure: Printed
+) -> None:
     # a 256 GB/s link under the RTX 5090 (7 times), DDR5 at 4,000 MT/s behind it (64 GB/s: 4 times),
     # a Gen4 drive below that (8 GB/s: 8 times): the source's sentence would be true, and the
     # verifier would fail the book's 'disputed' mark
-    with inputs.overridden("links.toml", "pcie_gen5_x16_per_direction", 256), \
-            inputs.overridden("links.toml", "pcie_gen4_x16_per_direction", 32), \
-            inputs.overridden("links.toml", "ddr5_5600_transfer_rate", 4000):
+    with (
+        inputs.overridden("links.toml", "pcie_gen5_x16_per_direction", 256),
+        inputs.overridden("links.toml", "pcie_gen4_x16_per_direction", 32),
+        inputs.overridden("links.toml", "ddr5_5600_transfer_rate", 4000),
+    ):
         assert hierarchy.step_range() == (7, 4, 8)
         assert disputed_figure.holds(hierarchy.step_range())
     with inputs.overridden("hardware/rtx5090.toml", "memory_bandwidth", 2600):

@@ -4,6 +4,7 @@ A results file arrives by pull request. `verified_book.records.results.validate`
 below before it is merged or rendered; a sound file that carries markup in every string
 is built into the site, and headless Chromium shows that none of it runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,12 +16,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from harness import faults
 
 import verified_book.records.results as results
-from harness import faults
-from verified_book.book.bindings import Book
-from verified_book.authoring.registry import REGISTRY, Kind
 from conftest import served
+from verified_book.authoring.registry import REGISTRY, Kind
+from verified_book.book.bindings import Book
 
 ROOT = Path(__file__).resolve().parent.parent
 WHERE = "results/contrib.json"
@@ -95,8 +96,15 @@ def _hostile_file(figures: list[Any]) -> dict[str, Any]:
         record = json.loads(json.dumps(template))
         record["kind"] = claim.kind.value
         record["hardware"] = f"hw {faults.HOSTILE}"
-        record["figures"] = [{"file": binding.file, "line": binding.line, "printed": binding.text,
-                              "stated": f"{binding.stated}{faults.HOSTILE}", "status": "verified"}]
+        record["figures"] = [
+            {
+                "file": binding.file,
+                "line": binding.line,
+                "printed": binding.text,
+                "stated": f"{binding.stated}{faults.HOSTILE}",
+                "status": "verified",
+            }
+        ]
         if n == 0:  # a value that is itself a string of markup
             record["value"] = f"value {faults.HOSTILE}"
             record["status"] = record["figures"][0]["status"] = "stale"
@@ -119,12 +127,19 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     for path in (ROOT / "results").glob("*.json"):
         shutil.copy(path, results_dir / path.name)
     data = _hostile_file(figures)
-    assert results.validate(data, SLUG, set(REGISTRY.ids())) == [], "the hostile file must pass validation to be rendered"
+    assert results.validate(data, SLUG, set(REGISTRY.ids())) == [], (
+        "the hostile file must pass validation to be rendered"
+    )
     (results_dir / f"{SLUG}.json").write_text(json.dumps(data))
     site = tmp / "site"
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "CLAIMS_RESULTS_DIR": str(results_dir), "NO_MKDOCS_2_WARNING": "1"})
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CLAIMS_RESULTS_DIR": str(results_dir), "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert built.returncode == 0, f"mkdocs build failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     with served(site) as url:
         yield url, page, figures
@@ -159,8 +174,9 @@ def _nothing_ran(page: Any, dialogs: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: tuple[str, str, list[Any]],
-                                                                  browser: Any) -> None:
+def test_markup_from_a_results_file_shows_as_text_and_never_runs(
+    hostile_site: tuple[str, str, list[Any]], browser: Any
+) -> None:
     base, chapter, figures = hostile_site
     page, dialogs, context = _visit(browser, base + _url(chapter), hover=[f.claim_id for f in figures])
     try:
@@ -172,8 +188,9 @@ def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: t
         figure = page.locator(f'[data-claim="{figures[0].claim_id}"]:visible').first
         figure.hover()
         figure.locator(".vb-panel").wait_for(state="visible", timeout=5000)
-        assert "value <script>" in figure.locator(".vb-panel").inner_text(), \
+        assert "value <script>" in figure.locator(".vb-panel").inner_text(), (
             "the contributed value is not in the figure's panel as text"
+        )
         _nothing_ran(page, dialogs)
     finally:
         context.close()
@@ -181,7 +198,8 @@ def test_markup_from_a_results_file_shows_as_text_and_never_runs(hostile_site: t
     try:
         _nothing_ran(page, dialogs)
         assert page.locator("h2", has_text=SLUG).count() == 1, "the contributed machine has no section"
-        assert faults.HOSTILE in page.evaluate("() => document.body.textContent"), \
+        assert faults.HOSTILE in page.evaluate("() => document.body.textContent"), (
             "the markup from the results file is not shown as text on the machines page"
+        )
     finally:
         context.close()

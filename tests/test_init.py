@@ -5,6 +5,7 @@ every figure marked, its panels hidden until a figure is clicked; and the engine
 wheel with the lean `book` extra into a fresh environment outside this repository, does the same
 with no torch, transformers, ml_dtypes or MLX.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,10 @@ from typing import Any
 
 import pytest
 
-from verified_book.integration import cli
+from conftest import served  # imported with the module: a test's own conftest.py may stand in sys.modules later
 from verified_book.book.bindings import Book
 from verified_book.engine.config import read_config
-
-from conftest import served  # imported with the module: a test's own conftest.py may stand in sys.modules later
+from verified_book.integration import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "minimal"
@@ -34,13 +34,22 @@ MARK = '<span class="vb-fig__mark" aria-hidden="true"></span>'
 
 
 def _book_files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not LEFT_BEHIND & set(p.relative_to(folder).parts) and p.suffix != ".pyc"}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not LEFT_BEHIND & set(p.relative_to(folder).parts) and p.suffix != ".pyc"
+    }
 
 
 def _init(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "init", str(folder)], capture_output=True,
-                          text=True, timeout=60, cwd=folder.parent, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "verified_book.integration.cli", "init", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=folder.parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def marks_by_page(site: Path, book_root: Path) -> dict[str, tuple[int, int]]:
@@ -50,9 +59,18 @@ def marks_by_page(site: Path, book_root: Path) -> dict[str, tuple[int, int]]:
     out = {}
     for page in book.pages:
         relative = (book_root / page.file).relative_to(config.pages).with_suffix("")
-        html = next((c for c in (site / f"{relative}.html", site / relative / "index.html",
-                                 site / relative.parent / "index.html" if relative.name == "index" else None)
-                     if c is not None and c.is_file()), None)
+        html = next(
+            (
+                c
+                for c in (
+                    site / f"{relative}.html",
+                    site / relative / "index.html",
+                    site / relative.parent / "index.html" if relative.name == "index" else None,
+                )
+                if c is not None and c.is_file()
+            ),
+            None,
+        )
         out[page.file] = (len(page.bindings), html.read_text(encoding="utf-8").count(MARK) if html else 0)
     return out
 
@@ -85,11 +103,18 @@ def test_a_book_init_writes_verifies_and_builds_with_every_figure_marked(tmp_pat
     assert _init(made).returncode == 0
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
     env.pop("CLAIMS_RESULTS_DIR", None)
-    tested = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=made, capture_output=True, text=True,
-                            timeout=600, env=env)
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q"], cwd=made, capture_output=True, text=True, timeout=600, env=env
+    )
     assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=made, capture_output=True,
-                           text=True, timeout=600, env=env)
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=made,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     counts = marks_by_page(made / "site", made)
     assert counts and all(bound == marked and bound > 0 for bound, marked in counts.values()), counts
@@ -104,13 +129,30 @@ def test_a_book_init_writes_verifies_and_builds_with_every_figure_marked(tmp_pat
 def test_the_example_opens_a_panel_on_click_and_hides_it_otherwise(tmp_path: Path, browser: Any) -> None:
     """examples/minimal built: a figure's panel is hidden until the figure is clicked, and shown after;
     screenshots at a phone's width and a desktop's (artifacts/screenshots/minimal-*.png)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1", "CLAIMS_RESULTS_DIR": str(tmp_path / "results")}
-    tested = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--results-dir={tmp_path / 'results'}"], cwd=EXAMPLE,
-                            capture_output=True, text=True, timeout=600, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "NO_MKDOCS_2_WARNING": "1",
+        "CLAIMS_RESULTS_DIR": str(tmp_path / "results"),
+    }
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", f"--results-dir={tmp_path / 'results'}"],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert tested.returncode == 0, tested.stdout[-3000:]
     site = tmp_path / "site"
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)], cwd=EXAMPLE,
-                           capture_output=True, text=True, timeout=600, env=env)
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with served(site) as base:
@@ -124,7 +166,9 @@ def test_the_example_opens_a_panel_on_click_and_hides_it_otherwise(tmp_path: Pat
                 assert page.locator(".vb-panel:visible").count() == 0, "a panel shows before any figure is clicked"
                 # the engine's stylesheet reached the page: a screen reader's words take no room on screen
                 words = page.locator(".vb-sr").first.bounding_box()
-                assert words is not None and words["width"] <= 1 and words["height"] <= 1, f"the status reads as running text: {words}"
+                assert words is not None and words["width"] <= 1 and words["height"] <= 1, (
+                    f"the status reads as running text: {words}"
+                )
                 page.screenshot(path=str(SCREENSHOTS / f"minimal-{width}-closed.png"))
                 figure = figures.nth(1)
                 figure.click()
@@ -144,14 +188,22 @@ def test_the_wheel_with_the_book_extra_starts_verifies_and_builds_a_book_outside
     """The engine as an author gets it: a wheel built from this repository, installed with `[book]` into a
     fresh environment (PyPI only, no torch on offer); `init`, `pytest`, `mkdocs build --strict` there."""
     dist = tmp_path / "dist"
-    wheel_built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                                  "-w", str(dist), str(ROOT)], capture_output=True, text=True, timeout=300)
+    wheel_built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert wheel_built.returncode == 0, wheel_built.stderr[-2000:]
     (wheel,) = dist.glob("verified_book-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"verified_book/assets/stylesheets/claims.css", "verified_book/assets/javascripts/claims.js",
-            "verified_book/assets/partials/legend-link.html", "verified_book/template/book.toml",
-            "verified_book/template/.gitignore"} <= set(names)
+    assert {
+        "verified_book/assets/stylesheets/claims.css",
+        "verified_book/assets/javascripts/claims.js",
+        "verified_book/assets/partials/legend-link.html",
+        "verified_book/template/book.toml",
+        "verified_book/template/.gitignore",
+    } <= set(names)
     assert not [n for n in names if n.startswith(("book/", "claims/", "results/", "tests/"))], names
 
     env_dir = tmp_path / "env"
@@ -159,29 +211,44 @@ def test_the_wheel_with_the_book_extra_starts_verifies_and_builds_a_book_outside
     python = env_dir / "bin" / "python"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "CLAIMS_"))}
     clean.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", NO_MKDOCS_2_WARNING="1")
-    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", f"{wheel}[book]"], capture_output=True,
-                               text=True, timeout=900, env=clean)
-    if installed.returncode != 0 and re.search(r"Could not find a version|NewConnectionError|Network is unreachable",
-                                               installed.stderr):
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", f"{wheel}[book]"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=clean,
+    )
+    if installed.returncode != 0 and re.search(
+        r"Could not find a version|NewConnectionError|Network is unreachable", installed.stderr
+    ):
         pytest.skip(f"PyPI cannot be reached: {installed.stderr.strip().splitlines()[-1]}")
     assert installed.returncode == 0, installed.stderr[-3000:]
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True,
-                            env=clean, check=True)
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, env=clean, check=True
+    )
     packages = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert not packages & {"torch", "transformers", "mlx", "ml-dtypes", "ml_dtypes", "jax", "matplotlib"}, packages
 
     made = tmp_path / "elsewhere" / "my-book"
     made.parent.mkdir()
     bin_dir = env_dir / "bin"
-    started = subprocess.run([str(bin_dir / "verified-book"), "init", "my-book"], cwd=made.parent, capture_output=True,
-                             text=True, timeout=120, env=clean)
+    started = subprocess.run(
+        [str(bin_dir / "verified-book"), "init", "my-book"],
+        cwd=made.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean,
+    )
     assert started.returncode == 0, started.stderr
-    tested = subprocess.run([str(bin_dir / "pytest"), "-q"], cwd=made, capture_output=True, text=True, timeout=600,
-                            env=clean)
+    tested = subprocess.run(
+        [str(bin_dir / "pytest"), "-q"], cwd=made, capture_output=True, text=True, timeout=600, env=clean
+    )
     assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
     assert "torch" not in tested.stdout.split("short test summary")[0].split("verified book")[-1]
-    built = subprocess.run([str(bin_dir / "mkdocs"), "build", "--strict"], cwd=made, capture_output=True, text=True,
-                           timeout=600, env=clean)
+    built = subprocess.run(
+        [str(bin_dir / "mkdocs"), "build", "--strict"], cwd=made, capture_output=True, text=True, timeout=600, env=clean
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     counts = marks_by_page(made / "site", made)
     assert all(bound == marked and bound > 0 for bound, marked in counts.values()), counts

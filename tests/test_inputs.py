@@ -1,5 +1,6 @@
 """Stated inputs: every way a claim reads a model's config is recorded, so a changed value is noticed,
 and a key a claim asks for and does not find names the file and the key."""
+
 from __future__ import annotations
 
 import json
@@ -41,15 +42,21 @@ def test_get_reads_and_records_a_present_key_and_defaults_an_absent_one() -> Non
 
 
 def test_a_claim_that_asks_for_a_missing_key_fails_with_a_bad_input_message() -> None:
+    from verified_book.authoring.registry import Claim, Kind
     from verified_book.backends import NO_BACKEND
     from verified_book.engine.check import FAILED, evaluate
-    from verified_book.authoring.registry import Claim, Kind
 
     def compute() -> int:
         return inputs.model_config("qwen3-8b")["hidden_sizes"]
 
-    claim = Claim(id="test.missing_key", kind=Kind.EXACT, compute=compute, doc="A key the config lacks.",
-                  defined_in="tests/test_inputs.py", defined_line=1)
+    claim = Claim(
+        id="test.missing_key",
+        kind=Kind.EXACT,
+        compute=compute,
+        doc="A key the config lacks.",
+        defined_in="tests/test_inputs.py",
+        defined_line=1,
+    )
     outcome = evaluate(claim, NO_BACKEND)
     assert outcome.status == FAILED
     assert "bad input" in outcome.message and "models/qwen3-8b/config.json" in outcome.message

@@ -1,5 +1,6 @@
 """What a reader's machine installs: the site without any backend, the snippets as notebooks,
 and torch's CPU build where no NVIDIA GPU is present."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -74,8 +75,9 @@ def test_a_snippet_executes_as_a_notebook_in_the_project_s_environment(tmp_path:
     snippet = tmp_path / "shapes.py"
     shutil.copy(ROOT / "book" / "snippets" / "shapes.py", snippet)
     shutil.copy(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
-    done = subprocess.run([str(jupytext_cli), "--to", "ipynb", "--execute", str(snippet)], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(jupytext_cli), "--to", "ipynb", "--execute", str(snippet)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     notebook = json.loads((tmp_path / "shapes.ipynb").read_text())
     assert notebook["metadata"]["kernelspec"]["language"] == "python"
@@ -99,19 +101,37 @@ def _plain_env() -> dict[str, str]:
 
 def _dry_run(*requirements: str) -> list[str]:
     """The names pip's resolver would install for `requirements` under an empty configuration."""
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                           "--report", "-", *requirements], capture_output=True, text=True, cwd=ROOT,
-                          env=_plain_env(), timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            "-",
+            *requirements,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_plain_env(),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return [item["metadata"]["name"].lower() for item in json.loads(done.stdout)["install"]]
 
 
 def _answers(url: str) -> bool:
     """Whether `url` answers, asked from a process of its own (the book's offline guard covers this one)."""
-    code = ("import sys, urllib.request, urllib.error\n"
-            "try:\n    urllib.request.urlopen(urllib.request.Request(sys.argv[1], method='HEAD'), timeout=10).close()\n"
-            "except urllib.error.HTTPError:\n    pass\n"
-            "except OSError:\n    sys.exit(1)\n")
+    code = (
+        "import sys, urllib.request, urllib.error\n"
+        "try:\n    urllib.request.urlopen(urllib.request.Request(sys.argv[1], method='HEAD'), timeout=10).close()\n"
+        "except urllib.error.HTTPError:\n    pass\n"
+        "except OSError:\n    sys.exit(1)\n"
+    )
     return subprocess.run([sys.executable, "-c", code, url], capture_output=True, timeout=60).returncode == 0
 
 
@@ -122,7 +142,9 @@ def _cpu_torch_wheel(run) -> str | None:  # type: ignore[no-untyped-def]
     if _answers(run.CPU_INDEX + "/torch/"):
         return f"torch=={version}+cpu"
     links = os.environ.get("PIP_FIND_LINKS", "").split()
-    found = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True)
+    found = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True
+    )
     links += found.stdout.split()
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     for folder in map(Path, links):
@@ -157,20 +179,49 @@ def test_the_site_extra_alone_builds_the_site_strictly(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "requirements" / "lock.txt"),
-                           "-e", f"{ROOT}[site]"], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-c",
+            str(ROOT / "requirements" / "lock.txt"),
+            "-e",
+            f"{ROOT}[site]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    found = subprocess.run([str(python), "-c", "import importlib.util as u; print([m for m in ('torch', 'mlx', "
-                            "'transformers') if u.find_spec(m)])"], capture_output=True, text=True)
+    found = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print([m for m in ('torch', 'mlx', 'transformers') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert found.stdout.strip() == "[]", "the site extra brings no backend"
-    built = subprocess.run([str(python), "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
-                           capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=900)
+    built = subprocess.run(
+        [str(python), "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=900,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     assert (tmp_path / "site" / "index.html").exists()
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
 
 
-def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """/dev/kfd, rocminfo or amd-smi mean an AMD GPU; nvidia-smi answering means an NVIDIA one, which wins."""
     run = _run_py()
     monkeypatch.delenv(run.TARGET_VARIABLE, raising=False)
@@ -186,12 +237,19 @@ def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(monkeypatch: 
 
 def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "VERIFIED_BOOK_VENV": str(tmp_path / "venv")}
-    for target, wanted in [("Linux x86_64 amd 2.39", "--index-url https://download.pytorch.org/whl/rocm"),
-                           ("Linux aarch64 nvidia 2.39", "pip install -c requirements/lock.txt -e .[cuda,dev]"),
-                           ("Linux aarch64 nvidia 2.28", "not available here: MLX: its Linux wheels need glibc 2.35"),
-                           ("Darwin arm64 none", "pip install -c requirements/lock.txt -e .[dev]")]:
-        done = subprocess.run([sys.executable, str(ROOT / "run.py"), "setup", "--dry-run"], capture_output=True, text=True,
-                              env={**env, "VERIFIED_BOOK_TARGET": target}, timeout=120)
+    for target, wanted in [
+        ("Linux x86_64 amd 2.39", "--index-url https://download.pytorch.org/whl/rocm"),
+        ("Linux aarch64 nvidia 2.39", "pip install -c requirements/lock.txt -e .[cuda,dev]"),
+        ("Linux aarch64 nvidia 2.28", "not available here: MLX: its Linux wheels need glibc 2.35"),
+        ("Darwin arm64 none", "pip install -c requirements/lock.txt -e .[dev]"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), "setup", "--dry-run"],
+            capture_output=True,
+            text=True,
+            env={**env, "VERIFIED_BOOK_TARGET": target},
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert wanted in done.stdout and "dry run: nothing was installed" in done.stdout, done.stdout
     assert not (tmp_path / "venv").exists()

@@ -16,6 +16,7 @@
   sources are beside the repository (`../shared/sources`), the quote must occur verbatim on
   that line.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,16 +24,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.mutation import perturbations
 
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY, Claim, Kind
 from verified_book.book.bindings import Book
 from verified_book.book.figures import as_number
-from harness.mutation import perturbations
 from verified_book.engine.config import open_book, read_config
-from verified_book.authoring.registry import REGISTRY, Claim, Kind
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = Path(os.environ.get("BOOK_SOURCES") or ROOT.parent / "shared" / "sources")  # the env var: a checkout elsewhere
+SOURCES = Path(
+    os.environ.get("BOOK_SOURCES") or ROOT.parent / "shared" / "sources"
+)  # the env var: a checkout elsewhere
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +78,10 @@ def test_exact_claims_depend_on_what_they_read(registry: Any) -> None:
             literal.append(f"{claim.defined_at}: {claim.id}")
         elif not moved:
             unmoved.append(f"{claim.defined_at}: {claim.id} (read {', '.join(i.key for i in reads)})")
-    assert not literal, ("exact claims that read no input: make each a `given` read from claims/data/given.toml, "
-                         "or derive it from what it should read:\n" + "\n".join(literal))
+    assert not literal, (
+        "exact claims that read no input: make each a `given` read from claims/data/given.toml, "
+        "or derive it from what it should read:\n" + "\n".join(literal)
+    )
     assert not unmoved, "exact claims whose value no change to their inputs moves:\n" + "\n".join(unmoved)
 
 
@@ -93,8 +98,10 @@ def test_given_claims_read_the_given_file(registry: Any) -> None:
             continue
         if not _reads_a_stated_value(claim):
             wrong.append(f"{claim.defined_at}: {claim.id}")
-    assert not wrong, ("given claims that read no stated value with its source from claims/data/ "
-                       f"(claims/data/{inputs.GIVEN}, or a table of value, unit, source like napkin.toml):\n" + "\n".join(wrong))
+    assert not wrong, (
+        "given claims that read no stated value with its source from claims/data/ "
+        f"(claims/data/{inputs.GIVEN}, or a table of value, unit, source like napkin.toml):\n" + "\n".join(wrong)
+    )
 
 
 def test_the_check_finds_a_literal() -> None:
@@ -107,7 +114,9 @@ def test_the_check_finds_a_literal() -> None:
     moved, reads = _depends(ignored)
     assert reads and not moved
     assert not _reads_a_stated_value(Claim("t.given_literal", Kind.GIVEN, lambda: 8, "A batch typed in."))
-    assert _reads_a_stated_value(Claim("t.given_read", Kind.GIVEN, lambda: inputs.given("flops.decode_batch"), "A batch read."))
+    assert _reads_a_stated_value(
+        Claim("t.given_read", Kind.GIVEN, lambda: inputs.given("flops.decode_batch"), "A batch read.")
+    )
 
 
 def _disputed(registry: Any) -> list[tuple[Any, Claim | None]]:
@@ -116,13 +125,20 @@ def _disputed(registry: Any) -> list[tuple[Any, Claim | None]]:
 
 
 def test_every_disputed_figure_quotes_its_source(registry: Any) -> None:
-    missing = [f"{b.where}: {b.text} ({b.claim_id})" for b, c in _disputed(registry)
-               if c is None or not c.quote or not c.quote_at]
-    assert not missing, ("disputed figures whose claim carries no quote= and quote_at= (the source's exact "
-                         "words and their file:line):\n" + "\n".join(missing))
+    missing = [
+        f"{b.where}: {b.text} ({b.claim_id})"
+        for b, c in _disputed(registry)
+        if c is None or not c.quote or not c.quote_at
+    ]
+    assert not missing, (
+        "disputed figures whose claim carries no quote= and quote_at= (the source's exact "
+        "words and their file:line):\n" + "\n".join(missing)
+    )
 
 
-@pytest.mark.skipif(not SOURCES.is_dir(), reason=f"the source texts are not beside the repository ({SOURCES} does not exist)")
+@pytest.mark.skipif(
+    not SOURCES.is_dir(), reason=f"the source texts are not beside the repository ({SOURCES} does not exist)"
+)
 def test_each_quote_is_verbatim_at_its_place(registry: Any) -> None:
     wrong = []
     claims = {c.id: c for _, c in _disputed(registry) if c is not None and c.quote}

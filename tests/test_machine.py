@@ -1,4 +1,5 @@
 """Which machine a fingerprint is: each hardware profile recognises its own machine and no neighbour."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,22 +12,38 @@ GiB = 2**30 / 1e9
 NAMES: dict[str, tuple[list[dict], list[dict]]] = {
     "rtx5080": (
         [{"gpu": "NVIDIA GeForce RTX 5080"}, {"gpu": "nvidia geforce  rtx 5080"}],
-        [{"gpu": "NVIDIA GeForce RTX 5080 Laptop GPU"}, {"gpu": "NVIDIA GeForce RTX 5070 Ti"},
-         {"gpu": "NVIDIA GeForce RTX 5090"}, {"gpu": None}],
+        [
+            {"gpu": "NVIDIA GeForce RTX 5080 Laptop GPU"},
+            {"gpu": "NVIDIA GeForce RTX 5070 Ti"},
+            {"gpu": "NVIDIA GeForce RTX 5090"},
+            {"gpu": None},
+        ],
     ),
     "rtx5090": (
         [{"gpu": "NVIDIA GeForce RTX 5090"}],
-        [{"gpu": "NVIDIA GeForce RTX 5090 Laptop GPU"}, {"gpu": "NVIDIA GeForce RTX 5090 D"},
-         {"gpu": "NVIDIA GeForce RTX 5080"}],
+        [
+            {"gpu": "NVIDIA GeForce RTX 5090 Laptop GPU"},
+            {"gpu": "NVIDIA GeForce RTX 5090 D"},
+            {"gpu": "NVIDIA GeForce RTX 5080"},
+        ],
     ),
     "h100": (
         [{"gpu": "NVIDIA H100 80GB HBM3"}],
-        [{"gpu": "NVIDIA H100 PCIe"}, {"gpu": "NVIDIA H100 NVL"}, {"gpu": "NVIDIA GH200 480GB"}, {"gpu": "NVIDIA H800"}],
+        [
+            {"gpu": "NVIDIA H100 PCIe"},
+            {"gpu": "NVIDIA H100 NVL"},
+            {"gpu": "NVIDIA GH200 480GB"},
+            {"gpu": "NVIDIA H800"},
+        ],
     ),
     "h200": (
         [{"gpu": "NVIDIA H200"}],
-        [{"gpu": "NVIDIA H200 NVL"}, {"gpu": "NVIDIA GH200 144G HBM3e"}, {"gpu": "NVIDIA GH200 480GB"},
-         {"gpu": "NVIDIA H100 80GB HBM3"}],
+        [
+            {"gpu": "NVIDIA H200 NVL"},
+            {"gpu": "NVIDIA GH200 144G HBM3e"},
+            {"gpu": "NVIDIA GH200 480GB"},
+            {"gpu": "NVIDIA H100 80GB HBM3"},
+        ],
     ),
     "dgx_spark": (
         [{"gpu": "NVIDIA GB10"}],
@@ -34,15 +51,22 @@ NAMES: dict[str, tuple[list[dict], list[dict]]] = {
     ),
     "m4_max": (
         [{"cpu": "Apple M4 Max", "gpu": "Apple M4 Max", "memory_gb": round(128 * GiB, 1)}],
-        [{"cpu": "Apple M4 Pro", "memory_gb": round(64 * GiB, 1)}, {"cpu": "Apple M4", "memory_gb": round(128 * GiB, 1)},
-         {"cpu": "Apple M3 Max", "memory_gb": round(128 * GiB, 1)},
-         {"cpu": "Apple M4 Max", "memory_gb": round(36 * GiB, 1)}, {"cpu": "Apple M4 Max", "memory_gb": round(64 * GiB, 1)},
-         {"cpu": "Apple M4 Max", "memory_gb": None}],
+        [
+            {"cpu": "Apple M4 Pro", "memory_gb": round(64 * GiB, 1)},
+            {"cpu": "Apple M4", "memory_gb": round(128 * GiB, 1)},
+            {"cpu": "Apple M3 Max", "memory_gb": round(128 * GiB, 1)},
+            {"cpu": "Apple M4 Max", "memory_gb": round(36 * GiB, 1)},
+            {"cpu": "Apple M4 Max", "memory_gb": round(64 * GiB, 1)},
+            {"cpu": "Apple M4 Max", "memory_gb": None},
+        ],
     ),
     "ryzen_ai_max": (
         [{"cpu": "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"}],
-        [{"cpu": "AMD RYZEN AI MAX 390 w/ Radeon 8050S"}, {"cpu": "AMD RYZEN AI MAX+ PRO 395 w/ Radeon 8060S"},
-         {"cpu": "AMD Ryzen AI 9 HX 370 w/ Radeon 890M"}],
+        [
+            {"cpu": "AMD RYZEN AI MAX 390 w/ Radeon 8050S"},
+            {"cpu": "AMD RYZEN AI MAX+ PRO 395 w/ Radeon 8060S"},
+            {"cpu": "AMD Ryzen AI 9 HX 370 w/ Radeon 890M"},
+        ],
     ),
 }
 
@@ -73,12 +97,21 @@ def test_match_fields_are_whole_alternatives_or_numbers() -> None:
     assert not field_matches("x", None)
 
 
-@pytest.mark.parametrize(("info", "words"), [
-    ({"cpu": "Apple M4 Max", "gpu": "Apple M4 Max", "memory_gb": 137.4}, "GPU on the chip, sharing 137.4 GB of unified memory"),
-    ({"cpu": "Apple M4 Max", "gpu": None, "memory_gb": 137.4}, "GPU on the chip"),  # torch without MPS still runs on the chip
-    ({"cpu": "AMD EPYC", "gpu": "NVIDIA H200", "gpu_memory_gb": 150.0}, "NVIDIA H200 (150.0 GB)"),
-    ({"cpu": "AMD EPYC", "gpu": None}, "no GPU"),
-])
+@pytest.mark.parametrize(
+    ("info", "words"),
+    [
+        (
+            {"cpu": "Apple M4 Max", "gpu": "Apple M4 Max", "memory_gb": 137.4},
+            "GPU on the chip, sharing 137.4 GB of unified memory",
+        ),
+        (
+            {"cpu": "Apple M4 Max", "gpu": None, "memory_gb": 137.4},
+            "GPU on the chip",
+        ),  # torch without MPS still runs on the chip
+        ({"cpu": "AMD EPYC", "gpu": "NVIDIA H200", "gpu_memory_gb": 150.0}, "NVIDIA H200 (150.0 GB)"),
+        ({"cpu": "AMD EPYC", "gpu": None}, "no GPU"),
+    ],
+)
 def test_the_description_names_the_gpu_an_apple_chip_has(info: dict, words: str) -> None:
     described = Machine(info, "m", ()).describe()
     assert words in described

@@ -1,19 +1,20 @@
 """Each mark means one kind of evidence: computed here (verified), transcribed (cited), another machine's
 measurement or a figure computed from one (reference); names a claim declares exist; a disputed figure
 that holds fails."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from harness import faults
+
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY, Registry, claim, undeclared_names
 from verified_book.book.bindings import read_page
 from verified_book.engine.check import COMPUTED, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
-from verified_book.authoring.registry import REGISTRY, Registry, claim, undeclared_names
 from verified_book.vocabulary import LABELS, MEANINGS, SHAPES, STATUSES, Kind, Status
 
 pytest_plugins = ["pytester"]
@@ -44,7 +45,7 @@ def card_bytes():
     return vendor("card.toml", "memory") * 2**30
 '''
 
-CARD = '''
+CARD = """
 [memory]
 value = 16
 unit = "GB"
@@ -55,18 +56,20 @@ value = 12.5
 unit = "ms per call"
 source = "the author's run"
 measured_on = "the author's test box"
-'''
+"""
 
-GIVEN = '''
+GIVEN = """
 [example.batch]
 value = 5
 unit = "rows"
 source = "the book's own choice of example"
-'''
+"""
 
-PAGE = ("The card has [16](claim:sample.card.memory) GB, that is [17,179,869,184](claim:sample.bytes) bytes; "
-        "the example's batch is [5](claim:sample.batch), and the author's run took [2.5](claim:sample.per_item_ms) ms "
-        "per item.\n")
+PAGE = (
+    "The card has [16](claim:sample.card.memory) GB, that is [17,179,869,184](claim:sample.bytes) bytes; "
+    "the example's batch is [5](claim:sample.batch), and the author's run took [2.5](claim:sample.per_item_ms) ms "
+    "per item.\n"
+)
 
 
 @pytest.fixture
@@ -94,19 +97,26 @@ def test_each_figure_shows_the_evidence_it_has(book: pytest.Pytester) -> None:
     result = run(book)
     assert result.ret == 0
     assert figure_statuses(book) == {
-        "sample.card.memory": "cited",     # transcribed from a vendor: cited, never verified
-        "sample.batch": "cited",           # the book's own stated choice: cited too
+        "sample.card.memory": "cited",  # transcribed from a vendor: cited, never verified
+        "sample.batch": "cited",  # the book's own stated choice: cited too
         "sample.per_item_ms": "reference",  # computed from the author's measurement: inherits reference
-        "sample.bytes": "verified",        # arithmetic computed here from a cited value: verified
+        "sample.bytes": "verified",  # arithmetic computed here from a cited value: verified
     }
-    result.stdout.fnmatch_lines(["figures (all 4 bound figures selected): 1 verified, 2 cited, 0 stale, 0 failed, 0 disputed, 1 reference, 0 not computed on this machine"])
+    result.stdout.fnmatch_lines(
+        [
+            "figures (all 4 bound figures selected): 1 verified, 2 cited, 0 stale, 0 failed, 0 disputed, 1 reference, "
+            "0 not computed on this machine"
+        ]
+    )
 
 
 def test_a_wrong_cited_figure_is_stale_not_cited(book: pytest.Pytester) -> None:
     (book.path / "book" / "page.md").write_text(PAGE.replace("[16]", "[18]"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*book/page.md:1: figure 18 (sample.card.memory) is stale in exact arithmetic: computed 16*"])
+    result.stdout.fnmatch_lines(
+        ["*book/page.md:1: figure 18 (sample.card.memory) is stale in exact arithmetic: computed 16*"]
+    )
 
 
 def test_a_measurement_that_is_no_longer_one_verifies(book: pytest.Pytester) -> None:
@@ -124,8 +134,9 @@ def test_evidence_names_the_source_and_the_data_line() -> None:
     read = inputs.Input("hardware/card.toml", "memory", 16, 7, "the vendor's data sheet")
     status, why = evidence(registry["x.quoted"], [read])
     assert status is Status.CITED
-    assert why == (f"cited, not computed: a vendor page; {inputs.SHOWN_AS}/hardware/card.toml:7 memory "
-                   "(the vendor's data sheet)")
+    assert why == (
+        f"cited, not computed: a vendor page; {inputs.SHOWN_AS}/hardware/card.toml:7 memory (the vendor's data sheet)"
+    )
     claim("x.exact", kind="exact", registry=registry)(lambda: 1)
     measured = inputs.Input("runs.toml", "ms", 12.5, 3, "a run", measured_on="the author's box")
     status, why = evidence(registry["x.exact"], [read, measured])
@@ -140,7 +151,9 @@ def test_a_disputed_figure_that_holds_fails(tmp_path: Path) -> None:
     claim("x.ratio", kind="exact", registry=registry)(lambda: 10)
     machine = Machine({}, "here", ())
     outcome = Outcome(registry["x.ratio"], "none", COMPUTED, value=10)
-    (tmp_path / "p.md").write_text('A factor of [ten](claim:x.ratio "10; disputed"), or [ten](claim:x.ratio "11; disputed").\n')
+    (tmp_path / "p.md").write_text(
+        'A factor of [ten](claim:x.ratio "10; disputed"), or [ten](claim:x.ratio "11; disputed").\n'
+    )
     holds, refuted = read_page(tmp_path / "p.md", tmp_path).bindings
     assert holds.disputed and refuted.disputed
     verdict = judge(holds, outcome, machine)
@@ -157,6 +170,7 @@ def test_every_status_is_one_row_of_the_vocabulary() -> None:
 
 
 # ---------------------------------------------------------------- names a claim declares
+
 
 def test_an_unknown_backend_or_profile_is_an_error_with_its_place() -> None:
     registry = Registry()
@@ -180,12 +194,17 @@ def test_a_misspelt_backend_fails_the_run_instead_of_skipping(book: pytest.Pytes
     (book.path / "sample_claims" / "typo.py").write_text(
         "from verified_book.authoring.registry import claim\n\n"
         '@claim("sample.lib", kind="library", backends=("nmupy",))\n'
-        "def lib(backend):\n    return 3\n")
+        "def lib(backend):\n    return 3\n"
+    )
     (book.path / "book" / "page.md").write_text(PAGE + "\nA wrong figure: [4](claim:sample.lib).\n")
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*sample_claims/typo.py:3: claim 'sample.lib' declares backend 'nmupy', "
-                                 "which is not one; did you mean 'numpy'?*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*sample_claims/typo.py:3: claim 'sample.lib' declares backend 'nmupy', "
+            "which is not one; did you mean 'numpy'?*"
+        ]
+    )
 
 
 def test_the_books_own_claims_declare_only_names_that_exist() -> None:
@@ -207,7 +226,9 @@ def test_the_readme_status_table_is_the_legend() -> None:
     start = readme.index("| mark | status | means |")
     rows = [line.strip("|").split(" | ") for line in readme[start:].splitlines()[2:] if line.startswith("|")]
     rows = rows[: next((i for i, r in enumerate(rows) if len(r) != 3), len(rows))]
-    expected = [[f" {SHAPES[s][0]} {SHAPES[s][1]}", LABELS[s], f"{MEANINGS[s]} "] for s in (*LEGEND_ORDER, NOT_REPORTED)]
+    expected = [
+        [f" {SHAPES[s][0]} {SHAPES[s][1]}", LABELS[s], f"{MEANINGS[s]} "] for s in (*LEGEND_ORDER, NOT_REPORTED)
+    ]
     assert rows == expected
 
 
@@ -233,7 +254,7 @@ def lib(backend):
 def _figures_line(result: pytest.RunResult) -> tuple[int, int, dict[str, int]]:
     import re
 
-    line = next(l for l in result.outlines if l.startswith("figures ("))
+    line = next(text for text in result.outlines if text.startswith("figures ("))
     head = re.match(r"figures \((?:all (\d+)|(\d+) of the book's (\d+)) bound figures selected\): (.*)$", line)
     assert head, line
     selected = int(head[1] or head[2])
@@ -255,9 +276,9 @@ def test_every_count_of_a_run_adds_up(book: pytest.Pytester, args: tuple[str, ..
     elif args == ():
         assert selected == 6
     if args == ():
-        from verified_book.site import machines as site_machines
         from verified_book.book.bindings import Book, book_pages
         from verified_book.records.results import read
+        from verified_book.site import machines as site_machines
 
         (path,) = (book.path / "results").glob("*.json")
         from verified_book.engine.config import open_book, read_config, snapshot

@@ -1,5 +1,6 @@
 """Messages an author can act on: where the value was computed, why a record is outdated, how to bind a
 number in words, which allow-list, and an exact claim that returns a float."""
+
 from __future__ import annotations
 
 import json
@@ -7,12 +8,12 @@ from pathlib import Path
 
 import numpy
 import pytest
-
 from harness import faults
+
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import binding_hint
 from verified_book.engine.provenance import changed_inputs, input_entry
-from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
@@ -52,18 +53,25 @@ def run(pytester: pytest.Pytester, page: str) -> pytest.RunResult:
 
 def test_a_stale_message_says_exact_arithmetic_or_names_the_library_and_its_version(book: pytest.Pytester) -> None:
     result = run(book, "Ceiling [16.7](claim:arith.ratio), square [8](claim:arith.square).\n")
-    result.stdout.fnmatch_lines([
-        "*figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*",
-        f"*figure 8 (arith.square) is stale on numpy {numpy.__version__}: computed 9*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*",
+            f"*figure 8 (arith.square) is stale on numpy {numpy.__version__}: computed 9*",
+        ]
+    )
     assert "stale on none" not in result.stdout.str()
 
 
 def test_an_exact_claim_that_returns_a_float_fails_and_says_what_to_return(book: pytest.Pytester) -> None:
     result = run(book, "Ceiling [16.6](claim:arith.float_ratio).\n")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*claim arith.float_ratio on none: returned the float 16.64634146341*, which is 1365/82 to its last bits: an exact claim "
-                                 "returns int or Fraction*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*claim arith.float_ratio on none: returned the float 16.64634146341*, which is 1365/82 to its last bits: "
+            "an exact claim "
+            "returns int or Fraction*"
+        ]
+    )
 
 
 def test_an_unbound_number_in_words_is_told_its_title_and_the_books_allowlist(book: pytest.Pytester) -> None:
@@ -71,8 +79,10 @@ def test_an_unbound_number_in_words_is_told_its_title_and_the_books_allowlist(bo
     result = run(book, "Ceiling [16.6](claim:arith.ratio), about twenty-five times a 17.\n")
     out = result.stdout.str()
     assert "number 17 is bound to no claim: bind it as [17](claim:...) or add it to notes/numbers.toml" in out
-    assert ('number twenty-five is bound to no claim: bind it as [twenty-five](claim:... "25") or add it to '
-            'notes/numbers.toml with a reason') in out
+    assert (
+        'number twenty-five is bound to no claim: bind it as [twenty-five](claim:... "25") or add it to '
+        "notes/numbers.toml with a reason"
+    ) in out
 
 
 def test_binding_hints() -> None:
@@ -86,7 +96,9 @@ def test_binding_hints() -> None:
 def model_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "models" / "m").mkdir(parents=True)
     (tmp_path / "models" / "m" / "config.json").write_text(json.dumps({"hidden_size": 64, "rope_theta": 1000000}))
-    (tmp_path / "hw.toml").write_text('[memory_bandwidth]\nunit = "GB/s"\nvalue = 280\nsource = "datasheet: 273 GB/s"\n')
+    (tmp_path / "hw.toml").write_text(
+        '[memory_bandwidth]\nunit = "GB/s"\nvalue = 280\nsource = "datasheet: 273 GB/s"\n'
+    )
     monkeypatch.setattr(inputs, "DATA_DIR", tmp_path)
     monkeypatch.setattr(inputs, "SHOWN_AS", "data")
     monkeypatch.setattr(inputs, "_cache", {})
@@ -100,8 +112,9 @@ def test_a_key_of_a_whole_config_says_the_library_reads_all_of_it(model_data: Pa
     assert {e.key: e.whole for e in entries} == {"hidden_size": "transformers", "rope_theta": "transformers"}
     (model_data / "models" / "m" / "config.json").write_text(json.dumps({"hidden_size": 64, "rope_theta": 2000000}))
     inputs._cache.clear()
-    assert changed_inputs(entries) == ["transformers reads all of config.json; rope_theta changed "
-                                       "(1000000, now 2000000: data/models/m/config.json)"]
+    assert changed_inputs(entries) == [
+        "transformers reads all of config.json; rope_theta changed (1000000, now 2000000: data/models/m/config.json)"
+    ]
 
 
 def test_an_input_is_placed_at_its_value_and_a_source_that_disagrees_is_flagged(model_data: Path) -> None:
@@ -110,4 +123,5 @@ def test_an_input_is_placed_at_its_value_and_a_source_that_disagrees_is_flagged(
     assert reads[0].place == "data/hw.toml:3"  # the value's line, not the table's header
     assert [str(p) for p in inputs.source_disagreements()] == [
         "data/hw.toml:3: memory_bandwidth: value = 280, but its source says 273 GB/s ('datasheet: 273 GB/s'); "
-        "correct one of them"]
+        "correct one of them"
+    ]

@@ -5,21 +5,22 @@ cache, shared with the claim items), so the figure test costs only the judging. 
 input test computes again only the claims whose recorded inputs include the perturbed
 input. Both report their counts in the terminal summary.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import mutation
+
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY, claim
 from verified_book.backends import detect
 from verified_book.book.bindings import Book
 from verified_book.engine.check import Verifier
 from verified_book.engine.machine import identify
 from verified_book.integration.pytest_plugin import RunState
-from verified_book.authoring.registry import REGISTRY, claim
 
 
 class _Report:
@@ -72,8 +73,9 @@ def test_every_input_is_depended_on(claims_run: RunState, request: pytest.Fixtur
         ("inf", None, None),
     ],
 )
-def test_mutants_change_the_last_printed_digit_and_the_scale(printed: str, last_digit: str | None,
-                                                             times_ten: str | None) -> None:
+def test_mutants_change_the_last_printed_digit_and_the_scale(
+    printed: str, last_digit: str | None, times_ten: str | None
+) -> None:
     assert mutation.last_digit_mutant(printed) == last_digit
     assert mutation.times_ten_mutant(printed) == times_ten
 
@@ -81,7 +83,7 @@ def test_mutants_change_the_last_printed_digit_and_the_scale(printed: str, last_
 # A small book with its own data folder, to show the input test's verdicts one by one.
 DATA = {
     "gpu.toml": '[bandwidth]\nvalue = 273\nunit = "GB/s"\nsource = "a data sheet"\n\n'
-                '[spare]\nvalue = 7\nunit = "x"\nsource = "unused"\n',
+    '[spare]\nvalue = 7\nunit = "x"\nsource = "unused"\n',
     "models/m/config.json": '{"hidden_size": 4096, "bos_token_id": 1, "eos_token_id": 2}',
 }
 
@@ -96,8 +98,10 @@ def small_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(inputs, "_cache", {})
     (tmp_path / "book").mkdir()
     (tmp_path / "book" / "page.md").write_text(
-        "Ceiling [16.6](claim:small.ceiling), width [4,096](claim:small.width), tokens [3](claim:small.tokens).\n")
+        "Ceiling [16.6](claim:small.ceiling), width [4,096](claim:small.width), tokens [3](claim:small.tokens).\n"
+    )
     with REGISTRY.isolated():
+
         @claim("small.ceiling", kind="exact")
         def ceiling() -> Any:
             return inputs.exact(inputs.vendor("gpu.toml", "bandwidth")) / inputs.exact("16.4")
@@ -122,9 +126,11 @@ def test_inputs_nothing_depends_on_are_named(small_book: Verifier) -> None:
 
 
 def test_an_allow_listed_input_that_is_used_fails(small_book: Verifier) -> None:
-    allow = {("gpu.toml", "spare"): "kept for a later chapter",
-             ("models/m/config.json", "bos_token_id"): "a token id",
-             ("models/m/config.json", "no_such_key"): "stale entry"}
+    allow = {
+        ("gpu.toml", "spare"): "kept for a later chapter",
+        ("models/m/config.json", "bos_token_id"): "a token id",
+        ("models/m/config.json", "no_such_key"): "stale entry",
+    }
     report = mutation.perturb_inputs(small_book, allowlist=allow)
     assert [i.key for i in report.allowed] == ["spare"]
     assert any("bos_token_id is listed as unused, but a figure depends on it" in p for p in report.problems)

@@ -1,4 +1,5 @@
 """The engine as an installed package: inert in other projects, and shipped without the test harness."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +13,7 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
-UNRELATED_TEST = '''
+UNRELATED_TEST = """
 import os
 import sys
 
@@ -24,11 +25,12 @@ def test_nothing_of_the_book_is_here():
     import inspect
     import socket
     assert not inspect.isfunction(socket.socket.connect), "the network guard is installed"
-'''
+"""
 
 
 def test_an_unrelated_project_runs_as_if_the_engine_were_not_installed(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The engine is installed in this environment; a project that does not ask for its plugin
     (in its conftest.py, as a book does) gets a pytest run with no book, no markers, no network guard."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -41,8 +43,23 @@ def test_an_unrelated_project_runs_as_if_the_engine_were_not_installed(
 
 @pytest.mark.slow
 def test_the_wheel_ships_the_engine_and_nothing_of_the_book_or_its_tests(tmp_path: Path) -> None:
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = tmp_path.glob("verified_book-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -60,8 +77,16 @@ def test_the_engine_imports_nothing_of_a_book_or_of_the_test_harness() -> None:
     found = []
     for path in sorted((ROOT / "verified_book").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            found += [f"{path.relative_to(ROOT)}:{node.lineno}: imports {n}" for n in names
-                      if n.split(".")[0] in ("claims", "harness", "tests")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: imports {n}"
+                for n in names
+                if n.split(".")[0] in ("claims", "harness", "tests")
+            ]
     assert found == []

@@ -4,6 +4,7 @@ Each of the book's profiles is held against its plan: every planned check on a b
 profile lists, no claim about another machine, every general claim that can run there present.
 On a sample book the plan is held against what pytest's own `-m` selects, one profile at a time.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from harness import faults
-from verified_book.engine import machine
+
+from verified_book.authoring.registry import REGISTRY
 from verified_book.backends import NAMES, NO_BACKEND
 from verified_book.book.bindings import Book, book_pages, read_page
+from verified_book.engine import machine
 from verified_book.engine.config import read_config
 from verified_book.integration.pytest_plugin import PLAN_UNPRINTED, plan_lines, plan_of
-from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
 
@@ -39,7 +40,9 @@ def test_the_book_has_the_seven_profiles_the_plans_are_held_against(project_book
 
 
 @pytest.mark.parametrize("marker", MARKERS)
-def test_each_profiles_plan_is_its_backends_its_own_claims_and_every_general_claim(project_book: None, marker: str) -> None:
+def test_each_profiles_plan_is_its_backends_its_own_claims_and_every_general_claim(
+    project_book: None, marker: str
+) -> None:
     profile = machine.profiles()[marker]
     pages = project_pages()
     plan = plan_of(profile, pages)
@@ -55,8 +58,14 @@ def test_each_profiles_plan_is_its_backends_its_own_claims_and_every_general_cla
     for claim in REGISTRY:
         if claim.hardware not in (None, marker):
             continue
-        there = {b for b in NAMES if b in profile.backends and claim.runs_on(b)} if claim.needs_backend else {NO_BACKEND.name}
-        assert planned.get(claim.id, set()) == there, f"{marker}: {claim.id} planned on {planned.get(claim.id)}, runs on {there}"
+        there = (
+            {b for b in NAMES if b in profile.backends and claim.runs_on(b)}
+            if claim.needs_backend
+            else {NO_BACKEND.name}
+        )
+        assert planned.get(claim.id, set()) == there, (
+            f"{marker}: {claim.id} planned on {planned.get(claim.id)}, runs on {there}"
+        )
     printed = {b.claim_id: b.file for b in pages.bindings()}
     for page, entries in plan.items():
         for claim, _ in entries:
@@ -65,8 +74,11 @@ def test_each_profiles_plan_is_its_backends_its_own_claims_and_every_general_cla
 
 def test_the_plan_names_the_machine_and_its_size(project_book: None) -> None:
     lines = plan_lines("m4_max", project_pages())
-    assert re.match(r"plan for m4_max \(.*backends numpy, torch:cpu, torch:mps, mlx:cpu, mlx:gpu.*\): \d+ checks of \d+ "
-                    r"claims; nothing was run$", lines[0]), lines[0]
+    assert re.match(
+        r"plan for m4_max \(.*backends numpy, torch:cpu, torch:mps, mlx:cpu, mlx:gpu.*\): \d+ checks of \d+ "
+        r"claims; nothing was run$",
+        lines[0],
+    ), lines[0]
     assert "torch:mps" in "\n".join(lines[1:])
     assert "torch:mps" not in "\n".join(plan_lines("rtx5080", project_pages())[1:])
 
@@ -126,8 +138,10 @@ def test_the_plan_is_what_the_marker_selects(book: pytest.Pytester, marker: str)
     collected = run(book, "--collect-only", "-q", "-m", marker)
     selected = set(re.findall(r"^book\.toml::(plan\.[a-z_.]+)\[([^\]]+)\]$", collected.stdout.str(), re.M))
     assert planned_pairs(plan.stdout.str()) == selected
-    assert ("plan.apple", "torch:mps") in selected if marker == "m4_max" else all(c != "plan.apple" for c, _ in selected)
-    assert (("plan.vram" in {c for c, _ in selected}) == (marker == "rtx5080"))
+    assert (
+        ("plan.apple", "torch:mps") in selected if marker == "m4_max" else all(c != "plan.apple" for c, _ in selected)
+    )
+    assert ("plan.vram" in {c for c, _ in selected}) == (marker == "rtx5080")
     assert ("plan.exact", "none") in selected
 
 
@@ -148,9 +162,11 @@ def test_an_unknown_machine_is_refused_with_the_known_ones(book: pytest.Pytester
 
 @pytest.mark.slow  # a separate interpreter, so that what the plan imports is its own
 def test_the_plan_loads_no_array_library() -> None:
-    code = ("import sys, pytest; code = pytest.main(['-q', '-p', 'no:cacheprovider', '--plan', 'rtx5080']); "
-            "print('LOADED', sorted(m for m in ('torch', 'mlx', 'jax', 'transformers') if m in sys.modules)); "
-            "sys.exit(code)")
+    code = (
+        "import sys, pytest; code = pytest.main(['-q', '-p', 'no:cacheprovider', '--plan', 'rtx5080']); "
+        "print('LOADED', sorted(m for m in ('torch', 'mlx', 'jax', 'transformers') if m in sys.modules)); "
+        "sys.exit(code)"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "LOADED []" in done.stdout and done.stdout.startswith("plan for rtx5080"), done.stdout[-2000:]

@@ -1,4 +1,5 @@
 """The plots page drawn in a process of its own: the same page as drawn here, or drawn here instead."""
+
 from __future__ import annotations
 
 import textwrap
@@ -6,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from verified_book.records.results import read_all
 from verified_book.site import plots_process
 from verified_book.site.render import GeneratedPage
-from verified_book.records.results import read_all
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DRAWER = '''\
+DRAWER = """\
 import os
 import sys
 
@@ -34,7 +35,7 @@ def half(results):
         sys.stdout.flush()
         os._exit(0)
     return GeneratedPage("# drawn here")
-'''
+"""
 
 
 @pytest.fixture
@@ -57,8 +58,9 @@ def test_the_child_starts_before_the_results_and_draws_once_given_them(drawer: P
         plots_process.Drawing("drawer_module:draw", drawer, None).page()
 
 
-def test_a_drawing_error_surfaces_here_with_its_own_message(drawer: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_drawing_error_surfaces_here_with_its_own_message(
+    drawer: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.syspath_prepend(str(drawer))  # as the book's root is on the path of the process that builds its site
     with pytest.raises(ValueError, match="no such series"):
         plots_process.Drawing("drawer_module:broken", drawer, {}).page()

@@ -1,16 +1,16 @@
 """The pytest plugin end to end, on a small sample book run inside this run."""
+
 from __future__ import annotations
 
 import json
-import tomllib
 import re
-from pathlib import Path
+import tomllib
 
 import pytest
-
 from harness import faults
-from verified_book.engine.machine import fingerprint, identify
+
 from verified_book.authoring.registry import REGISTRY
+from verified_book.engine.machine import fingerprint, identify
 from verified_book.vocabulary import Status
 
 pytest_plugins = ["pytester"]
@@ -38,7 +38,6 @@ def vram(backend):
 PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.square.2) is a square.\n"
 
 
-
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
     (faults.pytester_book(pytester) / "arith.py").write_text(CLAIMS)
@@ -61,18 +60,27 @@ def _records(pytester: pytest.Pytester) -> dict:
 def test_a_sound_book_passes_and_is_recorded(book: pytest.Pytester) -> None:
     result = run(book)
     assert result.ret == 0 and result.parseoutcomes().get("failed", 0) == 0
-    result.stdout.fnmatch_lines(["*verified book*", "backend*verified*stale*failed*disputed*skipped*", "none*", "results: *"])
+    result.stdout.fnmatch_lines(
+        ["*verified book*", "backend*verified*stale*failed*disputed*skipped*", "none*", "results: *"]
+    )
     records = _records(book)
     assert records["arith.ratio"]["none"]["status"] == "verified"
     assert records["arith.square.2"]["numpy"]["figures"][0] == {
-        "file": "book/page.md", "line": 1, "printed": "4", "stated": "4", "status": "verified"}
+        "file": "book/page.md",
+        "line": 1,
+        "printed": "4",
+        "stated": "4",
+        "status": "verified",
+    }
 
 
 def test_a_stale_figure_names_place_claim_printed_and_computed(book: pytest.Pytester) -> None:
     (book.path / "book" / "page.md").write_text(PAGE.replace("16.6", "16.7"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*book/page.md:1: figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*"])
+    result.stdout.fnmatch_lines(
+        ["*book/page.md:1: figure 16.7 (arith.ratio) is stale in exact arithmetic: computed 16.6463*"]
+    )
     assert _records(book)["arith.ratio"]["none"]["status"] == "stale"
 
 
@@ -81,7 +89,9 @@ def test_the_rewrite_option_puts_a_stale_figure_back_and_nothing_else(book: pyte
     page.write_text(PAGE.replace("16.6", "16.9") + "Untouched: [4](claim:arith.square.2).\n")
     rewrite = run(book, "-q", "--rewrite-stale-figures")
     rewrite.stdout.fnmatch_lines(["rewrote 1 stale figure(s), judged again as rewritten: book/page.md:1 (16.9 → 16.6)"])
-    assert rewrite.ret == 0 and rewrite.parseoutcomes().get("rewritten") == 1 and "failed" not in rewrite.parseoutcomes()
+    assert (
+        rewrite.ret == 0 and rewrite.parseoutcomes().get("rewritten") == 1 and "failed" not in rewrite.parseoutcomes()
+    )
     assert _records(book)["arith.ratio"]["none"]["figures"][0]["printed"] == "16.6"  # recorded as rewritten
     assert page.read_text() == PAGE + "Untouched: [4](claim:arith.square.2).\n"
     assert run(book).ret == 0
@@ -137,10 +147,12 @@ def test_two_subsets_leave_one_file_with_both(book: pytest.Pytester) -> None:
 def test_unknown_claim_and_unbound_number_fail_with_place(book: pytest.Pytester) -> None:
     (book.path / "book" / "page.md").write_text(PAGE + "A typo [4](claim:arith.sqare.2) and 17 unbound.\n")
     result = run(book)
-    result.stdout.fnmatch_lines([
-        "*book/page.md:2: figure 4 binds to unknown claim 'arith.sqare.2'; did you mean arith.square.2*",
-        "*book/page.md:2:*: number 17 is bound to no claim*or add it to book/allowlist.toml with a reason",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*book/page.md:2: figure 4 binds to unknown claim 'arith.sqare.2'; did you mean arith.square.2*",
+            "*book/page.md:2:*: number 17 is bound to no claim*or add it to book/allowlist.toml with a reason",
+        ]
+    )
 
 
 def test_the_unbound_number_message_names_the_books_own_allow_list(book: pytest.Pytester) -> None:
@@ -149,8 +161,12 @@ def test_the_unbound_number_message_names_the_books_own_allow_list(book: pytest.
     toml.write_text(toml.read_text().replace("[book]\n", '[book]\nallowlist = "excused/numbers.toml"\n'))
     (book.path / "book" / "page.md").write_text(PAGE + "And 17 unbound.\n")
     result = run(book)
-    result.stdout.fnmatch_lines(["*book/page.md:2:*: number 17 is bound to no claim: bind it as *"
-                                 "or add it to excused/numbers.toml with a reason"])
+    result.stdout.fnmatch_lines(
+        [
+            "*book/page.md:2:*: number 17 is bound to no claim: bind it as *"
+            "or add it to excused/numbers.toml with a reason"
+        ]
+    )
     assert "book/allowlist.toml" not in result.stdout.str()
 
 
@@ -163,7 +179,7 @@ def test_a_book_that_declares_its_backends_computes_and_reports_on_those_alone(b
     assert result.ret == 0, result.stdout.str()
     lines = result.stdout.lines
     header = next(i for i, line in enumerate(lines) if line.startswith("backend ") and "selected" in line)
-    rows = [line.split()[0] for line in lines[header + 1:header + 4]]
+    rows = [line.split()[0] for line in lines[header + 1 : header + 4]]
     assert rows == ["none", "numpy", "all"], result.stdout.str()
     assert set(_records(book)["arith.square.2"]) == {"numpy"}
 
@@ -173,13 +189,16 @@ def test_a_backend_the_engine_does_not_know_is_named_with_those_it_does(book: py
     toml.write_text(toml.read_text().replace("[book]\n", '[book]\nbackends = ["numpy", "tensorflow"]\n'))
     result = run(book)
     assert result.ret != 0
-    assert "book.toml: [book] backends: unknown backend(s) 'tensorflow'; expected libraries (numpy, torch, mlx, jax)" \
+    assert (
+        "book.toml: [book] backends: unknown backend(s) 'tensorflow'; expected libraries (numpy, torch, mlx, jax)"
         in result.stderr.str() + result.stdout.str()
+    )
 
 
 def test_a_claim_that_raises_fails_alone(book: pytest.Pytester) -> None:
     (book.path / "sample_claims" / "broken.py").write_text(
-        "from verified_book.authoring.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    return 1 / 0\n"
+        "from verified_book.authoring.registry import claim\n\n@claim('broken.one', kind='exact')\ndef one():\n    "
+        "return 1 / 0\n"
     )
     result = run(book)
     result.stdout.fnmatch_lines(["*broken.one*raised ZeroDivisionError*"])
@@ -219,4 +238,9 @@ def test_the_summary_counts_the_selection_and_what_would_run_on_the_marked_machi
 
 def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None:
     result = run(book)
-    result.stdout.fnmatch_lines(["figures (all 2 bound figures selected): 2 verified, 0 cited, 0 stale, 0 failed, 0 disputed, 0 reference, 0 not computed on this machine"])
+    result.stdout.fnmatch_lines(
+        [
+            "figures (all 2 bound figures selected): 2 verified, 0 cited, 0 stale, 0 failed, 0 disputed, 0 reference, "
+            "0 not computed on this machine"
+        ]
+    )

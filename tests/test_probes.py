@@ -1,5 +1,6 @@
 """The probes' own logic: repetition and spread on a fake clock, sizes, exact intensities, the
 per-run store, and scripts/merge-results on sound and unsound files."""
+
 from __future__ import annotations
 
 import copy
@@ -76,7 +77,9 @@ def test_slow_work_needs_fewer_repetitions() -> None:
 def test_a_first_sample_from_calibration_counts() -> None:
     work = FakeWork([0.01] * 10)
     policy = Policy(warmup=0, min_reps=5, cap_s=1.0)
-    m = repeat(work.one, what="x", work=1.0, unit="GB/s", policy=policy, clock=work.clock, stream=io.StringIO(), first=0.01)
+    m = repeat(
+        work.one, what="x", work=1.0, unit="GB/s", policy=policy, clock=work.clock, stream=io.StringIO(), first=0.01
+    )
     assert m.reps == 5 and work.calls == 4
 
 
@@ -203,8 +206,8 @@ def test_store_measures_once_and_keeps_failures() -> None:
 def test_probe_bandwidth_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """A real, tiny run: the plumbing works and counts a copy as read plus write."""
     monkeypatch.setenv(CAP_ENV, "0.05")
-    from verified_book.backends import detect
     from claims.probes.bandwidth import measure
+    from verified_book.backends import detect
 
     numpy_backend = detect()["numpy"]
     m = measure(numpy_backend, "copy", nbytes=4 * MIB, threads=2)
@@ -215,8 +218,8 @@ def test_probe_bandwidth_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_probe_sweep_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CAP_ENV, "0.05")
-    from verified_book.backends import detect
     from claims.probes.matmul import measure_sweep
+    from verified_book.backends import detect
 
     points = measure_sweep(detect()["numpy"], 256, 512, batches=(1, 8))
     assert set(points) == {1, 8}
@@ -228,9 +231,9 @@ def test_probe_sweep_small_run_on_numpy(monkeypatch: pytest.MonkeyPatch) -> None
 def test_on_the_cpu_only_the_sweep_s_first_batch_gets_an_untimed_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """Later batches reuse the warm weight: their first call is timed and calibrates the repetitions."""
     monkeypatch.setenv(CAP_ENV, "0.02")
-    from verified_book.backends import detect
     from claims.probes import devices
     from claims.probes.matmul import measure_sweep
+    from verified_book.backends import detect
 
     calibrated: list[int] = []
     real = devices.Runner.calibrate
@@ -252,12 +255,34 @@ def _merge_results() -> Any:
 
 
 def _sound_file() -> dict[str, Any]:
-    record = {"status": "verified", "kind": "measured", "value": 12.5, "figures": [], "message": "",
-              "inputs": [], "source": "claims/topics/measured.py:1", "citation": None, "hardware": None,
-              "date": "2026-11-29T13:21:18+00:00", "seconds": 0.5, "version": "2.4.6"}
-    exact = {"status": "verified", "kind": "exact", "value": 2, "figures": [], "message": "", "inputs": [],
-             "source": "claims/topics/measured.py:1", "citation": None, "hardware": None,
-             "date": "2026-11-29T13:21:18+00:00", "seconds": 0.0, "version": None}
+    record = {
+        "status": "verified",
+        "kind": "measured",
+        "value": 12.5,
+        "figures": [],
+        "message": "",
+        "inputs": [],
+        "source": "claims/topics/measured.py:1",
+        "citation": None,
+        "hardware": None,
+        "date": "2026-11-29T13:21:18+00:00",
+        "seconds": 0.5,
+        "version": "2.4.6",
+    }
+    exact = {
+        "status": "verified",
+        "kind": "exact",
+        "value": 2,
+        "figures": [],
+        "message": "",
+        "inputs": [],
+        "source": "claims/topics/measured.py:1",
+        "citation": None,
+        "hardware": None,
+        "date": "2026-11-29T13:21:18+00:00",
+        "seconds": 0.0,
+        "version": None,
+    }
     from verified_book.authoring.registry import REGISTRY
 
     exact_id = next(c.id for c in REGISTRY if c.kind.value == "exact")
@@ -265,7 +290,11 @@ def _sound_file() -> dict[str, Any]:
         "schema_version": 1,
         "slug": "test-box",
         "machine": {"slug": "test-box", "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
-        "environment": {"date": "2026-11-29T13:21:18+00:00", "versions": {"numpy": "2.4.6"}, "backends": {"numpy": "2.4.6"}},
+        "environment": {
+            "date": "2026-11-29T13:21:18+00:00",
+            "versions": {"numpy": "2.4.6"},
+            "backends": {"numpy": "2.4.6"},
+        },
         "records": {"probe.bandwidth.copy": {"numpy": record}, exact_id: {"none": exact}},
         "outputs": {},
     }
@@ -284,7 +313,9 @@ def test_merge_results_merges_a_sound_file(tmp_path: Path, capsys: pytest.Captur
     path = _write(incoming, _sound_file())
     assert mr.main([str(path), "--into", str(results)]) == 0
     merged = json.loads((results / "test-box.json").read_text())
-    assert merged["run"]["measured"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5  # a measurement sits in the run header
+    assert (
+        merged["run"]["measured"]["probe.bandwidth.copy"]["numpy"]["value"] == 12.5
+    )  # a measurement sits in the run header
     assert "test-box.json" in capsys.readouterr().out
 
 
@@ -325,14 +356,29 @@ def _broken(change: str) -> tuple[dict[str, Any] | str, str, str]:
     raise AssertionError(change)
 
 
-@pytest.mark.parametrize("change", ["slug", "name", "unknown claim", "implausible", "negative", "not a number",
-                                    "kind", "backend", "nan", "json", "status"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "slug",
+        "name",
+        "unknown claim",
+        "implausible",
+        "negative",
+        "not a number",
+        "kind",
+        "backend",
+        "nan",
+        "json",
+        "status",
+    ],
+)
 def test_merge_results_refuses_a_bad_file(change: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mr = _merge_results()
     incoming, results = tmp_path / "incoming", tmp_path / "results"
     incoming.mkdir()
-    good = _write(incoming, _sound_file() | {"slug": "good-box", "machine": {"slug": "good-box", "markers": []}},
-                  "good-box.json")
+    good = _write(
+        incoming, _sound_file() | {"slug": "good-box", "machine": {"slug": "good-box", "markers": []}}, "good-box.json"
+    )
     data, name, words = _broken(change)
     bad = _write(incoming, data, name)
     assert mr.main([str(good), str(bad), "--into", str(results)]) == 1

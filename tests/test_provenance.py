@@ -1,16 +1,17 @@
 """Provenance: a record says what it was computed from, and reads as outdated once the book changes."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from harness import faults
+
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import REGISTRY
 from verified_book.engine import provenance
 from verified_book.engine.config import open_book, read_config, snapshot
-from verified_book.authoring.registry import REGISTRY
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
 
@@ -49,8 +50,9 @@ def _outdated(book: faults.SampleBook) -> str | None:
         with REGISTRY.isolated():
             book.forget_modules()  # the claims as they are on disk now, not as a run imported them
             assert not open_book(read_config(book.root))
-            return provenance.outdated_reason(REGISTRY["io.ceiling"], results.claims["io.ceiling"],
-                                              results.records["io.ceiling"]["none"])
+            return provenance.outdated_reason(
+                REGISTRY["io.ceiling"], results.claims["io.ceiling"], results.records["io.ceiling"]["none"]
+            )
     finally:
         book.forget_modules()
         reopen()
@@ -89,9 +91,28 @@ def test_a_changed_helper_of_the_claim_makes_the_record_outdated(tmp_path: Path)
 def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
     book.results_dir.mkdir()
-    book.results_file.write_text(json.dumps({"schema_version": 1, "slug": faults.SLUG, "environment": {}, "records": {
-        "io.ceiling": {"none": {"status": "verified", "kind": "exact", "value": 16, "figures": [], "seconds": 0.1,
-                                "date": "2026-11-01T00:00:00+00:00", "source": "x.py:1"}}}}))
+    book.results_file.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "slug": faults.SLUG,
+                "environment": {},
+                "records": {
+                    "io.ceiling": {
+                        "none": {
+                            "status": "verified",
+                            "kind": "exact",
+                            "value": 16,
+                            "figures": [],
+                            "seconds": 0.1,
+                            "date": "2026-11-01T00:00:00+00:00",
+                            "source": "x.py:1",
+                        }
+                    }
+                },
+            }
+        )
+    )
     assert "before records carried their provenance" in (_outdated(book) or "")
     migrated = read(book.results_file)
     assert migrated.claims["io.ceiling"].model_dump(exclude_unset=True) == {"kind": "exact", "defined_at": "x.py:1"}
@@ -124,7 +145,9 @@ def test_the_current_value_of_an_input_is_read_without_recording(tmp_path: Path)
 
 def test_a_setting_the_answer_depended_on_is_kept_in_the_record(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
-    book.claims("env", '''
+    book.claims(
+        "env",
+        '''
 from verified_book.authoring.inputs import setting
 from verified_book.authoring.registry import claim
 
@@ -133,7 +156,8 @@ from verified_book.authoring.registry import claim
 def mode():
     """A value that depends on a machine's setting."""
     return setting("BOOK_MODE", 3, "the environment")
-''')
+''',
+    )
     assert book.run().ret == 0
     record = json.loads(book.results_file.read_text())["records"]["env.mode"]["none"]
     assert record["status"] == "verified"
@@ -143,11 +167,17 @@ def mode():
 def test_a_backend_this_machine_lacks_leaves_no_skipped_record(tmp_path: Path) -> None:
     from verified_book.records.results import ResultsFile
 
-    merged = ResultsFile("m", records={"a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
-                                       "a.two": {"mlx:gpu": {"status": "skipped"}}})
+    merged = ResultsFile(
+        "m",
+        records={
+            "a.one": {"numpy": {"status": "verified"}, "mlx:gpu": {"status": "skipped"}},
+            "a.two": {"mlx:gpu": {"status": "skipped"}},
+        },
+    )
     merged.merge(ResultsFile("m", run={"backends": {"numpy": "2.4", "mlx:gpu": None}}))
-    assert {c: {b: r.model_dump(exclude_unset=True) for b, r in per.items()} for c, per in merged.records.items()} \
-        == {"a.one": {"numpy": {"status": "verified"}}}
+    assert {c: {b: r.model_dump(exclude_unset=True) for b, r in per.items()} for c, per in merged.records.items()} == {
+        "a.one": {"numpy": {"status": "verified"}}
+    }
 
 
 def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path) -> None:
@@ -171,14 +201,17 @@ def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path)
     import subprocess
     import sys
 
-    from verified_book.engine.config import open_book, read_config
     from verified_book.authoring.registry import REGISTRY
+    from verified_book.engine.config import open_book, read_config
 
     root = Path(__file__).resolve().parents[1]
-    script = ("from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
-              "from verified_book.authoring.registry import REGISTRY; from verified_book.engine.provenance import code_fingerprint; "
-              f"open_book(read_config(Path({str(root)!r}))); "
-              "print(code_fingerprint(REGISTRY['decode.ceiling.dgx_spark.bf16']))")
+    script = (
+        "from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
+        "from verified_book.authoring.registry import REGISTRY; from verified_book.engine.provenance import "
+        "code_fingerprint; "
+        f"open_book(read_config(Path({str(root)!r}))); "
+        "print(code_fingerprint(REGISTRY['decode.ceiling.dgx_spark.bf16']))"
+    )
     there = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert there.returncode == 0, there.stderr[-2000:]
     reopen = snapshot()
@@ -211,7 +244,9 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
 
 def test_the_runs_summary_counts_the_files_records_that_are_outdated(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
-    book.claims("more", '''
+    book.claims(
+        "more",
+        '''
 from verified_book.authoring.registry import claim
 
 
@@ -219,7 +254,8 @@ from verified_book.authoring.registry import claim
 def two():
     """Two."""
     return 2
-''')
+''',
+    )
     assert book.run().ret == 0
     (book.root / "data" / "hw.toml").write_text(DATA.format(value=280))
     run = book.run("-k", "more")  # io.ceiling is not rerun: its record is outdated now
@@ -310,8 +346,14 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
     data = json.loads(book.results_file.read_text())
     record = data["records"]["lab.ms"]["numpy"]
     assert record["status"] == "verified"
-    assert record["inputs"] == [{"snippet": "book/snippets/s.py", "sha256": record["inputs"][0]["sha256"],
-                                 "where": "book/lab.md:4", "value": "1.25"}]
+    assert record["inputs"] == [
+        {
+            "snippet": "book/snippets/s.py",
+            "sha256": record["inputs"][0]["sha256"],
+            "where": "book/lab.md:4",
+            "value": "1.25",
+        }
+    ]
 
     def outdated() -> str | None:
         reopen = snapshot()
@@ -319,8 +361,11 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
             with REGISTRY.isolated():
                 book.forget_modules()
                 assert not open_book(read_config(book.root))
-                return provenance.outdated_reason(REGISTRY["lab.ms"], ClaimMeta.model_validate(data["claims"]["lab.ms"]),
-                                                  Record.model_validate(record))
+                return provenance.outdated_reason(
+                    REGISTRY["lab.ms"],
+                    ClaimMeta.model_validate(data["claims"]["lab.ms"]),
+                    Record.model_validate(record),
+                )
         finally:
             book.forget_modules()
             reopen()

@@ -1,4 +1,5 @@
 """The README as a reader sees it rendered: every table whole, every paragraph a paragraph."""
+
 from __future__ import annotations
 
 import re
@@ -56,11 +57,13 @@ def test_every_table_renders_with_one_header_and_rows_of_its_width(name: str) ->
         for row in table["body"]:
             assert row != header, f"{name}: table {n} repeats its header {header} as a row"
             texts = [cell for cell in row if cell]
-            assert len(texts) > 1 or len(header) == 1, f"{name}: table {n} has a row of one cell, {row}: a stray sentence?"
+            assert len(texts) > 1 or len(header) == 1, (
+                f"{name}: table {n} has a row of one cell, {row}: a stray sentence?"
+            )
 
 
 def test_the_layout_section_opens_with_its_sentence_then_its_table() -> None:
     html_text = rendered("README.md")
-    layout = html_text[html_text.index("<h2>Layout</h2>"):]
+    layout = html_text[html_text.index("<h2>Layout</h2>") :]
     assert re.match(r"<h2>Layout</h2>\s*<p>Three rooms: ", layout), layout[:200]
     assert layout.count("<table>", 0, layout.index("<h2>", 5)) == 1

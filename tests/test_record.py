@@ -1,4 +1,5 @@
 """The results file's types: statuses from the vocabulary, the published schema, the file as written."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.records import record
 from verified_book.records.results import dumps, read, validate
-from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.vocabulary import KINDS, RECORDED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +27,9 @@ def test_the_statuses_a_record_takes_are_the_vocabularys() -> None:
 
 def test_the_published_schema_is_the_models() -> None:
     committed = json.loads((ROOT / record.SCHEMA_FILE).read_text(encoding="utf-8"))
-    assert committed == record.ResultsDocument.model_json_schema(), \
+    assert committed == record.ResultsDocument.model_json_schema(), (
         f"{record.SCHEMA_FILE} differs from verified_book/records/record.py's models: run scripts/results-schema"
+    )
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
@@ -72,4 +74,7 @@ def test_a_record_built_by_the_engine_refuses_what_a_file_may_not_hold() -> None
         record.Record(status="verified", value={"exact": "1/3", "float": 0.5})
     with pytest.raises(ValueError, match="status is 'verified' while a figure of it is stale"):
         record.Record(status="verified", figures=[record.FigureVerdict(file="book/x.md", line=1, status="stale")])
-    assert record.Record(status="verified", value=1).model_dump(exclude_unset=True) == {"status": "verified", "value": 1}
+    assert record.Record(status="verified", value=1).model_dump(exclude_unset=True) == {
+        "status": "verified",
+        "value": 1,
+    }

@@ -1,4 +1,5 @@
 """Rendering figures from results: status from every machine's records, one element per figure, nothing unescaped."""
+
 from __future__ import annotations
 
 import copy
@@ -11,23 +12,31 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
-from verified_book.engine import provenance
-from verified_book.site import render
-from verified_book.site import machines as site_machines
+from verified_book.authoring.registry import Claim, Kind
 from verified_book.book.bindings import Book, read_page
 from verified_book.book.figures import parse
+from verified_book.engine import provenance
 from verified_book.engine.provenance import code_fingerprint
-from verified_book.authoring.registry import Claim, Kind
 from verified_book.records.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsFile
+from verified_book.site import machines as site_machines
+from verified_book.site import render
 
 CLAIMS = {
-    "t.ceiling": Claim("t.ceiling", Kind.EXACT, lambda: Fraction(331, 20), "A ceiling in tokens/s.",
-                       defined_in="claims/topics/t.py", defined_line=12),
-    "t.max": Claim("t.max", Kind.LIBRARY, lambda b: 65504, "Largest float16.",
-                   defined_in="claims/topics/t.py", defined_line=30),
-    "t.quoted": Claim("t.quoted", Kind.QUOTED, lambda: 250, "A vendor's figure.",
-                      defined_in="claims/topics/t.py", defined_line=40),
+    "t.ceiling": Claim(
+        "t.ceiling",
+        Kind.EXACT,
+        lambda: Fraction(331, 20),
+        "A ceiling in tokens/s.",
+        defined_in="claims/topics/t.py",
+        defined_line=12,
+    ),
+    "t.max": Claim(
+        "t.max", Kind.LIBRARY, lambda b: 65504, "Largest float16.", defined_in="claims/topics/t.py", defined_line=30
+    ),
+    "t.quoted": Claim(
+        "t.quoted", Kind.QUOTED, lambda: 250, "A vendor's figure.", defined_in="claims/topics/t.py", defined_line=40
+    ),
 }
 PAGE = """# A page
 
@@ -50,9 +59,14 @@ def record(status: str, value: Any, figures: list[dict[str, Any]] | None = None,
 
 def machine(slug: str, records: dict[str, dict[str, Any]], outputs: dict[str, Any] | None = None) -> ResultsFile:
     """A machine's results as a current run writes them: each claim's code fingerprint beside its records."""
-    return ResultsFile(slug, {"slug": slug, "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
-                       {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}}, records, outputs or {},
-                       {cid: {"code": code_fingerprint(c)} for cid, c in CLAIMS.items()})
+    return ResultsFile(
+        slug,
+        {"slug": slug, "markers": [], "fingerprint": {"cpu": "Test CPU", "cores": 2}},
+        {"date": "2026-11-28T10:00:00+00:00", "versions": {"python": "3.11.7"}},
+        records,
+        outputs or {},
+        {cid: {"code": code_fingerprint(c)} for cid, c in CLAIMS.items()},
+    )
 
 
 @pytest.fixture
@@ -68,8 +82,11 @@ def context(results: dict[str, ResultsFile]) -> render.Context:
 
 
 def figures_of(page: Any, claim_id: str) -> list[dict[str, Any]]:
-    return [{"file": b.file, "line": b.line, "printed": b.text, "stated": b.stated, "status": "verified"}
-            for b in page.bindings if b.claim_id == claim_id]
+    return [
+        {"file": b.file, "line": b.line, "printed": b.text, "stated": b.stated, "status": "verified"}
+        for b in page.bindings
+        if b.claim_id == claim_id
+    ]
 
 
 class Elements(HTMLParser):
@@ -106,7 +123,9 @@ def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(pa
     view = render.figure_view(b, CLAIMS["t.max"], results)
     assert view.status == "stale"
     assert {(m.machine, m.backend, m.status) for m in view.measurements} == {
-        ("alpha", "numpy", "verified"), ("beta", "mlx:cpu", "stale")}
+        ("alpha", "numpy", "verified"),
+        ("beta", "mlx:cpu", "stale"),
+    }
     html = render.render_figure(view, results, "https://github.com/o/r", "p1")
     assert "65,504" in html and "65,505" in html and "alpha" in html and "beta" in html
     assert 'href="https://github.com/o/r/blob/main/claims/topics/t.py#L30"' in html
@@ -115,8 +134,11 @@ def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(pa
 def test_changed_text_is_judged_against_the_recorded_value(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
     entry = figures_of(page, "t.ceiling")[0] | {"printed": "16.5", "stated": "16.5"}
-    results = {"alpha": machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
-                                                                          [entry])}})}
+    results = {
+        "alpha": machine(
+            "alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, [entry])}}
+        )
+    }
     view = render.figure_view(b, CLAIMS["t.ceiling"], results)
     assert view.status == "verified" and view.measurements[0].rejudged
 
@@ -144,12 +166,19 @@ def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
 
 
 def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any) -> None:
-    results = {"alpha": machine("alpha", {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}},
-                                {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5, "how": "in process"}})}
+    results = {
+        "alpha": machine(
+            "alpha",
+            {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}},
+            {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5, "how": "in process"}},
+        )
+    }
     rendered = render.render_markdown(PAGE, page, context(results))
     assert "claim:" not in rendered.markdown
     assert '===! "The book"' in rendered.markdown and '=== "alpha"' in rendered.markdown
-    html = "\n".join(f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n"))
+    html = "\n".join(
+        f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n")
+    )
     filled, problems = render.fill(html, rendered, "book/page.md")
     assert not problems
     claims = [a["data-claim"] for _, a in elements(filled) if "data-claim" in a]
@@ -172,7 +201,9 @@ def test_a_machines_run_is_left_out_of_the_search_and_tab_labels_stay_apart(tmp_
     text = "# P\n\n```output other.py\nx=[65,504](claim:t.max)\n```\n"
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
-    rendered = render.render_markdown(text, page, context({"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})}))
+    rendered = render.render_markdown(
+        text, page, context({"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})})
+    )
     run = [block for block in rendered.blocks.values() if "vb-output--machine" in block]
     assert len(run) == 1 and run[0].startswith('<div class="vb-output__run" data-search-exclude>')
     book = [block for block in rendered.blocks.values() if "vb-output--book" in block]
@@ -243,17 +274,23 @@ HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 
 
 def hostile_results(page: Any) -> dict[str, ResultsFile]:
-    evil = record("stale", HOSTILE, [dict(f, status="stale") for f in figures_of(page, "t.max")],
-                  message=HOSTILE, version=HOSTILE)
-    rf = machine("alpha", {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
-                 {"shapes.py": {"text": HOSTILE, "seconds": 0.5}})
+    evil = record(
+        "stale", HOSTILE, [dict(f, status="stale") for f in figures_of(page, "t.max")], message=HOSTILE, version=HOSTILE
+    )
+    rf = machine(
+        "alpha",
+        {"t.max": {"numpy": evil}, "t.evil" + HOSTILE: {"numpy": evil}},
+        {"shapes.py": {"text": HOSTILE, "seconds": 0.5}},
+    )
     rf.claims["t.evil" + HOSTILE] = ClaimMeta(defined_at=f"claims/topics/t.py:1{HOSTILE}")
     # what the types refuse in a file is put in all the same: the page escapes it even so
     rf.outputs["shapes.py"] = SnippetOutput.model_construct(text=HOSTILE, date=HOSTILE, seconds=0.5, how=HOSTILE)
-    rf.machine = Machine.model_construct(slug="alpha", fingerprint={"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE},
-                                         markers=[HOSTILE])
-    rf.run = RunHeader.model_construct(date=HOSTILE, versions={"python": HOSTILE, HOSTILE: HOSTILE},
-                                       backends={HOSTILE: HOSTILE}, seconds={}, dates={})
+    rf.machine = Machine.model_construct(
+        slug="alpha", fingerprint={"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}, markers=[HOSTILE]
+    )
+    rf.run = RunHeader.model_construct(
+        date=HOSTILE, versions={"python": HOSTILE, HOSTILE: HOSTILE}, backends={HOSTILE: HOSTILE}, seconds={}, dates={}
+    )
     return {"alpha": rf}
 
 
@@ -268,7 +305,9 @@ def assert_inert(html: str) -> None:
 def test_strings_from_a_results_file_are_escaped_in_figures(page: Any) -> None:
     results = hostile_results(page)
     rendered = render.render_markdown(PAGE, page, context(results))
-    html = "\n".join(f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n"))
+    html = "\n".join(
+        f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n")
+    )
     filled, _ = render.fill(html, rendered, "book/page.md")
     assert "&lt;script&gt;" in filled
     assert_inert(filled)
@@ -277,8 +316,9 @@ def test_strings_from_a_results_file_are_escaped_in_figures(page: Any) -> None:
 def test_strings_from_a_results_file_are_escaped_on_the_machines_page(tmp_path: Path, page: Any) -> None:
     results = hostile_results(page)
     book = Book(tmp_path, [page], [])
-    generated = site_machines.render_machines(results, book, list(CLAIMS), {}, {"t.max": "claims/topics/t.py:30"},
-                                              "https://github.com/o/r", "plots.md")
+    generated = site_machines.render_machines(
+        results, book, list(CLAIMS), {}, {"t.max": "claims/topics/t.py:30"}, "https://github.com/o/r", "plots.md"
+    )
     html = render.fill_blocks(generated.markdown, generated.blocks)
     assert "&lt;script&gt;" in html
     assert_inert(html)
@@ -286,11 +326,15 @@ def test_strings_from_a_results_file_are_escaped_on_the_machines_page(tmp_path: 
 
 def test_strings_from_a_results_file_are_escaped_in_plots(page: Any) -> None:
     rf = copy.deepcopy(hostile_results(page)["alpha"])
-    rf.records.update({
-        "probe.bandwidth.read": {"numpy": Record.model_validate(record("verified", 20.0))},
-        "probe.matmul.fp32": {"numpy": Record.model_validate(record("verified", 150.0))},
-        "flops.job.decode_bf16.intensity": {"none": Record.model_validate(record("verified", {"exact": "1/1", "float": 1.0}))},
-    })
+    rf.records.update(
+        {
+            "probe.bandwidth.read": {"numpy": Record.model_validate(record("verified", 20.0))},
+            "probe.matmul.fp32": {"numpy": Record.model_validate(record("verified", 150.0))},
+            "flops.job.decode_bf16.intensity": {
+                "none": Record.model_validate(record("verified", {"exact": "1/1", "float": 1.0}))
+            },
+        }
+    )
     plot = site_plots.roofline(rf, site_plots.intensities({"alpha": rf}))
     assert plot.svg is not None
     assert_inert(site_plots.plot_html(plot))
@@ -334,8 +378,11 @@ def test_plots_are_drawn_from_records_in_the_page_colour() -> None:
         records[f"probe.sweep.{batch}.gflops"] = {"numpy": record("verified", 10.0 * batch)}
     rf = machine("alpha", records)
     assert site_plots.intensities({"alpha": rf}) == {"decode_bf16": 1.0, "prefill_bf16": 512.0}
-    for plot in (site_plots.roofline(rf, site_plots.intensities({"alpha": rf})),
-                 site_plots.decode_ceilings({"alpha": rf}), site_plots.sweep(rf)):
+    for plot in (
+        site_plots.roofline(rf, site_plots.intensities({"alpha": rf})),
+        site_plots.decode_ceilings({"alpha": rf}),
+        site_plots.sweep(rf),
+    ):
         assert plot.svg is not None and plot.svg.startswith("<svg"), plot.note
         assert "currentColor" in plot.svg and site_plots.INK not in plot.svg
         assert 'width="' not in plot.svg.split(">", 1)[0]
@@ -343,13 +390,17 @@ def test_plots_are_drawn_from_records_in_the_page_colour() -> None:
 
 def test_machine_counts_count_each_printed_figure_once(tmp_path: Path) -> None:
     """A machine's counts are of the book's figures, each in one status, adding up to the figures bound."""
-    rf = machine("alpha", {
-        "a.one": {"numpy": record("verified", 1), "torch:cpu": record("stale", 2)},
-        "a.two": {"torch:cuda": record("skipped", None)},
-        "a.three": {"none": record("verified", 3)},
-    })
-    (tmp_path / "page.md").write_text("One [1](claim:a.one), two [1](claim:a.one), [2](claim:a.two), "
-                                      "[3](claim:a.three) and [4](claim:a.four).\n")
+    rf = machine(
+        "alpha",
+        {
+            "a.one": {"numpy": record("verified", 1), "torch:cpu": record("stale", 2)},
+            "a.two": {"torch:cuda": record("skipped", None)},
+            "a.three": {"none": record("verified", 3)},
+        },
+    )
+    (tmp_path / "page.md").write_text(
+        "One [1](claim:a.one), two [1](claim:a.one), [2](claim:a.two), [3](claim:a.three) and [4](claim:a.four).\n"
+    )
     book = Book(tmp_path, [read_page(tmp_path / "page.md", tmp_path)], [])
     counts = site_machines.figure_counts(rf, book)
     assert {s: n for s, n in counts.items() if n} == {"stale": 2, "skipped": 1, "verified": 1, "unverified": 1}
@@ -365,8 +416,10 @@ def test_show_value_keeps_exact_values_readable() -> None:
 
 def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
-    rf = machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
-                                                        figures_of(page, "t.ceiling"))}})
+    rf = machine(
+        "alpha",
+        {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, figures_of(page, "t.ceiling"))}},
+    )
     assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
     rf.claims["t.ceiling"] = ClaimMeta(code="0" * 16)  # made by another version of the claim's code
     view = render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
@@ -379,8 +432,10 @@ def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPa
     """Every figure of a claim and the machines page ask whether the same record is outdated: within
     one build's `judged_once` it is judged once; the next build, or a caller outside one, judges anew."""
     b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
-    rf = machine("alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55},
-                                                        figures_of(page, "t.ceiling"))}})
+    rf = machine(
+        "alpha",
+        {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, figures_of(page, "t.ceiling"))}},
+    )
     judged: list[object] = []
     judge = provenance._outdated_reason
     monkeypatch.setattr(provenance, "_outdated_reason", lambda *args: judged.append(args) or judge(*args))

@@ -1,4 +1,5 @@
 """The results store: merging keeps every record, writes are atomic, bad files are refused loudly."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from verified_book.records.results import SCHEMA_VERSION, ResultsError, ResultsFile, merge_into, read, read_all, validate
+from verified_book.records.results import (
+    SCHEMA_VERSION,
+    ResultsError,
+    ResultsFile,
+    merge_into,
+    read,
+    read_all,
+    validate,
+)
 
 
 def _file(slug: str, **records: str) -> ResultsFile:
@@ -67,10 +76,13 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
 
 def test_an_older_schema_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"slug": "m", "records": [{"claim": "a.one", "backend": "numpy", "status": "verified", "value": 2}]}))
+    path.write_text(
+        json.dumps({"slug": "m", "records": [{"claim": "a.one", "backend": "numpy", "status": "verified", "value": 2}]})
+    )
     migrated = read(path)
-    assert {c: {b: r.model_dump(exclude_unset=True) for b, r in per.items()} for c, per in migrated.records.items()} \
-        == {"a.one": {"numpy": {"status": "verified", "value": 2}}}
+    assert {
+        c: {b: r.model_dump(exclude_unset=True) for b, r in per.items()} for c, per in migrated.records.items()
+    } == {"a.one": {"numpy": {"status": "verified", "value": 2}}}
 
 
 @pytest.mark.parametrize(
@@ -106,15 +118,26 @@ def test_readers_warn_and_skip_a_bad_file(tmp_path: Path) -> None:
 def test_a_rerun_that_changes_nothing_but_the_measurements_changes_only_the_run_header(tmp_path: Path) -> None:
     """What a rerun changes by its nature (the date, timings, measured values, what the snippets
     printed) is in the run header; the verdicts below it stay byte for byte."""
+
     def run(measured: float, date: str) -> ResultsFile:
         return ResultsFile(
-            "m", machine={"slug": "m"},
+            "m",
+            machine={"slug": "m"},
             run={"date": date, "seconds": {"a.one": {"numpy": measured / 100}}},
             claims={"a.one": {"kind": "exact"}, "b.probe": {"kind": "measured"}},
-            records={"a.one": {"numpy": {"status": "verified", "value": 2, "figures": [], "message": ""}},
-                     "b.probe": {"numpy": {"status": "reference", "value": measured, "figures": [],
-                                           "message": f"this machine measured {measured}"}}},
-            outputs={"lab.py": {"text": f"took {measured} s\n"}})
+            records={
+                "a.one": {"numpy": {"status": "verified", "value": 2, "figures": [], "message": ""}},
+                "b.probe": {
+                    "numpy": {
+                        "status": "reference",
+                        "value": measured,
+                        "figures": [],
+                        "message": f"this machine measured {measured}",
+                    }
+                },
+            },
+            outputs={"lab.py": {"text": f"took {measured} s\n"}},
+        )
 
     path = tmp_path / "m.json"
     merge_into(path, run(1.5, "2026-11-29T00:00:00+00:00"))

@@ -1,5 +1,6 @@
 """Results that stay true from any reader's machine: a broken environment is not a failed claim, a
 machine has an identity of its own, and a run that could not keep its records says so and fails."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -8,13 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import faults
+
 from verified_book.engine import environment
 from verified_book.records import identity
+from verified_book.records.results import (
+    SCHEMA_VERSION,
+    OtherMachine,
+    ResultsError,
+    ResultsFile,
+    dumps,
+    machine_id,
+    merge_into,
+    migrate,
+    read,
+)
 from verified_book.site import machines as site_machines
-from verified_book.records.results import (SCHEMA_VERSION, OtherMachine, ResultsError, ResultsFile, dumps, machine_id,
-                                   merge_into, migrate, read)
 
 ROOT = Path(__file__).resolve().parent.parent
 INFO = {"cpu": "AMD EPYC", "arch": "x86_64", "cores": 2, "memory_gb": 25.3, "gpu": None, "numpy": "2.4.6"}
@@ -30,15 +40,20 @@ def _raised(error: BaseException) -> BaseException:
         return e
 
 
-@pytest.mark.parametrize(("error", "lost"), [
-    (ModuleNotFoundError("No module named 'gguf'", name="gguf"), "gguf"),
-    (ModuleNotFoundError("No module named 'mlx.nn'", name="mlx.nn"), "mlx"),
-    (importlib.metadata.PackageNotFoundError("httpx2"), "httpx2"),
-])
+@pytest.mark.parametrize(
+    ("error", "lost"),
+    [
+        (ModuleNotFoundError("No module named 'gguf'", name="gguf"), "gguf"),
+        (ModuleNotFoundError("No module named 'mlx.nn'", name="mlx.nn"), "mlx"),
+        (importlib.metadata.PackageNotFoundError("httpx2"), "httpx2"),
+    ],
+)
 def test_an_import_that_breaks_is_the_environment_not_the_claim(error: BaseException, lost: str) -> None:
     broken = environment.broken_by(_raised(error))
     assert broken is not None and broken.lost == lost
-    assert broken.line().startswith(f"the environment lost {lost} during the run") and environment.REMEDY in broken.line()
+    assert (
+        broken.line().startswith(f"the environment lost {lost} during the run") and environment.REMEDY in broken.line()
+    )
 
 
 def test_an_import_error_behind_another_error_is_found() -> None:
@@ -52,13 +67,18 @@ def test_an_import_error_behind_another_error_is_found() -> None:
     assert broken is not None and broken.lost == "transformers"
 
 
-@pytest.mark.parametrize("error", [ValueError("a wrong shape"), ZeroDivisionError("division by zero"), KeyError("bf16")])
+@pytest.mark.parametrize(
+    "error", [ValueError("a wrong shape"), ZeroDivisionError("division by zero"), KeyError("bf16")]
+)
 def test_a_claims_own_error_is_not_the_environment(error: BaseException) -> None:
     assert environment.broken_by(_raised(error)) is None
 
 
 def test_a_script_s_traceback_tells_a_lost_library_from_its_own_fault() -> None:
-    lost = 'Traceback (most recent call last):\n  File "shapes.py", line 3\nModuleNotFoundError: No module named \'numpy\'\n'
+    lost = (
+        'Traceback (most recent call last):\n  File "shapes.py", line 3\n'
+        "ModuleNotFoundError: No module named 'numpy'\n"
+    )
     assert (environment.broken_in(lost) or environment.Broken("", "")).lost == "numpy"
     assert environment.broken_in("Traceback ...\nValueError: matmul: Input operand 1 has a mismatch\n") is None
 
@@ -67,11 +87,13 @@ def test_contribute_refuses_a_run_whose_environment_broke(tmp_path: Path) -> Non
     from verified_book.engine.merge import problems_of
 
     data = json.loads((ROOT / "results" / next(p.name for p in (ROOT / "results").glob("*.json"))).read_text())
-    data["run"]["environment_errors"] = [environment.Broken("gguf", "ModuleNotFoundError: No module named 'gguf'").line()]
+    data["run"]["environment_errors"] = [
+        environment.Broken("gguf", "ModuleNotFoundError: No module named 'gguf'").line()
+    ]
     path = tmp_path / f"{data['slug']}.json"
     path.write_text(json.dumps(data))
-    from verified_book.engine.config import open_book, read_config
     from verified_book.authoring.registry import REGISTRY
+    from verified_book.engine.config import open_book, read_config
 
     open_book(read_config(ROOT))
     results, problems = problems_of(path, set(REGISTRY.ids()))
@@ -108,9 +130,23 @@ def test_a_bad_identity_file_is_said_with_its_path(tmp_path: Path) -> None:
 
 
 def _file(slug: str, machine: dict[str, Any]) -> ResultsFile:
-    return ResultsFile(slug, {"slug": slug, "markers": [], **machine}, {"date": "2026-12-01T10:00:00+00:00"},
-                       {"basic.ratio": {"none": {"status": "verified", "value": "273/16", "figures": [], "message": "",
-                                                 "inputs": [], "version": None}}})
+    return ResultsFile(
+        slug,
+        {"slug": slug, "markers": [], **machine},
+        {"date": "2026-12-01T10:00:00+00:00"},
+        {
+            "basic.ratio": {
+                "none": {
+                    "status": "verified",
+                    "value": "273/16",
+                    "figures": [],
+                    "message": "",
+                    "inputs": [],
+                    "version": None,
+                }
+            }
+        },
+    )
 
 
 def test_two_machines_never_share_a_results_file(tmp_path: Path) -> None:
@@ -165,8 +201,13 @@ def test_the_machines_page_tells_this_clone_s_run_from_the_committed_machine() -
 
     committed = _file("box", {"id": "aaaa1111", "fingerprint": INFO})
     mine = site_machines.local_name("box")
-    page = site_machines.render_machines({"box": committed, mine: _file("box", {"id": "aaaa1111", "fingerprint": INFO})},
-                                         Book(ROOT, [], []), ["basic.ratio"], {}, local={mine: "results.local/box.json"})
+    page = site_machines.render_machines(
+        {"box": committed, mine: _file("box", {"id": "aaaa1111", "fingerprint": INFO})},
+        Book(ROOT, [], []),
+        ["basic.ratio"],
+        {},
+        local={mine: "results.local/box.json"},
+    )
     html = "".join(page.blocks.values())
     assert f"## {site_machines.markdown_text(mine)}" in page.markdown and "## box " in page.markdown
     assert html.count("this clone's run, not contributed") == 1 and "results.local/box.json" in html
@@ -177,8 +218,9 @@ def test_the_machines_page_tells_this_clone_s_run_from_the_committed_machine() -
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", ["library_fails_to_import", "venv_removed_mid_run", "unwritable_results",
-                                      "second_machine"])
+@pytest.mark.parametrize(
+    "scenario", ["library_fails_to_import", "venv_removed_mid_run", "unwritable_results", "second_machine"]
+)
 def test_each_fault_ends_as_stated_and_no_record_is_replaced_by_a_worse_one(scenario: str, tmp_path: Path) -> None:
     tally = getattr(faults, scenario)(tmp_path)
     assert tally.ok, str(tally)
@@ -203,10 +245,19 @@ def test_a_migrated_results_file_renders_the_same_site(tmp_path: Path) -> None:
     (folders["schema3"] / committed.name).write_text(dumps(read(folders["schema2"] / committed.name)), encoding="utf-8")
     assert json.loads((folders["schema3"] / committed.name).read_text())["machine"]["id"].startswith("legacy-")
     for name, folder in folders.items():
-        done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / f"site-{name}")],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "CLAIMS_RESULTS_DIR": str(folder),
-                                   "CLAIMS_TODAY": "2026-12-02"})
+        done = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / f"site-{name}")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={
+                **os.environ,
+                "NO_MKDOCS_2_WARNING": "1",
+                "CLAIMS_RESULTS_DIR": str(folder),
+                "CLAIMS_TODAY": "2026-12-02",
+            },
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     differ = []
 
@@ -220,15 +271,36 @@ def test_a_migrated_results_file_renders_the_same_site(tmp_path: Path) -> None:
 
 
 def test_a_contended_measurement_does_not_replace_a_quiet_one() -> None:
-    quiet = {"status": "verified", "value": 14.1, "figures": [], "message": "", "inputs": [], "version": "2.4.6",
-             "conditions": {"load_before": 0.3, "load_after": 0.5, "cores": 2, "beside": None}}
-    busy = {**quiet, "value": 8.1, "conditions": {"load_before": 0.3, "load_after": 0.5, "cores": 2, "beside": "pid 42 (verify)"}}
-    mine = ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": quiet}},
-                       run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-01T10:00:00+00:00"}}})
-    mine.merge(ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": busy}},
-                           run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-02T10:00:00+00:00"}}}))
+    quiet = {
+        "status": "verified",
+        "value": 14.1,
+        "figures": [],
+        "message": "",
+        "inputs": [],
+        "version": "2.4.6",
+        "conditions": {"load_before": 0.3, "load_after": 0.5, "cores": 2, "beside": None},
+    }
+    busy = {
+        **quiet,
+        "value": 8.1,
+        "conditions": {"load_before": 0.3, "load_after": 0.5, "cores": 2, "beside": "pid 42 (verify)"},
+    }
+    mine = ResultsFile(
+        "box",
+        records={"probe.bandwidth.copy": {"numpy": quiet}},
+        run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-01T10:00:00+00:00"}}},
+    )
+    mine.merge(
+        ResultsFile(
+            "box",
+            records={"probe.bandwidth.copy": {"numpy": busy}},
+            run={"dates": {"probe.bandwidth.copy": {"numpy": "2026-12-02T10:00:00+00:00"}}},
+        )
+    )
     assert mine.records["probe.bandwidth.copy"]["numpy"].value == 14.1
-    assert mine.date_of("probe.bandwidth.copy", "numpy") == "2026-12-01T10:00:00+00:00", "the quiet record keeps its date"
+    assert mine.date_of("probe.bandwidth.copy", "numpy") == "2026-12-01T10:00:00+00:00", (
+        "the quiet record keeps its date"
+    )
     mine.merge(ResultsFile("box", records={"probe.bandwidth.copy": {"numpy": {**quiet, "value": 15.0}}}))
     assert mine.records["probe.bandwidth.copy"]["numpy"].value == 15.0, "a quiet one replaces it as before"
 

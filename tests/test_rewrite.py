@@ -1,10 +1,11 @@
 """`--rewrite-stale-figures` on the DGX Spark example: the author changes the Spark's bandwidth, the rewrite
 fixes every figure computed from it, and lists the sentence it leaves false for the author to reread."""
+
 from __future__ import annotations
 
 import pytest
-
 from harness import faults
+
 from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
@@ -68,7 +69,8 @@ def book(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "book").mkdir()
     (pytester.path / "book" / "page.md").write_text(PAGE)
     (pytester.path / "book" / "allowlist.toml").write_text(
-        '[[allow]]\npattern = "RTX 5090|Max\\\\+ 395"\nreason = "product names"\nfiles = ["book/page.md"]\n')
+        '[[allow]]\npattern = "RTX 5090|Max\\\\+ 395"\nreason = "product names"\nfiles = ["book/page.md"]\n'
+    )
     return pytester
 
 
@@ -82,21 +84,27 @@ def test_the_rewrite_fixes_the_spark_figures_and_lists_the_sentence_it_leaves_fa
     spark = book.path / "data" / "hardware" / "dgx_spark.toml"
     spark.write_text(spark.read_text().replace("value = 273\n", "value = 280\n"))
     flagged = run(book, "-q")
-    flagged.stdout.fnmatch_lines(["data/hardware/dgx_spark.toml:*: memory_bandwidth: value = 280, but its source says 273 GB/s*"])
+    flagged.stdout.fnmatch_lines(
+        ["data/hardware/dgx_spark.toml:*: memory_bandwidth: value = 280, but its source says 273 GB/s*"]
+    )
     spark.write_text(spark.read_text().replace("bandwidth 273 GB/s", "bandwidth 280 GB/s"))
     result = run(book, "-q", "--rewrite-stale-figures")
     out = result.stdout.str()
     assert result.ret == 0 and result.parseoutcomes().get("rewritten") == 4, out
     assert "failed" not in result.parseoutcomes()
-    result.stdout.fnmatch_lines([
-        "rewrote 4 stale figure(s), judged again as rewritten: book/page.md:3 (273 → 280), book/page.md:3 "
-        "(16.6 → 17.1), book/page.md:8 (273 → 280), book/page.md:10 (16.7 → 17.1)",
-        "reread 1 sentence(s): *",
-        "  book/page.md:8: reread: 17.1 rewritten beside 4 other figures and 'instead', 'becomes', 'while', 'stay as printed': "
-        "\"Divide by the 16,381,470,720 bytes counted from the config instead and the Spark's ceiling becomes 17.1 "
-        "and the RTX 5090's 109.4, while the Ryzen's 15.6 and the M4 Max's 33.3 stay as printed: the last digit of a "
-        "ceiling is only as good as the file size it divides by.\"",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "rewrote 4 stale figure(s), judged again as rewritten: book/page.md:3 (273 → 280), book/page.md:3 "
+            "(16.6 → 17.1), book/page.md:8 (273 → 280), book/page.md:10 (16.7 → 17.1)",
+            "reread 1 sentence(s): *",
+            "  book/page.md:8: reread: 17.1 rewritten beside 4 other figures and 'instead', 'becomes', 'while', 'stay "
+            "as printed': "
+            "\"Divide by the 16,381,470,720 bytes counted from the config instead and the Spark's ceiling becomes 17.1 "
+            "and the RTX 5090's 109.4, while the Ryzen's 15.6 and the M4 Max's 33.3 stay as printed: the last digit "
+            "of a "
+            'ceiling is only as good as the file size it divides by."',
+        ]
+    )
     # the sentence of the bandwidth alone compares nothing, and the table's rows are not prose
     assert "reread: 280" not in out and "page.md:3: reread" not in out
     assert "17.1](claim:decode.ceiling_derived.dgx_spark.bf16)" in (book.path / "book" / "page.md").read_text()

@@ -1,5 +1,6 @@
 """run.py, the zero-install bootstrap, and `verified-book`, the command it calls: set-up planned for the
 reader's machine, jobs checked before any set-up, progress said, Ctrl-C handled as pytest handles it."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from verified_book.integration import cli
 from verified_book.engine.config import read_config
+from verified_book.integration import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,16 +68,22 @@ def test_mlx_s_build_follows_the_gpu_and_the_two_never_meet() -> None:
     assert run.extras_for("test", run.Target("Darwin", "arm64", None)) == ("dev",)
     assert run.extras_for("site", linux) == ("site",), "the site is built from records: no torch, no MLX"
     extras = _pyproject()["project"]["optional-dependencies"]
-    assert any(r.startswith("mlx[cuda") for r in extras["cuda"]) and any(r.startswith("mlx[cpu]") for r in extras["cpu"])
+    assert any(r.startswith("mlx[cuda") for r in extras["cuda"]) and any(
+        r.startswith("mlx[cpu]") for r in extras["cpu"]
+    )
     assert not any("mlx" in r for r in extras["verify"] if "linux" in r), "on Linux MLX comes from cpu or cuda only"
 
 
 def test_the_site_extra_brings_no_backend() -> None:
     project = _pyproject()["project"]
-    names = [re.split(r"[<>=\[;! ]", r, maxsplit=1)[0].lower() for r in
-             [*project["dependencies"], *project["optional-dependencies"]["site"]]]
+    names = [
+        re.split(r"[<>=\[;! ]", r, maxsplit=1)[0].lower()
+        for r in [*project["dependencies"], *project["optional-dependencies"]["site"]]
+    ]
     assert not {"torch", "mlx", "transformers", "jax", "gguf"} & set(names)
-    assert "mkdocs" in names and any("<2" in r for r in project["optional-dependencies"]["site"] if r.startswith("mkdocs>"))
+    assert "mkdocs" in names and any(
+        "<2" in r for r in project["optional-dependencies"]["site"] if r.startswith("mkdocs>")
+    )
 
 
 def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
@@ -85,8 +92,9 @@ def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
     assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.integration.cli:run"
 
 
-def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(monkeypatch: pytest.MonkeyPatch,
-                                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = _run_py()
     monkeypatch.setattr(run, "ROOT", tmp_path)
     monkeypatch.setattr(run, "VENV", tmp_path / ".venv")
@@ -135,13 +143,18 @@ def test_a_mistyped_job_fails_at_once_with_the_list_of_jobs(tmp_path: Path) -> N
 
 
 def test_the_command_refuses_a_mistyped_job_too() -> None:
-    done = subprocess.run([sys.executable, "-m", "verified_book.integration.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "verified_book.integration.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT
+    )
     assert done.returncode == 2 and "verify, test, site" in done.stderr
 
 
 def test_the_lock_pins_every_package_once_and_names_no_nvidia_library() -> None:
-    lines = [line for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines()
-             if line and not line.startswith("#")]
+    lines = [
+        line
+        for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     names = [line.split("==")[0].lower() for line in lines]
     assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][A-Za-z0-9_.]*", line) for line in lines)
     assert len(names) == len(set(names)) and "torch" in names and "verified-book" not in names
@@ -166,8 +179,19 @@ def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> N
     outcome.slug, outcome.written = "box", book.writes_to / "box.json"
     line = cli.verdict(outcome, 0, 0, book)
     assert "\n" not in line
-    for word in ("all 920 bound figures selected", "900 verified", "0 cited", "0 stale", "0 failed", "6 disputed",
-                 "0 reference", "14 not computed on this machine", "on box", "site: ", "results: results.local/box.json"):
+    for word in (
+        "all 920 bound figures selected",
+        "900 verified",
+        "0 cited",
+        "0 stale",
+        "0 failed",
+        "6 disputed",
+        "0 reference",
+        "14 not computed on this machine",
+        "on box",
+        "site: ",
+        "results: results.local/box.json",
+    ):
         assert word in line
 
 
@@ -178,8 +202,9 @@ def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:
     assert ignored == 0
 
 
-def test_contribute_merges_the_local_records_into_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_contribute_merges_the_local_records_into_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from test_probes import _sound_file
 
     from verified_book.records.results import read as read_results
@@ -214,9 +239,25 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
         pytest.skip("run.py's set-up is not current here (python3 run.py setup first), and this test must not install")
     results = tmp_path / "results"
     proc = subprocess.Popen(
-        [sys.executable, "run.py", "test", "-v", "-p", "no:cacheprovider", "--results-dir", str(results),
-         "book.toml", "-k", "probe or formats"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "run.py",
+            "test",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "--results-dir",
+            str(results),
+            "book.toml",
+            "-k",
+            "probe or formats",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     passed = 0
     deadline = time.monotonic() + 240
@@ -238,12 +279,20 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
 
 def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_output() -> None:
     """`cli.run` skips the interpreter's teardown, not what an exit owes: handlers, flushed output, the code."""
-    script = ("import atexit, sys\nfrom verified_book import cli\n"
-              "atexit.register(lambda: print('handler ran'))\n"
-              "print('said before', end='')\n"
-              "sys.argv = ['verified-book', *sys.argv[1:]]\ncli.run()\n")
-    unknown = subprocess.run([sys.executable, "-c", script, "verfiy"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    script = (
+        "import atexit, sys\nfrom verified_book import cli\n"
+        "atexit.register(lambda: print('handler ran'))\n"
+        "print('said before', end='')\n"
+        "sys.argv = ['verified-book', *sys.argv[1:]]\ncli.run()\n"
+    )
+    unknown = subprocess.run(
+        [sys.executable, "-c", script, "verfiy"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert unknown.returncode == 2 and "unknown job 'verfiy'" in unknown.stderr
     assert unknown.stdout == "said beforehandler ran\n"
-    helped = subprocess.run([sys.executable, "-c", script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert helped.returncode == 0 and "verified-book verify" in helped.stdout and helped.stdout.endswith("handler ran\n")
+    helped = subprocess.run(
+        [sys.executable, "-c", script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert (
+        helped.returncode == 0 and "verified-book verify" in helped.stdout and helped.stdout.endswith("handler ran\n")
+    )

@@ -1,5 +1,6 @@
 """Under `-n N` the timed items run last, on one worker, alone: the scheduler on simulated
 workers that behave as xdist's do, in every order hypothesis can find, and on real ones."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from harness import faults
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdist.remote import Producer
 
-from harness import faults
 from verified_book.integration.pytest_plugin import claim_of_nodeid
 from verified_book.integration.scheduling import QuietLastScheduling
 
@@ -55,15 +56,22 @@ class FakeWorker:
         return self.name
 
 
-def simulate(quiet_flags: list[bool], workers: int, rng: random.Random,
-             cuda_flags: list[bool] | None = None) -> list[tuple[str, int]]:
+def simulate(
+    quiet_flags: list[bool], workers: int, rng: random.Random, cuda_flags: list[bool] | None = None
+) -> list[tuple[str, int]]:
     """Run a collection through the scheduler on fake workers, picking at random which worker
     finishes an item next; the (worker, index) pairs in the order they ran."""
     cuda_flags = cuda_flags or [False] * len(quiet_flags)
-    ids = [f"t{i}" + (" cuda" if c else "") + (" timed" if q else "") for i, (q, c) in enumerate(zip(quiet_flags, cuda_flags))]
-    sched = QuietLastScheduling(FakeConfig(workers), Producer("sched", enabled=False),
-                                runs_alone=lambda nodeid: nodeid.endswith(" timed"),
-                                pinned=lambda nodeid: " cuda" in nodeid)
+    ids = [
+        f"t{i}" + (" cuda" if c else "") + (" timed" if q else "")
+        for i, (q, c) in enumerate(zip(quiet_flags, cuda_flags))
+    ]
+    sched = QuietLastScheduling(
+        FakeConfig(workers),
+        Producer("sched", enabled=False),
+        runs_alone=lambda nodeid: nodeid.endswith(" timed"),
+        pinned=lambda nodeid: " cuda" in nodeid,
+    )
     nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
     for node in nodes:
         sched.add_node(node)
@@ -90,10 +98,14 @@ def simulate(quiet_flags: list[bool], workers: int, rng: random.Random,
 
 
 @settings(max_examples=200, deadline=None)
-@given(flags=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=40), workers=st.integers(1, 4),
-       seed=st.integers(0, 2**32 - 1))
-def test_cuda_items_share_one_worker_and_timed_ones_still_run_last(flags: list[tuple[bool, bool]], workers: int,
-                                                                   seed: int) -> None:
+@given(
+    flags=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=40),
+    workers=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_cuda_items_share_one_worker_and_timed_ones_still_run_last(
+    flags: list[tuple[bool, bool]], workers: int, seed: int
+) -> None:
     """Every CUDA item runs on gw0 (one CUDA context on the card, not one per worker); the timed
     ones, CUDA or not, still run last and alone, there too."""
     quiet_flags, cuda_flags = [q for q, _ in flags], [c for _, c in flags]
@@ -105,7 +117,7 @@ def test_cuda_items_share_one_worker_and_timed_ones_still_run_last(flags: list[t
     if any(cuda_flags):
         assert {w for w, _ in timed} <= {"gw0"}, f"timed items ran away from the CUDA worker: {timed}"
     if timed:
-        late = [i for _, i in ran[ran.index(timed[0]):] if not quiet_flags[i]]
+        late = [i for _, i in ran[ran.index(timed[0]) :] if not quiet_flags[i]]
         assert not late, f"items {late} ran after the first timed one, possibly beside it"
 
 
@@ -128,14 +140,17 @@ def test_with_nothing_timed_it_is_plain_load_scheduling() -> None:
     assert len({w for w, _ in ran}) > 1
 
 
-@pytest.mark.parametrize(("nodeid", "claim"), [
-    ("book.toml::probe.matvec.fraction[torch:cpu]", "probe.matvec.fraction"),
-    ("book.toml::models.qwen3_8b.total[none]", "models.qwen3_8b.total"),
-    ("book/hardware.md::line 12: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
-    ("book/hardware.md::line 12: (3.35) (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
-    ("book/hardware.md::every number is bound", None),
-    ("tests/test_render.py::test_plots_are_drawn", None),
-])
+@pytest.mark.parametrize(
+    ("nodeid", "claim"),
+    [
+        ("book.toml::probe.matvec.fraction[torch:cpu]", "probe.matvec.fraction"),
+        ("book.toml::models.qwen3_8b.total[none]", "models.qwen3_8b.total"),
+        ("book/hardware.md::line 12: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
+        ("book/hardware.md::line 12: (3.35) (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
+        ("book/hardware.md::every number is bound", None),
+        ("tests/test_render.py::test_plots_are_drawn", None),
+    ],
+)
 def test_the_claim_of_an_item_is_read_back_from_its_node_id(nodeid: str, claim: str | None) -> None:
     assert claim_of_nodeid(nodeid) == claim
 
@@ -205,17 +220,21 @@ def elsewhere(backend):
 def test_under_xdist_the_summary_and_the_records_are_those_of_a_plain_run(tmp_path: Path) -> None:
     """The workers hand their statuses to the controller; one whose statuses cannot travel (a Status
     is not a builtin str) dies at its end, and the table and the verdict read zero."""
+
     def run(*args: str) -> faults.Run:
         book = faults.SampleBook(tmp_path / ("xdist" if args else "plain"))
         book.claims("work", TIMED_CLAIMS + SKIPPED_ON_NUMPY)
-        book.page("page.md", "Plain: [1](claim:work.plain.0), [1](claim:work.plain.1); timed: [1](claim:work.timed.0); "
-                             "skipped on numpy: [2](claim:work.elsewhere).\n")
+        book.page(
+            "page.md",
+            "Plain: [1](claim:work.plain.0), [1](claim:work.plain.1); timed: [1](claim:work.timed.0); "
+            "skipped on numpy: [2](claim:work.elsewhere).\n",
+        )
         return book.run_apart(*args, absent=("torch", "mlx"))
 
     def summary(run: faults.Run) -> list[str]:
         lines = run.output.splitlines()
         start = next(i for i, line in enumerate(lines) if "verified book" in line)
-        return [line for line in lines[start + 1:] if line.startswith(("numpy ", "none ", "all ", "figures "))]
+        return [line for line in lines[start + 1 :] if line.startswith(("numpy ", "none ", "all ", "figures "))]
 
     plain, parallel = run(), run("-n", "2")
     assert plain.ret == parallel.ret == 0, parallel.output[-3000:]
@@ -248,15 +267,17 @@ def test_under_xdist_a_worker_whose_statuses_are_lost_fails_the_run_and_says_so(
 
 def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there() -> None:
     """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
+    from verified_book.authoring.registry import REGISTRY
     from verified_book.backends import Backend
     from verified_book.integration.pytest_plugin import RunState
-    from verified_book.authoring.registry import REGISTRY
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     exact = next(c for c in REGISTRY if c.kind.value == "exact")
     cuda = Backend("torch:cuda", True, "CUDA device NVIDIA GeForce RTX 5080")
-    run = SimpleNamespace(backends={"torch:cuda": cuda},
-                          verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.runs_on("torch:cuda") else []))
+    run = SimpleNamespace(
+        backends={"torch:cuda": cuda},
+        verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.runs_on("torch:cuda") else []),
+    )
     pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
     assert pinned(f"book.toml::{library.id}[torch:cuda]")
     assert not pinned(f"book.toml::{library.id}[torch:cpu]")
@@ -268,14 +289,16 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
 
 def test_the_gpu_items_of_rocm_and_jax_share_that_worker_too() -> None:
     """A ROCm card and JAX's GPU hold a context in the card's memory as CUDA does: their cases are pinned."""
+    from verified_book.authoring.registry import REGISTRY
     from verified_book.backends import Backend
     from verified_book.integration.pytest_plugin import RunState
-    from verified_book.authoring.registry import REGISTRY
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     found = {name: Backend(name, True, "a GPU") for name in ("torch:rocm", "jax:gpu")}
-    run = SimpleNamespace(backends={**found, "jax:cpu": Backend("jax:cpu", True, "CPU")},
-                          verifier=SimpleNamespace(backends_for=lambda c: list(found.values())))
+    run = SimpleNamespace(
+        backends={**found, "jax:cpu": Backend("jax:cpu", True, "CPU")},
+        verifier=SimpleNamespace(backends_for=lambda c: list(found.values())),
+    )
     pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
     assert pinned(f"book.toml::{library.id}[torch:rocm]") and pinned(f"book.toml::{library.id}[jax:gpu]")
     assert not pinned(f"book.toml::{library.id}[jax:cpu]")

@@ -1,12 +1,13 @@
 """`--reading FILE[:KEY]` and `--changed`: a run narrowed by this machine's records, on a sample book."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from harness import faults
+
 from verified_book.authoring.registry import REGISTRY
 
 pytest_plugins = ["pytester"]
@@ -37,8 +38,10 @@ def square(backend):
     return int((backend.tensor([3]) ** 2).sum())
 '''
 
-PAGE = ("The Spark reads [16.6](claim:spark.ceiling) tokens/s from [128](claim:spark.capacity) GB; the Ryzen "
-        "[15.6](claim:ryzen.ceiling); a square [9](claim:lib.square).\n")
+PAGE = (
+    "The Spark reads [16.6](claim:spark.ceiling) tokens/s from [128](claim:spark.capacity) GB; the Ryzen "
+    "[15.6](claim:ryzen.ceiling); a square [9](claim:lib.square).\n"
+)
 
 
 @pytest.fixture
@@ -61,8 +64,11 @@ def _results(pytester: pytest.Pytester) -> tuple[Path, dict]:
 
 def _figures_run(result: pytest.RunResult) -> set[str]:
     """The claims whose figures the run checked, from the -v lines."""
-    return {line.split("(")[-1].split(")")[0].replace("::", ".") for line in result.outlines
-            if "page.md::line" in line and ("PASSED" in line or "FAILED" in line)}
+    return {
+        line.split("(")[-1].split(")")[0].replace("::", ".")
+        for line in result.outlines
+        if "page.md::line" in line and ("PASSED" in line or "FAILED" in line)
+    }
 
 
 def _set_bandwidth(pytester: pytest.Pytester, value: int, was: int = 273) -> None:
@@ -93,12 +99,14 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     dates = first["run"]["dates"]
     nothing = run(book, "-v", "--changed")
     assert nothing.ret == 0 and _figures_run(nothing) == set()
-    nothing.stdout.fnmatch_lines([
-        "--changed: 0 claim × backend checks rerun",
-        f"--changed: 4 records unchanged since this machine's last run and not checked now (4 verified; "
-        f"last checked {dates['spark.ceiling']['none']}): they keep their recorded status and date",
-        f"  unchanged spark.ceiling[[]none]: verified as of {dates['spark.ceiling']['none']}",
-    ])
+    nothing.stdout.fnmatch_lines(
+        [
+            "--changed: 0 claim × backend checks rerun",
+            f"--changed: 4 records unchanged since this machine's last run and not checked now (4 verified; "
+            f"last checked {dates['spark.ceiling']['none']}): they keep their recorded status and date",
+            f"  unchanged spark.ceiling[[]none]: verified as of {dates['spark.ceiling']['none']}",
+        ]
+    )
     assert "verified now" not in nothing.stdout.str()
 
     # the printed text of a figure
@@ -106,8 +114,12 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     page.write_text(PAGE.replace("[128]", "[128.0]"))
     text = run(book, "-v", "--changed")
     assert _figures_run(text) == {"spark.capacity"}, text.stdout.str()
-    text.stdout.fnmatch_lines(["*rerun     spark.capacity[[]none]: a figure's text or place changed since the record "
-                               "(book/page.md:1: 128.0)*"])
+    text.stdout.fnmatch_lines(
+        [
+            "*rerun     spark.capacity[[]none]: a figure's text or place changed since the record "
+            "(book/page.md:1: 128.0)*"
+        ]
+    )
     assert run(book, "--changed").ret == 0  # recorded now: nothing moved
     assert _figures_run(run(book, "-v", "--changed")) == set()
 
@@ -115,7 +127,9 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     _set_bandwidth(book, 280)
     moved = run(book, "-v", "--changed")
     assert moved.ret == 1 and _figures_run(moved) == {"spark.ceiling"}
-    moved.stdout.fnmatch_lines(["*rerun     spark.ceiling[[]none]: computed from memory_bandwidth = 273; the book now says 280*"])
+    moved.stdout.fnmatch_lines(
+        ["*rerun     spark.ceiling[[]none]: computed from memory_bandwidth = 273; the book now says 280*"]
+    )
     # a record that did not hold is rerun until it holds
     assert _figures_run(run(book, "-v", "--changed")) == {"spark.ceiling"}
     _set_bandwidth(book, 273, was=280)

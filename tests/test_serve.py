@@ -4,6 +4,7 @@
 of examples/minimal, counting every claim evaluated; the slow test starts the server itself and
 reads the marks from the HTML it serves.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,9 @@ from typing import Any, Iterator
 
 import pytest
 
+from verified_book.authoring.registry import REGISTRY
 from verified_book.engine import check
 from verified_book.engine.config import read_config, snapshot
-from verified_book.authoring.registry import REGISTRY
 from verified_book.integration.serve import GONE, Changes, Engine, Known, plan
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
@@ -49,7 +50,10 @@ def test_a_data_file_recomputes_exactly_the_claims_whose_value_read_there_change
     assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), now).recompute == {("a.max", "none")}
     now = {("formats.toml", "bits"): 11, ("formats.toml", "exponent"): 5}
     assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), now).recompute == {
-        ("a.bits", "none"), ("a.eps", "none"), ("a.max", "none")}
+        ("a.bits", "none"),
+        ("a.eps", "none"),
+        ("a.max", "none"),
+    }
     # saved unchanged: nothing; a key gone counts as changed
     same = {("formats.toml", "bits"): 10, ("formats.toml", "exponent"): 5}
     assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), same).recompute == set()
@@ -107,8 +111,14 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
     monkeypatch.setattr(check, "evaluate", counted)
     engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
     engine.start()
-    everything = {("half.mantissa_bits", "none"), ("half.eps", "none"), ("half.max", "none"),
-                  ("half.sum_count", "none"), ("half.finfo_eps", "numpy"), ("half.sum_2049", "numpy")}
+    everything = {
+        ("half.mantissa_bits", "none"),
+        ("half.eps", "none"),
+        ("half.max", "none"),
+        ("half.sum_count", "none"),
+        ("half.finfo_eps", "numpy"),
+        ("half.sum_2049", "numpy"),
+    }
     assert sorted(ran) == sorted(everything)  # once each; the measured half.sum_ms not at all
 
     def save(path: Path, old: str, new: str) -> Any:
@@ -132,16 +142,21 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
     assert ran == []
 
     topic = book / "book_claims" / "topics" / "half.py"
-    report = save(topic, 'return int(given("half.sum_count"))\n\n\n@claim("half.sum_ms"',
-                  'return int(given("half.sum_count")) * 1\n\n\n@claim("half.sum_ms"')
+    report = save(
+        topic,
+        'return int(given("half.sum_count"))\n\n\n@claim("half.sum_ms"',
+        'return int(given("half.sum_count")) * 1\n\n\n@claim("half.sum_ms"',
+    )
     assert ran == [("half.sum_count", "none")]  # the measured half.sum_ms reads the same value but is not asked
     ran.clear()
     report = engine.apply([], measure=True)
     assert ran == [("half.sum_ms", "numpy")]
     report = save(page, "[65505](claim:half.max)", "[65504](claim:half.max)")
     assert ran == []  # judged against the value the exponent's edit recomputed, which nothing ran again for
-    assert any(p.startswith("pages/index.md:5: figure 65504 (half.max) is stale in exact arithmetic: computed 4,292,870,144")
-               for p in report.problems), report.problems
+    assert any(
+        p.startswith("pages/index.md:5: figure 65504 (half.max) is stale in exact arithmetic: computed 4,292,870,144")
+        for p in report.problems
+    ), report.problems
 
 
 def _free_port() -> int:
@@ -159,8 +174,14 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)], cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()
 
@@ -199,12 +220,16 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
         wait(lambda: ("half.eps", "stale") in marks(), "the data edit never showed")
         line = said(start, r"formats.toml saved")
         assert line is not None and line.rstrip().endswith(
-            "4 (claim, backend) recomputed: half.eps, half.finfo_eps, half.mantissa_bits, half.max"), line
+            "4 (claim, backend) recomputed: half.eps, half.finfo_eps, half.mantissa_bits, half.max"
+        ), line
 
         start = len(lines)
         topic = root / "book_claims" / "topics" / "half.py"
-        topic.write_text(topic.read_text().replace('return int(given("half.sum_count"))\n',
-                                                   'return int(given("half.sum_count")) + 1\n', 1))
+        topic.write_text(
+            topic.read_text().replace(
+                'return int(given("half.sum_count"))\n', 'return int(given("half.sum_count")) + 1\n', 1
+            )
+        )
         wait(lambda: ("half.sum_count", "stale") in marks(), "the claim module's edit never showed")
         line = said(start, r"half.py saved")
         assert line is not None and line.rstrip().endswith("1 (claim, backend) recomputed: half.sum_count"), line

@@ -4,6 +4,7 @@ Builds run `mkdocs build --strict` as a subprocess against the committed `result
 the browser tests drive the result in Debian's Chromium through Playwright and save
 screenshots under `artifacts/screenshots/` for a person to look at.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,16 +21,15 @@ from urllib.parse import urlparse
 
 import pytest
 
-from verified_book.site import render
+from conftest import served
+from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book
 from verified_book.engine.config import open_book, read_config
 from verified_book.records.record import Record, SnippetOutput
-from verified_book.records.results import dumps
+from verified_book.records.results import dumps, read_all
 from verified_book.records.results import read as read_results
-from verified_book.authoring.registry import REGISTRY
+from verified_book.site import render
 from verified_book.vocabulary import UNVERIFIED, Status
-from verified_book.records.results import read_all
-from conftest import served
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -38,12 +38,19 @@ MKDOCS = [sys.executable, "-m", "mkdocs"]
 TOP = {"x": 0, "y": 0, "width": 1280, "height": 2400}  # screenshots: the first screens of a page
 
 
-def build(project: Path, site: Path, strict: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def build(
+    project: Path, site: Path, strict: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Build the site of `project` (a folder holding mkdocs.yml) into `site`, from the project's root."""
     command = [*MKDOCS, "build", "-f", str(project / "mkdocs.yml"), "-d", str(site)] + (["--strict"] if strict else [])
-    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1",
-                               "CLAIMS_RESULTS_DIR": str(project / "results"), **(env or {})})
+    return subprocess.run(
+        command,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "CLAIMS_RESULTS_DIR": str(project / "results"), **(env or {})},
+    )
 
 
 class _Collect(logging.Handler):
@@ -128,14 +135,21 @@ class Visit:
         self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         # a request cut short by the next navigation is not a fault of the site; a 4xx/5xx is
-        self.page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "")
-                     else self.errors.append(f"request failed: {r.url} ({r.failure})"))
+        self.page.on(
+            "requestfailed",
+            lambda r: (
+                None
+                if "ERR_ABORTED" in (r.failure or "")
+                else self.errors.append(f"request failed: {r.url} ({r.failure})")
+            ),
+        )
         self.page.on("response", lambda r: self.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
 
         def guard(route: Any) -> None:
             url = route.request.url
             if url.startswith(("data:", "blob:", "about:")) or (
-                    urlparse(url).scheme == scheme_of_site and urlparse(url).netloc == host):
+                urlparse(url).scheme == scheme_of_site and urlparse(url).netloc == host
+            ):
                 route.continue_()
             else:
                 self.outside.append(url)
@@ -161,8 +175,11 @@ def visit(browser: Any, base_url: str) -> Iterator[Visit]:
 
 def nav_pages(built: Path) -> list[str]:
     """Every page of the built site, as its path from the site's root."""
-    return sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html")
-                  if p.relative_to(built).parts[0] not in ("assets", "search") and p.name != "404.html")
+    return sorted(
+        p.relative_to(built).as_posix()
+        for p in built.rglob("*.html")
+        if p.relative_to(built).parts[0] not in ("assets", "search") and p.name != "404.html"
+    )
 
 
 def chapter_with_figures(book: Book) -> str:
@@ -195,18 +212,23 @@ def test_every_page_loads_clean_and_marks_every_figure(built: Path, visit: Visit
         assert not visit.outside, f"/{url} asked another host for {visit.outside}"
         assert page.locator("h1").count() >= 1, f"/{url} has no title"
         if page.locator(".arithmatex").count():
-            page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
-                                   ".every(e => e.querySelector('.katex'))", timeout=10000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.arithmatex')].every(e => e.querySelector('.katex'))",
+                timeout=10000,
+            )
         figures = page.locator("[data-claim]")
         expected = bindings.get(url, 0)
-        assert figures.count() == expected, f"/{url}: {figures.count()} figures on the page, {expected} bindings in the text"
+        assert figures.count() == expected, (
+            f"/{url}: {figures.count()} figures on the page, {expected} bindings in the text"
+        )
         statuses = set(figures.evaluate_all("els => els.map(e => e.dataset.status)"))
         assert statuses <= STATUSES, f"/{url}: statuses {statuses - STATUSES}"
         assert page.locator("[data-claim] > .vb-fig__mark").count() == expected
         assert page.locator("a[href^='claim:']").count() == 0
         text = page.evaluate(
             "() => { const c = document.querySelector('.md-content').cloneNode(true);"
-            " c.querySelectorAll('code, pre').forEach(e => e.remove()); return c.textContent; }")
+            " c.querySelectorAll('code, pre').forEach(e => e.remove()); return c.textContent; }"
+        )
         assert "](claim:" not in text and "VBCLAIM" not in text, f"/{url}: raw binding text on the page"
     assert sum(bindings.values()) == 0 or any(bindings.values())
 
@@ -264,8 +286,10 @@ def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Vis
     edge = box.bounding_box()
     assert edge
     figures = box.locator("[data-claim]")
-    figure = max((figures.nth(i) for i in range(figures.count())),
-                 key=lambda f: (f.bounding_box() or {"x": -1.0})["x"] if f.is_visible() else -1.0)
+    figure = max(
+        (figures.nth(i) for i in range(figures.count())),
+        key=lambda f: (f.bounding_box() or {"x": -1.0})["x"] if f.is_visible() else -1.0,
+    )
     figure.hover()
     panel = figure.locator(".vb-panel")
     panel.wait_for(state="visible")
@@ -276,7 +300,9 @@ def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Vis
         on_top = browser_page.evaluate(
             "([p, fx]) => { const r = p.getBoundingClientRect();"
             " const at = document.elementFromPoint(r.left + r.width * fx, r.top + r.height / 2);"
-            " return !!at && p.contains(at); }", [panel.element_handle(), fx])
+            " return !!at && p.contains(at); }",
+            [panel.element_handle(), fx],
+        )
         assert on_top, f"at {fx:.0%} of its width the panel of {figure.get_attribute('data-claim')} is hidden"
     mask = box.evaluate("b => getComputedStyle(b).maskImage || getComputedStyle(b).webkitMaskImage")
     assert mask in ("none", ""), f"the box still fades while the panel is open: {mask}"
@@ -376,7 +402,7 @@ def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book
     page, target = verified_figure(book)
     digit = re.search(r"\d", target.text)
     assert digit
-    changed = target.text[: digit.start()] + str((int(digit.group()) + 1) % 10) + target.text[digit.end():]
+    changed = target.text[: digit.start()] + str((int(digit.group()) + 1) % 10) + target.text[digit.end() :]
     source = project / page.file
     lines = source.read_text(encoding="utf-8").split("\n")
     line = lines[target.line - 1]
@@ -405,6 +431,7 @@ def test_a_changed_digit_shows_as_stale(tmp_path: Path, browser: Any, book: Book
 
 def probe_records(slug: str, scale: float) -> dict[str, dict[str, Record]]:
     """Measured records as a machine with `scale` times a small CPU's speed would write them (a test fixture)."""
+
     def record(value: float) -> Record:
         return Record(status="verified", value=value, figures=[], message="", version="2.4.6")
 
@@ -424,8 +451,9 @@ def probe_records(slug: str, scale: float) -> dict[str, dict[str, Record]]:
 
 
 @pytest.mark.browser
-def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser: Any, book: Book,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_machines_show_in_panels_tabs_and_plots(
+    tmp_path: Path, browser: Any, book: Book, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The committed results plus a second machine with measurements, as a temp results folder."""
     results = tmp_path / "results"
     shutil.copytree(ROOT / "results", results, ignore=shutil.ignore_patterns("*.lock"))
@@ -436,8 +464,10 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
     data.slug = "second-machine"
     data.machine = data.machine.model_copy(update={"slug": "second-machine", "id": "second-machine-id"})
     data.records.update(probe_records("second-machine", 25.0))
-    data.outputs = {name: SnippetOutput(text=f"printed by {name} on the second machine\n", date="2026-11-28", seconds=0.1)
-                    for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))}
+    data.outputs = {
+        name: SnippetOutput(text=f"printed by {name} on the second machine\n", date="2026-11-28", seconds=0.1)
+        for name in (p.name for p in (ROOT / "book" / "snippets").glob("*.py"))
+    }
     (results / "second-machine.json").write_text(dumps(data), encoding="utf-8")
     monkeypatch.setenv("CLAIMS_RESULTS_DIR", str(results))
     site = tmp_path / "site"
@@ -447,7 +477,9 @@ def test_several_machines_show_in_panels_tabs_and_plots(tmp_path: Path, browser:
         v = Visit(browser, url)
         plots = v.open("plots.html")
         drawn = plots.locator("figure.vb-plot svg")
-        assert drawn.count() == 5, plots.locator(".vb-plot__missing").all_inner_texts()  # 2 rooflines, 1 bar chart, 2 sweeps
+        assert drawn.count() == 5, plots.locator(
+            ".vb-plot__missing"
+        ).all_inner_texts()  # 2 rooflines, 1 bar chart, 2 sweeps
         for i in range(drawn.count()):
             box = drawn.nth(i).bounding_box()
             assert box and box["width"] > 300 and box["height"] > 150
@@ -475,9 +507,15 @@ def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results
     index = project / "book" / "index.md"
     text = index.read_text(encoding="utf-8")
     lines = text.split("\n")
-    lines += ["", "A figure bound to nothing: [16.6](claim:no.such.claim), and one in words: [sixteen](claim:formats.finfo.fp16.bits)."]
+    lines += [
+        "",
+        "A figure bound to nothing: [16.6](claim:no.such.claim), and one in words: "
+        "[sixteen](claim:formats.finfo.fp16.bits).",
+    ]
     index.write_text("\n".join(lines), encoding="utf-8")
-    (project / "results" / "broken.json").write_text('{"schema_version": 1,\n "slug": "broken",\n "records": {', encoding="utf-8")
+    (project / "results" / "broken.json").write_text(
+        '{"schema_version": 1,\n "slug": "broken",\n "records": {', encoding="utf-8"
+    )
     line = len(lines)
 
     passed, log = build_here(project, tmp_path / "strict")
@@ -495,7 +533,9 @@ def test_strict_build_fails_on_unknown_claims_malformed_bindings_and_bad_results
     assert 'href="claim:' not in html and "](claim:" not in html
 
     config = project / "mkdocs.yml"
-    config.write_text(config.read_text(encoding="utf-8").replace("on_missing: mark", "on_missing: fail"), encoding="utf-8")
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("on_missing: mark", "on_missing: fail"), encoding="utf-8"
+    )
     (project / "results" / "broken.json").unlink()
     lines[-1] = "A figure no machine has run: [16](claim:formats.finfo.bf16.bits)."
     index.write_text("\n".join(lines), encoding="utf-8")
@@ -517,15 +557,17 @@ WIDTHS = (400, 1400, 1920)
 
 def nav_links(page: Any) -> list[str]:
     """Every page the navigation links to, as absolute URLs, in the order it lists them."""
-    hrefs = page.evaluate("() => [...document.querySelectorAll('.md-nav--primary a.md-nav__link[href]')]"
-                          ".map(a => a.href)")
+    hrefs = page.evaluate(
+        "() => [...document.querySelectorAll('.md-nav--primary a.md-nav__link[href]')].map(a => a.href)"
+    )
     return list(dict.fromkeys(h.split("#", 1)[0] for h in hrefs if h.split("#", 1)[0]))
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("how", ["file", "http"])
-def test_from_disk_and_served_every_nav_link_opens_a_page_and_search_answers(how: str, built: Path, browser: Any,
-                                                                              base_url: str) -> None:
+def test_from_disk_and_served_every_nav_link_opens_a_page_and_search_answers(
+    how: str, built: Path, browser: Any, base_url: str
+) -> None:
     """Opened as `site/index.html` from disk and over http alike: each navigation link is a page
     (not a folder listing), and search finds a word of the book."""
     base = built.as_uri() + "/" if how == "file" else base_url
@@ -534,7 +576,9 @@ def test_from_disk_and_served_every_nav_link_opens_a_page_and_search_answers(how
         page = v.open("index.html", settle=True)
         links = nav_links(page)
         pages = {base + p for p in nav_pages(built)}
-        assert set(links) == pages, f"{how}: the navigation links {sorted(set(links) ^ pages)} differently from the pages built"
+        assert set(links) == pages, (
+            f"{how}: the navigation links {sorted(set(links) ^ pages)} differently from the pages built"
+        )
         for link in links:
             page.goto(link, wait_until="load")
             assert page.url.endswith(".html"), f"{how}: {link} opened {page.url}, not a page"
@@ -542,7 +586,9 @@ def test_from_disk_and_served_every_nav_link_opens_a_page_and_search_answers(how
             assert "Index of" not in page.title(), f"{how}: {link} opened a folder listing"
         page.goto(base + "index.html", wait_until="load")
         page.locator("input.md-search__input").click()
-        page.locator("input.md-search__input").press_sequentially("bandwidth", delay=30)  # keystrokes, as a reader types
+        page.locator("input.md-search__input").press_sequentially(
+            "bandwidth", delay=30
+        )  # keystrokes, as a reader types
         results = page.locator(".md-search-result__item")
         results.first.wait_for(state="visible", timeout=15000)
         assert results.count() >= 1
@@ -559,8 +605,10 @@ OVERFLOW = """() => {
   const root = document.documentElement;
   const wide = [...document.querySelectorAll('body *')].filter(e => {
     const r = e.getBoundingClientRect();
-    return r.width > 0 && r.right > root.clientWidth + 1 && !e.closest('[data-vb-scrolls], .md-sidebar, .md-search, .vb-panel, .md-tooltip, .md-tooltip2');
-  }).slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} right=${Math.round(e.getBoundingClientRect().right)}`);
+    return r.width > 0 && r.right > root.clientWidth + 1 && !e.closest('[data-vb-scrolls], .md-sidebar, .md-search,
+    .vb-panel, .md-tooltip, .md-tooltip2');
+  }).slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}
+  right=${Math.round(e.getBoundingClientRect().right)}`);
   return {scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, wide};
 }"""
 
@@ -588,7 +636,8 @@ MATH_SHOWN = """() => ({
 })"""
 
 #: every table of the page and the box it scrolls in (Material wraps a table where its script runs)
-TABLES_CUT = """() => [...document.querySelectorAll('.md-content table')].map(t => t.closest('.md-typeset__scrollwrap') || t)
+TABLES_CUT = """() => [...document.querySelectorAll('.md-content table')]
+  .map(t => t.closest('.md-typeset__scrollwrap') || t)
   .filter(box => box.scrollWidth - box.clientWidth > 1)
   .map(box => `${box.textContent.trim().slice(0, 40)} (${box.scrollWidth} px in ${box.clientWidth})`)"""
 
@@ -612,8 +661,9 @@ def visit_page(v: Visit, url: str) -> Any:
     """Open a page and wait until what the site's scripts do on it is done: math typeset, boxes marked."""
     page = v.open(url)
     if page.locator(".arithmatex").count():
-        page.wait_for_function("() => [...document.querySelectorAll('.arithmatex')]"
-                               ".every(e => e.querySelector('.katex'))", timeout=10000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.arithmatex')].every(e => e.querySelector('.katex'))", timeout=10000
+        )
     page.wait_for_function("() => document.documentElement.dataset.vbPage === location.pathname")
     page.wait_for_timeout(500)  # the script looks at the boxes again once math and fonts settle
     return page
@@ -621,8 +671,9 @@ def visit_page(v: Visit, url: str) -> Any:
 
 @pytest.mark.browser
 @pytest.mark.parametrize(("how", "scheme"), [("file", "light"), ("http", "light"), ("http", "dark")])
-def test_every_page_reads_whole_on_a_phone_and_on_desktops(how: str, scheme: str, built: Path, browser: Any,
-                                                           base_url: str) -> None:
+def test_every_page_reads_whole_on_a_phone_and_on_desktops(
+    how: str, scheme: str, built: Path, browser: Any, base_url: str
+) -> None:
     """From disk and served, at 400, 1400 and 1920 px: every formula typeset (counted against the page's
     own), no page scrolls sideways, at desktop widths no table needs to, every box that does scrolls
     inside itself with its edge faded, equation numbers sit clear of their equations, the legend is a
@@ -655,13 +706,17 @@ def test_every_page_reads_whole_on_a_phone_and_on_desktops(how: str, scheme: str
                     assert (link.get_attribute("href") or "").endswith("marks.html")
                     assert link.is_visible()
                 name = f"{url.replace('/', '--').removesuffix('.html')}-{width}-{how}-{scheme}"
-                page.screenshot(path=str(shots / f"{name}.png"), full_page=True,
-                                clip={"x": 0, "y": 0, "width": width, "height": 2400})
+                page.screenshot(
+                    path=str(shots / f"{name}.png"),
+                    full_page=True,
+                    clip={"x": 0, "y": 0, "width": width, "height": 2400},
+                )
                 widest = page.evaluate(WIDEST)
                 if widest is not None:
-                    page.screenshot(path=str(shots / f"{name}-widest.png"),
-                                    clip={"x": 0, "y": max(0, widest[1] - 40), "width": width,
-                                          "height": min(900, widest[3] + 80)})
+                    page.screenshot(
+                        path=str(shots / f"{name}-widest.png"),
+                        clip={"x": 0, "y": max(0, widest[1] - 40), "width": width, "height": min(900, widest[3] + 80)},
+                    )
             assert not v.errors and not v.outside, (v.errors, v.outside)
         finally:
             v.close()
@@ -671,8 +726,9 @@ def test_every_page_reads_whole_on_a_phone_and_on_desktops(how: str, scheme: str
 
 @pytest.mark.browser
 @pytest.mark.parametrize("how", ["file", "http"])
-def test_the_header_names_the_page_and_the_contents_follow_the_reading(how: str, built: Path, browser: Any,
-                                                                       base_url: str) -> None:
+def test_the_header_names_the_page_and_the_contents_follow_the_reading(
+    how: str, built: Path, browser: Any, base_url: str
+) -> None:
     """Scrolled past its title, a chapter's header shows the page's name, and its table of contents marks
     the section being read: Material's own scripts run whether the site is opened from disk or served."""
     v = Visit(browser, built.as_uri() + "/" if how == "file" else base_url, width=1400)
@@ -685,8 +741,9 @@ def test_the_header_names_the_page_and_the_contents_follow_the_reading(how: str,
         page.wait_for_function("() => document.querySelector('.md-nav--secondary .md-nav__link--active') !== null")
         active = page.locator(".md-sidebar--secondary .md-nav__link--active").first.inner_text().strip()
         sections = [t.strip() for t in page.locator("article h2").all_inner_texts()]
-        assert active.rstrip("¶").strip() in [s.rstrip("¶").strip() for s in sections[1:4]], \
+        assert active.rstrip("¶").strip() in [s.rstrip("¶").strip() for s in sections[1:4]], (
             f"{how}: the contents mark {active!r} while {sections[2]!r} is read"
+        )
         topic = page.locator(".md-header__topic").nth(1).inner_text().strip()
         assert topic == "Tensors and bandwidth", f"{how}: the header reads {topic!r}"
         assert not v.errors, v.errors
@@ -703,7 +760,7 @@ def printed_block(md: Path, snippet: str) -> str:
     lines = md.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == f"```output {snippet}")
     end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == "```")
-    return "\n".join(_BOUND.sub(r"\1", line) for line in lines[start + 1:end])
+    return "\n".join(_BOUND.sub(r"\1", line) for line in lines[start + 1 : end])
 
 
 def clipboard(page: Any) -> str:
@@ -718,8 +775,9 @@ def test_an_output_block_copies_exactly_what_was_printed(how: str, built: Path, 
     machine's tab gives what the snippet printed there. Dragging across figures opens no panel."""
     results = read_results(ROOT / "results" / "cpu-x86_64-2c.json")
     ran = results.outputs.get("shapes.py") if isinstance(results.outputs, dict) else None
-    context = browser.new_context(viewport={"width": 1400, "height": 900},
-                                  permissions=["clipboard-read", "clipboard-write"])
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+    )
     try:
         page = context.new_page()
         page.goto((built.as_uri() + "/" if how == "file" else base_url) + page_url(CHAPTER_1), wait_until="load")
@@ -738,10 +796,13 @@ def test_an_output_block_copies_exactly_what_was_printed(how: str, built: Path, 
         page.keyboard.press("Control+C")
         copied = clipboard(page)
         expected = printed_block(ROOT / CHAPTER_1, "shapes.py")
-        assert copied and expected.startswith(copied.rstrip()), \
+        assert copied and expected.startswith(copied.rstrip()), (
             f"{how}: the dragged selection copied {copied!r}; the page printed {expected!r} (selected {dragged!r})"
-        code.evaluate("c => { const r = document.createRange(); r.selectNodeContents(c);"
-                      " getSelection().removeAllRanges(); getSelection().addRange(r); }")
+        )
+        code.evaluate(
+            "c => { const r = document.createRange(); r.selectNodeContents(c);"
+            " getSelection().removeAllRanges(); getSelection().addRange(r); }"
+        )
         page.keyboard.press("Control+C")
         assert clipboard(page) == expected, f"{how}: the whole block copied {clipboard(page)!r}"
         page.evaluate("() => getSelection().removeAllRanges()")
@@ -755,10 +816,12 @@ def test_an_output_block_copies_exactly_what_was_printed(how: str, built: Path, 
             machine.hover()
             machine.locator(".md-code__button").click()
             assert clipboard(page) == ran["text"].rstrip("\n"), f"{how}: the machine's tab copied {clipboard(page)!r}"
-        assert page.locator(".vb-output .md-code__button").count() == page.locator(".vb-output").count(), \
+        assert page.locator(".vb-output .md-code__button").count() == page.locator(".vb-output").count(), (
             f"{how}: an output block has no copy button"
-        assert page.locator(".md-content pre .md-code__button").count() == page.locator(".md-content pre").count(), \
+        )
+        assert page.locator(".md-content pre .md-code__button").count() == page.locator(".md-content pre").count(), (
             f"{how}: a code block has no copy button"
+        )
     finally:
         context.close()
 
@@ -770,7 +833,8 @@ CHART_TEXT = """() => [...document.querySelectorAll('svg.vb-plot__svg')].map(svg
     text: t.textContent.trim(), px: parseFloat(getComputedStyle(t).fontSize) * scale, r: t.getBoundingClientRect()}));
   const overlaps = [];
   texts.forEach((a, i) => texts.slice(i + 1).forEach(b => {
-    if (a.r.left < b.r.right - 0.5 && b.r.left < a.r.right - 0.5 && a.r.top < b.r.bottom - 0.5 && b.r.top < a.r.bottom - 0.5)
+    if (a.r.left < b.r.right - 0.5 && b.r.left < a.r.right - 0.5 && a.r.top < b.r.bottom - 0.5 && b.r.top < a.r.bottom
+    - 0.5)
       overlaps.push(`${a.text} / ${b.text}`);
   }));
   return {chart: svg.getAttribute('aria-label'), texts: texts.length,
@@ -780,8 +844,9 @@ CHART_TEXT = """() => [...document.querySelectorAll('svg.vb-plot__svg')].map(svg
 
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [400, 1400, 1920])
-def test_every_chart_label_is_legible_and_each_warning_is_said_once(width: int, built: Path, browser: Any,
-                                                                    base_url: str) -> None:
+def test_every_chart_label_is_legible_and_each_warning_is_said_once(
+    width: int, built: Path, browser: Any, base_url: str
+) -> None:
     """Every text a chart draws is 11 px or more on screen and overlaps no other; what a chart's records
     contradict is said once, a sentence each, in its caption, never cut short."""
     v = Visit(browser, base_url, width=width)
@@ -832,8 +897,13 @@ def test_snippets_show_their_code_without_cell_markers(built: Path, book: Book) 
         for path in re.findall(r'--8<-- "(book/snippets/[^"]+\.py)"', md.read_text(encoding="utf-8")):
             html_text = (built / page_url(md.relative_to(ROOT).as_posix())).read_text(encoding="utf-8")
             code = re.sub(r"<[^>]+>", "", html_text)
-            code = code.replace("&quot;", '"').replace("&#39;", "'").replace("&gt;", ">").replace("&lt;", "<") \
+            code = (
+                code.replace("&quot;", '"')
+                .replace("&#39;", "'")
+                .replace("&gt;", ">")
+                .replace("&lt;", "<")
                 .replace("&amp;", "&")
+            )
             assert "# %%" not in code, f"{md.name} shows a cell marker of {path}"
             for line in reading_form((ROOT / path).read_text(encoding="utf-8")).splitlines():
                 assert line.strip() in code, f"{md.name} does not show {path}'s line {line!r}"
@@ -871,8 +941,9 @@ def instant_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.mark.browser
-def test_panels_work_after_instant_navigation_and_from_the_keyboard(browser: Any, instant_site: str,
-                                                                     book: Book) -> None:
+def test_panels_work_after_instant_navigation_and_from_the_keyboard(
+    browser: Any, instant_site: str, book: Book
+) -> None:
     """Material's instant navigation swaps the page without reloading it: the script sets up each
     page it lands on (the matrix filters, the boxes that scroll), and a figure opens with Enter."""
     visit = Visit(browser, instant_site)
@@ -889,7 +960,9 @@ def test_panels_work_after_instant_navigation_and_from_the_keyboard(browser: Any
 
     chapter = next(p for p in book.pages if p.bindings and not p.file.endswith("book/index.md"))
     page.locator(f".md-nav--primary a.md-nav__link[href$='{page_url(chapter.file).split('/')[-1]}']").first.click()
-    page.wait_for_function(f"() => (document.documentElement.dataset.vbPage || '').endsWith({page_url(chapter.file)!r})")
+    page.wait_for_function(
+        f"() => (document.documentElement.dataset.vbPage || '').endsWith({page_url(chapter.file)!r})"
+    )
     assert page.evaluate("() => window.__sameDocument") is True
     figure = page.locator("[data-claim]").first
     figure.focus()
@@ -922,8 +995,9 @@ def clone_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     (local / "readers-laptop.json").write_text(json.dumps(data))
     env = {k: v for k, v in os.environ.items() if k != "CLAIMS_RESULTS_DIR"}
     command = [*MKDOCS, "build", "--strict", "-d", str(tmp_path / "site")]
-    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
-                          env={**env, "NO_MKDOCS_2_WARNING": "1"})
+    done = subprocess.run(
+        command, cwd=project, capture_output=True, text=True, timeout=300, env={**env, "NO_MKDOCS_2_WARNING": "1"}
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return project, tmp_path / "site", done.stderr
 
@@ -932,18 +1006,23 @@ def clone_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
 def test_a_clone_s_own_records_show_beside_the_committed_machines(clone_site: tuple[Path, Path, str]) -> None:
     project, site, log = clone_site
     (committed,) = sorted((project / "results").glob("*.json"))
-    assert ("results.local/readers-laptop.json (this clone's run, not contributed) is shown as readers-laptop, "
-            "beside the committed machines") in log
+    assert (
+        "results.local/readers-laptop.json (this clone's run, not contributed) is shown as readers-laptop, "
+        "beside the committed machines"
+    ) in log
     machines = (site / "machines.html").read_text()
     assert "readers-laptop" in machines and committed.stem in machines
-    assert machines.count('<tr data-machine="readers-laptop" data-local>') == 1, "the overview does not mark the clone's run"
+    assert machines.count('<tr data-machine="readers-laptop" data-local>') == 1, (
+        "the overview does not mark the clone's run"
+    )
     assert f'<tr data-machine="{committed.stem}">' in machines, "the committed machine reads as this clone's"
     assert sorted(p.name for p in (project / "results").glob("*.json")) == [committed.name], "results/ is untouched"
 
 
 @pytest.mark.slow
-def test_every_figure_keeps_its_panel_and_the_search_index_holds_none(clone_site: tuple[Path, Path, str],
-                                                                      book: Book) -> None:
+def test_every_figure_keeps_its_panel_and_the_search_index_holds_none(
+    clone_site: tuple[Path, Path, str], book: Book
+) -> None:
     """The build sets the panels aside while the search plugin indexes a page, and puts them back."""
     _, site, _ = clone_site
     for page in book.pages:

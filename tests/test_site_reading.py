@@ -1,5 +1,6 @@
 """What the site says beside the figures, as plain functions: the status vocabulary and its marks,
 the legend, the fleet's quiet machines, and plots that admit where their data contradicts the page."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -8,9 +9,9 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
-from verified_book.site import render
-from verified_book.site import machines as site_machines
 from verified_book.records.results import ResultsFile
+from verified_book.site import machines as site_machines
+from verified_book.site import render
 
 DAY = "2026-11-28T10:00:00+00:00"
 
@@ -23,8 +24,11 @@ def sweep_file(gflops: dict[int, float | None], slug: str = "box") -> ResultsFil
     """A machine's sweep on torch:cpu: None for a batch its time budget skipped."""
     records: dict[str, dict[str, dict[str, Any]]] = {}
     for batch, value in gflops.items():
-        skipped = record("skipped", None, f"torch:cpu: batch {batch} would take about 9 s to measure, past the "
-                                          "sweep's budget of 1.6 s")
+        skipped = record(
+            "skipped",
+            None,
+            f"torch:cpu: batch {batch} would take about 9 s to measure, past the sweep's budget of 1.6 s",
+        )
         records[f"probe.sweep.{batch}.gflops"] = {"torch:cpu": record("verified", value) if value else skipped}
         records[f"probe.sweep.{batch}.weight_gbs"] = {"torch:cpu": record("verified", 40 / batch) if value else skipped}
     return ResultsFile(slug, run={"date": DAY}, records=records)
@@ -46,16 +50,23 @@ def test_a_sweep_that_contradicts_the_page_says_so_under_the_chart_once() -> Non
 
 
 def test_a_finding_shared_by_backends_is_said_once_with_their_names() -> None:
-    reason = "batch {b} is not measured on the CPU: 6.4 GFLOP a call, past the sweep's 0.8 GFLOP a call (a count of work)"
+    reason = (
+        "batch {b} is not measured on the CPU: 6.4 GFLOP a call, past the sweep's 0.8 GFLOP a call (a count of work)"
+    )
     records: dict[str, dict[str, Any]] = {}
     for batch in (1, 8, 64, 256):
         for what in ("gflops", "weight_gbs"):
             records[f"probe.sweep.{batch}.{what}"] = {
-                backend: record("verified", batch * 2.0 if what == "gflops" else 40 / batch) if batch < 64 else
-                record("skipped", None, f"{backend}: " + reason.format(b=batch)) for backend in ("numpy", "torch:cpu")}
+                backend: record("verified", batch * 2.0 if what == "gflops" else 40 / batch)
+                if batch < 64
+                else record("skipped", None, f"{backend}: " + reason.format(b=batch))
+                for backend in ("numpy", "torch:cpu")
+            }
     plot = site_plots.sweep(ResultsFile("box", run={"date": DAY}, records=records))
-    assert plot.warnings == ("numpy, torch:cpu: batches 64 and 256 not measured, batch 64's record says “not measured "
-                             "on the CPU: 6.4 GFLOP a call, past the sweep's 0.8 GFLOP a call”.",)
+    assert plot.warnings == (
+        "numpy, torch:cpu: batches 64 and 256 not measured, batch 64's record says “not measured "
+        "on the CPU: 6.4 GFLOP a call, past the sweep's 0.8 GFLOP a call”.",
+    )
 
 
 def test_a_sweep_that_agrees_with_the_page_draws_no_warning() -> None:
@@ -64,10 +75,17 @@ def test_a_sweep_that_agrees_with_the_page_draws_no_warning() -> None:
     assert "vb-plot__warnings" not in site_plots.plot_html(plot)
 
 
-@pytest.mark.parametrize(("gflops", "traffic", "expected"), [
-    ({1: 2.0, 8: 1.0}, {1: 4.0, 8: 0.5}, "GFLOP/s fall from batch 1 to 8"),
-    ({1: 1.0, 8: 2.0, 64: 3.0, 256: 4.0}, {1: 1.0, 8: 2.0, 64: 1.0, 256: 0.5}, "weight GB/s rise from batch 1 to 8"),
-])
+@pytest.mark.parametrize(
+    ("gflops", "traffic", "expected"),
+    [
+        ({1: 2.0, 8: 1.0}, {1: 4.0, 8: 0.5}, "GFLOP/s fall from batch 1 to 8"),
+        (
+            {1: 1.0, 8: 2.0, 64: 3.0, 256: 4.0},
+            {1: 1.0, 8: 2.0, 64: 1.0, 256: 0.5},
+            "weight GB/s rise from batch 1 to 8",
+        ),
+    ],
+)
 def test_each_contradiction_is_named(gflops: dict[int, float], traffic: dict[int, float], expected: str) -> None:
     found = site_plots.sweep_findings(gflops, traffic, {})
     assert any(f.startswith(expected) for f in found), found
@@ -117,4 +135,5 @@ def _empty_book() -> Any:
     from pathlib import Path
 
     from verified_book.book.bindings import Book
+
     return Book(Path("."), [], [])

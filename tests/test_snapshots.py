@@ -6,6 +6,7 @@ and values (with gguf's reference quantisers on numpy). One file per backend, in
 `tests/test_snapshots/precision_<backend>.yml`. A backend that is absent skips; one that
 is present but has no file yet skips too, naming the command that records it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from verified_book import backends
-from verified_book.authoring.registry import NotOnBackend
 from claims.topics import casts, quantisation, rounding
 from claims.topics.formats import FINFO_FIELDS, FINFO_FORMATS, FORMATS, finfo
+from verified_book import backends
+from verified_book.authoring.registry import NotOnBackend
 
 SNAPSHOTS = Path(__file__).with_suffix("")
 
@@ -32,8 +33,11 @@ def finfo_table(backend: backends.Backend) -> dict[str, Any]:
             continue
         row = {"bits": int(getattr(info, "bits", FORMATS[fmt_id].bits))}
         for field in FINFO_FIELDS:
-            value = getattr(info, field, None) if field != "smallest_normal" else (
-                getattr(info, "smallest_normal", None) or getattr(info, "tiny", None))
+            value = (
+                getattr(info, field, None)
+                if field != "smallest_normal"
+                else (getattr(info, "smallest_normal", None) or getattr(info, "tiny", None))
+            )
             row[field] = float(value) if value is not None else "absent"
         out[fmt_id] = row
     return out
@@ -47,8 +51,12 @@ def gguf_table(backend: backends.Backend) -> dict[str, Any]:
             ref = quantisation.reference(backend, qtype)
         except NotOnBackend:
             return {}
-        out[qtype] = {"codes": [int(c) for c in ref.codes], "scale": ref.scale,
-                      "restored": [round(float(v), 8) for v in ref.restored], "zero_codes": ref.zero_codes}
+        out[qtype] = {
+            "codes": [int(c) for c in ref.codes],
+            "scale": ref.scale,
+            "restored": [round(float(v), 8) for v in ref.restored],
+            "zero_codes": ref.zero_codes,
+        }
     return out
 
 
@@ -77,6 +85,8 @@ def test_precision_snapshot(name: str, data_regression: Any, request: pytest.Fix
     basename = f"precision_{_slug(name)}"
     regenerating = request.config.getoption("force_regen") or request.config.getoption("regen_all")
     if not (SNAPSHOTS / f"{basename}.yml").exists() and not regenerating:
-        pytest.skip(f"no snapshot recorded for {name} yet: run `pytest tests/test_snapshots.py --force-regen` "
-                    f"here and review tests/test_snapshots/{basename}.yml before committing it")
+        pytest.skip(
+            f"no snapshot recorded for {name} yet: run `pytest tests/test_snapshots.py --force-regen` "
+            f"here and review tests/test_snapshots/{basename}.yml before committing it"
+        )
     data_regression.check(precision_table(backend), basename=basename)

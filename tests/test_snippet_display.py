@@ -1,4 +1,5 @@
 """A lab snippet as the page shows it: the script's code and prose, without jupytext's cell markers."""
+
 from __future__ import annotations
 
 from pathlib import Path

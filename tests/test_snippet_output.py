@@ -1,5 +1,6 @@
 """A snippet's printed output is held against the book's output blocks: the line matcher, the
 fence's declaration, the real book's snippets edited in a copy, and the plugin end to end."""
+
 from __future__ import annotations
 
 import json
@@ -7,17 +8,31 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from harness import faults
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import faults
-from verified_book.book.bindings import book_pages
-from verified_book.engine.config import read_config
 from verified_book.authoring.registry import REGISTRY, is_measured
-from verified_book.records.results import read, validate
-from verified_book.book.snippet_output import (MAX_REPORTED, BookLine, BookOutputs, NotPrinted, _book_line, check_snippet, compare,
-                                          match_line, numbers_in, parse_info, printed_figure, read_blocks, read_book, shape)
+from verified_book.book.bindings import book_pages
+from verified_book.book.snippet_output import (
+    MAX_REPORTED,
+    BookLine,
+    BookOutputs,
+    NotPrinted,
+    _book_line,
+    check_snippet,
+    compare,
+    match_line,
+    numbers_in,
+    parse_info,
+    printed_figure,
+    read_blocks,
+    read_book,
+    shape,
+)
+from verified_book.engine.config import read_config
 from verified_book.engine.snippet_run import run_in_process
+from verified_book.records.results import read, validate
 
 pytest_plugins = ["pytester"]
 
@@ -26,7 +41,8 @@ SHAPES_PAGE = "book/gpus-and-precision/1-tensors-and-bandwidth.md"
 
 
 def fixed(value: Fraction, places: int) -> str:
-    """`value` to `places` decimals, as a snippet's f"{x:.{places}f}" prints it (Fraction has no such format in 3.11)."""
+    """`value` to `places` decimals, as a snippet's f"{x:.{places}f}" prints it (Fraction has no such format in
+    3.11)."""
     scaled = round(value * 10**places)
     sign, digits = ("-" if scaled < 0 else ""), str(abs(scaled)).rjust(places + 1, "0")
     return sign + (f"{digits[:-places]}.{digits[-places:]}" if places else digits)
@@ -39,8 +55,11 @@ def line(text: str, varies: bool = False, measured: tuple[str, ...] = ()) -> Boo
 
 # --- the line matcher ---------------------------------------------------------------------------------
 
+
 def test_numbers_are_read_as_a_snippet_prints_them_and_digits_in_words_are_text() -> None:
-    text = "x: shape=(32, 4096) bytes=524,288 eps 1.19e-07 -0.0026 8.6% float32 e4m3fn 3072x1024 layers.0.mlp numpy 2.5.2"
+    text = (
+        "x: shape=(32, 4096) bytes=524,288 eps 1.19e-07 -0.0026 8.6% float32 e4m3fn 3072x1024 layers.0.mlp numpy 2.5.2"
+    )
     assert [t for _, _, t in numbers_in(text)] == ["32", "4096", "524,288", "1.19e-07", "-0.0026", "8.6%", "2.5.2"]
     assert shape(text) == "x: shape=(#, #) bytes=# eps # # # float32 e4m3fn 3072x1024 layers.0.mlp numpy #"
 
@@ -56,13 +75,17 @@ def test_a_figure_of_several_numbers_is_reported_whole() -> None:
     book = line("codes : [[7, -7, 35]](claim:t.codes)   scale = [3.66e-04](claim:t.scale)")
     assert match_line(book, "codes : [7, -7, 35]   scale = 3.66e-04") is None
     assert match_line(book, "codes : [7, 8, 35]   scale = 3.70e-04") == (
-        "figure [7, -7, 35] (t.codes) printed as [7, 8, 35]; figure 3.66e-04 (t.scale) printed as 3.70e-04")
+        "figure [7, -7, 35] (t.codes) printed as [7, 8, 35]; figure 3.66e-04 (t.scale) printed as 3.70e-04"
+    )
 
 
 def test_unbound_numbers_on_a_line_that_does_not_vary_hold_too() -> None:
     book = line("bits per weight = (32 x 8 + 16) / 32 = [8.50](claim:t.bpw)")
     assert match_line(book, "bits per weight = (32 x 8 + 16) / 32 = 8.50") is None
-    assert match_line(book, "bits per weight = (32 x 8 + 32) / 32 = 9.00") == "16 printed as 32; figure 8.50 (t.bpw) printed as 9.00"
+    assert (
+        match_line(book, "bits per weight = (32 x 8 + 32) / 32 = 9.00")
+        == "16 printed as 32; figure 8.50 (t.bpw) printed as 9.00"
+    )
 
 
 def test_a_varying_line_keeps_only_its_shape() -> None:
@@ -80,9 +103,9 @@ def test_text_is_compared_exactly_after_whitespace() -> None:
 
 WORDS = st.text(alphabet="abcdefghij:=()[]|@ ", min_size=1, max_size=8).filter(lambda w: w.strip())
 FIGURES = st.one_of(
-    st.integers(-10**9, 10**9).map(str),
+    st.integers(-(10**9), 10**9).map(str),
     st.integers(0, 10**12).map(lambda n: f"{n:,}"),
-    st.tuples(st.integers(-10**6, 10**6), st.integers(0, 6)).map(lambda t: fixed(Fraction(t[0], 997), t[1])),
+    st.tuples(st.integers(-(10**6), 10**6), st.integers(0, 6)).map(lambda t: fixed(Fraction(t[0], 997), t[1])),
     st.tuples(st.floats(1e-30, 1e30), st.integers(0, 5)).map(lambda t: f"{t[0]:.{t[1]}e}"),
 )
 
@@ -99,15 +122,17 @@ def test_any_printed_line_holds_against_itself_bound_or_not(parts: list[tuple[st
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(-10**7, 10**7), st.integers(1, 10**6), st.integers(0, 4), st.integers(0, 4))
-def test_a_finer_print_holds_the_books_rounding_of_it(numerator: int, denominator: int, book_places: int, more: int) -> None:
+@given(st.integers(-(10**7), 10**7), st.integers(1, 10**6), st.integers(0, 4), st.integers(0, 4))
+def test_a_finer_print_holds_the_books_rounding_of_it(
+    numerator: int, denominator: int, book_places: int, more: int
+) -> None:
     printed = fixed(Fraction(numerator, denominator), book_places + more)
     book = fixed(Fraction(printed), book_places)
     assert match_line(line(f"value [{book}](claim:t.v) units"), f"value {printed} units") is None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(-10**7, 10**7), st.integers(0, 4), st.integers(1, 50).map(lambda k: k * (1 if k % 2 else -1)))
+@given(st.integers(-(10**7), 10**7), st.integers(0, 4), st.integers(1, 50).map(lambda k: k * (1 if k % 2 else -1)))
 def test_a_number_off_by_a_unit_of_the_books_last_place_is_stale(units: int, places: int, step: int) -> None:
     book = fixed(Fraction(units, 10**places), places)
     printed = fixed(Fraction(units + step, 10**places), places)
@@ -115,6 +140,7 @@ def test_a_number_off_by_a_unit_of_the_books_last_place_is_stale(units: int, pla
 
 
 # --- the fence's declaration --------------------------------------------------------------------------
+
 
 @given(st.sets(st.integers(1, 40), max_size=10))
 def test_varies_reads_back_the_lines_it_names(lines: set[int]) -> None:
@@ -130,8 +156,9 @@ def test_varies_reads_back_the_lines_it_names(lines: set[int]) -> None:
 
 
 def test_a_fence_that_names_no_snippet_or_an_unknown_word_is_an_error() -> None:
-    assert parse_info("output")[3] == ["output block names no snippet: write the snippet's file name after `output`, "
-                                       "as in ```output shapes.py"]
+    assert parse_info("output")[3] == [
+        "output block names no snippet: write the snippet's file name after `output`, as in ```output shapes.py"
+    ]
     assert "'lines=3' in the fence is not understood" in parse_info("output s.py lines=3")[3][0]
     assert "'x' is not a line of the block" in parse_info("output s.py varies=1,x")[3][0]
     assert parse_info("output s.py without=cuda") == ("s.py", frozenset(), ("cuda",), [])
@@ -144,7 +171,9 @@ def page(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def errors_of(tmp_path: Path, body: str, measured: tuple[str, ...] = (), snippets: tuple[str, ...] = ("s.py",)) -> list[str]:
+def errors_of(
+    tmp_path: Path, body: str, measured: tuple[str, ...] = (), snippets: tuple[str, ...] = ("s.py",)
+) -> list[str]:
     blocks = read_blocks(page(tmp_path, body), "book/p.md", lambda c: c in measured)
     return BookOutputs(blocks, snippets).errors("book/p.md")
 
@@ -173,20 +202,25 @@ def test_a_block_naming_an_unknown_snippet_is_an_error_with_its_place(tmp_path: 
     body = "# P\n\n```output nosuch.py\nhello\n```\n\n```output\nhi\n```\n"
     assert errors_of(tmp_path, body) == [
         "book/p.md:3: output block names nosuch.py, which is not a snippet of this book (snippets: s.py)",
-        "book/p.md:7: output block names no snippet: write the snippet's file name after `output`, as in ```output shapes.py",
+        "book/p.md:7: output block names no snippet: write the snippet's file name after `output`, as in ```output "
+        "shapes.py",
     ]
 
 
 # --- a block against a run ----------------------------------------------------------------------------
 
+
 def test_a_missing_and_an_extra_line_are_named_where_they_belong(tmp_path: Path) -> None:
-    (block,) = read_blocks(page(tmp_path, "```output s.py\na [1](claim:t.a)\nb 2\nc 3\n```\n"), "book/p.md", lambda c: False)
+    (block,) = read_blocks(
+        page(tmp_path, "```output s.py\na [1](claim:t.a)\nb 2\nc 3\n```\n"), "book/p.md", lambda c: False
+    )
     assert compare(block, "a 1\nb 2\nc 3\n\n").status == "verified"
     missing = compare(block, "a 1\nc 3\n", "script")
     assert (missing.status, missing.file, missing.line) == ("stale", "book/p.md", 1)
     assert missing.message == "book/p.md:3: s.py (script) no longer prints this line at all\n    book:    b 2"
     assert compare(block, "a 1\nb 2\nc 3\nd 4\n").message == (
-        "book/p.md:5: s.py prints a line the book does not show\n    printed: d 4")
+        "book/p.md:5: s.py prints a line the book does not show\n    printed: d 4"
+    )
 
 
 def test_a_runaway_snippet_is_reported_in_a_bounded_message(tmp_path: Path) -> None:
@@ -197,7 +231,9 @@ def test_a_runaway_snippet_is_reported_in_a_bounded_message(tmp_path: Path) -> N
 
 
 def test_a_block_printed_without_cuda_is_skipped_where_cuda_is(tmp_path: Path) -> None:
-    blocks = read_blocks(page(tmp_path, "```output s.py without=cuda\nno CUDA device\n```\n"), "book/p.md", lambda c: False)
+    blocks = read_blocks(
+        page(tmp_path, "```output s.py without=cuda\nno CUDA device\n```\n"), "book/p.md", lambda c: False
+    )
     outputs = BookOutputs(blocks, ("s.py",))
     assert [c.status for c in check_snippet(outputs, "s.py", "no CUDA device\n", devices=["cpu"])] == ["verified"]
     (skipped,) = check_snippet(outputs, "s.py", "|===| memory summary\n", devices=["cpu", "cuda"])
@@ -206,7 +242,10 @@ def test_a_block_printed_without_cuda_is_skipped_where_cuda_is(tmp_path: Path) -
 
 # --- a measured figure read from a run -----------------------------------------------------------------
 
-TIMED = "```output s.py varies=2-3\nsizes\nbatch [8](claim:t.batch): [2.50](claim:t.ms) ms\nshape [(2, 3)](claim:t.shape)\n```\n"
+TIMED = (
+    "```output s.py varies=2-3\nsizes\nbatch [8](claim:t.batch): [2.50](claim:t.ms) ms\n"
+    "shape [(2, 3)](claim:t.shape)\n```\n"
+)
 
 
 def test_a_figure_is_read_where_the_block_shows_it_past_lines_the_book_does_not_show(tmp_path: Path) -> None:
@@ -222,13 +261,15 @@ def test_a_run_without_the_books_line_gives_no_figure_and_says_where(tmp_path: P
     (block,) = read_blocks(page(tmp_path, TIMED), "book/p.md", lambda c: c == "t.ms")
     with pytest.raises(NotPrinted) as caught:
         printed_figure(block, "sizes\nbatch 8: 17.25 ms per call\nshape (4, 5)\n", "t.ms")
-    assert str(caught.value).startswith("book/p.md:3: s.py printed no line like the book's, so t.ms has no value here\n"
-                                        "    book:    batch 8: 2.50 ms\n")
+    assert str(caught.value).startswith(
+        "book/p.md:3: s.py printed no line like the book's, so t.ms has no value here\n    book:    batch 8: 2.50 ms\n"
+    )
     with pytest.raises(NotPrinted, match="book/p.md:1: the block shows no figure of t.other"):
         printed_figure(block, "sizes\n", "t.other")
 
 
 # --- the real book: every block as declared, and a snippet edited in a copy ---------------------------
+
 
 def real_outputs() -> BookOutputs:
     config = read_config(ROOT)
@@ -250,8 +291,10 @@ def test_a_snippet_whose_computation_changed_fails_with_the_blocks_line_and_both
     outputs = real_outputs()
     assert [c.status for c in check_snippet(outputs, "shapes.py", run_in_process(copy).stdout)] == ["verified"]
 
-    edited = source.replace("weight = np.zeros((hidden, intermediate), dtype=np.float32)",
-                            "weight = np.zeros((hidden, intermediate), dtype=np.float64)")
+    edited = source.replace(
+        "weight = np.zeros((hidden, intermediate), dtype=np.float32)",
+        "weight = np.zeros((hidden, intermediate), dtype=np.float64)",
+    )
     assert edited != source
     copy.write_text(edited, encoding="utf-8")
     done = run_in_process(copy)
@@ -261,15 +304,21 @@ def test_a_snippet_whose_computation_changed_fails_with_the_blocks_line_and_both
     assert check.message == (
         f"{SHAPES_PAGE}:{book_line.line}: shapes.py (in process) no longer prints the book's line: the text differs\n"
         f"    book:    {book_line.text}\n"
-        "    printed: w: shape=(4096, 12288)  ndim=2  dtype=float64  elements=50,331,648  bytes=402,653,184")
+        "    printed: w: shape=(4096, 12288)  ndim=2  dtype=float64  elements=50,331,648  bytes=402,653,184"
+    )
 
-    byte_count = source.replace("weight = np.zeros((hidden, intermediate), dtype=np.float32)",
-                                "weight = np.zeros((hidden, intermediate), dtype=np.float32)[:, :-1]")
+    byte_count = source.replace(
+        "weight = np.zeros((hidden, intermediate), dtype=np.float32)",
+        "weight = np.zeros((hidden, intermediate), dtype=np.float32)[:, :-1]",
+    )
     copy.write_text(byte_count, encoding="utf-8")
     (check,) = check_snippet(outputs, "shapes.py", run_in_process(copy).stdout, "in process")
-    assert f"{SHAPES_PAGE}:{book_line.line}: shapes.py (in process) no longer prints the book's line: " \
-           "figure (4096, 12288) (shapes.w.shape) printed as (4096, 12287); figure 50,331,648 (shapes.w.elements) printed as " \
-           "50,327,552; figure 201,326,592 (shapes.w.bytes) printed as 201,310,208" in check.message
+    assert (
+        f"{SHAPES_PAGE}:{book_line.line}: shapes.py (in process) no longer prints the book's line: "
+        "figure (4096, 12288) (shapes.w.shape) printed as (4096, 12287); figure 50,331,648 (shapes.w.elements) "
+        "printed as "
+        "50,327,552; figure 201,326,592 (shapes.w.bytes) printed as 201,310,208" in check.message
+    )
 
 
 # --- the plugin end to end ----------------------------------------------------------------------------
@@ -288,8 +337,10 @@ def block_bytes():
     """Its bytes in float32."""
     return 32 * 4
 '''
-PAGE = "# Lab\n\nWhat `s.py` prints:\n\n```output s.py varies=2\n" \
-       "block of [32](claim:lab.block) weights, [128](claim:lab.bytes) bytes\nnumpy 2.5.2\n```\n"
+PAGE = (
+    "# Lab\n\nWhat `s.py` prints:\n\n```output s.py varies=2\n"
+    "block of [32](claim:lab.block) weights, [128](claim:lab.bytes) bytes\nnumpy 2.5.2\n```\n"
+)
 
 
 def lay_out(pytester: pytest.Pytester, claims: str, page: str, snippet: str) -> pytest.Pytester:
@@ -321,19 +372,23 @@ def outputs_of(pytester: pytest.Pytester) -> dict:
 def test_the_default_run_holds_a_snippet_to_its_block_and_records_how(book: pytest.Pytester) -> None:
     result = run(book)
     assert result.ret == 0, result.stdout.str()
-    assert outputs_of(book)["s.py"]["checked"] == [{"file": "book/lab.md", "line": 5, "status": "verified", "message": ""}]
+    assert outputs_of(book)["s.py"]["checked"] == [
+        {"file": "book/lab.md", "line": 5, "status": "verified", "message": ""}
+    ]
 
 
 def test_a_changed_snippet_fails_the_default_run_with_the_blocks_place(book: pytest.Pytester) -> None:
     (book.path / "book" / "snippets" / "s.py").write_text(SNIPPET.replace("n = 32", "n = 16"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*book/lab.md:6: s.py (in process) no longer prints the book's line: figure 32 (lab.block) printed as 16; "
-        "figure 128 (lab.bytes) printed as 64",
-        "    book:    block of 32 weights, 128 bytes",
-        "    printed: block of 16 weights, 64 bytes",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*book/lab.md:6: s.py (in process) no longer prints the book's line: figure 32 (lab.block) printed as 16; "
+            "figure 128 (lab.bytes) printed as 64",
+            "    book:    block of 32 weights, 128 bytes",
+            "    printed: block of 16 weights, 64 bytes",
+        ]
+    )
     (checked,) = outputs_of(book)["s.py"]["checked"]
     assert checked["status"] == "stale" and checked["message"].startswith("book/lab.md:6: ")
 
@@ -342,15 +397,19 @@ def test_a_block_naming_no_snippet_and_a_snippet_with_no_block_fail(book: pytest
     (book.path / "book" / "lab.md").write_text(PAGE.replace("```output s.py varies=2", "```output"))
     result = run(book)
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*book/lab.md:5: output block names no snippet*",
-        "*book/snippets/s.py:1: no output block of the book shows what s.py prints*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*book/lab.md:5: output block names no snippet*",
+            "*book/snippets/s.py:1: no output block of the book shows what s.py prints*",
+        ]
+    )
 
 
 def test_a_results_file_with_a_bad_check_is_refused() -> None:
     data = json.loads((ROOT / "results" / "cpu-x86_64-2c.json").read_text(encoding="utf-8"))
-    data["run"]["outputs"]["shapes.py"]["checked"] = [{"file": "/etc/passwd", "line": 0, "status": "fine", "message": 3}]
+    data["run"]["outputs"]["shapes.py"]["checked"] = [
+        {"file": "/etc/passwd", "line": 0, "status": "fine", "message": 3}
+    ]
     problems = validate(data, "r.json")
     assert [p.split(": ", 2)[2] for p in problems if "checked" in p] == [
         "checked[0]: file '/etc/passwd' is not a relative path inside the book",
@@ -398,10 +457,18 @@ def test_a_claim_whose_snippet_fails_or_prints_another_line_fails_with_the_place
     snippet.write_text("raise SystemExit('no clock here')\n")
     result = run(timed_book, "-k", "lab.ms")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*claim lab.ms on numpy: bad input: book/snippets/s.py exited 1 (in process), so it "
-                                 "printed no lab.ms for book/lab.md:3:*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*claim lab.ms on numpy: bad input: book/snippets/s.py exited 1 (in process), so it "
+            "printed no lab.ms for book/lab.md:3:*"
+        ]
+    )
     snippet.write_text('print("took about 3 ms")\n')
     result = run(timed_book, "-k", "lab.ms")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*claim lab.ms on numpy: bad input: book/lab.md:4: s.py printed no line like the book's, "
-                                 "so lab.ms has no value here"])
+    result.stdout.fnmatch_lines(
+        [
+            "*claim lab.ms on numpy: bad input: book/lab.md:4: s.py printed no line like the book's, "
+            "so lab.ms has no value here"
+        ]
+    )

@@ -1,4 +1,6 @@
-"""A snippet run inside the test process behaves as the same file run as a script, and leaves the process as it found it."""
+"""A snippet run inside the test process behaves as the same file run as a script, and leaves the process as it found
+it."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +13,14 @@ import pytest
 import torch
 
 from verified_book.engine import snippet_run
-from verified_book.engine.snippet_run import (LOAD_TIME_VARIABLES, SNIPPET_ENV, pins_load_time_variables, run_as_script,
-                                         run_in_process, run_in_process_or_as_script)
+from verified_book.engine.snippet_run import (
+    LOAD_TIME_VARIABLES,
+    SNIPPET_ENV,
+    pins_load_time_variables,
+    run_as_script,
+    run_in_process,
+    run_in_process_or_as_script,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +33,10 @@ def write(folder: Path, name: str, body: str) -> Path:
 
 def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> None:
     write(tmp_path, "helper_beside.py", "VALUE = 7\n")
-    snippet = write(tmp_path, "meddles.py", """
+    snippet = write(
+        tmp_path,
+        "meddles.py",
+        """
         import os, sys, warnings
         import numpy as np
         import torch
@@ -42,9 +53,18 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
         with open("artifact.txt", "w") as f:
             f.write("x")
         print("argv", sys.argv[1:], "hashseed", os.environ["PYTHONHASHSEED"], "helper", helper_beside.VALUE)
-    """)
-    before = (os.getcwd(), list(sys.argv), list(sys.path), torch.get_default_dtype(), torch.is_grad_enabled(),
-              torch.random.get_rng_state().clone(), np.geterr(), np.random.get_state()[1].copy())
+    """,
+    )
+    before = (
+        os.getcwd(),
+        list(sys.argv),
+        list(sys.path),
+        torch.get_default_dtype(),
+        torch.is_grad_enabled(),
+        torch.random.get_rng_state().clone(),
+        np.geterr(),
+        np.random.get_state()[1].copy(),
+    )
 
     done = run_in_process(snippet)
 
@@ -60,12 +80,16 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
 
 
 def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path) -> None:
-    snippet = write(tmp_path, "crashes.py", """
+    snippet = write(
+        tmp_path,
+        "crashes.py",
+        """
         print("before")
         def inner():
             raise ValueError("the weights are the wrong shape")
         inner()
-    """)
+    """,
+    )
     done = run_in_process(snippet)
     assert done.exit_status == 1 and done.stdout == "before\n"
     assert f'File "{snippet}", line 5' in done.stderr and f'File "{snippet}", line 4, in inner' in done.stderr
@@ -73,8 +97,10 @@ def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path
     assert "verified_book/engine/snippet_run.py" not in done.stderr and "runpy" not in done.stderr
 
 
-@pytest.mark.parametrize(("call", "status", "said"), [("sys.exit(3)", 3, ""), ("sys.exit('no GPU here')", 1, "no GPU here\n"),
-                                                      ("sys.exit()", 0, "")])
+@pytest.mark.parametrize(
+    ("call", "status", "said"),
+    [("sys.exit(3)", 3, ""), ("sys.exit('no GPU here')", 1, "no GPU here\n"), ("sys.exit()", 0, "")],
+)
 def test_sys_exit_gives_the_status_a_script_would(tmp_path: Path, call: str, status: int, said: str) -> None:
     done = run_in_process(write(tmp_path, "exits.py", f"import sys\n{call}\nprint('not reached')\n"))
     assert (done.exit_status, done.stdout, done.stderr) == (status, "", said)
@@ -90,12 +116,16 @@ def test_a_book_snippet_prints_the_same_in_process_as_a_script(name: str) -> Non
 
 def test_a_snippet_pinning_a_thread_pool_runs_as_a_script_where_the_pin_takes_effect(tmp_path: Path) -> None:
     """numpy has read OPENBLAS_NUM_THREADS long before: only a fresh interpreter would honour the pin."""
-    pins = write(tmp_path, "pins.py", """
+    pins = write(
+        tmp_path,
+        "pins.py",
+        """
         import os
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
         import numpy as np
         print(np.ones(3).sum())
-    """)
+    """,
+    )
     plain = write(tmp_path, "plain.py", "print(2 + 2)\n")
     inside = run_in_process(pins)
     assert inside.unhonoured == ("OPENBLAS_NUM_THREADS",) and "OPENBLAS_NUM_THREADS" not in os.environ
@@ -110,16 +140,20 @@ def test_a_pin_the_process_already_has_is_honoured_in_process(tmp_path: Path, mo
     assert run_in_process_or_as_script(same).how == "in process"
 
 
-@pytest.mark.parametrize(("source", "pins"), [
-    ("print(1)\n", False),
-    ("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n", True),
-    ("import os\nos.environ.setdefault('OMP_NUM_THREADS', '1')\n", True),
-    ("import os\nname = 'MKL_NUM_THREADS'\nos.environ[name] = '1'\n", True),  # named, but set some other way
-    ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = os.environ.get('GPU', '0')\n", True),  # not a literal
-    ("# OMP_NUM_THREADS is left alone here\nprint(1)\n", True),  # mentioned but not set plainly: run it apart
-])
-def test_a_pin_written_in_the_source_is_seen_before_running(source: str, pins: bool,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("source", "pins"),
+    [
+        ("print(1)\n", False),
+        ("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n", True),
+        ("import os\nos.environ.setdefault('OMP_NUM_THREADS', '1')\n", True),
+        ("import os\nname = 'MKL_NUM_THREADS'\nos.environ[name] = '1'\n", True),  # named, but set some other way
+        ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = os.environ.get('GPU', '0')\n", True),  # not a literal
+        ("# OMP_NUM_THREADS is left alone here\nprint(1)\n", True),  # mentioned but not set plainly: run it apart
+    ],
+)
+def test_a_pin_written_in_the_source_is_seen_before_running(
+    source: str, pins: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in LOAD_TIME_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert pins_load_time_variables(source) is pins
@@ -131,8 +165,9 @@ def test_a_pin_to_the_value_the_process_has_is_no_pin(monkeypatch: pytest.Monkey
     assert pins_load_time_variables("import os\nos.environ['OPENBLAS_NUM_THREADS'] = '2'\n")
 
 
-def test_a_snippet_whose_source_pins_a_thread_pool_is_not_first_run_here(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_snippet_whose_source_pins_a_thread_pool_is_not_first_run_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Like matmul_cost.py, which pins BLAS to one core: one run, as a script, not one here thrown away."""
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     pins = write(tmp_path, "pins.py", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\nprint('ran')\n")

@@ -14,6 +14,7 @@ true. The resolver here runs pip with its markers read for the target instead (`
 pip's own `packaging.markers.default_environment`, answered with the target's values), and the
 project's own requirements are flattened with the same values.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -81,9 +82,16 @@ def platform_tags(target: Any) -> list[str]:
 
 
 def marker_environment(target: Any) -> dict[str, str]:
-    return {"sys_platform": "darwin" if target.system == "Darwin" else "linux", "platform_system": target.system,
-            "platform_machine": target.machine, "python_version": PYTHON.rsplit(".", 1)[0], "python_full_version": PYTHON,
-            "os_name": "posix", "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    return {
+        "sys_platform": "darwin" if target.system == "Darwin" else "linux",
+        "platform_system": target.system,
+        "platform_machine": target.machine,
+        "python_version": PYTHON.rsplit(".", 1)[0],
+        "python_full_version": PYTHON,
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
 
 
 def project_requirements(extras: tuple[str, ...], target: Any) -> list[str]:
@@ -139,9 +147,24 @@ sys.exit(main(sys.argv[2:]))
 def pip_command(target: Any, requirements: list[str], constraints: bool = True) -> list[str]:
     platforms = [arg for tag in platform_tags(target) for arg in ("--platform", tag)]
     lock = ["-c", str(ROOT / "requirements" / "lock.txt")] if constraints else []
-    return [sys.executable, "-c", PIP_WITH_MARKERS, json.dumps(marker_environment(target)), "install", "--dry-run",
-            "--ignore-installed", "--quiet", "--report", "-", *platforms, "--python-version", PYTHON, "--only-binary=:all:",
-            *lock, *requirements]
+    return [
+        sys.executable,
+        "-c",
+        PIP_WITH_MARKERS,
+        json.dumps(marker_environment(target)),
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--quiet",
+        "--report",
+        "-",
+        *platforms,
+        "--python-version",
+        PYTHON,
+        "--only-binary=:all:",
+        *lock,
+        *requirements,
+    ]
 
 
 Runner = Callable[[list[str], dict[str, str]], subprocess.CompletedProcess[str]]
@@ -173,8 +196,15 @@ def resolve(target: Any, requirements: list[str], runner: Runner = real_pip, con
     done = runner(pip_command(target, requirements, constraints), plain_env())
     assert done.returncode == 0, f"pip could not resolve {requirements} for {target.words()}:\n{done.stderr[-3000:]}"
     report = json.loads(done.stdout)
-    return Resolved({item["metadata"]["name"].lower(): (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
-                     for item in report["install"]})
+    return Resolved(
+        {
+            item["metadata"]["name"].lower(): (
+                item["metadata"]["version"],
+                item["download_info"]["url"].rsplit("/", 1)[-1],
+            )
+            for item in report["install"]
+        }
+    )
 
 
 def setup_requirements(target: Any, job: str = "verify") -> list[str]:
@@ -189,8 +219,14 @@ def setup_requirements(target: Any, job: str = "verify") -> list[str]:
 
 
 def report(*wheels: tuple[str, str, str]) -> str:
-    return json.dumps({"install": [{"metadata": {"name": n, "version": v}, "download_info": {"url": f"https://x/{f}"}}
-                                   for n, v, f in wheels]})
+    return json.dumps(
+        {
+            "install": [
+                {"metadata": {"name": n, "version": v}, "download_info": {"url": f"https://x/{f}"}}
+                for n, v, f in wheels
+            ]
+        }
+    )
 
 
 def test_each_track_plans_its_gpus_torch_and_mlx_builds() -> None:
@@ -200,8 +236,13 @@ def test_each_track_plans_its_gpus_torch_and_mlx_builds() -> None:
     assert torch_args["X"] == [RUN.TORCH, "--index-url", RUN.rocm_index()], "track X: the ROCm index alone"
     assert RUN.rocm_index() == f"https://download.pytorch.org/whl/{RUN.ROCM}"
     extras = {name: RUN.extras_for("verify", track.target) for name, track in TRACKS.items()}
-    assert extras == {"N": ("verify", "cuda"), "H": ("verify", "cuda"), "S": ("verify", "cuda"), "X": ("verify", "cpu"),
-                      "M": ("verify",)}
+    assert extras == {
+        "N": ("verify", "cuda"),
+        "H": ("verify", "cuda"),
+        "S": ("verify", "cuda"),
+        "X": ("verify", "cpu"),
+        "M": ("verify",),
+    }
 
 
 def test_where_the_rocm_index_cannot_be_reached_set_up_says_what_to_run() -> None:
@@ -224,10 +265,12 @@ def test_what_a_platform_cannot_have_is_said_and_left_out() -> None:
     assert not RUN.unavailable(TRACKS["S"].target) and not RUN.unavailable(TRACKS["M"].target)
 
 
-def test_a_target_is_read_from_the_environment_and_a_bad_one_says_what_is_expected(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_target_is_read_from_the_environment_and_a_bad_one_says_what_is_expected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(RUN.TARGET_VARIABLE, "Linux aarch64 nvidia 2.39")
     assert RUN.this_machine() == TRACKS["S"].target
-    with pytest.raises(ValueError, match="expected \"SYSTEM MACHINE GPU"):
+    with pytest.raises(ValueError, match='expected "SYSTEM MACHINE GPU'):
         RUN.parse_target("Linux aarch64 radeon")
     with pytest.raises(ValueError, match="is not a version such as 2.39"):
         RUN.parse_target("Linux aarch64 amd new")
@@ -238,13 +281,21 @@ def test_the_resolver_asks_pip_for_the_targets_platform_under_an_empty_configura
 
     def pip(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         asked.append((command, env))
-        return subprocess.CompletedProcess(command, 0, report(("torch", "2.13.0", "torch-2.13.0-cp311-cp311-manylinux_2_28_aarch64.whl"),
-                                                              ("mlx-cuda-13", "0.32.4", "mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_aarch64.whl")), "")
+        return subprocess.CompletedProcess(
+            command,
+            0,
+            report(
+                ("torch", "2.13.0", "torch-2.13.0-cp311-cp311-manylinux_2_28_aarch64.whl"),
+                ("mlx-cuda-13", "0.32.4", "mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_aarch64.whl"),
+            ),
+            "",
+        )
 
     found = resolve(TRACKS["S"].target, setup_requirements(TRACKS["S"].target), pip)
-    (command, env), = asked
-    assert env["PIP_CONFIG_FILE"] == os.devnull and not any(k.startswith("PIP_") and k not in ("PIP_CONFIG_FILE", "PIP_CERT",
-                                                              "PIP_DISABLE_PIP_VERSION_CHECK") for k in env)
+    ((command, env),) = asked
+    assert env["PIP_CONFIG_FILE"] == os.devnull and not any(
+        k.startswith("PIP_") and k not in ("PIP_CONFIG_FILE", "PIP_CERT", "PIP_DISABLE_PIP_VERSION_CHECK") for k in env
+    )
     tags = [command[i + 1] for i, a in enumerate(command) if a == "--platform"]
     assert tags[0] == "manylinux_2_39_aarch64" and "manylinux_2_35_aarch64" in tags and "manylinux_2_17_aarch64" in tags
     assert "manylinux2014_aarch64" in tags and not [t for t in tags if "x86_64" in t]
@@ -265,7 +316,9 @@ def test_a_plan_pip_cannot_resolve_fails_with_pips_words() -> None:
 def test_the_project_requirements_follow_the_targets_markers() -> None:
     mac = project_requirements(("verify",), TRACKS["M"].target)
     linux = project_requirements(("verify", "cuda"), TRACKS["S"].target)
-    assert "mlx>=0.29" in mac and not any(r.startswith("mlx") for r in project_requirements(("verify",), TRACKS["N"].target))
+    assert "mlx>=0.29" in mac and not any(
+        r.startswith("mlx") for r in project_requirements(("verify",), TRACKS["N"].target)
+    )
     assert "mlx[cuda13]>=0.30" in linux and "mkdocs<2,>=1.6" in linux, "the site extra comes in through verify"
 
 
@@ -288,10 +341,12 @@ def _pypi() -> None:
 
 
 def _answers(url: str) -> bool:
-    code = ("import sys, urllib.request, urllib.error\n"
-            "try:\n    urllib.request.urlopen(urllib.request.Request(sys.argv[1], method='HEAD'), timeout=10).close()\n"
-            "except urllib.error.HTTPError:\n    pass\n"
-            "except OSError:\n    sys.exit(1)\n")
+    code = (
+        "import sys, urllib.request, urllib.error\n"
+        "try:\n    urllib.request.urlopen(urllib.request.Request(sys.argv[1], method='HEAD'), timeout=10).close()\n"
+        "except urllib.error.HTTPError:\n    pass\n"
+        "except OSError:\n    sys.exit(1)\n"
+    )
     return subprocess.run([sys.executable, "-c", code, url], capture_output=True, timeout=60).returncode == 0
 
 
@@ -322,7 +377,9 @@ def test_track_s_at_glibc_2_28_resolves_torch_and_leaves_mlx_out() -> None:
     _cuda_13(found)
     assert not found.named("mlx"), found.words()
     done = real_pip(pip_command(S_2_28, ["mlx[cpu]==0.32.4"], constraints=False), plain_env())
-    assert done.returncode != 0 and "mlx" in done.stderr, "MLX's Linux wheels need glibc 2.35: that is why it is left out"
+    assert done.returncode != 0 and "mlx" in done.stderr, (
+        "MLX's Linux wheels need glibc 2.35: that is why it is left out"
+    )
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """scripts/verify-cuda and scripts/verify-rocm --dry-run: on this machine, what each would install and
 run on a CUDA or a ROCm one; the slow tests resolve their JAX builds with pip for the track's platform."""
+
 from __future__ import annotations
 
 import os
@@ -31,13 +32,17 @@ def baseline_torch() -> str:
 
 def dry_run(gpu: str | None = None, script: Path = SCRIPT, **env: str) -> subprocess.CompletedProcess[str]:
     stand_in = "VERIFY_ROCM_GPU" if script == ROCM_SCRIPT else "VERIFY_CUDA_GPU"
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in ("VERIFY_CUDA_GPU", "VERIFY_ROCM_GPU", "TORCH_CUDA", "TORCH_ROCM", "VENV")}
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VERIFY_CUDA_GPU", "VERIFY_ROCM_GPU", "TORCH_CUDA", "TORCH_ROCM", "VENV")
+    }
     if gpu is not None:
         environment[stand_in] = gpu
     environment.update(env)
-    return subprocess.run([str(script), "--dry-run"], cwd=ROOT, env=environment, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [str(script), "--dry-run"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def planned(output: str) -> list[str]:
@@ -55,9 +60,12 @@ def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gp
     assert any(s.endswith(f"pip install --quiet torch=={torch}") for s in pip), steps
     assert any(re.search(r"pip install --quiet mlx\[cuda13\](==[0-9.]+)?$", s) for s in pip), steps
     assert any(s.endswith(f"pip install --quiet jax[cuda13]=={locked('jax')}") for s in pip), steps
-    assert [i for i, s in enumerate(steps) if "torch==" in s] < [i for i, s in enumerate(steps) if " -e " in s] \
-        < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s] < [i for i, s in enumerate(steps) if "jax[cuda13]" in s], \
-        "torch first, then the project, then MLX's and JAX's CUDA builds"
+    assert (
+        [i for i, s in enumerate(steps) if "torch==" in s]
+        < [i for i, s in enumerate(steps) if " -e " in s]
+        < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s]
+        < [i for i, s in enumerate(steps) if "jax[cuda13]" in s]
+    ), "torch first, then the project, then MLX's and JAX's CUDA builds"
     assert "driver 580.95.05 is new enough (needs 580.65.06)" in done.stdout
     assert steps[0].endswith(f"-m venv {venv}")
     assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
@@ -77,7 +85,9 @@ def test_an_older_cuda_variant_pairs_torch_and_mlx_builds_of_that_cuda(tmp_path:
     done = dry_run(RTX5080.format(driver="570.133.07"), TORCH_CUDA="cu128", VENV=str(tmp_path / "fresh"))
     assert done.returncode == 0, done.stderr
     steps = planned(done.stdout)
-    assert any(s.endswith(f"torch=={baseline_torch()} --index-url https://download.pytorch.org/whl/cu128") for s in steps)
+    assert any(
+        s.endswith(f"torch=={baseline_torch()} --index-url https://download.pytorch.org/whl/cu128") for s in steps
+    )
     assert any("mlx[cuda12]" in s for s in steps) and not any("mlx[cuda13]" in s for s in steps)
 
 
@@ -99,8 +109,10 @@ def test_the_rocm_dry_run_plans_torchs_rocm_build_from_run_pys_index(tmp_path: P
     variant = re.search(r'^ROCM = "([^"]+)"', (ROOT / "run.py").read_text(), re.M)
     assert variant
     torch = [s for s in steps if "torch==" in s]
-    assert torch == [f"{venv}/bin/python -m pip install --quiet torch=={baseline_torch()} --index-url "
-                     f"https://download.pytorch.org/whl/{variant[1]}"], steps
+    assert torch == [
+        f"{venv}/bin/python -m pip install --quiet torch=={baseline_torch()} --index-url "
+        f"https://download.pytorch.org/whl/{variant[1]}"
+    ], steps
     assert any(s.endswith(f"-e {ROOT}[verify,cpu]") for s in steps), "MLX's CPU build: MLX has no ROCm build"
     assert any(s.endswith(f"jax[rocm7-local]=={locked('jax')}") for s in steps)
     assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
@@ -119,8 +131,9 @@ def _jax_step(output: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("track", "gpu"), [("N", RTX5080.format(driver="580.95.05")), ("S", GB10)])
-def test_the_cuda_scripts_jax_resolves_to_its_cuda_plugin_for_the_tracks_platform(track: str, gpu: str,
-                                                                                  tmp_path: Path) -> None:
+def test_the_cuda_scripts_jax_resolves_to_its_cuda_plugin_for_the_tracks_platform(
+    track: str, gpu: str, tmp_path: Path
+) -> None:
     from test_track_plans import TRACKS, _pypi, resolve
 
     _pypi()

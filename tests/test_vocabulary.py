@@ -1,4 +1,5 @@
 """The engine's words are defined once: no module writes a status out as a string of its own."""
+
 from __future__ import annotations
 
 import ast
@@ -20,9 +21,14 @@ NOT_STATUSES = {
 def _quoted_words(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS_HERE
-            and id(node) not in keys]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in WORDS_HERE
+        and id(node) not in keys
+    ]
 
 
 def test_no_engine_module_writes_a_status_word_of_its_own() -> None:
@@ -31,8 +37,11 @@ def test_no_engine_module_writes_a_status_word_of_its_own() -> None:
         rel = path.relative_to(ENGINE).as_posix()
         if rel == "vocabulary.py" or "template" in path.parts:
             continue
-        found += [f"verified_book/{rel}:{line}: {word!r}" for line, word in _quoted_words(path)
-                  if (rel, word) not in NOT_STATUSES]
+        found += [
+            f"verified_book/{rel}:{line}: {word!r}"
+            for line, word in _quoted_words(path)
+            if (rel, word) not in NOT_STATUSES
+        ]
     assert found == [], "use the vocabulary's names (Status.X, OutcomeStatus.X, UNVERIFIED, ...):\n" + "\n".join(found)
 
 

@@ -1,6 +1,7 @@
 """The fleet and site workflows agree with the book: a runner label for every hardware profile,
 each machine verifying its own marker into the artifact the merge checks, results files checked
 before a site is built from them."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,8 @@ def test_every_hardware_profile_has_a_runner_in_the_fleet() -> None:
     matrix = workflow("fleet.yml")["jobs"]["verify"]["strategy"]["matrix"]["machine"]
     assert sorted(matrix) == sorted(profiles()), (
         f".github/workflows/fleet.yml: the matrix lists {sorted(matrix)}; the book's hardware profiles "
-        f"(claims/data/hardware/) are {sorted(profiles())}")
+        f"(claims/data/hardware/) are {sorted(profiles())}"
+    )
 
 
 def test_each_machine_verifies_its_own_marker_into_its_artifact() -> None:
@@ -86,8 +88,9 @@ def test_every_pages_deployment_shares_one_group_and_none_is_cancelled() -> None
     assert fleet == {"group": "pages", "cancel-in-progress": False}
     site = workflow("site.yml")["concurrency"]
     assert "|| 'pages' }}" in site["group"] and "github.event_name == 'pull_request'" in site["group"]
-    assert site["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", \
+    assert site["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}", (
         "a push's deployment must never be cancelled; only a pull request's build may be replaced"
+    )
 
 
 SHA = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
@@ -102,7 +105,9 @@ def test_actions_are_pinned_credentials_dropped_and_python_recent(name: str) -> 
             action = step.get("uses")
             if action:
                 assert SHA.match(action), f"{where}: {action} is not pinned to a commit"
-                assert re.search(re.escape(action) + r" # v\d+\.\d+\.\d+", text), f"{where}: {action} has no version comment"
+                assert re.search(re.escape(action) + r" # v\d+\.\d+\.\d+", text), (
+                    f"{where}: {action} has no version comment"
+                )
             if str(action).startswith("actions/checkout"):
                 assert step["with"]["persist-credentials"] is False, f"{where}: checkout keeps its credentials"
             if str(action).startswith("actions/setup-python"):
@@ -115,7 +120,7 @@ def test_actions_are_pinned_credentials_dropped_and_python_recent(name: str) -> 
 def test_the_fleets_virtual_environment_lives_outside_the_checkout() -> None:
     verify = workflow("fleet.yml")["jobs"]["verify"]
     setup = "\n".join(runs(verify))
-    assert 'VERIFIED_BOOK_VENV=${RUNNER_TOOL_CACHE}/' in setup and 'PIP_CACHE_DIR=${RUNNER_TOOL_CACHE}/' in setup
+    assert "VERIFIED_BOOK_VENV=${RUNNER_TOOL_CACHE}/" in setup and "PIP_CACHE_DIR=${RUNNER_TOOL_CACHE}/" in setup
     assert "$VERIFIED_BOOK_VENV/bin/pytest" in setup
 
 

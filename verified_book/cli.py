@@ -1,4 +1,5 @@
 """The old path of `verified_book.integration.cli`, which books written on the engine import."""
+
 import sys
 
 from verified_book.integration import cli as _module

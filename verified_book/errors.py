@@ -5,6 +5,7 @@ without the key a claim asks for); a `Problem` is what a run or a build reports 
 topic module that does not import, a figure bound to an unknown claim). Both carry where (`file:line`),
 what, and where it helps, the remedy, so no caller splits a message back apart.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

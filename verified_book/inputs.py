@@ -1,4 +1,5 @@
 """The old path of `verified_book.authoring.inputs`, which books written on the engine import."""
+
 import sys
 
 from verified_book.authoring import inputs as _module

@@ -1,4 +1,5 @@
 """The old path of `verified_book.integration.mkdocs_plugin`, which books written on the engine import."""
+
 import sys
 
 from verified_book.integration import mkdocs_plugin as _module

@@ -1,4 +1,5 @@
 """The old path of `verified_book.engine.snippet_figures`, which books written on the engine import."""
+
 import sys
 
 from verified_book.engine import snippet_figures as _module

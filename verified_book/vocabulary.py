@@ -6,6 +6,7 @@ means. Each status is one row (`WORDS`): its label, its meaning, the glyph and t
 shape words of its mark, and whether a run records it. Backend names are the
 registered adapters' (`verified_book.backends`).
 """
+
 from __future__ import annotations
 
 import re
@@ -34,6 +35,8 @@ class Status(str, Enum):
 #: (a library would not import, the virtual environment vanished): reported, never recorded, and
 #: never counted as failed (verified_book.engine.environment)
 BROKEN_ENVIRONMENT = "environment"
+
+
 class OutcomeStatus(str, Enum):
     """What became of asking one claim for its value on one backend, before any figure is judged."""
 
@@ -69,42 +72,112 @@ class Word:
     recorded: bool  # whether a run writes it into a results file
 
 
-WORDS: dict[str, Word] = {w.name: w for w in (
-    Word("verified", "verified",
-         "the printed figure was compared with a value computed or measured here, on the device it speaks of, "
-         "and held", "✓", "a tick", True),
-    Word("cited", "cited",
-         "the figure is taken from the source its panel names (a vendor, a standard, or the book's own stated "
-         "choice), and the book prints what its data file transcribes; nothing here computed it", "❝",
-         "a quotation mark", True),
-    Word("stale", "stale", "compared, and the printed figure no longer rounds to the computed value", "≠",
-         "a not-equal sign", True),
-    Word("failed", "failed", "the claim could not compute, or a property it must have did not hold", "✗",
-         "a cross", True),
-    Word("disputed", "disputed",
-         "the source's own words (quoted, with their place) assert something the computation refutes", "⚑",
-         "a flag", True),
-    Word("reference", "reference",
-         "a measurement printed from another machine, or a figure computed from one: both values shown, its "
-         "invariants checked, no comparison claimed", "◇", "a hollow diamond", True),
-    Word("outdated", "outdated",
-         "this machine's record was computed from an older claim or input than the book has now", "↻",
-         "a circular arrow", False),
-    Word("skipped", "skipped", "not computable here, with the reason", "⊖", "a circle with a bar", True),
-    Word(BROKEN_ENVIRONMENT, "not checked",
-         "the run's environment broke before this could be asked (a library would not import); never recorded, "
-         "the earlier record stands", "⊘", "a slashed circle", False),
-    Word(CONTENDED, CONTENDED,
-         "measured while another run of the book, or a heavy load, shared the machine; not the machine's figure",
-         "⇄", "two arrows, one each way", False),
-    Word(UNVERIFIED, "not yet verified", "no machine has recorded a result for this claim yet", "○",
-         "a hollow circle", False),
-    Word(BROKEN_BINDING, "error", "this figure's binding is broken; the build reports where", "⚠",
-         "a triangle with an exclamation mark", False),
-    Word(NOT_REPORTED, "not reported this week",
-         "a machine of the fleet whose latest run is older than the site allows; its last results are still shown",
-         "◷", "a clock with an exclamation mark", False),
-)}
+WORDS: dict[str, Word] = {
+    w.name: w
+    for w in (
+        Word(
+            "verified",
+            "verified",
+            "the printed figure was compared with a value computed or measured here, on the device it speaks of, "
+            "and held",
+            "✓",
+            "a tick",
+            True,
+        ),
+        Word(
+            "cited",
+            "cited",
+            "the figure is taken from the source its panel names (a vendor, a standard, or the book's own stated "
+            "choice), and the book prints what its data file transcribes; nothing here computed it",
+            "❝",
+            "a quotation mark",
+            True,
+        ),
+        Word(
+            "stale",
+            "stale",
+            "compared, and the printed figure no longer rounds to the computed value",
+            "≠",
+            "a not-equal sign",
+            True,
+        ),
+        Word(
+            "failed",
+            "failed",
+            "the claim could not compute, or a property it must have did not hold",
+            "✗",
+            "a cross",
+            True,
+        ),
+        Word(
+            "disputed",
+            "disputed",
+            "the source's own words (quoted, with their place) assert something the computation refutes",
+            "⚑",
+            "a flag",
+            True,
+        ),
+        Word(
+            "reference",
+            "reference",
+            "a measurement printed from another machine, or a figure computed from one: both values shown, its "
+            "invariants checked, no comparison claimed",
+            "◇",
+            "a hollow diamond",
+            True,
+        ),
+        Word(
+            "outdated",
+            "outdated",
+            "this machine's record was computed from an older claim or input than the book has now",
+            "↻",
+            "a circular arrow",
+            False,
+        ),
+        Word("skipped", "skipped", "not computable here, with the reason", "⊖", "a circle with a bar", True),
+        Word(
+            BROKEN_ENVIRONMENT,
+            "not checked",
+            "the run's environment broke before this could be asked (a library would not import); never recorded, "
+            "the earlier record stands",
+            "⊘",
+            "a slashed circle",
+            False,
+        ),
+        Word(
+            CONTENDED,
+            CONTENDED,
+            "measured while another run of the book, or a heavy load, shared the machine; not the machine's figure",
+            "⇄",
+            "two arrows, one each way",
+            False,
+        ),
+        Word(
+            UNVERIFIED,
+            "not yet verified",
+            "no machine has recorded a result for this claim yet",
+            "○",
+            "a hollow circle",
+            False,
+        ),
+        Word(
+            BROKEN_BINDING,
+            "error",
+            "this figure's binding is broken; the build reports where",
+            "⚠",
+            "a triangle with an exclamation mark",
+            False,
+        ),
+        Word(
+            NOT_REPORTED,
+            "not reported this week",
+            "a machine of the fleet whose latest run is older than the site allows; its last results are still shown",
+            "◷",
+            "a clock with an exclamation mark",
+            False,
+        ),
+    )
+}
 
 #: what each status means, in one sentence a reader understands (README, legend, report)
 MEANINGS: dict[str, str] = {name: w.meaning for name, w in WORDS.items()}
@@ -113,14 +186,29 @@ LABELS: dict[str, str] = {name: w.label for name, w in WORDS.items()}
 SHAPES: dict[str, tuple[str, str]] = {name: (w.glyph, w.shape) for name, w in WORDS.items()}
 
 #: worst first: the status a reader sees where several backends or machines disagree
-ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.OUTDATED, Status.DISPUTED,
-                             Status.REFERENCE, Status.CITED, Status.VERIFIED, Status.SKIPPED)
+ORDER: tuple[Status, ...] = (
+    Status.FAILED,
+    Status.STALE,
+    Status.OUTDATED,
+    Status.DISPUTED,
+    Status.REFERENCE,
+    Status.CITED,
+    Status.VERIFIED,
+    Status.SKIPPED,
+)
 
 #: the status a figure shows where machines differ: a problem first, then the strongest evidence
 #: that it holds (compared here, then transcribed, then only measured elsewhere, then computed from
 #: an older book)
-SHOWN_ORDER: tuple[Status, ...] = (Status.FAILED, Status.STALE, Status.DISPUTED, Status.VERIFIED,
-                                   Status.CITED, Status.REFERENCE, Status.OUTDATED)
+SHOWN_ORDER: tuple[Status, ...] = (
+    Status.FAILED,
+    Status.STALE,
+    Status.DISPUTED,
+    Status.VERIFIED,
+    Status.CITED,
+    Status.REFERENCE,
+    Status.OUTDATED,
+)
 
 _RANKED: tuple[str, ...] = (Status.FAILED.value, Status.STALE.value, BROKEN_ENVIRONMENT, *(s.value for s in ORDER[2:]))
 
@@ -132,8 +220,11 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 #: what a run's figure line counts, in this order: each figure the run selected falls in exactly one
 #: (`not here`: no backend of this machine computed it); a run judges its figures now, so none is outdated
 NOT_HERE = "not here"
-FIGURE_COUNTS: tuple[str, ...] = (*(s.value for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
-                                   BROKEN_ENVIRONMENT, NOT_HERE)
+FIGURE_COUNTS: tuple[str, ...] = (
+    *(s.value for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
+    BROKEN_ENVIRONMENT,
+    NOT_HERE,
+)
 
 
 def worst(statuses: Iterable[str], default: str = Status.VERIFIED.value) -> str:

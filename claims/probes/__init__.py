@@ -8,6 +8,7 @@
 
 The claims built on these live in `claims/topics/measured.py`.
 """
+
 from __future__ import annotations
 
 from claims.probes import bandwidth, matmul, store, timing

@@ -13,6 +13,7 @@ the device has under 8 GiB free. numpy copies and reduces on one thread per call
 its probe splits the buffer across every CPU this process may use, as torch does by
 itself; MLX on the CPU runs as MLX does.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,12 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from verified_book.backends import Backend
-from verified_book.engine.machine import usable_cpus
 from claims.probes import store
 from claims.probes.devices import GIB, MIB, Runner, available_memory
 from claims.probes.timing import Measurement, repeat
 from verified_book.authoring.registry import NotOnBackend
+from verified_book.backends import Backend
+from verified_book.engine.machine import usable_cpus
 
 DEFAULT_LLC = 32 * MIB
 LLC_MULTIPLE = 4
@@ -58,7 +59,11 @@ def _llc_from_sysfs(root: Path, cpus: list[int]) -> int | None:
                 kind = (index / "type").read_text().strip()
                 level = int((index / "level").read_text())
                 size = _size((index / "size").read_text())
-                shared = (index / "shared_cpu_list").read_text().strip() if (index / "shared_cpu_list").exists() else f"cpu{cpu}"
+                shared = (
+                    (index / "shared_cpu_list").read_text().strip()
+                    if (index / "shared_cpu_list").exists()
+                    else f"cpu{cpu}"
+                )
             except (OSError, ValueError):
                 continue
             if kind == "Instruction":
@@ -126,8 +131,10 @@ def buffer_bytes(runner: Runner) -> int:
     free = runner.free_bytes()
     size = min(GPU_BUFFER, free // 8) // MIB * MIB
     if size < GPU_MIN_BUFFER:
-        raise NotOnBackend(f"{runner.name} has {free / GIB:.1f} GiB free; a bandwidth probe needs two buffers of "
-                           f"at least {GPU_MIN_BUFFER // MIB} MiB with room to spare")
+        raise NotOnBackend(
+            f"{runner.name} has {free / GIB:.1f} GiB free; a bandwidth probe needs two buffers of "
+            f"at least {GPU_MIN_BUFFER // MIB} MiB with room to spare"
+        )
     return size
 
 
@@ -137,7 +144,9 @@ def _split(array: Any, parts: int) -> list[Any]:
     return list(np.array_split(array, parts))
 
 
-def _operations(runner: Runner, nbytes: int, threads: int) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], bool]]:
+def _operations(
+    runner: Runner, nbytes: int, threads: int
+) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], bool]]:
     """(copy, read, check) on two float32 buffers of `nbytes` each on this backend."""
     n = nbytes // 4
     adapter = runner.adapter
@@ -183,8 +192,13 @@ def measure(backend: Backend, op: str, nbytes: int | None = None, threads: int |
     return measure_ops(backend, (op,), nbytes, threads)[op]
 
 
-def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbytes: int | None = None,
-                threads: int | None = None, cap_scale: float = 1.0) -> dict[str, Measurement]:
+def measure_ops(
+    backend: Backend,
+    ops: tuple[str, ...] = ("copy", "read"),
+    nbytes: int | None = None,
+    threads: int | None = None,
+    cap_scale: float = 1.0,
+) -> dict[str, Measurement]:
     """Measure bandwidths (`copy`, `read`) on a backend with one pair of buffers, uncached;
     `cap_scale` stretches the time cap (a recheck)."""
     for op in ops:
@@ -199,8 +213,9 @@ def measure_ops(backend: Backend, ops: tuple[str, ...] = ("copy", "read"), nbyte
             copy, read, check = _operations(runner, size, threads)
             out = {op: _measure(runner, op, copy if op == "copy" else read, size, threads) for op in ops}
             if "copy" in ops and not check():
-                raise RuntimeError(f"copy bandwidth on {backend.name}: the destination does not hold the source "
-                                   "after the copy")
+                raise RuntimeError(
+                    f"copy bandwidth on {backend.name}: the destination does not hold the source after the copy"
+                )
             del copy, read, check
             return out
     finally:
@@ -212,8 +227,14 @@ def _measure(runner: Runner, op: str, fn: Callable[[], Any], size: int, threads:
     detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.adapter.splits_copies else "")
     first = runner.calibrate(fn)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
-    return repeat(runner.repetition(fn, first), what=f"{op} bandwidth on {runner.name}", work=work, unit="GB/s",
-                  policy=policy, detail=detail)
+    return repeat(
+        runner.repetition(fn, first),
+        what=f"{op} bandwidth on {runner.name}",
+        work=work,
+        unit="GB/s",
+        policy=policy,
+        detail=detail,
+    )
 
 
 def _both(backend: Backend) -> dict[str, Measurement]:

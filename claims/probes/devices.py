@@ -18,6 +18,7 @@ would make the work look slow enough to need no repetitions.
 A repetition runs the work `inner` times and returns seconds per call, so that work too
 short for the clock (a copy on an accelerator) is timed over several calls.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,9 +26,9 @@ import math
 import os
 from typing import Any, Callable
 
-from verified_book.backends import Backend
 from claims.probes.timing import Policy, default_policy
 from verified_book.authoring.registry import NotOnBackend
+from verified_book.backends import Backend
 
 GIB = 2**30
 MIB = 2**20
@@ -107,4 +108,3 @@ def available_memory() -> int:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
     except (ValueError, OSError, AttributeError):
         return 8 * GIB
-

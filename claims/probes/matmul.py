@@ -20,6 +20,7 @@ batches in increasing order; on the CPU a batch whose call does more than CPU_SW
 work, not a time, so every run of a machine measures the same batches and passes the same
 checks; a rule on the time left would measure a batch on one run and skip it on the next.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,8 +32,8 @@ from typing import Any, Callable
 from claims.probes import store
 from claims.probes.devices import Runner
 from claims.probes.timing import Measurement, repeat
-from verified_book.backends import Backend
 from verified_book.authoring.registry import NotOnBackend
+from verified_book.backends import Backend
 
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -64,7 +65,9 @@ def _full_fp32(backend: Backend, active: bool = True) -> contextlib.AbstractCont
 DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def _operands(backend: Backend, dtype: str, rows: int, inner: int, cols: int, seed: int = 0) -> tuple[Callable[[], Any], list[Any]]:
+def _operands(
+    backend: Backend, dtype: str, rows: int, inner: int, cols: int, seed: int = 0
+) -> tuple[Callable[[], Any], list[Any]]:
     """(one call of a @ b, the arrays) for a (rows × inner) by (inner × cols) product in `dtype`."""
     adapter = backend.adapter
     if dtype == "fp8":
@@ -101,7 +104,6 @@ def _cpu_n(runner: Runner, backend: Backend, dtype: str) -> int:
     return n
 
 
-
 def measure_matmul(backend: Backend, dtype: str, one_thread: bool = False, cap_scale: float = 1.0) -> Measurement:
     """Square matmul throughput of `dtype` on a backend, uncached; GFLOP/s as the rate.
 
@@ -112,15 +114,20 @@ def measure_matmul(backend: Backend, dtype: str, one_thread: bool = False, cap_s
     if dtype not in DTYPES:
         raise ValueError(f"matmul probe: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     if one_thread and not backend.has("thread_count"):
-        raise ValueError(f"matmul probe: one_thread applies to a library whose thread count can be set, not {backend.name}")
+        raise ValueError(
+            f"matmul probe: one_thread applies to a library whose thread count can be set, not {backend.name}"
+        )
     runner = Runner(backend)
     runner.policy = dataclasses.replace(runner.policy, cap_s=runner.policy.cap_s * cap_scale)
     why = _unsupported(backend, dtype)
     if why:
         raise NotOnBackend(why)
     try:
-        with runner.on_device(), _full_fp32(backend, dtype == "fp32") as note, \
-                (backend.adapter.one_thread() if one_thread else contextlib.nullcontext()):
+        with (
+            runner.on_device(),
+            _full_fp32(backend, dtype == "fp32") as note,
+            backend.adapter.one_thread() if one_thread else contextlib.nullcontext(),
+        ):
             return _measure_matmul(runner, dtype, note + ("; one thread" if one_thread else ""))
     finally:
         runner.release()  # after the measurement has returned, so its matrices are unreferenced
@@ -141,8 +148,9 @@ def _measure_matmul(runner: Runner, dtype: str, note: str) -> Measurement:
     one = runner.repetition(call, first)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
     detail = f"n = {n}" + (f"; {note}" if note else "")
-    return repeat(one, what=f"{dtype} matmul on {backend.name}", work=2 * n**3, unit="GFLOP/s",
-                  policy=policy, detail=detail)
+    return repeat(
+        one, what=f"{dtype} matmul on {backend.name}", work=2 * n**3, unit="GFLOP/s", policy=policy, detail=detail
+    )
 
 
 def matmul(backend: Backend, dtype: str) -> Measurement:
@@ -152,8 +160,10 @@ def matmul(backend: Backend, dtype: str) -> Measurement:
 
 def matmul_recheck(backend: Backend, dtype: str) -> Measurement:
     """torch:cpu's matmul on one thread with four times the time cap, measured once per run."""
-    return store.once((backend.name, "matmul", dtype, "recheck"),
-                      lambda: measure_matmul(backend, dtype, one_thread=True, cap_scale=4.0))
+    return store.once(
+        (backend.name, "matmul", dtype, "recheck"),
+        lambda: measure_matmul(backend, dtype, one_thread=True, cap_scale=4.0),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,8 +186,9 @@ class SweepPoint:
         return self.weight_bytes / self.measurement.median_s / 1e9
 
 
-def measure_sweep(backend: Backend, inputs: int, outputs: int,
-                  batches: tuple[int, ...] = SWEEP_BATCHES) -> dict[int, SweepPoint]:
+def measure_sweep(
+    backend: Backend, inputs: int, outputs: int, batches: tuple[int, ...] = SWEEP_BATCHES
+) -> dict[int, SweepPoint]:
     """x @ w with an FP32 (inputs × outputs) weight at each batch, uncached."""
     runner = Runner(backend)
     try:
@@ -187,7 +198,9 @@ def measure_sweep(backend: Backend, inputs: int, outputs: int,
         runner.release()  # after the sweep has returned, so the weight is unreferenced
 
 
-def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int, ...], note: str) -> dict[int, SweepPoint]:
+def _measure_sweep(
+    runner: Runner, inputs: int, outputs: int, batches: tuple[int, ...], note: str
+) -> dict[int, SweepPoint]:
     backend = runner.backend
     weight_bytes = 4 * inputs * outputs
     points: dict[int, SweepPoint] = {}
@@ -196,10 +209,14 @@ def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int
     for batch in batches:
         work = 2 * batch * inputs * outputs
         if not runner.gpu and work > CPU_SWEEP_MAX_FLOPS:
-            points[batch] = SweepPoint(batch, None, weight_bytes,
-                                       f"batch {batch} is not measured on the CPU: {work / 1e9:.1f} GFLOP a call, past the "
-                                       f"sweep's {CPU_SWEEP_MAX_FLOPS / 1e9:.1f} GFLOP a call on a CPU (a count of work, so "
-                                       "every run measures the same batches)")
+            points[batch] = SweepPoint(
+                batch,
+                None,
+                weight_bytes,
+                f"batch {batch} is not measured on the CPU: {work / 1e9:.1f} GFLOP a call, past the "
+                f"sweep's {CPU_SWEEP_MAX_FLOPS / 1e9:.1f} GFLOP a call on a CPU (a count of work, so "
+                "every run measures the same batches)",
+            )
             continue
         call, arrays = _sweep_operands(backend, batch, inputs, outputs, w)
         w = arrays[1]
@@ -213,13 +230,22 @@ def _measure_sweep(runner: Runner, inputs: int, outputs: int, batches: tuple[int
         one = runner.repetition(call, first)
         policy = dataclasses.replace(runner.policy, warmup=0)
         detail = f"x ({batch} × {inputs}) @ w ({inputs} × {outputs}), FP32" + (f"; {note}" if note else "")
-        m = repeat(one, what=f"sweep batch {batch} on {backend.name}", work=work,
-                   unit="GFLOP/s", policy=policy, detail=detail, first=first if first >= runner.min_rep_s else None)
+        m = repeat(
+            one,
+            what=f"sweep batch {batch} on {backend.name}",
+            work=work,
+            unit="GFLOP/s",
+            policy=policy,
+            detail=detail,
+            first=first if first >= runner.min_rep_s else None,
+        )
         points[batch] = SweepPoint(batch, m, weight_bytes)
     return points
 
 
-def _sweep_operands(backend: Backend, batch: int, inputs: int, outputs: int, w: Any) -> tuple[Callable[[], Any], list[Any]]:
+def _sweep_operands(
+    backend: Backend, batch: int, inputs: int, outputs: int, w: Any
+) -> tuple[Callable[[], Any], list[Any]]:
     """One call of x @ w at this batch, reusing the weight `w` when given (it stays warm)."""
     adapter = backend.adapter
     if w is None:

@@ -5,6 +5,7 @@ time and give claims that disagree with each other. So each (backend, quantity) 
 measured once per process and kept here; a failure to measure (a `NotOnBackend`, say) is
 kept too, so every claim that needs it skips with the same reason.
 """
+
 from __future__ import annotations
 
 import threading

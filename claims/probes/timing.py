@@ -11,6 +11,7 @@ Nothing here knows a library or a device: a repetition is a callable that runs t
 and returns its seconds per call, and the clock is a parameter, so the logic is tested
 with a fake one.
 """
+
 from __future__ import annotations
 
 import math
@@ -103,8 +104,10 @@ class Measurement:
     def describe(self) -> str:
         state = "settled" if self.settled else "capped"
         detail = f"; {self.detail}" if self.detail else ""
-        return (f"{self.what}: {self.rate:.4g} {self.unit} (median of {self.reps} runs, "
-                f"spread {self.spread:.1%}, {state}{detail})")
+        return (
+            f"{self.what}: {self.rate:.4g} {self.unit} (median of {self.reps} runs, "
+            f"spread {self.spread:.1%}, {state}{detail})"
+        )
 
 
 class Progress:
@@ -123,8 +126,10 @@ class Progress:
         self._last = elapsed
         stream = self.stream or sys.stderr
         rate = work / statistics.median(samples) / 1e9
-        text = (f"\r  probe {self.what}: {len(samples)} runs in {elapsed:.1f} s, "
-                f"{rate:.4g} {unit}, spread {spread(samples):.1%}")
+        text = (
+            f"\r  probe {self.what}: {len(samples)} runs in {elapsed:.1f} s, "
+            f"{rate:.4g} {unit}, spread {spread(samples):.1%}"
+        )
         stream.write(text)
         stream.flush()
         self.shown = True

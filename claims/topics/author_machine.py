@@ -6,16 +6,17 @@ card's compute capability (which tensor-core formats it runs) is derived against
 capabilities each format needs (claims/data/cuda_formats.toml). The device claims read
 the same facts from the GPU itself and run only on an RTX 5080.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.backends import Backend
-from verified_book.authoring.inputs import exact, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.format_defaults import capability
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import gib
+from verified_book.authoring.inputs import exact, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend
 
 PROFILE = "hardware/rtx5080.toml"
 TENSOR_CORE_FORMATS = ("tf32", "bf16", "fp8")
@@ -43,8 +44,11 @@ def card_bytes_claim() -> Fraction:
     return card_bytes()
 
 
-@claim("author_machine.system_memory_gb", kind="given",
-       citation="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)")
+@claim(
+    "author_machine.system_memory_gb",
+    kind="given",
+    citation="the book's own choice: the author's build, 32 GB of DDR5 (no vendor states it)",
+)
 def system_memory_gb() -> Fraction:
     """The machine's system DDR5, a separate address space from the card's."""
     return exact(vendor(PROFILE, "system_memory"))
@@ -56,7 +60,12 @@ def compute_capability() -> Fraction:
     return _as_number(capability(vendor(PROFILE, "compute_capability")))
 
 
-@claim("author_machine.tensor_core_minimum.{fmt}", kind="quoted", over={"fmt": TENSOR_CORE_FORMATS}, citation="NVIDIA PTX ISA")
+@claim(
+    "author_machine.tensor_core_minimum.{fmt}",
+    kind="quoted",
+    over={"fmt": TENSOR_CORE_FORMATS},
+    citation="NVIDIA PTX ISA",
+)
 def tensor_core_minimum(fmt: str) -> Fraction:
     """The compute capability at which tensor cores first take a format."""
     return _as_number(capability(vendor("cuda_formats.toml", fmt)))
@@ -75,8 +84,14 @@ def _device_capability() -> tuple[int, int]:
     return tuple(torch.cuda.get_device_capability(0))  # type: ignore[return-value]
 
 
-@claim("author_machine.device.vram_gib", kind="measured", backends=("torch:cuda",), hardware="rtx5080",
-       printed_on="rtx5080", tolerance=0.05)
+@claim(
+    "author_machine.device.vram_gib",
+    kind="measured",
+    backends=("torch:cuda",),
+    hardware="rtx5080",
+    printed_on="rtx5080",
+    tolerance=0.05,
+)
 def device_vram_gib(backend: Backend) -> Fraction:
     """The memory the device reports, in GiB: NVIDIA's "16 GB" are binary gigabytes, less what the driver keeps."""
     import torch
@@ -84,8 +99,10 @@ def device_vram_gib(backend: Backend) -> Fraction:
     total = torch.cuda.get_device_properties(0).total_memory
     stated = vram_gb()
     if not Fraction(9, 10) * card_bytes() <= total <= card_bytes():
-        raise InvariantFailed(f"the device reports {total / gib():.2f} GiB; the profile states {stated} GB, "
-                              f"{card_bytes():,} bytes by the book's rule that a card's GB are GiB")
+        raise InvariantFailed(
+            f"the device reports {total / gib():.2f} GiB; the profile states {stated} GB, "
+            f"{card_bytes():,} bytes by the book's rule that a card's GB are GiB"
+        )
     return Fraction(total, gib())
 
 

@@ -9,6 +9,7 @@ forward-mode passes, counted by how often the loss is evaluated. Memory: the ten
 autograd saves for the backward pass are counted through
 `torch.autograd.graph.saved_tensors_hooks`, with grad mode on and under `torch.no_grad()`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,10 +19,10 @@ from typing import Any, Callable
 
 import sympy
 
-from verified_book.backends import Backend, supporting
+from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import given
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS
+from verified_book.backends import Backend, supporting
 
 AUTODIFF = supporting("autodiff")
 FP32_EPS = 2.0**-23
@@ -80,8 +81,10 @@ def reverse(backend: Backend, example: str) -> tuple[float, ...]:
     scale = max(abs(g) for g in exact)
     worst = max(abs(a - b) for a, b in zip(found, exact))
     if worst > ULPS * FP32_EPS * scale:
-        raise InvariantFailed(f"{backend.name} gives {found} for {example}; sympy gives {exact}: "
-                              f"off by {worst:.3g}, more than {ULPS} FP32 units of {scale:.3g}")
+        raise InvariantFailed(
+            f"{backend.name} gives {found} for {example}; sympy gives {exact}: "
+            f"off by {worst:.3g}, more than {ULPS} FP32 units of {scale:.3g}"
+        )
     return found
 
 
@@ -91,7 +94,6 @@ SAMPLES = 8
 def parameters() -> int:
     """Weights of the least-squares loss: a given input of the example."""
     return int(given("autograd.regression.parameters"))
-
 
 
 def _regression() -> tuple[Any, Any, Any, Any]:
@@ -129,7 +131,9 @@ def _count_passes(backend: Backend, mode: str) -> int:
     else:
         grad = [adapter.jvp(loss, w, backend.tensor(e, float32)).item() for e in basis]
     if not np.allclose(grad, exact, rtol=1e-5, atol=1e-6):
-        raise InvariantFailed(f"{mode} mode gives the gradient {grad}; the closed form 2/m·Xᵀ(Xw − y) gives {exact.tolist()}")
+        raise InvariantFailed(
+            f"{mode} mode gives the gradient {grad}; the closed form 2/m·Xᵀ(Xw − y) gives {exact.tolist()}"
+        )
     return calls
 
 
@@ -145,12 +149,9 @@ def passes(backend: Backend, mode: str) -> int:
     return _count_passes(backend, mode)
 
 
-
-
 def mlp_size() -> tuple[int, int]:
     """(batch, width) of the recorded-activations example: given inputs."""
     return int(given("autograd.mlp.batch")), int(given("autograd.mlp.width"))
-
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,20 @@ class Recording:
 # Backward nodes of layout views: they move no value, and whether a device records one depends on how
 # it decomposes an op (CPU and CUDA run nn.Linear as addmm of a transposed weight, a TBackward node;
 # MPS records one LinearBackward node), so they are not counted.
-LAYOUT_NODES = frozenset({"TBackward0", "TransposeBackward0", "PermuteBackward0", "ViewBackward0",
-                          "UnsafeViewBackward0", "ReshapeAliasBackward0", "ExpandBackward0",
-                          "SqueezeBackward0", "UnsqueezeBackward0", "AliasBackward0"})
+LAYOUT_NODES = frozenset(
+    {
+        "TBackward0",
+        "TransposeBackward0",
+        "PermuteBackward0",
+        "ViewBackward0",
+        "UnsafeViewBackward0",
+        "ReshapeAliasBackward0",
+        "ExpandBackward0",
+        "SqueezeBackward0",
+        "UnsqueezeBackward0",
+        "AliasBackward0",
+    }
+)
 
 
 def _graph_nodes(root: Any) -> int:
@@ -199,7 +211,9 @@ def record(backend: Backend, mode: str) -> Recording:
 
     generator = torch.Generator().manual_seed(0)
     BATCH, WIDTH = mlp_size()
-    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH)).to(backend.device)
+    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH)).to(
+        backend.device
+    )
     x = torch.randn(BATCH, WIDTH, generator=generator).to(backend.device)
     parameters = {p.data_ptr() for p in model.parameters()}
     saved: list[int] = []

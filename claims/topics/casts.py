@@ -6,6 +6,7 @@ round-to-nearest-even onto the format's grid, computed exactly from its bit layo
 so a library that rounds differently fails as a broken invariant rather than as a
 stale figure.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format, dtype_of
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
 
 CASES: dict[str, float] = {
     "near_one": 1.001,  # a value just above 1.0
@@ -70,8 +71,10 @@ def cast(backend: Backend, case: str, fmt: Format) -> float:
     got = round_trip(backend, value, fmt)
     want = nearest(value, fmt)
     if got != want:
-        raise InvariantFailed(f"{backend.name} casts {value!r} to {fmt.label} as {got!r}; rounding to the nearest "
-                              f"point of the {fmt.sign, fmt.exponent, fmt.mantissa} grid (ties to even) gives {want!r}")
+        raise InvariantFailed(
+            f"{backend.name} casts {value!r} to {fmt.label} as {got!r}; rounding to the nearest "
+            f"point of the {fmt.sign, fmt.exponent, fmt.mantissa} grid (ties to even) gives {want!r}"
+        )
     return got
 
 
@@ -90,8 +93,10 @@ def lost_update(backend: Backend, fmt: Format) -> float:
     got = add_in(backend, fmt, WEIGHT, UPDATE)
     want = nearest(nearest(WEIGHT, fmt) + _as_float32(UPDATE), fmt)
     if got != want:
-        raise InvariantFailed(f"{backend.name}: {WEIGHT} + {UPDATE} in {fmt.label} gives {got!r}; exact rounding "
-                              f"of the sum onto the format's grid gives {want!r}")
+        raise InvariantFailed(
+            f"{backend.name}: {WEIGHT} + {UPDATE} in {fmt.label} gives {got!r}; exact rounding "
+            f"of the sum onto the format's grid gives {want!r}"
+        )
     return got
 
 

@@ -3,7 +3,8 @@
 Decode at batch 1 reads every weight once per token and does two FLOPs with it, so the
 memory clock, not the arithmetic, sets its speed: tokens per second can be no more than
 bandwidth / bytes per token. Bandwidths are the vendors' figures in each track's hardware
-profile; the bytes are the checkpoint files' sizes (BF16's to a tenth of a GB, Q4_K_M's as the book gives it), or, for comparison, the bytes
+profile; the bytes are the checkpoint files' sizes (BF16's to a tenth of a GB, Q4_K_M's as the book gives it), or, for
+comparison, the bytes
 derived from config.json.
 
 "Every weight once" is the source's reading, and not quite what decode does: the input
@@ -12,14 +13,15 @@ vocabulary × hidden_size matrix. The bytes decode really reads per token are ev
 but the embedding, plus that row; transformers' Qwen3ForCausalLM, built from the shipped
 config.json on the meta device, must give the same count as the config arithmetic.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.backends import Backend
+from claims.topics.models import GB, MODEL, bf16_bytes_per_element, bf16_total_bytes, checkpoint_gb, q4_k_m_gb
 from verified_book.authoring.inputs import exact, model_config, model_config_all, vendor
 from verified_book.authoring.registry import InvariantFailed, claim
-from claims.topics.models import GB, MODEL, bf16_bytes_per_element, bf16_total_bytes, checkpoint_gb, q4_k_m_gb
+from verified_book.backends import Backend
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")
@@ -40,8 +42,13 @@ def ceiling(bandwidth: Fraction, gigabytes: Fraction) -> Fraction:
     return bandwidth / gigabytes
 
 
-@claim("decode.bandwidth.{track}", kind="quoted", over={"track": TRACKS}, citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; "
-       "Apple Mac Studio (2025) technical specifications; NVIDIA GeForce RTX 5090 product page")
+@claim(
+    "decode.bandwidth.{track}",
+    kind="quoted",
+    over={"track": TRACKS},
+    citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; "
+    "Apple Mac Studio (2025) technical specifications; NVIDIA GeForce RTX 5090 product page",
+)
 def track_bandwidth(track: str) -> Fraction:
     """A track's vendor memory bandwidth in GB/s."""
     return bandwidth_gbps(track)
@@ -67,9 +74,12 @@ def read_per_token_bytes() -> Fraction:
     return bf16_total_bytes() - (embedding - config["hidden_size"]) * bf16_bytes_per_element()
 
 
-@claim("decode.read_per_token.qwen3_8b.gb", kind="exact",
-       quote="Qwen3-8B at BF16 is 16.4 GB; decode reads all of it once per token",
-       quote_at="tensors-gpus-and-precision.txt:226")
+@claim(
+    "decode.read_per_token.qwen3_8b.gb",
+    kind="exact",
+    quote="Qwen3-8B at BF16 is 16.4 GB; decode reads all of it once per token",
+    quote_at="tensors-gpus-and-precision.txt:226",
+)
 def read_per_token_gb() -> Fraction:
     """GB of weights a decoded token reads: the source says all 16.4 GB of the checkpoint."""
     return read_per_token_bytes() / GB
@@ -86,8 +96,10 @@ def read_per_token_transformers(backend: Backend) -> Fraction:
     read = sum(p.numel() * p.element_size() for p in model.parameters() if p is not embedding)
     read += embedding[0].numel() * embedding.element_size()
     if read != read_per_token_bytes():
-        raise InvariantFailed(f"transformers' Qwen3ForCausalLM reads {read:,} bytes per token; the config count of "
-                              f"claims/data/models/{MODEL}/config.json is {read_per_token_bytes():,}")
+        raise InvariantFailed(
+            f"transformers' Qwen3ForCausalLM reads {read:,} bytes per token; the config count of "
+            f"claims/data/models/{MODEL}/config.json is {read_per_token_bytes():,}"
+        )
     return Fraction(read, GB)
 
 

@@ -7,13 +7,14 @@ the parameter count as the book states it, 8.2 billion; the `exact` claims use t
 count, which moves two of the table's figures by one in the last digit. Claims come in
 pairs, `.stated` and `.exact`.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
+from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
 from verified_book.authoring.inputs import exact, given, vendor
 from verified_book.authoring.registry import claim
-from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
 
 COUNTS = ("stated", "exact")
 TERA = 10**12
@@ -138,8 +139,11 @@ def job_intensity(job: str) -> Fraction:
     return job_flops(job) / job_bytes(job)
 
 
-@claim("flops.tensor_core.fp16_multiple", kind="quoted",
-       citation="NVIDIA Deep Learning Performance documentation, Train With Mixed Precision")
+@claim(
+    "flops.tensor_core.fp16_multiple",
+    kind="quoted",
+    citation="NVIDIA Deep Learning Performance documentation, Train With Mixed Precision",
+)
 def tensor_core_multiple() -> int:
     """The multiple every matrix dimension must be for FP16 tensor-core shapes, as NVIDIA's guide states."""
     return int(exact(vendor("cuda_sm.toml", "tensor_core.fp16_dimension_multiple")))

@@ -23,16 +23,17 @@ variables that switch TF32 on or off behind the library's back (NGC containers s
 the library's own mode, and the device's architecture. Where the environment, not the library,
 sets the default, the default's figure is skipped with the variable named.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 from typing import Any, Iterator
 
-from verified_book.backends import Backend, names_of
+from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import vendor
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS
+from verified_book.backends import Backend, names_of
 
 TORCH = names_of("torch")
 LIBRARIES: dict[str, tuple[str, ...]] = {lib: names_of(lib) for lib in ("numpy", "torch", "mlx")}  # the book's figures
@@ -91,8 +92,10 @@ def default_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps with the library's settings left as they are."""
     overridden = environment_default(backend)
     if overridden:
-        raise NotOnBackend(f"{overridden}; the figure is the library's own default, so it is checked only where "
-                           "the environment leaves it alone")
+        raise NotOnBackend(
+            f"{overridden}; the figure is the library's own default, so it is checked only where "
+            "the environment leaves it alone"
+        )
     matmul_settings(backend)
     return kept_mantissa_bits(backend)
 
@@ -104,9 +107,13 @@ def setting_bits(backend: Backend) -> tuple[int, str]:
     return FORMATS["tf32" if allowed else "fp32"].mantissa, settings
 
 
-@claim("formats.default.matmul.torch_setting_bits", kind="library", backends=TORCH,
-       quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
-       quote_at="tensors-autograd-and-number-formats.txt:33")
+@claim(
+    "formats.default.matmul.torch_setting_bits",
+    kind="library",
+    backends=TORCH,
+    quote="Matmuls silently run in TF32 by default on recent hardware unless you ask for true FP32.",
+    quote_at="tensors-autograd-and-number-formats.txt:33",
+)
 def torch_setting_bits(backend: Backend) -> int:
     """Mantissa bits PyTorch's default settings select for an FP32 matmul: torch's own setting, read here.
 
@@ -124,8 +131,9 @@ def torch_setting_bits(backend: Backend) -> int:
     """
     overridden = environment_default(backend)
     if overridden:
-        raise NotOnBackend(f"{overridden}; the figure is torch's own default, so it is read only where the "
-                           "environment leaves it alone")
+        raise NotOnBackend(
+            f"{overridden}; the figure is torch's own default, so it is read only where the environment leaves it alone"
+        )
     return setting_bits(backend)[0]
 
 
@@ -139,14 +147,17 @@ def torch_tensor_core_bits(backend: Backend) -> int:
     """
     overridden = environment_default(backend)
     if overridden:
-        raise NotOnBackend(f"{overridden}; the figure is torch's own default, measured only where the "
-                           "environment leaves it alone")
+        raise NotOnBackend(
+            f"{overridden}; the figure is torch's own default, measured only where the environment leaves it alone"
+        )
     found = backend.adapter.compute_capability()
     needed = capability(vendor("cuda_formats.toml", "tf32"))
     if found is None or found < needed:
         shown = "none" if found is None else f"{found[0]}.{found[1]}"
-        raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device's is "
-                           f"{shown}, so the figure about them is not measured here")
+        raise NotOnBackend(
+            f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device's is "
+            f"{shown}, so the figure about them is not measured here"
+        )
     by_settings, settings = setting_bits(backend)
     matmul_settings(backend)
     measured = kept_mantissa_bits(backend)
@@ -172,12 +183,17 @@ def tf32_matmul_bits(backend: Backend) -> int:
     """Mantissa bits an FP32 matmul keeps once TF32 is asked for with set_float32_matmul_precision("high")."""
     forced = os.environ.get("NVIDIA_TF32_OVERRIDE")
     if forced == "0":
-        raise NotOnBackend("NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS on this machine, so asking for it keeps "
-                           "FP32's 23 bits; the figure is what TF32 keeps where it is allowed")
+        raise NotOnBackend(
+            "NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS on this machine, so asking for it keeps "
+            "FP32's 23 bits; the figure is what TF32 keeps where it is allowed"
+        )
     matmul_settings(backend)
     found = backend.adapter.compute_capability() or (0, 0)
     needed = capability(vendor("cuda_formats.toml", "tf32"))
     if found < needed:
-        raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device is {found[0]}.{found[1]}")
+        raise NotOnBackend(
+            f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; this device is "
+            f"{found[0]}.{found[1]}"
+        )
     with _float32_matmul_precision("high"):
         return kept_mantissa_bits(backend)

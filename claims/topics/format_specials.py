@@ -11,18 +11,23 @@ MXFP4's bits per weight in `claims.topics.quantisation`. This module adds:
 - the width of MX's E8M0 block scale as each library stores it;
 - the decimal forms the chapter prints (digits a library guarantees, eps to the nearest decade).
 """
+
 from __future__ import annotations
 
 import math
 from fractions import Fraction
 
-from verified_book.backends import Backend, names_of, supporting
-from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend, names_of, supporting
 
 # The libraries whose cast of infinity the book reports, by the package that does the cast.
-LIBRARIES: dict[str, tuple[str, ...]] = {"ml_dtypes": names_of("numpy"), "torch": names_of("torch"), "mlx": names_of("mlx")}
+LIBRARIES: dict[str, tuple[str, ...]] = {
+    "ml_dtypes": names_of("numpy"),
+    "torch": names_of("torch"),
+    "mlx": names_of("mlx"),
+}
 FP8 = (FORMATS["e4m3"], FORMATS["e5m2"])
 
 
@@ -49,8 +54,18 @@ def inf_value(backend: Backend, fmt: Format) -> float:
 # Which formats each library can cast to, and where the cast of inf reads back as a number (not NaN).
 CASTS = {"ml_dtypes": (FP8, (FORMATS["e5m2"],)), "torch": (FP8, FP8), "mlx": ((FORMATS["e4m3"],), (FORMATS["e4m3"],))}
 for _lib, (_bits_formats, _value_formats) in CASTS.items():
-    claim(f"formats.special.{{fmt}}.inf_bits.{_lib}", kind="library", over={"fmt": _bits_formats}, backends=LIBRARIES[_lib])(inf_bits)
-    claim(f"formats.special.{{fmt}}.inf_value.{_lib}", kind="library", over={"fmt": _value_formats}, backends=LIBRARIES[_lib])(inf_value)
+    claim(
+        f"formats.special.{{fmt}}.inf_bits.{_lib}",
+        kind="library",
+        over={"fmt": _bits_formats},
+        backends=LIBRARIES[_lib],
+    )(inf_bits)
+    claim(
+        f"formats.special.{{fmt}}.inf_value.{_lib}",
+        kind="library",
+        over={"fmt": _value_formats},
+        backends=LIBRARIES[_lib],
+    )(inf_value)
 
 
 @claim("formats.special.{fmt}.{kind}", kind="library", over={"fmt": FP8, "kind": ("infinities", "nans")})
@@ -78,7 +93,9 @@ def integer_range(backend: Backend, name: str) -> tuple[int, int]:
     found = (int(info.min), int(info.max))
     derived = (-(2 ** (spec.bits - 1)), 2 ** (spec.bits - 1) - 1)
     if found != derived:
-        raise InvariantFailed(f"{backend.name} reports {name} spans {found}; {spec.bits} two's-complement bits give {derived}")
+        raise InvariantFailed(
+            f"{backend.name} reports {name} spans {found}; {spec.bits} two's-complement bits give {derived}"
+        )
     return found
 
 

@@ -14,6 +14,7 @@ depends on what the top exponent code is spent on:
 The library claims ask numpy (with ml_dtypes), torch and MLX, and each must agree with
 the derivation exactly: a library answer that differs fails as a broken invariant.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from typing import Any
 
 import sympy
 
-from verified_book.backends import Backend
 from verified_book.authoring.inputs import GIVEN, given, table
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
 
 
 @dataclass(frozen=True)
@@ -93,15 +94,19 @@ class Format:
         two = sympy.Integer(2)
         if self.specials == "ieee":
             emax = 2**self.exponent - 2 - self.bias
-            return (2 - two ** -self.mantissa) * two**emax
+            return (2 - two**-self.mantissa) * two**emax
         emax = 2**self.exponent - 1 - self.bias
         if self.specials == "fn":
-            return (2 - 2 * two ** -self.mantissa) * two**emax
-        return (2 - two ** -self.mantissa) * two**emax  # "none": every code is a number
+            return (2 - 2 * two**-self.mantissa) * two**emax
+        return (2 - two**-self.mantissa) * two**emax  # "none": every code is a number
 
     def derived(self, field: str) -> sympy.Rational:
-        return {"eps": self.eps, "max": self.largest, "smallest_normal": self.smallest_normal,
-                "smallest_subnormal": self.smallest_subnormal}[field]()
+        return {
+            "eps": self.eps,
+            "max": self.largest,
+            "smallest_normal": self.smallest_normal,
+            "smallest_subnormal": self.smallest_subnormal,
+        }[field]()
 
 
 FORMATS: dict[str, Format] = {
@@ -149,7 +154,11 @@ def _finfo_field(info: Any, field: str) -> float:
     return float(getattr(info, field))
 
 
-@claim("formats.{fmt}.derived.{field}", kind="exact", over={"fmt": list(FORMATS.values()), "field": ("eps", "max", "smallest_normal", "smallest_subnormal")})
+@claim(
+    "formats.{fmt}.derived.{field}",
+    kind="exact",
+    over={"fmt": list(FORMATS.values()), "field": ("eps", "max", "smallest_normal", "smallest_subnormal")},
+)
 def derived_field(fmt: Format, field: str) -> sympy.Rational:
     """A format's eps, largest value or smallest normal, derived exactly from its bit layout."""
     return fmt.derived(field)
@@ -161,7 +170,9 @@ def layout(fmt: Format) -> tuple[int, int, int]:
     return fmt.layout
 
 
-@claim("formats.{fmt}.{part}_bits", kind="given", over={"fmt": list(FORMATS.values()), "part": ("exponent", "mantissa")})
+@claim(
+    "formats.{fmt}.{part}_bits", kind="given", over={"fmt": list(FORMATS.values()), "part": ("exponent", "mantissa")}
+)
 def field_bits(fmt: Format, part: str) -> int:
     """A format's exponent or mantissa width, from its layout."""
     return fmt.exponent if part == "exponent" else fmt.mantissa
@@ -177,14 +188,20 @@ def layout_part(fmt: Format, part: str) -> Any:
     return sympy.Rational(fmt.storage_bits, 8)
 
 
-@claim("formats.finfo.{fmt}.{field}", kind="library", over={"fmt": [FORMATS[f] for f in FINFO_FORMATS], "field": FINFO_FIELDS})
+@claim(
+    "formats.finfo.{fmt}.{field}",
+    kind="library",
+    over={"fmt": [FORMATS[f] for f in FINFO_FORMATS], "field": FINFO_FIELDS},
+)
 def finfo_field(backend: Backend, fmt: Format, field: str) -> float:
     """What a library's finfo reports for a format, which must equal the bit-layout derivation."""
     value = _finfo_field(finfo(backend, fmt), field)
     derived = fmt.derived(field)
     if Fraction(value) != Fraction(int(derived.p), int(derived.q)):
-        raise InvariantFailed(f"{backend.name} reports {field} = {value!r} for {fmt.label}; the bit layout "
-                              f"{fmt.sign, fmt.exponent, fmt.mantissa} with bias {fmt.bias} gives {derived} = {float(derived)!r}")
+        raise InvariantFailed(
+            f"{backend.name} reports {field} = {value!r} for {fmt.label}; the bit layout "
+            f"{fmt.sign, fmt.exponent, fmt.mantissa} with bias {fmt.bias} gives {derived} = {float(derived)!r}"
+        )
     return value
 
 

@@ -12,6 +12,7 @@ beyond them:
 - dynamic range in powers of two, largest over smallest subnormal, which is what
   NVIDIA's mixed-precision guide counts ("including denormals").
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,10 @@ from typing import Any
 
 import sympy
 
-from verified_book.backends import Backend
+from claims.topics.formats import FORMATS, Format
 from verified_book.authoring.inputs import given
 from verified_book.authoring.registry import InvariantFailed, claim
-from claims.topics.formats import FORMATS, Format
+from verified_book.backends import Backend
 
 
 @dataclass(frozen=True)
@@ -47,17 +48,26 @@ def iinfo(backend: Backend, fmt: IntFormat) -> Any:
     return backend.adapter.iinfo(fmt.id)
 
 
-@claim("formats.int.{fmt}.{field}", kind="library", over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmin", "qmax", "steps", "bytes")})
+@claim(
+    "formats.int.{fmt}.{field}",
+    kind="library",
+    over={"fmt": tuple(INT_FORMATS), "field": ("bits", "qmin", "qmax", "steps", "bytes")},
+)
 def int_field(backend: Backend, fmt: str, field: str) -> Any:
-    """An integer code format's width, smallest and largest code (qmax of a symmetric grid), steps in its grid, and bytes per code."""
+    """An integer code format's width, smallest and largest code (qmax of a symmetric grid), steps in its grid, and
+    bytes per code."""
     spec = INT_FORMATS[fmt]
     info = iinfo(backend, spec)
     low, high = int(info.min), int(info.max)
     if (low, high) != (-(2 ** (spec.bits - 1)), 2 ** (spec.bits - 1) - 1):
-        raise InvariantFailed(f"{backend.name} reports {fmt} as {low}..{high}; {spec.bits} two's-complement bits hold "
-                              f"{-(2 ** (spec.bits - 1))}..{2 ** (spec.bits - 1) - 1}")
+        raise InvariantFailed(
+            f"{backend.name} reports {fmt} as {low}..{high}; {spec.bits} two's-complement bits hold "
+            f"{-(2 ** (spec.bits - 1))}..{2 ** (spec.bits - 1) - 1}"
+        )
     steps = high - low + 1
-    return {"bits": spec.bits, "qmin": low, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[field]
+    return {"bits": spec.bits, "qmin": low, "qmax": high, "steps": steps, "bytes": Fraction(int(math.log2(steps)), 8)}[
+        field
+    ]
 
 
 def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
@@ -89,25 +99,38 @@ def e2m1_grid(backend: Backend) -> tuple[float, ...]:
     decoded = _decoded_e2m1(backend)
     magnitudes = sorted({abs(v) for v in decoded})
     if [Fraction(v) for v in magnitudes] != list(derived):
-        raise InvariantFailed(f"{backend.name} decodes E2M1's magnitudes as {magnitudes}; the layout (1, 2, 1) with bias 1 "
-                              f"gives {[float(v) for v in derived]}")
+        raise InvariantFailed(
+            f"{backend.name} decodes E2M1's magnitudes as {magnitudes}; the layout (1, 2, 1) with bias 1 "
+            f"gives {[float(v) for v in derived]}"
+        )
     if sorted(decoded) != sorted([float(v) for v in derived] + [-float(v) for v in derived]):
-        raise InvariantFailed(f"{backend.name} decodes the sixteen E2M1 codes as {decoded}; expected each magnitude with both signs")
+        raise InvariantFailed(
+            f"{backend.name} decodes the sixteen E2M1 codes as {decoded}; expected each magnitude with both signs"
+        )
     return tuple(magnitudes)
 
 
 @claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS[f] for f in ("fp32", "fp16", "e4m3", "e5m2")]})
-@claim("formats.{fmt}.digits", kind="exact", over={"fmt": [FORMATS["bf16"]]},
-       quote="it keeps about three significant digits", quote_at="tensors-gpus-and-precision.txt:340")
+@claim(
+    "formats.{fmt}.digits",
+    kind="exact",
+    over={"fmt": [FORMATS["bf16"]]},
+    quote="it keeps about three significant digits",
+    quote_at="tensors-gpus-and-precision.txt:340",
+)
 def digits(fmt: Format) -> float:
     """Decimal significant digits a format keeps: its significand's bits (mantissa + the implicit 1) times log10(2)."""
     return (fmt.mantissa + 1) * math.log10(2)
 
 
 @claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS[f] for f in ("bf16", "fp16")]})
-@claim("formats.{fmt}.binades", kind="exact", over={"fmt": [FORMATS["fp32"]]},
-       quote="single precision dynamic range including denormals is 264 powers of 2",
-       quote_at="tensors-gpus-and-precision.txt:340")
+@claim(
+    "formats.{fmt}.binades",
+    kind="exact",
+    over={"fmt": [FORMATS["fp32"]]},
+    quote="single precision dynamic range including denormals is 264 powers of 2",
+    quote_at="tensors-gpus-and-precision.txt:340",
+)
 def binades(fmt: Format) -> float:
     """Dynamic range in powers of two, subnormals included: log2(largest / smallest subnormal)."""
     ratio = fmt.largest() / fmt.smallest_subnormal()
@@ -116,10 +139,16 @@ def binades(fmt: Format) -> float:
 
 @claim("formats.mixed_adam.bytes_per_param", kind="exact")
 def training_bytes() -> sympy.Rational:
-    """Bytes per parameter of mixed-precision Adam training: BF16 weights and gradients, FP32 copy and two FP32 moments."""
+    """Bytes per parameter of mixed-precision Adam training: BF16 weights and gradients, FP32 copy and two FP32
+    moments."""
     bf16, fp32 = FORMATS["bf16"], FORMATS["fp32"]
-    parts = {"bf16 weights": bf16, "bf16 gradients": bf16, "fp32 primary copy": fp32,
-             "fp32 first moment": fp32, "fp32 second moment": fp32}
+    parts = {
+        "bf16 weights": bf16,
+        "bf16 gradients": bf16,
+        "fp32 primary copy": fp32,
+        "fp32 first moment": fp32,
+        "fp32 second moment": fp32,
+    }
     return sympy.Rational(sum(f.storage_bits for f in parts.values()), 8)
 
 

@@ -6,6 +6,7 @@ NVIDIA parts, compute capability. Where the vendor also states the memory interf
 it: bits × rate ÷ 8. The derivation must agree with the quoted bandwidth to within the
 rounding of a data sheet (half a per cent), or the quoted figure is wrong.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -26,22 +27,34 @@ def _with_interface() -> tuple[str, ...]:
     return tuple(m for m in MACHINES if "memory_bus_bits" in table(_profile(m)))
 
 
-@claim("hardware.{machine}.memory_capacity", kind="quoted", over={"machine": MACHINES},
-       citation="the machine's data sheet, cited in its hardware profile")
+@claim(
+    "hardware.{machine}.memory_capacity",
+    kind="quoted",
+    over={"machine": MACHINES},
+    citation="the machine's data sheet, cited in its hardware profile",
+)
 def memory_capacity(machine: str) -> Fraction:
     """The memory the accelerator reads at full speed, in GB, as the vendor states it."""
     return exact(vendor(_profile(machine), "memory_capacity"))
 
 
-@claim("hardware.{machine}.memory_bandwidth", kind="quoted", over={"machine": MACHINES},
-       citation="the machine's data sheet, cited in its hardware profile")
+@claim(
+    "hardware.{machine}.memory_bandwidth",
+    kind="quoted",
+    over={"machine": MACHINES},
+    citation="the machine's data sheet, cited in its hardware profile",
+)
 def memory_bandwidth(machine: str) -> Fraction:
     """The vendor's memory bandwidth in GB/s: the divisor of every decode ceiling."""
     return exact(vendor(_profile(machine), "memory_bandwidth"))
 
 
-@claim("hardware.{machine}.compute_capability", kind="quoted", over={"machine": NVIDIA},
-       citation="NVIDIA's CUDA GPUs list, cited in the hardware profile")
+@claim(
+    "hardware.{machine}.compute_capability",
+    kind="quoted",
+    over={"machine": NVIDIA},
+    citation="NVIDIA's CUDA GPUs list, cited in the hardware profile",
+)
 def compute_capability(machine: str) -> Fraction:
     """The CUDA compute capability, major.minor, which decides shared memory and formats."""
     return exact(vendor(_profile(machine), "compute_capability"))
@@ -58,8 +71,10 @@ def bandwidth_from_interface(machine: str) -> Fraction:
         derived = bits / 8 * exact(vendor(_profile(machine), "memory_transfer_rate")) / 1000
     quoted = memory_bandwidth(machine)
     if abs(derived - quoted) > DATA_SHEET_ROUNDING * quoted:
-        raise InvariantFailed(f"the interface gives {float(derived):g} GB/s but the quoted bandwidth is "
-                              f"{float(quoted):g} GB/s: one of the {machine} figures is wrong")
+        raise InvariantFailed(
+            f"the interface gives {float(derived):g} GB/s but the quoted bandwidth is "
+            f"{float(quoted):g} GB/s: one of the {machine} figures is wrong"
+        )
     return derived
 
 
@@ -67,4 +82,3 @@ def bandwidth_from_interface(machine: str) -> Fraction:
 def interface_over_vendor(machine: str) -> Fraction:
     """How far the bandwidth from the interface lies above the vendor's rounded figure, in GB/s."""
     return bandwidth_from_interface(machine) - memory_bandwidth(machine)
-

@@ -7,16 +7,17 @@ modules from `claims/data/links.toml`, where every derived rate is checked by ar
 On a machine with a CUDA device the driver's own per-SM figures are read and compared
 with the guide's row for the device's compute capability.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Callable
 
-from verified_book.backends import Backend
-from verified_book.authoring.inputs import exact, given, table, vendor
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
+from verified_book.authoring.inputs import exact, given, table, vendor
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
 
 BITS_PER_BYTE = 8
 KIB = 1024
@@ -82,8 +83,12 @@ def registers_kb() -> Fraction:
     return sm_figure("cc_12_x", "registers_per_sm") * bits / BITS_PER_BYTE / KIB
 
 
-@claim("hierarchy.shared_memory.{capability}", kind="quoted", over={"capability": CAPABILITIES},
-       citation="CUDA C++ Programming Guide, Technical Specifications per Compute Capability")
+@claim(
+    "hierarchy.shared_memory.{capability}",
+    kind="quoted",
+    over={"capability": CAPABILITIES},
+    citation="CUDA C++ Programming Guide, Technical Specifications per Compute Capability",
+)
 def shared_memory(capability: str) -> Fraction:
     """Shared memory per SM in KB at a compute capability.
 
@@ -104,8 +109,12 @@ def rtx5090_capacity() -> Fraction:
     return exact(vendor("hardware/rtx5090.toml", "memory_capacity"))
 
 
-@claim("hierarchy.capacity.unified", kind="quoted",
-       citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; Apple Mac Studio (2025) technical specifications")
+@claim(
+    "hierarchy.capacity.unified",
+    kind="quoted",
+    citation="NVIDIA DGX Spark datasheet; AMD Ryzen AI Max+ 395 product page; "
+    "Apple Mac Studio (2025) technical specifications",
+)
 def unified_capacity() -> Fraction:
     """The largest unified pool of the Spark, the Ryzen AI Max+ 395 and the M4 Max, in GB: one figure for all three."""
     sizes = {m: exact(vendor(f"hardware/{m}.toml", "memory_capacity")) for m in ("dgx_spark", "ryzen_ai_max", "m4_max")}
@@ -120,8 +129,12 @@ def pcie_gen3() -> Fraction:
     return link("pcie_gen3_x16")
 
 
-@claim("hierarchy.pcie.gen{generation}_per_direction", kind="quoted", over={"generation": (4, 5)},
-       citation="NVIDIA Hopper architecture in-depth post")
+@claim(
+    "hierarchy.pcie.gen{generation}_per_direction",
+    kind="quoted",
+    over={"generation": (4, 5)},
+    citation="NVIDIA Hopper architecture in-depth post",
+)
 def pcie_per_direction(generation: int) -> Fraction:
     """An x16 link's rate in each direction, GB/s."""
     return link(f"pcie_gen{generation}_x16_per_direction")
@@ -137,16 +150,26 @@ def pcie_h100() -> Fraction:
     return quoted
 
 
-@claim("hierarchy.ddr5.{part}", kind="exact", over={"part": ("channels", "transfer_rate", "bytes_per_transfer", "gbps")})
+@claim(
+    "hierarchy.ddr5.{part}", kind="exact", over={"part": ("channels", "transfer_rate", "bytes_per_transfer", "gbps")}
+)
 def ddr5(part: str) -> Fraction:
     """Two channels of DDR5-5600 and their ceiling, 2 × 5,600 million transfers × 8 bytes, in GB/s."""
-    keys = {"channels": "desktop_memory_channels", "transfer_rate": "ddr5_5600_transfer_rate",
-            "bytes_per_transfer": "ddr5_channel_bytes"}
+    keys = {
+        "channels": "desktop_memory_channels",
+        "transfer_rate": "ddr5_5600_transfer_rate",
+        "bytes_per_transfer": "ddr5_channel_bytes",
+    }
     return ddr5_gbps() if part == "gbps" else link(keys[part])
 
 
-@claim("hierarchy.lanes.{which}", kind="quoted", over={"which": ("nvme", "x16")},
-       citation="PCI-SIG: PCI Express Base Specification (x16 link width); PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)")
+@claim(
+    "hierarchy.lanes.{which}",
+    kind="quoted",
+    over={"which": ("nvme", "x16")},
+    citation="PCI-SIG: PCI Express Base Specification (x16 link width); "
+    "PCI-SIG M.2 Specification (an M-key SSD on PCIe x4)",
+)
 def lanes(which: str) -> Fraction:
     """PCIe lanes of an NVMe drive (four) and of an x16 slot (sixteen)."""
     return link("nvme_lanes" if which == "nvme" else "pcie_lanes_x16")
@@ -170,16 +193,22 @@ def nvme(generation: int) -> Fraction:
     return nvme_gbps(generation)
 
 
-@claim("hierarchy.network.{port}.{unit}", kind="exact",
-       over={"port": ("ethernet_10gbe", "spark"), "unit": ("gbit", "gbyte")})
+@claim(
+    "hierarchy.network.{port}.{unit}",
+    kind="exact",
+    over={"port": ("ethernet_10gbe", "spark"), "unit": ("gbit", "gbyte")},
+)
 def network(port: str, unit: str) -> Fraction:
     """A network port's line rate in Gb/s, and in GB/s (bits ÷ 8)."""
     gbit = link("ethernet_10gbe") if port == "ethernet_10gbe" else exact(vendor("hardware/dgx_spark.toml", "network"))
     return gbit if unit == "gbit" else gbit / BITS_PER_BYTE
 
 
-@claim("hierarchy.read.{level}.{field}", kind="exact",
-       over={"level": tuple(LEVELS), "field": ("bandwidth", "ms", "ceiling")})
+@claim(
+    "hierarchy.read.{level}.{field}",
+    kind="exact",
+    over={"level": tuple(LEVELS), "field": ("bandwidth", "ms", "ceiling")},
+)
 def read_once(level: str, field: str) -> Fraction:
     """Reading Qwen3-8B's 16.4 GB once from a level: its bandwidth, the milliseconds, the tokens/s ceiling."""
     bandwidth = LEVELS[level]()
@@ -200,9 +229,11 @@ SOURCE_LEVELS: dict[str, Callable[[], Fraction] | None] = {
     "storage_and_network": lambda: nvme_gbps(4),
 }
 # Each consecutive pair of the source's levels whose bandwidths are known, by the name of its claim.
-STEPS = {"vram_to_pcie": ("accelerator_memory", "pcie_link"),
-         "pcie_to_ddr5": ("pcie_link", "system_memory"),
-         "ddr5_to_nvme": ("system_memory", "storage_and_network")}
+STEPS = {
+    "vram_to_pcie": ("accelerator_memory", "pcie_link"),
+    "pcie_to_ddr5": ("pcie_link", "system_memory"),
+    "ddr5_to_nvme": ("system_memory", "storage_and_network"),
+}
 X16_LINKS: tuple[Callable[[], Fraction], ...] = (
     lambda: link("pcie_gen3_x16"),
     lambda: link("pcie_gen4_x16_per_direction"),
@@ -211,8 +242,10 @@ X16_LINKS: tuple[Callable[[], Fraction], ...] = (
 # Every part the chapter gives for a level, for the span of a step across them: Track N's cards
 # (the ends of the tracks table's range), the three x16 links, DDR5, and NVMe drives on Gen4 and Gen5.
 LEVEL_PARTS: dict[str, tuple[Callable[[], Fraction], ...]] = {
-    "accelerator_memory": (lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
-                           lambda: bandwidth_gbps("rtx5090")),
+    "accelerator_memory": (
+        lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
+        lambda: bandwidth_gbps("rtx5090"),
+    ),
     "pcie_link": X16_LINKS,
     "system_memory": (ddr5_gbps,),
     "storage_and_network": (lambda: nvme_gbps(4), lambda: nvme_gbps(5)),
@@ -252,9 +285,12 @@ def step_span(step: str, end: str) -> Fraction:
     return min(ratios) if end == "low" else max(ratios)
 
 
-@claim("hierarchy.step.range", kind="exact",
-       quote="Each level is larger and slower than the one above by a factor of four to ten.",
-       quote_at="tensors-gpus-and-precision.txt:224")
+@claim(
+    "hierarchy.step.range",
+    kind="exact",
+    quote="Each level is larger and slower than the one above by a factor of four to ten.",
+    quote_at="tensors-gpus-and-precision.txt:224",
+)
 def step_range() -> tuple[Fraction, ...]:
     """Every step between consecutive levels of the source's list on the chapter's path, in the list's order.
 
@@ -337,11 +373,19 @@ TRACK_RANGES = {
 TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
 
 
-@claim("hierarchy.tracks.{figure}", kind="quoted", over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
-       citation="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
-              "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file")
-@claim("hierarchy.tracks.{figure}", kind="given", over={"figure": TRACK_CHOICES},
-       citation="the book's own choice: the course's definition of its tracks, which no vendor states")
+@claim(
+    "hierarchy.tracks.{figure}",
+    kind="quoted",
+    over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
+    citation="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
+    "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file",
+)
+@claim(
+    "hierarchy.tracks.{figure}",
+    kind="given",
+    over={"figure": TRACK_CHOICES},
+    citation="the book's own choice: the course's definition of its tracks, which no vendor states",
+)
 def track_figure(figure: str) -> Fraction:
     """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
     value = TRACK_FIGURES[figure]()
@@ -387,7 +431,9 @@ def cuda_device(backend: Backend, field: str) -> Fraction:
     found = Fraction(int(raw), unit)
     guide = sm_figure(row, field)
     if found != guide:
-        raise InvariantFailed(f"{props.name} (compute capability {props.major}.{props.minor}) reports {attribute} = "
-                              f"{int(raw):,}, which is {found} in the guide's unit; claims/data/cuda_sm.toml [{row}] "
-                              f"gives {guide}")
+        raise InvariantFailed(
+            f"{props.name} (compute capability {props.major}.{props.minor}) reports {attribute} = "
+            f"{int(raw):,}, which is {found} in the guide's unit; claims/data/cuda_sm.toml [{row}] "
+            f"gives {guide}"
+        )
     return found

@@ -9,15 +9,16 @@ those times. The measured claims read the times this machine's run of the snippe
 process), record them, and check the shape that must hold anywhere: the arithmetic rate
 rises from batch 1 to batch 256 while the rate at which the weights are read falls.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.backends import Backend
+from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import exact, given, model_config, table, vendor
 from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend
 from verified_book.engine.snippet_figures import snippet_figure, snippet_holds
-from claims.topics.formats import FORMATS
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere
@@ -87,8 +88,13 @@ def author_weight_gbps(batch: int) -> Fraction:
     return weight_bytes() / author_seconds(batch) / GIGA
 
 
-@claim("intensity.author.rate_ratio", kind="exact", measured_here="intensity.measured.gflops_rise",
-       quote="and ran at twenty-five times the rate", quote_at="tensors-gpus-and-precision.txt:173")
+@claim(
+    "intensity.author.rate_ratio",
+    kind="exact",
+    measured_here="intensity.measured.gflops_rise",
+    quote="and ran at twenty-five times the rate",
+    quote_at="tensors-gpus-and-precision.txt:173",
+)
 def author_rate_ratio() -> Fraction:
     """The printed run's GFLOP/s at batch 256 over batch 1: the 'times the rate' of the prose.
 
@@ -102,9 +108,13 @@ def printed_seconds(batch: int) -> float:
     another size, would time other work than the claims' arithmetic counts."""
     row_batch, weight = snippet_figure(f"intensity.b{batch}.batch"), snippet_figure("intensity.weight_mb")
     if row_batch != sweep(batch):
-        raise InvariantFailed(f"intensity.py printed batch {row_batch:g} on the row where the book shows batch {sweep(batch)}")
+        raise InvariantFailed(
+            f"intensity.py printed batch {row_batch:g} on the row where the book shows batch {sweep(batch)}"
+        )
     if not snippet_holds("intensity.weight_mb", weight_mb()):
-        raise InvariantFailed(f"intensity.py printed a {weight:g} MB weight; the book's weight is {float(weight_mb()):.1f} MB")
+        raise InvariantFailed(
+            f"intensity.py printed a {weight:g} MB weight; the book's weight is {float(weight_mb()):.1f} MB"
+        )
     return float(snippet_figure(f"intensity.b{batch}.ms")) / 1000
 
 
@@ -122,8 +132,14 @@ def threads(backend: Backend) -> int:
     return torch.get_num_threads()
 
 
-@claim("intensity.b{batch}.ms", kind="measured", over={"batch": BATCHES}, backends=("torch:cpu",),
-       printed_on=PRINTED_ON, tolerance=0.5)
+@claim(
+    "intensity.b{batch}.ms",
+    kind="measured",
+    over={"batch": BATCHES},
+    backends=("torch:cpu",),
+    printed_on=PRINTED_ON,
+    tolerance=0.5,
+)
 def measured_ms(backend: Backend, batch: int) -> float:
     """Milliseconds per x @ w call at a batch size, as intensity.py prints them on this machine."""
     return printed_seconds(batch) * 1000
@@ -134,7 +150,9 @@ def gflops_rise(backend: Backend) -> float:
     """GFLOP/s at batch 256 over batch 1 on this machine: more than one, as the work per byte grows."""
     low, high = measured_rates(BATCHES[0])[0], measured_rates(BATCHES[-1])[0]
     if not high > low:
-        raise InvariantFailed(f"GFLOP/s did not rise from batch {BATCHES[0]} ({low:.1f}) to batch {BATCHES[-1]} ({high:.1f})")
+        raise InvariantFailed(
+            f"GFLOP/s did not rise from batch {BATCHES[0]} ({low:.1f}) to batch {BATCHES[-1]} ({high:.1f})"
+        )
     return high / low
 
 
@@ -143,5 +161,7 @@ def bandwidth_fall(backend: Backend) -> float:
     """Weight GB/s at batch 1 over batch 256 on this machine: more than one, as the same bytes serve more work."""
     high, low = measured_rates(BATCHES[0])[1], measured_rates(BATCHES[-1])[1]
     if not high > low:
-        raise InvariantFailed(f"weight GB/s did not fall from batch {BATCHES[0]} ({high:.1f}) to batch {BATCHES[-1]} ({low:.1f})")
+        raise InvariantFailed(
+            f"weight GB/s did not fall from batch {BATCHES[0]} ({high:.1f}) to batch {BATCHES[-1]} ({low:.1f})"
+        )
     return high / low

@@ -6,17 +6,18 @@ each model gives the sizes; transformers' own cache, filled by a forward pass of
 architecture on the meta device, must hold exactly that many bytes per token. The
 worked figures use the context and batch of claims/data/napkin.toml.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.backends import Backend
-from verified_book.authoring.inputs import model_config, model_config_all, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.author_machine import card_bytes
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import build
 from claims.topics.models import matrix_elements, norm_elements
+from verified_book.authoring.inputs import model_config, model_config_all, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend
 
 MODELS = ("qwen3-8b", "qwen3-0.6b")
 NAPKIN = "napkin.toml"
@@ -67,7 +68,10 @@ def transformers_per_token(backend: Backend) -> Fraction:
     held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
     found = Fraction(held, batch_size * tokens)
     if found != bytes_per_token("qwen3-8b"):
-        raise InvariantFailed(f"transformers' cache holds {float(found):,} bytes per token; the config gives {bytes_per_token('qwen3-8b')}")
+        raise InvariantFailed(
+            f"transformers' cache holds {float(found):,} bytes per token; the config gives "
+            f"{bytes_per_token('qwen3-8b')}"
+        )
     return found
 
 
@@ -83,7 +87,9 @@ def gqa_saving() -> Fraction:
     return mha_per_token() / bytes_per_token("qwen3-8b")
 
 
-@claim("kvcache.serving.{what}", kind="given", over={"what": ("context", "batch")}, citation="the worked example's choice")
+@claim(
+    "kvcache.serving.{what}", kind="given", over={"what": ("context", "batch")}, citation="the worked example's choice"
+)
 def serving(what: str) -> int:
     """The worked example's context length and batch."""
     return context() if what == "context" else batch()

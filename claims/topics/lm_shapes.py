@@ -5,6 +5,7 @@ gives [2, 5, 4]; a projection from width four to three gives [2, 5, 3]. Each bac
 runs the lookup and the projection for real, and the projection must act on each
 position alone: changing one position's vector changes only that position's output.
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend
 from verified_book.authoring.inputs import given
 from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend
 
 SIZES = ("batch", "positions", "vocab", "width", "outputs")
 
@@ -53,8 +54,10 @@ def _run_sized(backend: Backend, batch: int, positions: int, vocab: int, width: 
         out2 = (vectors + adapter.from_numpy(bump)) @ project
         changed = np.abs(adapter.to_numpy(out2) - adapter.to_numpy(out)).max(axis=-1) > 0
     if changed.sum() != 1 or not changed[0, 0]:
-        raise InvariantFailed(f"{backend.name}: changing position (0, 0)'s vector changed the outputs at "
-                              f"{np.argwhere(changed).tolist()}; a projection acts on each position alone")
+        raise InvariantFailed(
+            f"{backend.name}: changing position (0, 0)'s vector changed the outputs at "
+            f"{np.argwhere(changed).tolist()}; a projection acts on each position alone"
+        )
     return {"tokens": tuple(tokens.shape), "embedded": tuple(vectors.shape), "projected": tuple(out.shape)}
 
 

@@ -9,14 +9,15 @@ thread before numpy loads), record it, and check what must hold anywhere: both w
 the same product within float32's rounding bound, and the library is at least a thousand
 times faster.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Any
 
-from verified_book.backends import Backend
 from verified_book.authoring.inputs import exact, given, vendor
 from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend
 from verified_book.engine.snippet_figures import snippet_figure
 
 RUNS = "author_runs.toml"
@@ -110,7 +111,8 @@ def loops_seconds(backend: Backend) -> float:
 
 @claim("matmul.numpy.gflops", kind="measured", backends=("numpy",), printed_on=PRINTED_ON, tolerance=0.5)
 def numpy_gflops(backend: Backend) -> float:
-    """numpy's rate for the same multiplication (its fastest of 500 calls), as matmul_cost.py prints it on this machine."""
+    """numpy's rate for the same multiplication (its fastest of 500 calls), as matmul_cost.py prints it on this
+    machine."""
     return float(snippet_figure("matmul.numpy.gflops"))
 
 
@@ -123,8 +125,10 @@ def max_difference(backend: Backend) -> float:
     """
     found, bound = float(snippet_figure("matmul.max_difference")), smallest_bound(size())
     if found > bound:
-        raise InvariantFailed(f"the loop and numpy products differ by up to {found:.2g}, more than the float32 rounding "
-                              f"bound of {bound:.2g} for the {size()}-term dot product where it is least")
+        raise InvariantFailed(
+            f"the loop and numpy products differ by up to {found:.2g}, more than the float32 rounding "
+            f"bound of {bound:.2g} for the {size()}-term dot product where it is least"
+        )
     return found
 
 
@@ -140,5 +144,7 @@ def measured_speedup(backend: Backend) -> float:
     at least a thousandfold."""
     ratio = loops_seconds(backend) * numpy_gflops(backend) * GIGA / flops(size())
     if ratio < min_speedup():
-        raise InvariantFailed(f"numpy was only {ratio:,.0f} times faster than the Python loops; expected at least {min_speedup():,}")
+        raise InvariantFailed(
+            f"numpy was only {ratio:,.0f} times faster than the Python loops; expected at least {min_speedup():,}"
+        )
     return ratio

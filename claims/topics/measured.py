@@ -29,19 +29,20 @@ repetition, and where it needs what the hardware can do it takes best repetition
 margins are wide enough that a machine with one of two cores kept busy passes them every
 time (scripts/flake-check runs them 20 times so).
 """
+
 from __future__ import annotations
 
 import os
 from fractions import Fraction
 from functools import cache
 
-from verified_book.backends import Backend, available
-from verified_book.authoring.inputs import exact, model_config, table, vendor
-from verified_book.engine.machine import Machine, fingerprint, identify, profiles
 from claims.probes import bandwidth, matmul
 from claims.probes.matmul import SWEEP_BATCHES, SweepPoint, crossover_batch, intensity
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.models import MODEL, bf16_total_bytes
+from verified_book.authoring.inputs import exact, model_config, table, vendor
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend, available
+from verified_book.engine.machine import Machine, fingerprint, identify, profiles
 
 MARGIN_VENDOR = 0.10
 MARGIN_ACHIEVED = 0.50
@@ -96,11 +97,14 @@ def vendor_bandwidth(backend: Backend) -> tuple[Fraction, str] | None:
 def _no_vendor_reason(backend: Backend) -> str:
     machine = this_machine()
     if not machine.markers:
-        return (f"this machine matches none of the book's hardware profiles ({machine.describe()}); "
-                "no vendor bandwidth to compare with")
+        return (
+            f"this machine matches none of the book's hardware profiles ({machine.describe()}); "
+            "no vendor bandwidth to compare with"
+        )
     profile = profiles()[machine.markers[0]]
-    return (f"{profile.name}'s quoted memory bandwidth is the accelerator's own memory; "
-            f"{backend.name} streams host memory")
+    return (
+        f"{profile.name}'s quoted memory bandwidth is the accelerator's own memory; {backend.name} streams host memory"
+    )
 
 
 def _check_vendor(backend: Backend, what: str, measured: float) -> None:
@@ -109,9 +113,11 @@ def _check_vendor(backend: Backend, what: str, measured: float) -> None:
         return
     figure, name = quoted
     if measured > float(figure) * (1 + MARGIN_VENDOR):
-        raise InvariantFailed(f"{what} on {backend.name} measured {measured:.1f} GB/s, above {name}'s quoted "
-                              f"{float(figure):g} GB/s + {MARGIN_VENDOR:.0%}; the probe miscounts bytes or the "
-                              "working set sits in a cache")
+        raise InvariantFailed(
+            f"{what} on {backend.name} measured {measured:.1f} GB/s, above {name}'s quoted "
+            f"{float(figure):g} GB/s + {MARGIN_VENDOR:.0%}; the probe miscounts bytes or the "
+            "working set sits in a cache"
+        )
 
 
 @claim("probe.bandwidth.{op}", kind="measured", over={"op": ("copy", "read")})
@@ -177,13 +183,17 @@ def check_ridge(backend: Backend, inputs: int, outputs: int) -> None:
     if not value > float(low) * (1 + MARGIN_INTENSITY) and backend.device == "cpu":
         value, how = max((value, how), cpu_ridge_recheck(backend))
     if not value > float(low) * (1 + MARGIN_INTENSITY):
-        raise InvariantFailed(f"FP32 ridge of {backend.name}'s device is {value:.3g} FLOP/byte ({how}, best runs), "
-                              f"not above the batch-1 intensity {float(low):.3g} × {1 + MARGIN_INTENSITY:g}: a "
-                              "matrix-vector product would not be memory-bound")
+        raise InvariantFailed(
+            f"FP32 ridge of {backend.name}'s device is {value:.3g} FLOP/byte ({how}, best runs), "
+            f"not above the batch-1 intensity {float(low):.3g} × {1 + MARGIN_INTENSITY:g}: a "
+            "matrix-vector product would not be memory-bound"
+        )
     if not value * (1 + MARGIN_INTENSITY) < float(high):
-        raise InvariantFailed(f"FP32 ridge of {backend.name}'s device is {value:.4g} FLOP/byte ({how}, best runs), "
-                              f"not below the batch-{PREFILL_BATCH} intensity {float(high):.4g} / "
-                              f"{1 + MARGIN_INTENSITY:g}: prefill would not be compute-bound")
+        raise InvariantFailed(
+            f"FP32 ridge of {backend.name}'s device is {value:.4g} FLOP/byte ({how}, best runs), "
+            f"not below the batch-{PREFILL_BATCH} intensity {float(high):.4g} / "
+            f"{1 + MARGIN_INTENSITY:g}: prefill would not be compute-bound"
+        )
 
 
 @claim("probe.ridge.{dtype}", kind="measured", over={"dtype": ("fp32", "bf16")})
@@ -266,10 +276,12 @@ def _check_streaming(backend: Backend, point: SweepPoint) -> None:
         again = bandwidth.recheck(backend)
         limit, how = max((limit, how), *((m.best, f"{backend.name} {op}, rechecked") for op, m in again.items()))
     if point.weight_gbs > limit * cores * (1 + MARGIN_ACHIEVED):
-        raise InvariantFailed(f"batch {point.batch} on {backend.name} streamed its weight at {point.weight_gbs:.1f} GB/s "
-                              f"(median), above the fastest bandwidth measured on its device, {limit:.1f} GB/s "
-                              f"({how}, best run) × {cores} core(s) streaming, + {MARGIN_ACHIEVED:.0%}; the weight "
-                              "sits in a cache or the time is wrong")
+        raise InvariantFailed(
+            f"batch {point.batch} on {backend.name} streamed its weight at {point.weight_gbs:.1f} GB/s "
+            f"(median), above the fastest bandwidth measured on its device, {limit:.1f} GB/s "
+            f"({how}, best run) × {cores} core(s) streaming, + {MARGIN_ACHIEVED:.0%}; the weight "
+            "sits in a cache or the time is wrong"
+        )
 
 
 @claim("probe.matvec.fraction", kind="measured")
@@ -297,9 +309,11 @@ def measured_sweep_gflops(backend: Backend, batch: int) -> float:
     if batch == SWEEP_BATCHES[-1]:
         first = sweep_point(backend, SWEEP_BATCHES[0])
         if not point.measurement.best >= first.gflops * (1 + MARGIN_RISE):
-            raise InvariantFailed(f"GFLOP/s on {backend.name} did not rise from batch {first.batch} ({first.gflops:.3g}) "
-                                  f"to batch {batch} ({point.measurement.best:.3g}, best run) by "
-                                  f"{1 + MARGIN_RISE:g} times; the same weight bytes serve {batch} times the work")
+            raise InvariantFailed(
+                f"GFLOP/s on {backend.name} did not rise from batch {first.batch} ({first.gflops:.3g}) "
+                f"to batch {batch} ({point.measurement.best:.3g}, best run) by "
+                f"{1 + MARGIN_RISE:g} times; the same weight bytes serve {batch} times the work"
+            )
     return point.gflops
 
 
@@ -329,8 +343,10 @@ def measured_crossover_batch(backend: Backend) -> int:
     point_ridge = ridge(backend, "fp32")
     batch = crossover_batch(point_ridge, inputs, outputs)
     if batch is None:
-        raise InvariantFailed(f"FP32 ridge on {backend.name} is {point_ridge:.4g} FLOP/byte, above the intensity any "
-                              f"batch reaches on a ({inputs} × {outputs}) weight")
+        raise InvariantFailed(
+            f"FP32 ridge on {backend.name} is {point_ridge:.4g} FLOP/byte, above the intensity any "
+            f"batch reaches on a ({inputs} × {outputs}) weight"
+        )
     return batch
 
 

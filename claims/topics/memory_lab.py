@@ -10,6 +10,7 @@ Only the CUDA claims allocate: they move the BF16 model to the GPU for real (uni
 storage, since the values do not matter to the allocator) and compare
 `torch.cuda.memory_allocated()` with the summed bytes, a measurement recorded per machine.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from verified_book.backends import Backend
+from claims.topics.models import matrix_elements, norm_elements
 from verified_book.authoring.inputs import given, model_config, model_config_all
 from verified_book.authoring.registry import InvariantFailed, claim
-from claims.topics.models import matrix_elements, norm_elements
+from verified_book.backends import Backend
 
 MODEL = "qwen3-0.6b"
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -37,7 +38,6 @@ def gib() -> int:
 def gb() -> int:
     """Bytes in a GB (10^9), a given of SI."""
     return int(given("units.gb"))
-
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,9 @@ def params(backend: Backend) -> int:
     """Parameters of Qwen3-0.6B as transformers builds it, the tied embedding counted once."""
     counted = sum(r.numel for r in rows())
     if counted != analytic_params():
-        raise InvariantFailed(f"transformers builds {counted:,} parameters; config.json gives {analytic_params():,} by hand")
+        raise InvariantFailed(
+            f"transformers builds {counted:,} parameters; config.json gives {analytic_params():,} by hand"
+        )
     return counted
 
 
@@ -99,7 +101,9 @@ def params_untied(backend: Backend) -> int:
     """What a count that visits lm_head and embed_tokens separately gets: the tied matrix twice."""
     model = build(model_config_all(MODEL))
     if model.lm_head.weight is not model.model.embed_tokens.weight:
-        raise InvariantFailed("lm_head.weight is not embed_tokens.weight: the config's tie_word_embeddings did not tie them")
+        raise InvariantFailed(
+            "lm_head.weight is not embed_tokens.weight: the config's tie_word_embeddings did not tie them"
+        )
     return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
 
 
@@ -140,7 +144,9 @@ def embedding_params(backend: Backend) -> int:
     return largest.numel
 
 
-@claim("memory_lab.qwen3_0_6b.{tensor}.bf16_bytes", kind="library", over={"tensor": ("embedding", "mlp")}, backends=META)
+@claim(
+    "memory_lab.qwen3_0_6b.{tensor}.bf16_bytes", kind="library", over={"tensor": ("embedding", "mlp")}, backends=META
+)
 def bf16_bytes_of(backend: Backend, tensor: str) -> int:
     """Bytes of the embedding, or of one MLP projection, in BF16: the lab's fattest rows."""
     elements = embedding_params(backend) if tensor == "embedding" else mlp_params(backend)
@@ -227,7 +233,9 @@ def cuda_allocation() -> Allocation:
         gc.collect()
         torch.cuda.empty_cache()
     if allocated < sum(tensors.values()):
-        raise InvariantFailed(f"CUDA reports {allocated:,} bytes allocated for tensors that sum to {sum(tensors.values()):,}")
+        raise InvariantFailed(
+            f"CUDA reports {allocated:,} bytes allocated for tensors that sum to {sum(tensors.values()):,}"
+        )
     return Allocation(allocated, summed)
 
 

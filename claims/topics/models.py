@@ -7,16 +7,17 @@ before attention and one before the MLP in every layer, a `head_dim` weight each
 the query and key norms, and the final norm) gives the real architecture's count, which
 `transformers` confirms by building the model on the `meta` device.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 from functools import cache
 from typing import Any, Mapping
 
-from verified_book.backends import Backend
+from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import exact, model_config, model_config_all, vendor
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS
+from verified_book.backends import Backend
 
 MODEL = "qwen3-8b"
 FILES = f"models/{MODEL}/files.toml"
@@ -216,7 +217,8 @@ def transformers_params(backend: Backend) -> int:
     if counted != matrices + vectors:
         raise InvariantFailed(
             f"transformers builds {counted:,} parameters from claims/data/models/{MODEL}/config.json; the matrix table "
-            f"has {matrices:,} and the normalisation vectors {vectors:,}, which leaves {counted - matrices - vectors:,} unexplained"
+            f"has {matrices:,} and the normalisation vectors {vectors:,}, which leaves "
+            f"{counted - matrices - vectors:,} unexplained"
         )
     return counted
 
@@ -231,7 +233,8 @@ def _hashable(value: Any) -> Any:
 
 @claim("models.qwen3_8b.checkpoint_gb", kind="exact")
 def checkpoint() -> Fraction:
-    """The BF16 checkpoint's size in GB: the parameters counted from config.json at two bytes each, to a tenth of a GB."""
+    """The BF16 checkpoint's size in GB: the parameters counted from config.json at two bytes each, to a tenth of a
+    GB."""
     return checkpoint_gb()
 
 
@@ -242,6 +245,8 @@ def q4_k_m() -> Fraction:
     bits = quoted * GB * 8 / total_params()
     low, high = gguf_bits_per_weight("Q4_K"), gguf_bits_per_weight("Q8_0")
     if not low <= bits <= high:
-        raise InvariantFailed(f"the quoted Q4_K_M file of {float(quoted)} GB is {float(bits):.2f} bits per parameter, "
-                              f"outside Q4_K's {float(low)} to Q8_0's {float(high)}")
+        raise InvariantFailed(
+            f"the quoted Q4_K_M file of {float(quoted)} GB is {float(bits):.2f} bits per parameter, "
+            f"outside Q4_K's {float(low)} to Q8_0's {float(high)}"
+        )
     return quoted

@@ -12,6 +12,7 @@ Q4_0 is not (it divides by the signed extreme over -8 and uses codes -8..7), and
 claims show both. MXFP4 and NVFP4 are measured from what MLX's `quantize` returns and
 from gguf's block sizes.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend, supporting
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend, supporting
 
 BLOCK_SEED = 0
 BLOCK_SIZE = 32
@@ -75,24 +76,35 @@ def quantise(backend: Backend, bits: int) -> Quantised:
     with adapter.on_device():
         x = adapter.from_numpy(snippet_block().copy())
         scale = adapter.astype(abs(x).max() / qmax, adapter.dtype("float16"))
-        codes = adapter.astype(module.clip(module.round(x / adapter.astype(scale, float32)), -qmax - 1, qmax),
-                               adapter.dtype("int8"))
+        codes = adapter.astype(
+            module.clip(module.round(x / adapter.astype(scale, float32)), -qmax - 1, qmax), adapter.dtype("int8")
+        )
         restored = adapter.astype(codes, float32) * adapter.astype(scale, float32)
         rms = float(module.sqrt((x**2).mean()).item())
         error = float(abs(restored - x).mean().item())
-        return Quantised(adapter.to_numpy(x), adapter.to_numpy(codes), float(scale.item()), adapter.itemsize(scale) * 8,
-                         adapter.to_numpy(restored), rms, error)
+        return Quantised(
+            adapter.to_numpy(x),
+            adapter.to_numpy(codes),
+            float(scale.item()),
+            adapter.itemsize(scale) * 8,
+            adapter.to_numpy(restored),
+            rms,
+            error,
+        )
 
 
 def _check_grid(backend: Backend, bits: int, q: Quantised) -> None:
     qmax = _qmax(bits)
     if q.codes.min() < -qmax - 1 or q.codes.max() > qmax:
-        raise InvariantFailed(f"{backend.name}: {bits}-bit codes span {q.codes.min()}..{q.codes.max()}; the grid is "
-                              f"{-qmax - 1}..{qmax}")
+        raise InvariantFailed(
+            f"{backend.name}: {bits}-bit codes span {q.codes.min()}..{q.codes.max()}; the grid is {-qmax - 1}..{qmax}"
+        )
     worst = float(np.abs(q.restored - snippet_block()).max())
     if worst > q.scale / 2 * (1 + 1e-3):
-        raise InvariantFailed(f"{backend.name}: a {bits}-bit restored value is {worst:.3g} from its weight; rounding "
-                              f"to the grid keeps every error within half a step, {q.scale / 2:.3g}")
+        raise InvariantFailed(
+            f"{backend.name}: a {bits}-bit restored value is {worst:.3g} from its weight; rounding "
+            f"to the grid keeps every error within half a step, {q.scale / 2:.3g}"
+        )
 
 
 @claim("quantisation.block.first6", kind="library")
@@ -111,8 +123,10 @@ def block_size(backend: Backend) -> int:
         return size
     for qtype in (GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0):
         if GGML_QUANT_SIZES[qtype][0] != size:
-            raise InvariantFailed(f"gguf's {qtype.name} blocks hold {GGML_QUANT_SIZES[qtype][0]} weights; the snippet's "
-                                  f"block holds {size}")
+            raise InvariantFailed(
+                f"gguf's {qtype.name} blocks hold {GGML_QUANT_SIZES[qtype][0]} weights; the snippet's "
+                f"block holds {size}"
+            )
     return size
 
 
@@ -225,27 +239,37 @@ def gguf_block_bytes(backend: Backend, qtype: str) -> int:
     weights, size = _quant_size(backend, qtype)
     parts = _layout(backend, qtype)
     if sum(parts.values()) != size:
-        raise InvariantFailed(f"gguf's {qtype.upper()} block is {size} bytes per {weights} weights; its parts "
-                              f"{parts} add up to {sum(parts.values())}")
+        raise InvariantFailed(
+            f"gguf's {qtype.upper()} block is {size} bytes per {weights} weights; its parts "
+            f"{parts} add up to {sum(parts.values())}"
+        )
     return size
 
 
-@claim("quantisation.gguf.{qtype}.bits_per_weight", kind="library", over={"qtype": GGUF_TYPES}, backends=(GGUF_BACKEND,))
+@claim(
+    "quantisation.gguf.{qtype}.bits_per_weight", kind="library", over={"qtype": GGUF_TYPES}, backends=(GGUF_BACKEND,)
+)
 def gguf_bits_per_weight(backend: Backend, qtype: str) -> Fraction:
     """Bits per weight of a GGUF type: block bytes x 8 over block weights, scales included."""
     weights, size = _quant_size(backend, qtype)
     return Fraction(size * 8, weights)
 
 
-@claim("quantisation.gguf.{qtype}.{part}_bytes", kind="library",
-       over={"qtype": ("q4_k",), "part": ("d", "dmin", "scales", "codes")}, backends=(GGUF_BACKEND,))
+@claim(
+    "quantisation.gguf.{qtype}.{part}_bytes",
+    kind="library",
+    over={"qtype": ("q4_k",), "part": ("d", "dmin", "scales", "codes")},
+    backends=(GGUF_BACKEND,),
+)
 def gguf_part_bytes(backend: Backend, qtype: str, part: str) -> int:
     """Bytes of one part of a Q4_K block: two float16 super-scales, packed 6-bit scales and minimums, nibbles."""
     gguf_block_bytes(backend, qtype)
     return _layout(backend, qtype)[part]
 
 
-@claim("quantisation.gguf.{qtype}.code_bytes", kind="library", over={"qtype": ("q8_0", "q4_0")}, backends=(GGUF_BACKEND,))
+@claim(
+    "quantisation.gguf.{qtype}.code_bytes", kind="library", over={"qtype": ("q8_0", "q4_0")}, backends=(GGUF_BACKEND,)
+)
 def gguf_code_bytes(backend: Backend, qtype: str) -> int:
     """Bytes of codes in one block: 32 one-byte codes for Q8_0, 16 bytes of nibbles for Q4_0."""
     gguf_block_bytes(backend, qtype)
@@ -262,8 +286,10 @@ def q4_k_sub_block(backend: Backend) -> int:
     scales, minimums = Q4_K.get_scale_min(np.zeros((1, Q4_K.K_SCALE_SIZE), dtype=np.uint8))
     count = scales.shape[-1]
     if minimums.shape[-1] != count or count * (6 + 6) != Q4_K.K_SCALE_SIZE * 8:
-        raise InvariantFailed(f"Q4_K unpacks {count} scales and {minimums.shape[-1]} minimums from "
-                              f"{Q4_K.K_SCALE_SIZE} bytes; a 6-bit scale and a 6-bit minimum each would fill them exactly")
+        raise InvariantFailed(
+            f"Q4_K unpacks {count} scales and {minimums.shape[-1]} minimums from "
+            f"{Q4_K.K_SCALE_SIZE} bytes; a 6-bit scale and a 6-bit minimum each would fill them exactly"
+        )
     return weights // count
 
 
@@ -287,15 +313,26 @@ def reference(backend: Backend, qtype: str) -> Quantised:
     return Quantised(block.copy(), codes.astype(np.int8), abs(scale), 16, back, rms, float(np.abs(back - block).mean()))
 
 
-@claim("quantisation.gguf.{qtype}.{field}", kind="library",
-       over={"qtype": ("q8_0", "q4_0"), "field": ("codes", "error_vs_rms", "zero_codes", "codes_differing")},
-       backends=(GGUF_BACKEND,))
-@claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q8_0",), "field": ("scale",)},
-       backends=(GGUF_BACKEND,))
-@claim("quantisation.gguf.{qtype}.{field}", kind="library", over={"qtype": ("q4_0",), "field": ("scale",)},
-       backends=(GGUF_BACKEND,),
-       quote="Those are the two oldest GGUF types, and the snippet is their algorithm.",
-       quote_at="tensors-gpus-and-precision.txt:391")
+@claim(
+    "quantisation.gguf.{qtype}.{field}",
+    kind="library",
+    over={"qtype": ("q8_0", "q4_0"), "field": ("codes", "error_vs_rms", "zero_codes", "codes_differing")},
+    backends=(GGUF_BACKEND,),
+)
+@claim(
+    "quantisation.gguf.{qtype}.{field}",
+    kind="library",
+    over={"qtype": ("q8_0",), "field": ("scale",)},
+    backends=(GGUF_BACKEND,),
+)
+@claim(
+    "quantisation.gguf.{qtype}.{field}",
+    kind="library",
+    over={"qtype": ("q4_0",), "field": ("scale",)},
+    backends=(GGUF_BACKEND,),
+    quote="Those are the two oldest GGUF types, and the snippet is their algorithm.",
+    quote_at="tensors-gpus-and-precision.txt:391",
+)
 def gguf_reference(backend: Backend, qtype: str, field: str) -> Any:
     """What ggml's own Q8_0 and Q4_0 quantisers make of the snippet's block, and how many codes differ from it."""
     ref = reference(backend, qtype)
@@ -312,6 +349,7 @@ def gguf_reference(backend: Backend, qtype: str, field: str) -> Any:
 
 
 # --- Qwen3-8B's Q4_K_M file -------------------------------------------------------------------
+
 
 def _q4_k_m_bytes() -> Fraction:
     return q4_k_m_gb() * GB
@@ -342,8 +380,10 @@ def _library_fp4(backend: Backend, mode: str) -> tuple[int, float]:
     """(weights per scale, bits per weight) measured from the arrays the library's quantiser returns."""
     group, bits, error = backend.adapter.quantize_fp4(mode, FP4_MODES[mode])
     if not error < 0.25:
-        raise InvariantFailed(f"{backend.name}: {mode} round trip has mean error {error:.2%} of the mean weight; "
-                              "a 4-bit float grid with a per-block scale stays well under a quarter")
+        raise InvariantFailed(
+            f"{backend.name}: {mode} round trip has mean error {error:.2%} of the mean weight; "
+            "a 4-bit float grid with a per-block scale stays well under a quarter"
+        )
     return group, bits
 
 
@@ -366,8 +406,10 @@ def fp4_bits_per_weight(backend: Backend, mode: str) -> float:
         bits = float(gguf_bits_per_weight(backend, mode))
     derived = 4 + 8 / FP4_MODES[mode]
     if bits != derived:
-        raise InvariantFailed(f"{backend.name}: {mode} stores {bits} bits per weight; a 4-bit element plus one 8-bit "
-                              f"scale per {FP4_MODES[mode]} gives {derived}")
+        raise InvariantFailed(
+            f"{backend.name}: {mode} stores {bits} bits per weight; a 4-bit element plus one 8-bit "
+            f"scale per {FP4_MODES[mode]} gives {derived}"
+        )
     return bits
 
 

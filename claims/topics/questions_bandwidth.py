@@ -6,17 +6,18 @@ Question 5: a 20 GB model on a 16 GB card at 1,792 GB/s, the other 4 GB behind P
 at 64 GB/s per direction. The question's givens (20 GB, 16 GB) are its own; bandwidths,
 file sizes and formats come from the same inputs as the chapter's tables.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.authoring.registry import claim
 from claims.topics.decode import bandwidth_gbps, ceiling
-from verified_book.authoring.inputs import given
 from claims.topics.flops import forward_flops_per_param, prompt_length
 from claims.topics.formats import FORMATS
 from claims.topics.hierarchy import MS_PER_S, link
 from claims.topics.models import GB, checkpoint_gb, gguf_bits_per_weight, q4_k_m_gb, total_params
+from verified_book.authoring.inputs import given
+from verified_book.authoring.registry import claim
 
 Q1_MACHINE = "dgx_spark"
 
@@ -35,6 +36,7 @@ def q5_vram_gb() -> Fraction:
 
 
 # Question 1 ---------------------------------------------------------------------------------
+
 
 @claim("questions.q1.bandwidth", kind="quoted", citation="NVIDIA DGX Spark datasheet: memory bandwidth 273 GB/s")
 def q1_bandwidth() -> Fraction:
@@ -100,6 +102,7 @@ def q1_q4_k_bits(backend: object) -> Fraction:
 
 # Question 4 ---------------------------------------------------------------------------------
 
+
 @claim("questions.q4.prompt_growth", kind="given")
 def q4_prompt_growth() -> int:
     """How many times longer Q4's second prompt is."""
@@ -137,6 +140,7 @@ def q4_attention_ratio() -> Fraction:
 
 # Question 5 ---------------------------------------------------------------------------------
 
+
 def _q5_parts() -> dict[str, tuple[Fraction, Fraction]]:
     """(GB, GB/s) of Q5's two places: the card's VRAM and system memory over PCIe Gen5."""
     return {
@@ -152,9 +156,13 @@ def q5_gigabytes(place: str) -> Fraction:
     return q5_model_gb() if place == "model" else _q5_parts()[place][0]
 
 
-@claim("questions.q5.bandwidth.{place}", kind="quoted", over={"place": ("vram", "system")},
-       citation="NVIDIA GeForce RTX 5090 product page (1,792 GB/s); NVIDIA Hopper architecture in-depth post "
-       "(PCIe Gen5 x16, 64 GB/s in each direction)")
+@claim(
+    "questions.q5.bandwidth.{place}",
+    kind="quoted",
+    over={"place": ("vram", "system")},
+    citation="NVIDIA GeForce RTX 5090 product page (1,792 GB/s); NVIDIA Hopper architecture in-depth post "
+    "(PCIe Gen5 x16, 64 GB/s in each direction)",
+)
 def q5_bandwidth(place: str) -> Fraction:
     """Q5's bandwidths: 1,792 GB/s on the card, 64 GB/s per direction over PCIe Gen5 x16."""
     return _q5_parts()[place][1]

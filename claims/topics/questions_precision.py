@@ -5,6 +5,7 @@ step near 0.5 is 2^-8. Question 3: with a weight stored as (outputs, inputs), a 
 gives the right product and a reshape to the same shape gives wrong numbers without an
 error. Question 6: why small formats carry a scale, in the figures of the rounding table.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field
 from claims.topics.models import MODEL, matrix_shapes
+from verified_book.authoring.inputs import model_config
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
 
 WEIGHT, LEARNING_RATE, GRADIENT = 0.5, 1e-4, 1.0
 BATCH = 32  # token vectors in Question 3's x
@@ -43,8 +44,10 @@ def q2_step(backend: Backend) -> float:
     step = _bf16_next_above(backend, WEIGHT) - WEIGHT
     want = spacing_at(WEIGHT, FORMATS["bf16"])
     if Fraction(step) != want:
-        raise InvariantFailed(f"{backend.name}: BF16's next value above {WEIGHT} is {WEIGHT + step!r}, a step of {step!r}; "
-                              f"7 mantissa bits in the binade [0.5, 1) give {want} = {float(want)!r}")
+        raise InvariantFailed(
+            f"{backend.name}: BF16's next value above {WEIGHT} is {WEIGHT + step!r}, a step of {step!r}; "
+            f"7 mantissa bits in the binade [0.5, 1) give {want} = {float(want)!r}"
+        )
     return step
 
 
@@ -55,16 +58,21 @@ def q2_updated(backend: Backend) -> float:
     dtype, float32 = dtype_of(backend, FORMATS["bf16"]), adapter.dtype("float32")
     with adapter.on_device():
         w = backend.tensor([WEIGHT], dtype)
-        w = adapter.astype(w - backend.tensor([GRADIENT], float32) * LEARNING_RATE, dtype)  # stored back in the weight's format
+        w = adapter.astype(
+            w - backend.tensor([GRADIENT], float32) * LEARNING_RATE, dtype
+        )  # stored back in the weight's format
         out = float(adapter.astype(w, float32).item())
     half_step = float(spacing_at(WEIGHT, FORMATS["bf16"])) / 2
     if LEARNING_RATE * GRADIENT < half_step and out != WEIGHT:
-        raise InvariantFailed(f"{backend.name}: an update of {LEARNING_RATE * GRADIENT:g}, below half BF16's step at "
-                              f"{WEIGHT} ({half_step:g}), moved the weight to {out!r}")
+        raise InvariantFailed(
+            f"{backend.name}: an update of {LEARNING_RATE * GRADIENT:g}, below half BF16's step at "
+            f"{WEIGHT} ({half_step:g}), moved the weight to {out!r}"
+        )
     return out
 
 
 # --- Question 3: transpose against reshape -----------------------------------------------------
+
 
 def _q3_shapes() -> tuple[tuple[int, int], tuple[int, int]]:
     """x as (batch, hidden) and gate_proj's weight as stored, (intermediate, hidden), from config.json."""
@@ -89,9 +97,15 @@ def _q3_shapes_on(backend: Backend, x_shape: tuple[int, int], w_shape: tuple[int
         except adapter.shape_errors:
             pass
         else:
-            raise InvariantFailed(f"{backend.name}: x {x.shape} @ w {w.shape} ran; the inner sizes differ and it must raise")
-        return {"x": tuple(x.shape), "w": tuple(w.shape), "transpose": tuple((x @ transposed).shape),
-                "reshape": tuple((x @ reshaped).shape)}
+            raise InvariantFailed(
+                f"{backend.name}: x {x.shape} @ w {w.shape} ran; the inner sizes differ and it must raise"
+            )
+        return {
+            "x": tuple(x.shape),
+            "w": tuple(w.shape),
+            "transpose": tuple((x @ transposed).shape),
+            "reshape": tuple((x @ reshaped).shape),
+        }
 
 
 @claim("questions.q3.{what}_shape", kind="library", over={"what": ("x", "w", "transpose", "reshape")})
@@ -99,8 +113,10 @@ def q3_shape(backend: Backend, what: str) -> tuple[int, ...]:
     """The shapes of Question 3: x, the stored weight, and the products after a transpose and after a reshape."""
     shapes = _q3_shapes_on(backend, *_q3_shapes())
     if shapes["transpose"] != shapes["reshape"]:
-        raise InvariantFailed(f"{backend.name}: the transposed product has shape {shapes['transpose']} and the reshaped "
-                              f"one {shapes['reshape']}; the question rests on their shapes agreeing")
+        raise InvariantFailed(
+            f"{backend.name}: the transposed product has shape {shapes['transpose']} and the reshaped "
+            f"one {shapes['reshape']}; the question rests on their shapes agreeing"
+        )
     return shapes[what]
 
 
@@ -128,12 +144,15 @@ def q3_reshape_changed(backend: Backend) -> float:
     tolerance = 1e-4 * float(np.abs(right).max())
     for name in ("linear", "swapped"):
         if name in products and float(np.abs(products[name] - right).max()) > tolerance:
-            raise InvariantFailed(f"{backend.name}: {name} differs from x @ w.T by "
-                                  f"{float(np.abs(products[name] - right).max()):.3g}; they compute the same product")
+            raise InvariantFailed(
+                f"{backend.name}: {name} differs from x @ w.T by "
+                f"{float(np.abs(products[name] - right).max()):.3g}; they compute the same product"
+            )
     return float((np.abs(products["reshape"] - right) > tolerance).mean())
 
 
 # --- Question 6: why small formats carry a scale ----------------------------------------------
+
 
 @claim("questions.q6.weight_size", kind="exact")
 def q6_weight_size() -> Fraction:
@@ -145,7 +164,9 @@ def q6_weight_size() -> Fraction:
 def q6_exponent_bits(fmt: Any) -> int:
     """Exponent bits: BF16 keeps FP32's eight, E4M3 has four."""
     if fmt.id == "bf16" and fmt.exponent != FORMATS["fp32"].exponent:
-        raise InvariantFailed(f"BF16 has {fmt.exponent} exponent bits and FP32 {FORMATS['fp32'].exponent}; BF16 is FP32's top half")
+        raise InvariantFailed(
+            f"BF16 has {fmt.exponent} exponent bits and FP32 {FORMATS['fp32'].exponent}; BF16 is FP32's top half"
+        )
     return fmt.exponent
 
 
@@ -160,9 +181,13 @@ def q6_smallest_normal(backend: Backend) -> float:
         value = backend.adapter.from_bits([0x08], e4m3.dtype or e4m3.id, e4m3.label)[0]
         derived = float(e4m3.smallest_normal())
         if value != derived:
-            raise InvariantFailed(f"{backend.name}: the library decodes E4M3 code 0x08 as {value!r}; the layout gives {derived!r}")
+            raise InvariantFailed(
+                f"{backend.name}: the library decodes E4M3 code 0x08 as {value!r}; the layout gives {derived!r}"
+            ) from None
     if not value < float(q6_weight_size()):
-        raise InvariantFailed(f"E4M3's smallest normal {value} is not below the typical weight {float(q6_weight_size())}")
+        raise InvariantFailed(
+            f"E4M3's smallest normal {value} is not below the typical weight {float(q6_weight_size())}"
+        )
     return value
 
 

@@ -11,6 +11,7 @@ at or below half the format's smallest subnormal (ties go to the even code, zero
 their count is predicted without casting. And the fraction zeroed is what the normal
 distribution puts below that threshold, within sampling error.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from verified_book.backends import Backend
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from claims.topics.formats import FORMATS, Format
+from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend
 
 COUNT = 1_000_000
 SIGMA = 0.02  # initializer_range: the standard deviation of freshly initialised weights
@@ -105,21 +106,27 @@ def _check_zeros(backend: Backend, row: Row, weights: np.ndarray, zeros: int) ->
     scaled = np.abs(weights.astype(np.float64) * row.scale)
     predicted = int((scaled <= float(flush_threshold(row.fmt))).sum())
     if zeros != predicted:
-        raise InvariantFailed(f"{backend.name}: {row.fmt.label} (scale {row.scale:g}) turned {zeros:,} of {COUNT:,} "
-                              f"weights into 0; {predicted:,} lie at or below half its smallest subnormal, "
-                              f"{threshold:.3g}, and only those should")
+        raise InvariantFailed(
+            f"{backend.name}: {row.fmt.label} (scale {row.scale:g}) turned {zeros:,} of {COUNT:,} "
+            f"weights into 0; {predicted:,} lie at or below half its smallest subnormal, "
+            f"{threshold:.3g}, and only those should"
+        )
     expected = math.erf(threshold / (SIGMA * math.sqrt(2)))
     spread = math.sqrt(max(expected * (1 - expected), 1 / COUNT) / COUNT)
     if abs(zeros / COUNT - expected) > 6 * spread:
-        raise InvariantFailed(f"{backend.name}: {row.fmt.label} (scale {row.scale:g}) zeroed a fraction "
-                              f"{zeros / COUNT:.5f} of N(0, {SIGMA}) weights; the distribution puts {expected:.5f} "
-                              f"below {threshold:.3g}")
+        raise InvariantFailed(
+            f"{backend.name}: {row.fmt.label} (scale {row.scale:g}) zeroed a fraction "
+            f"{zeros / COUNT:.5f} of N(0, {SIGMA}) weights; the distribution puts {expected:.5f} "
+            f"below {threshold:.3g}"
+        )
 
 
 def _book_only(backend: Backend, is_book: bool, what: str) -> None:
     if not is_book:
-        raise NotOnBackend(f"{backend.name}: torch is not installed, so the book's weights (torch's CPU generator, "
-                           f"seed {SEED}) cannot be drawn; {what} held on numpy's own draw")
+        raise NotOnBackend(
+            f"{backend.name}: torch is not installed, so the book's weights (torch's CPU generator, "
+            f"seed {SEED}) cannot be drawn; {what} held on numpy's own draw"
+        )
 
 
 @claim("rounding.{row}.rel_error", kind="library", over={"row": tuple(ROWS)})
@@ -128,8 +135,10 @@ def rel_error(backend: Backend, row: str) -> float:
     rel, _, is_book = statistics(backend, row)
     fmt = ROWS[row].fmt
     if fmt.id in ("bf16", "fp16") and rel > 2.0 ** -(fmt.mantissa + 1):
-        raise InvariantFailed(f"{backend.name}: mean relative error {rel:.5f} in {fmt.label} exceeds its unit "
-                              f"roundoff 2^-{fmt.mantissa + 1}, which bounds every normal value's error")
+        raise InvariantFailed(
+            f"{backend.name}: mean relative error {rel:.5f} in {fmt.label} exceeds its unit "
+            f"roundoff 2^-{fmt.mantissa + 1}, which bounds every normal value's error"
+        )
     _book_only(backend, is_book, f"the zero count's invariants (error {rel:.4f})")
     return rel
 
@@ -148,8 +157,10 @@ def zero_fraction(backend: Backend, row: str) -> float:
     _, count, is_book = statistics(backend, row)
     fraction = count / COUNT
     if row == "e4m3" and not 0.03 <= fraction <= 0.05:
-        raise InvariantFailed(f"{backend.name}: E4M3 zeroed {fraction:.2%} of N(0, {SIGMA}) weights; "
-                              "between 3 and 5 per cent lie below half its smallest subnormal")
+        raise InvariantFailed(
+            f"{backend.name}: E4M3 zeroed {fraction:.2%} of N(0, {SIGMA}) weights; "
+            "between 3 and 5 per cent lie below half its smallest subnormal"
+        )
     _book_only(backend, is_book, f"the invariants ({fraction:.2%} zeroed)")
     return fraction
 
@@ -181,8 +192,10 @@ def e4m3_flush_threshold(backend: Backend) -> float:
     got = _e4m3_cast(backend, probes).tolist()
     sub = float(fmt.smallest_subnormal())
     if got != [0.0, 0.0, sub]:
-        raise InvariantFailed(f"{backend.name}: E4M3 casts of just below, at and just above {float(t)!r} give {got}; "
-                              f"expected [0.0, 0.0, {sub!r}] (ties to even, zero)")
+        raise InvariantFailed(
+            f"{backend.name}: E4M3 casts of just below, at and just above {float(t)!r} give {got}; "
+            f"expected [0.0, 0.0, {sub!r}] (ties to even, zero)"
+        )
     return float(t)
 
 

@@ -6,15 +6,16 @@ worked examples' choices (claims/data/napkin.toml), the formats' widths
 real-model checks. What Adam's state really holds is measured in claims.topics.training;
 the rule here is the sum its parts make.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.authoring.inputs import given, model_config, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS
 from claims.topics.formats_table import INT_FORMATS
 from claims.topics.models import LAYER_MATRICES, matrix_shapes, total_params
+from verified_book.authoring.inputs import given, model_config, vendor
+from verified_book.authoring.registry import InvariantFailed, claim
 
 NAPKIN = "napkin.toml"
 GB = 10**9
@@ -33,7 +34,11 @@ def napkin_params() -> int:
     return int(vendor(NAPKIN, "model_params"))
 
 
-@claim("rules.napkin.billions", kind="given", citation="the book's own choice: the napkin example's 7B model (claims/data/napkin.toml)")
+@claim(
+    "rules.napkin.billions",
+    kind="given",
+    citation="the book's own choice: the napkin example's 7B model (claims/data/napkin.toml)",
+)
 def napkin_billions() -> Fraction:
     """The napkin model's size in billions of parameters."""
     return Fraction(napkin_params(), GB)

@@ -6,16 +6,17 @@ Qwen3-8B's config.json; the batch of 32 is the example's own choice. Each librar
 report the shape the config gives and bytes equal to elements times four, and must refuse
 w @ x with a message that names both disagreeing sizes.
 """
+
 from __future__ import annotations
 
 import functools
 import re
 from typing import Any
 
-from verified_book.backends import Backend, names_of
+from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import model_config
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from claims.topics.formats import FORMATS
+from verified_book.backends import Backend, names_of
 
 BATCH = 32
 LIBRARIES = (*names_of("numpy"), *names_of("torch"))  # the libraries the book's snippet is written for
@@ -45,22 +46,35 @@ def _zeros(backend: Backend, shape: tuple[int, ...]) -> Any:
 def report(backend: Backend, array: Any) -> dict[str, Any]:
     """What the library says about an array: shape, ndim, elements, bytes."""
     elements = backend.adapter.numel(array)
-    return {"shape": tuple(array.shape), "ndim": array.ndim, "elements": elements,
-            "bytes": elements * backend.adapter.itemsize(array)}
+    return {
+        "shape": tuple(array.shape),
+        "ndim": array.ndim,
+        "elements": elements,
+        "bytes": elements * backend.adapter.itemsize(array),
+    }
 
 
-@claim("shapes.{name}.{field}", kind="library", backends=LIBRARIES,
-       over={"name": ("x", "w"), "field": ("shape", "ndim", "elements", "bytes")})
+@claim(
+    "shapes.{name}.{field}",
+    kind="library",
+    backends=LIBRARIES,
+    over={"name": ("x", "w"), "field": ("shape", "ndim", "elements", "bytes")},
+)
 def array_field(backend: Backend, name: str, field: str) -> Any:
     """A library's shape, ndim, element count or byte count for the example's x or w."""
     shape = example_shapes()[name]
     found = report(backend, zeros(backend, shape))
     elements = shape[0] * shape[1]
-    expected = {"shape": shape, "ndim": len(shape), "elements": elements,
-                "bytes": elements * FORMATS["fp32"].storage_bits // 8}
+    expected = {
+        "shape": shape,
+        "ndim": len(shape),
+        "elements": elements,
+        "bytes": elements * FORMATS["fp32"].storage_bits // 8,
+    }
     if found[field] != expected[field]:
-        raise InvariantFailed(f"{backend.name} reports {field} = {found[field]} for {name} of shape {shape}; "
-                              f"expected {expected[field]}")
+        raise InvariantFailed(
+            f"{backend.name} reports {field} = {found[field]} for {name} of shape {shape}; expected {expected[field]}"
+        )
     return found[field]
 
 
@@ -125,5 +139,7 @@ def numpy_mismatch_place(backend: Backend, part: str) -> int:
         raise InvariantFailed(f"numpy's shape error no longer names the {part}: {message!r}")
     value = int(found.group(1))
     if value != {"operand": 1, "dimension": 0}[part]:
-        raise InvariantFailed(f"numpy's shape error names {part} {value}; x is operand 1 and its rows dimension 0: {message!r}")
+        raise InvariantFailed(
+            f"numpy's shape error names {part} {value}; x is operand 1 and its rows dimension 0: {message!r}"
+        )
     return value

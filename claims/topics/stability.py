@@ -6,6 +6,7 @@ FP32's largest value, so the textbook formula gives inf / inf = NaN, while subtr
 the largest logit first gives the same probabilities with no overflow. sympy gives the
 exact values the libraries must reach.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,11 +16,10 @@ from typing import Any, Iterator
 
 import sympy
 
-from verified_book.backends import Backend, supporting
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.inputs import given
-from verified_book.authoring.registry import InvariantFailed, claim
 from claims.topics.formats import FORMATS, Format
+from verified_book.authoring.inputs import given, model_config
+from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book.backends import Backend, supporting
 
 LAYERS = supporting("nn")  # libraries with neural-network layers of their own
 
@@ -145,8 +145,10 @@ def probability_product_exact() -> Fraction:
     """The same product computed exactly, in rationals: what FP32 would have to hold."""
     factors, probability = int(given("stability.log_space_factors")), given("stability.log_space_probability")
     if (factors, probability) != (FACTORS, PROBABILITY):
-        raise InvariantFailed(f"the example multiplies {FACTORS} factors of {PROBABILITY}; the given inputs are "
-                              f"{factors} of {probability}")
+        raise InvariantFailed(
+            f"the example multiplies {FACTORS} factors of {PROBABILITY}; the given inputs are "
+            f"{factors} of {probability}"
+        )
     return Fraction(str(probability)) ** factors
 
 
@@ -155,7 +157,9 @@ def probability_log_sum(backend: Backend) -> float:
     """The same product kept as a sum of logs in FP32: an ordinary number."""
     found = float(backend.module.log(_vector(backend, (PROBABILITY,) * FACTORS)).sum().item())
     if abs(found - FACTORS * math.log(PROBABILITY)) > 1e-3:
-        raise InvariantFailed(f"{backend.name}: the sum of logs is {found}; 50 · ln(0.001) is {FACTORS * math.log(PROBABILITY)}")
+        raise InvariantFailed(
+            f"{backend.name}: the sum of logs is {found}; 50 · ln(0.001) is {FACTORS * math.log(PROBABILITY)}"
+        )
     return found
 
 
@@ -196,15 +200,12 @@ def seeded(backend: Backend, case: str) -> Fraction:
     return Fraction(sum(1 for a, b in zip(first, second) if a != b), SAMPLES)
 
 
-
-
 SMALL_TERM = 2.0**-24  # the summation-order example's small term, as its snippet of prose writes it
 
 
 def small_terms_count() -> int:
     """Copies of 2^-24, FP32's half step at 1.0, that the example adds: a given input."""
     return int(given("stability.small_terms"))
-
 
 
 def _ordered_sum(backend: Backend, reverse: bool) -> float:
@@ -247,5 +248,3 @@ def ordered_sum(backend: Backend, direction: str) -> float:
 def order_difference(backend: Backend) -> float:
     """How far apart the two orders land: SMALL_TERMS × 2^-24 = 2^-20."""
     return _ordered_sum(backend, True) - _ordered_sum(backend, False)
-
-

@@ -9,12 +9,13 @@ not reach the parent), so the stride and aliasing claims are not computed there.
 "Allocated" below means the bytes of new storage an operation made: zero when the
 result is a view on the parent's buffer, the result's own size when it is a copy.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from verified_book.backends import Backend, names_of
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend, names_of
 
 ROWS, COLS = 2, 3
 MLX = names_of("mlx")
@@ -52,7 +53,9 @@ def footprint(array: Any) -> int:
     size = array.element_size() if hasattr(array, "element_size") else array.itemsize
     reported = array.untyped_storage().nbytes() if hasattr(array, "untyped_storage") else array.nbytes
     if numel * size != reported:
-        raise InvariantFailed(f"numel {numel} × element size {size} = {numel * size}, but the library reports {reported} bytes")
+        raise InvariantFailed(
+            f"numel {numel} × element size {size} = {numel * size}, but the library reports {reported} bytes"
+        )
     return int(numel * size)
 
 
@@ -195,7 +198,9 @@ def broadcast_shape(backend: Backend) -> tuple[int, ...]:
     for b in range(BATCH):
         for s in range(SEQUENCE):
             if values[b][s] != [d + 10.0 * (d + 1) for d in range(WIDTH)]:
-                raise InvariantFailed(f"row ({b}, {s}) of the sum is {values[b][s]}: the bias was not applied per position")
+                raise InvariantFailed(
+                    f"row ({b}, {s}) of the sum is {values[b][s]}: the bias was not applied per position"
+                )
     return tuple(out.shape)
 
 
@@ -212,7 +217,9 @@ def broadcast_strides(backend: Backend) -> tuple[int, ...]:
 @claim("tensors.einsum.shape", kind="library")
 def einsum_shape(backend: Backend) -> tuple[int, ...]:
     """einsum('bsd,de->bse') names every axis; its result equals the matmul it spells out."""
-    act = backend.tensor([[[float(b + s + d) for d in range(WIDTH)] for s in range(SEQUENCE)] for b in range(BATCH)], float32(backend))
+    act = backend.tensor(
+        [[[float(b + s + d) for d in range(WIDTH)] for s in range(SEQUENCE)] for b in range(BATCH)], float32(backend)
+    )
     weight = backend.tensor([[float(d * OUT + e) for e in range(OUT)] for d in range(WIDTH)], float32(backend))
     out = backend.module.einsum("bsd,de->bse", act, weight)
     if out.tolist() != (act @ weight).tolist():

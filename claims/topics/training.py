@@ -12,6 +12,7 @@
 - Gradient accumulation: micro-batch gradients of a loss scaled by 1/k, summed, equal the
   large batch's gradient.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator
 
-from verified_book.backends import Backend, names_of, supporting
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+from verified_book.backends import Backend, names_of, supporting
 
 TORCH = names_of("torch")  # autocast and GradScaler are torch's
 AUTODIFF = supporting("autodiff")
@@ -55,7 +56,12 @@ def adam_bytes_per_param(backend: Backend) -> Fraction:
     return adam_state(backend).per_param
 
 
-@claim("training.adam.{part}_bytes_per_param", kind="library", over={"part": ("weights", "grads", "moments")}, backends=OPTIMIZERS)
+@claim(
+    "training.adam.{part}_bytes_per_param",
+    kind="library",
+    over={"part": ("weights", "grads", "moments")},
+    backends=OPTIMIZERS,
+)
 def adam_part(backend: Backend, part: str) -> Fraction:
     """One role's bytes per parameter: 4 for weights, 4 for gradients, 8 for the two moments."""
     state = adam_state(backend)
@@ -151,7 +157,12 @@ def loss_scaled_gradient(backend: Backend, dtype_name: str | None, scaled: bool)
     return grads[0]
 
 
-CASES = {"fp32": (None, False), "fp16": ("float16", False), "fp16_scaled": ("float16", True), "bf16": ("bfloat16", False)}
+CASES = {
+    "fp32": (None, False),
+    "fp16": ("float16", False),
+    "fp16_scaled": ("float16", True),
+    "bf16": ("bfloat16", False),
+}
 
 
 @claim("training.loss_scaling.{case}", kind="library", over={"case": tuple(CASES)})
@@ -188,14 +199,16 @@ def _accumulated(backend: Backend) -> tuple[list[float], list[float]]:
     full = grad_of(rows, target, 1.0)
     accumulated = [0.0] * len(start)
     for k in range(steps):
-        part = grad_of(rows[k * MICRO:(k + 1) * MICRO], target[k * MICRO:(k + 1) * MICRO], 1.0 / steps)
+        part = grad_of(rows[k * MICRO : (k + 1) * MICRO], target[k * MICRO : (k + 1) * MICRO], 1.0 / steps)
         accumulated = [a + p for a, p in zip(accumulated, part)]
     if not np.allclose(accumulated, full, rtol=1e-5, atol=1e-6):
         raise InvariantFailed(f"{steps} micro-batches of {MICRO} give {accumulated}; the batch of {BATCH} gives {full}")
     return full, accumulated
 
 
-@claim("training.accumulation.{what}", kind="library", over={"what": ("batch", "micro_batch", "steps")}, backends=AUTODIFF)
+@claim(
+    "training.accumulation.{what}", kind="library", over={"what": ("batch", "micro_batch", "steps")}, backends=AUTODIFF
+)
 def accumulation(backend: Backend, what: str) -> int:
     """The batch, the micro-batch and the number of accumulated steps whose gradients agree."""
     _accumulated(backend)

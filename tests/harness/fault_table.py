@@ -12,6 +12,7 @@ folder, each fault is injected, and the records expected and kept are compared. 
 mutation rows run on the project's own book. Exits 1 if any fault was not handled as
 required or any record was lost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,25 +64,39 @@ def mutation_rows(root: Path) -> tuple[list[faults.Tally], list[str]]:
     """The book's own mutation counts, as rows, and the lines that say what was left out and why."""
     verifier = mutation.book_verifier(ROOT)
     figures = mutation.mutate_figures(verifier)
-    row = faults.Tally("mutation of the book", "bound figure changed (last digit; times ten)",
-                       "judged stale against the value computed now")
+    row = faults.Tally(
+        "mutation of the book",
+        "bound figure changed (last digit; times ten)",
+        "judged stale against the value computed now",
+    )
     row.tried, row.handled = figures.tried, len(figures.killed)
-    notes = [f"Figure mutants caught: {len(figures.killed)} of {figures.tried} "
-             f"({figures.kill_rate:.1%}), from {figures.figures} bound figures."]
+    notes = [
+        f"Figure mutants caught: {len(figures.killed)} of {figures.tried} "
+        f"({figures.kill_rate:.1%}), from {figures.figures} bound figures."
+    ]
     notes += [f"Not mutated, {len(items)} figure(s): {reason}." for reason, items in sorted(figures.excluded.items())]
     if figures.within_tolerance:
-        notes.append(f"Not caught, within a measured claim's stated tolerance: {len(figures.within_tolerance)} mutant(s).")
-    notes += [f"Survived: {m.binding.where} {m.binding.text} -> {m.stated} ({m.how}, {m.binding.claim_id})."
-              for m, _ in figures.survived]
+        notes.append(
+            f"Not caught, within a measured claim's stated tolerance: {len(figures.within_tolerance)} mutant(s)."
+        )
+    notes += [
+        f"Survived: {m.binding.where} {m.binding.text} -> {m.stated} ({m.how}, {m.binding.claim_id})."
+        for m, _ in figures.survived
+    ]
     print(f"        {figures.summary()}", file=sys.stderr)
     report = mutation.perturb_inputs(verifier)
-    inputs_row = faults.Tally("mutation of the book", "input in claims/data/ perturbed",
-                              "at least one claim fails; unused inputs only on the allow-list")
+    inputs_row = faults.Tally(
+        "mutation of the book",
+        "input in claims/data/ perturbed",
+        "at least one claim fails; unused inputs only on the allow-list",
+    )
     inputs_row.tried = len(report.guarded) + len(report.unguarded)
     inputs_row.handled = len(report.guarded)
-    notes.append(f"Inputs whose perturbation fails a claim: {len(report.guarded)} of {inputs_row.tried}; "
-                 f"{len(report.allowed)} more on the allow-list (claims/data/{mutation.ALLOWLIST}), confirmed unused; "
-                 f"{len(report.elsewhere)} read only by claims about other hardware, which this machine does not compute.")
+    notes.append(
+        f"Inputs whose perturbation fails a claim: {len(report.guarded)} of {inputs_row.tried}; "
+        f"{len(report.allowed)} more on the allow-list (claims/data/{mutation.ALLOWLIST}), confirmed unused; "
+        f"{len(report.elsewhere)} read only by claims about other hardware, which this machine does not compute."
+    )
     notes += [f"Not caught: {item.where}: {why}." for item, why in report.unguarded.items()]
     notes += [f"Allow-list problem: {p}." for p in report.problems]
     if report.problems:
@@ -109,23 +124,31 @@ def table(rows: list[faults.Tally], notes: list[str], control: faults.Tally, sec
     for r in rows:
         kept = f"{r.kept} of {r.expected}" if r.expected else "–"
         lines.append(f"| {r.group} | {r.fault} | {r.required} | {r.tried} | {r.handled} | {kept} | {r.lost} |")
-    lines.append(f"| **all** | | | **{tried}** | **{handled}** | **{sum(r.kept for r in rows)} of "
-                 f"{sum(r.expected for r in rows)}** | **{lost}** |")
+    lines.append(
+        f"| **all** | | | **{tried}** | **{handled}** | **{sum(r.kept for r in rows)} of "
+        f"{sum(r.expected for r in rows)}** | **{lost}** |"
+    )
     lines += ["", f"Records lost: **{lost}**.", "", "## Notes", ""]
-    lines.append(f"- The race is real: with the lock switched off, the same two processes kept {control.kept} of "
-                 f"{control.expected} records ({control.lost} lost), so the concurrency rows can see a loss.")
+    lines.append(
+        f"- The race is real: with the lock switched off, the same two processes kept {control.kept} of "
+        f"{control.expected} records ({control.lost} lost), so the concurrency rows can see a loss."
+    )
     lines += [f"- {n}" for n in notes]
     for r in rows:
         lines += [f"- {r.group} / {r.fault}: {n.splitlines()[0]}" for n in r.notes]
-    lines += ["", f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds:.0f} s, "
-              f"on {os.cpu_count()} cores."]
+    lines += [
+        "",
+        f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds:.0f} s, on {os.cpu_count()} cores.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=3, help="times to try each process-level fault (default 3)")
-    parser.add_argument("--output", default=str(ROOT / "docs" / "faults.md"), help="where to write the table; - for stdout")
+    parser.add_argument(
+        "--output", default=str(ROOT / "docs" / "faults.md"), help="where to write the table; - for stdout"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fault-table-") as tmp:

@@ -6,6 +6,7 @@ once), and returns a `Tally`: how often the fault was tried, how often it was
 reported, and how many records were expected, kept and lost. The tests assert on
 the tallies; `scripts/fault-table` runs every scenario and writes `docs/faults.md`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,13 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from verified_book.records import conditions
-from verified_book.site import render
-from verified_book.records import results
-from verified_book.book.bindings import read_page
-from verified_book.records.results import read as read_results
-from verified_book.vocabulary import CONTENDED, RECORDED
 from verified_book.authoring.registry import REGISTRY
+from verified_book.book.bindings import read_page
+from verified_book.records import conditions, results
+from verified_book.records.results import read as read_results
+from verified_book.site import render
+from verified_book.vocabulary import CONTENDED, RECORDED
 
 SLUG = "sample"
 
@@ -76,10 +76,7 @@ CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest_plugin"]\n'
 def machine_conftest(fields: dict[str, Any]) -> str:
     """A book's conftest that makes its machine look like `fields` say, through the public
     `pytest_claims_machine_info` hook: a run here, fingerprinted as one of the book's machines."""
-    return CONFTEST + (
-        "\n\ndef pytest_claims_machine_info(machine_info):\n"
-        f"    machine_info.update({fields!r})\n"
-    )
+    return CONFTEST + (f"\n\ndef pytest_claims_machine_info(machine_info):\n    machine_info.update({fields!r})\n")
 
 
 def profile_fingerprint(match: dict[str, Any]) -> dict[str, Any]:
@@ -89,9 +86,10 @@ def profile_fingerprint(match: dict[str, Any]) -> dict[str, Any]:
         fields["gpu"] = fields["cpu"]  # torch names an Apple chip's GPU after the chip
     return fields
 
+
 # Imported at start-up through PYTHONPATH: hides the packages named in CLAIMS_ABSENT
 # exactly as an uninstalled package is hidden (no module, no distribution metadata).
-ABSENT_SITECUSTOMIZE = '''\
+ABSENT_SITECUSTOMIZE = """\
 import os
 import sys
 from importlib.machinery import PathFinder
@@ -114,7 +112,7 @@ class _WithoutAbsent(PathFinder):
 
 
 sys.meta_path[:] = [_WithoutAbsent if f is PathFinder else f for f in sys.meta_path]
-'''
+"""
 
 BASIC_CLAIMS = '''\
 from fractions import Fraction
@@ -245,8 +243,15 @@ class SampleBook:
 
     def spawn(self, *args: str, absent: Sequence[str] = (), **popen: Any) -> subprocess.Popen[str]:
         """Start a separate verification run; collect it with `finish`."""
-        return subprocess.Popen(self.command(*args), cwd=self.root, env=self.env(absent), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+        return subprocess.Popen(
+            self.command(*args),
+            cwd=self.root,
+            env=self.env(absent),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            **popen,
+        )
 
     def finish(self, proc: subprocess.Popen[str], timeout: float = 120) -> Run:
         output, _ = proc.communicate(timeout=timeout)
@@ -291,8 +296,10 @@ class Tally:
         self.kept += min(kept, expected)
 
     def __str__(self) -> str:
-        text = (f"{self.group} / {self.fault}: {self.handled}/{self.tried} handled, "
-                f"{self.kept}/{self.expected} records kept, {self.lost} lost")
+        text = (
+            f"{self.group} / {self.fault}: {self.handled}/{self.tried} handled, "
+            f"{self.kept}/{self.expected} records kept, {self.lost} lost"
+        )
         return text + "".join(f"\n    {n}" for n in self.notes)
 
 
@@ -334,7 +341,7 @@ def item(i):
 # A conftest for runs started together: each waits at the end of its session until all
 # have arrived, so their merges meet, and writes slowly, so a merge is under way when
 # the other one starts. CLAIMS_NO_LOCK turns the lock off, to show what it prevents.
-RACE_CONFTEST = '''\
+RACE_CONFTEST = """\
 import contextlib
 import os
 import time
@@ -368,7 +375,7 @@ def pytest_sessionfinish(session):
     deadline = time.monotonic() + 60
     while len(list(folder.iterdir())) < int(os.environ["CLAIMS_PEERS"]) and time.monotonic() < deadline:
         time.sleep(0.005)
-'''
+"""
 
 
 def _subset_book(root: Path, subsets: Sequence[str], count: int) -> SampleBook:
@@ -381,8 +388,11 @@ def _subset_book(root: Path, subsets: Sequence[str], count: int) -> SampleBook:
 
 def concurrent_processes(root: Path, tries: int = 1, count: int = 12, lock: bool = True) -> Tally:
     """Two `pytest` processes started at once on one machine, each verifying its own subset."""
-    tally = Tally("results store", "two pytest processes at once" + ("" if lock else " (lock switched off)"),
-                  "every record of both lands in results/<machine>.json")
+    tally = Tally(
+        "results store",
+        "two pytest processes at once" + ("" if lock else " (lock switched off)"),
+        "every record of both lands in results/<machine>.json",
+    )
     for attempt in range(tries):
         book = _subset_book(root / f"race-{attempt}", ("alpha", "beta"), count)
         env_extra = {"CLAIMS_BARRIER": str(book.root / "barrier"), "CLAIMS_PEERS": "2", "CLAIMS_SLOW_WRITE": "0.3"}
@@ -392,17 +402,27 @@ def concurrent_processes(root: Path, tries: int = 1, count: int = 12, lock: bool
         procs = []
         for prefix in ("alpha", "beta"):
             env = {**book.env(absent=("torch", "mlx")), **env_extra}
-            procs.append(subprocess.Popen(book.command("-q", "-k", prefix, "--results-dir", str(shared)), cwd=book.root,
-                                          env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    book.command("-q", "-k", prefix, "--results-dir", str(shared)),
+                    cwd=book.root,
+                    env=env,
+                    text=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         outputs = [p.communicate(timeout=120)[0] for p in procs]
         records = book.records(shared)
         expected = {f"{p}.item.{i}" for p in ("alpha", "beta") for i in range(count)}
         kept = expected & set(records)
         tally.keep(len(expected), len(kept))
         both_met = len(list((book.root / "barrier").iterdir())) == 2
-        tally.check(all(p.returncode == 0 for p in procs) and both_met and kept == expected,
-                    f"exit codes {[p.returncode for p in procs]}, met {both_met}, missing {sorted(expected - kept)[:5]}"
-                    + ("" if all(p.returncode == 0 for p in procs) else "\n" + "\n".join(o[-1500:] for o in outputs)))
+        tally.check(
+            all(p.returncode == 0 for p in procs) and both_met and kept == expected,
+            f"exit codes {[p.returncode for p in procs]}, met {both_met}, missing {sorted(expected - kept)[:5]}"
+            + ("" if all(p.returncode == 0 for p in procs) else "\n" + "\n".join(o[-1500:] for o in outputs)),
+        )
     return tally
 
 
@@ -433,7 +453,7 @@ def summary_rows(output: str) -> dict[str, dict[str, int]]:
         start = next(i for i, line in enumerate(lines) if "verified book" in line and line.startswith("="))
     except StopIteration:
         return rows
-    body = [line for line in lines[start + 1:] if line.strip()]
+    body = [line for line in lines[start + 1 :] if line.strip()]
     header = body[0].replace("not here", "not_here").split() if body else []
     for line in body[1:]:
         parts = line.split()
@@ -456,8 +476,11 @@ def counts_of(records: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[s
 
 def xdist_workers(root: Path, count: int = 16) -> Tally:
     """`pytest -n 2`: each worker merges its own records; the controller's summary counts them all."""
-    tally = Tally("results store", "pytest -n 2 (xdist workers)",
-                  "each worker's records land; the controller's summary table counts them")
+    tally = Tally(
+        "results store",
+        "pytest -n 2 (xdist workers)",
+        "each worker's records land; the controller's summary table counts them",
+    )
     book = SampleBook(root / "xdist")
     book.claims("work", WORKER_CLAIMS.format(count=count))
     book.page("page.md", f"The book has [{count}](claim:work.total) items.\n")
@@ -469,10 +492,14 @@ def xdist_workers(root: Path, count: int = 16) -> Tally:
     tally.keep(len(expected), len(kept))
     workers = {run.records[c]["none"]["value"] for c in kept}
     table = {b: {s: row.get(s, 0) for s in RECORDED} for b, row in summary_rows(run.output).items()}
-    tally.check(run.ret in (0, 1) and kept == expected and workers == {0, 1},
-                f"exit {run.ret}, missing {sorted(expected - kept)[:5]}, workers {sorted(workers)}\n{run.output[-2000:]}")
-    tally.check(bool(table) and table == counts_of(run.records) and "results: " in run.output,
-                f"controller table {table} differs from the file's {counts_of(run.records)}\n{run.output[-2000:]}")
+    tally.check(
+        run.ret in (0, 1) and kept == expected and workers == {0, 1},
+        f"exit {run.ret}, missing {sorted(expected - kept)[:5]}, workers {sorted(workers)}\n{run.output[-2000:]}",
+    )
+    tally.check(
+        bool(table) and table == counts_of(run.records) and "results: " in run.output,
+        f"controller table {table} differs from the file's {counts_of(run.records)}\n{run.output[-2000:]}",
+    )
     return tally
 
 
@@ -503,7 +530,8 @@ class SlowFile:
         return getattr(self.handle, name)
 '''
 
-KILLED_WRITER = '''\
+KILLED_WRITER = (
+    """\
 import os
 import sys
 import time
@@ -513,14 +541,18 @@ import verified_book.records.results as results
 
 path, started = Path(sys.argv[1]), Path(sys.argv[2])
 _fdopen = os.fdopen
-''' + SLOW_FILE + '''
+"""
+    + SLOW_FILE
+    + """
 
 results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
 records = {f"killed.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(300)}
 results.merge_into(path, results.ResultsFile(path.stem, records=records))
-'''
+"""
+)
 
-KILLED_RUN_CONFTEST = '''\
+KILLED_RUN_CONFTEST = (
+    """\
 import os
 import time
 from pathlib import Path
@@ -528,20 +560,25 @@ from pathlib import Path
 import pytest
 
 import verified_book.records.results as results
-''' + SLOW_FILE + '''
+"""
+    + SLOW_FILE
+    + """
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     started = Path(os.environ["CLAIMS_STARTED"])
     fdopen = os.fdopen
     results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
-'''
+"""
+)
 
 
 def _previous_file(path: Path, count: int) -> bytes:
     from verified_book.records.results import ResultsFile, merge_into
 
-    records = {f"previous.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)}
+    records = {
+        f"previous.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)
+    }
     merge_into(path, ResultsFile(path.stem, records=records))
     return path.read_bytes()
 
@@ -567,16 +604,24 @@ def _after_kill(tally: Tally, path: Path, before: bytes, proc: subprocess.Popen[
     expected = {k for k in json.loads(before)["records"]} | set(later)
     kept = expected & set(merged.records) & set(read(path).records)
     tally.keep(len(expected), len(kept))
-    tally.check(was_writing and whole and bool(leftovers) and quick and not list(path.parent.glob(f".{path.name}.*.tmp"))
-                and previous == set(json.loads(before)["records"]),
-                f"writing {was_writing}, previous file whole {whole}, killed mid-write {bool(leftovers)}, "
-                f"lock free {quick}")
+    tally.check(
+        was_writing
+        and whole
+        and bool(leftovers)
+        and quick
+        and not list(path.parent.glob(f".{path.name}.*.tmp"))
+        and previous == set(json.loads(before)["records"]),
+        f"writing {was_writing}, previous file whole {whole}, killed mid-write {bool(leftovers)}, lock free {quick}",
+    )
 
 
 def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
     """SIGKILL to a process that holds the lock and is half-way through writing the results file."""
-    tally = Tally("results store", "SIGKILL in the middle of a write",
-                  "the previous file stays whole; the lock is free; the next merge keeps every record")
+    tally = Tally(
+        "results store",
+        "SIGKILL in the middle of a write",
+        "the previous file stays whole; the lock is free; the next merge keeps every record",
+    )
     for attempt in range(tries):
         folder = root / f"kill-{attempt}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -585,8 +630,12 @@ def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
         started = folder / "started"
         script = folder / "writer.py"
         script.write_text(KILLED_WRITER)
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(started)], text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(path), str(started)],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         _after_kill(tally, path, before, proc, started)
     for attempt in range(pytest_runs):
         book = SampleBook.basic(root / f"kill-run-{attempt}")
@@ -595,19 +644,26 @@ def killed_mid_write(root: Path, tries: int = 1, pytest_runs: int = 1) -> Tally:
         before = _previous_file(book.results_file, 400)
         started = book.root / "started"
         env = {**book.env(absent=("torch", "mlx")), "CLAIMS_STARTED": str(started)}
-        proc = subprocess.Popen(book.command("-q"), cwd=book.root, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            book.command("-q"), cwd=book.root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         _after_kill(tally, book.results_file, before, proc, started)
     return tally
 
 
 # ---------------------------------------------------------------- results store: bad files
 
+
 def _good_update(slug: str, count: int = 3) -> Any:
     from verified_book.records.results import ResultsFile
 
-    return ResultsFile(slug, machine={"slug": slug}, records={
-        f"fresh.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)})
+    return ResultsFile(
+        slug,
+        machine={"slug": slug},
+        records={
+            f"fresh.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(count)
+        },
+    )
 
 
 CORRUPT_FILES: dict[str, bytes] = {
@@ -616,7 +672,8 @@ CORRUPT_FILES: dict[str, bytes] = {
     "not UTF-8": b'\xff\xfe{"slug": "m"}',
     "binary garbage": bytes(range(256)) * 4,
     "a JSON list at the top": b"[1, 2, 3]",
-    "NaN literal": b'{"schema_version": 1, "slug": "m", "records": {"a.b": {"numpy": {"status": "verified", "value": NaN}}}}',
+    "NaN literal": b'{"schema_version": 1, "slug": "m", "records": '
+    b'{"a.b": {"numpy": {"status": "verified", "value": NaN}}}}',
     "nested 100,000 deep": b"[" * 100_000 + b"]" * 100_000,
     "5,000-digit integer": b'{"schema_version": 1, "slug": "m", "records": {}, "x": ' + b"9" * 5000 + b"}",
     "schema_version a string": b'{"schema_version": "1", "slug": "m", "records": {}}',
@@ -628,8 +685,11 @@ CORRUPT_FILES: dict[str, bytes] = {
 
 def corrupt_files(root: Path) -> Tally:
     """A results file that does not read: it is reported with its path and kept aside, never replaced silently."""
-    tally = Tally("results store", "corrupt results file",
-                  "reported with its path, kept aside byte for byte, a new file holds the run's records")
+    tally = Tally(
+        "results store",
+        "corrupt results file",
+        "reported with its path, kept aside byte for byte, a new file holds the run's records",
+    )
     from verified_book.records.results import merge_into, read
 
     for n, (name, content) in enumerate(CORRUPT_FILES.items()):
@@ -658,8 +718,11 @@ def newer_schema(root: Path) -> Tally:
     """A results file written by a newer schema: refused with what to upgrade; the run's records kept apart."""
     from verified_book.records.results import SCHEMA_VERSION
 
-    tally = Tally("results store", "results file from a newer schema",
-                  "left untouched; the message says what to upgrade; the run's records are kept beside it")
+    tally = Tally(
+        "results store",
+        "results file from a newer schema",
+        "left untouched; the message says what to upgrade; the run's records are kept beside it",
+    )
     book = SampleBook.basic(root / "newer")
     book.results_dir.mkdir(parents=True, exist_ok=True)
     original = json.dumps({"schema_version": SCHEMA_VERSION + 1, "slug": SLUG, "records": {}, "new_field": [1]})
@@ -669,16 +732,24 @@ def newer_schema(root: Path) -> Tally:
     kept = _pairs(json.loads(unmerged[0].read_text())["records"]) if len(unmerged) == 1 else set()
     expected = basic_pairs()
     tally.keep(len(expected), len(expected & kept))
-    tally.check(book.results_file.read_text() == original and "update the project" in run.output
-                and "run.py setup" in run.output and str(book.results_file) in run.output and len(unmerged) == 1,
-                f"file untouched {book.results_file.read_text() == original}, unmerged {unmerged}\n{run.output[-1500:]}")
+    tally.check(
+        book.results_file.read_text() == original
+        and "update the project" in run.output
+        and "run.py setup" in run.output
+        and str(book.results_file) in run.output
+        and len(unmerged) == 1,
+        f"file untouched {book.results_file.read_text() == original}, unmerged {unmerged}\n{run.output[-1500:]}",
+    )
     return tally
 
 
 def older_schema(root: Path) -> Tally:
     """A results file of schema 0 (a flat list of records): migrated, and its records kept."""
-    tally = Tally("results store", "results file from an older schema",
-                  "migrated to the current schema; its records kept beside the run's")
+    tally = Tally(
+        "results store",
+        "results file from an older schema",
+        "migrated to the current schema; its records kept beside the run's",
+    )
     book = SampleBook.basic(root / "older")
     book.results_dir.mkdir(parents=True, exist_ok=True)
     old = [{"claim": f"old.item.r{i}", "backend": "numpy", "status": "verified", "value": i} for i in range(4)]
@@ -687,8 +758,10 @@ def older_schema(root: Path) -> Tally:
     data = json.loads(book.results_file.read_text())
     expected = {f"old.item.r{i}" for i in range(4)} | {"basic.ratio", "basic.square.2", "basic.square.3"}
     tally.keep(len(expected), len(expected & set(data["records"])))
-    tally.check(run.ret == 0 and data.get("schema_version") == results.SCHEMA_VERSION and isinstance(data["records"], dict),
-                f"exit {run.ret}, schema {data.get('schema_version')}\n{run.output[-1500:]}")
+    tally.check(
+        run.ret == 0 and data.get("schema_version") == results.SCHEMA_VERSION and isinstance(data["records"], dict),
+        f"exit {run.ret}, schema {data.get('schema_version')}\n{run.output[-1500:]}",
+    )
     return tally
 
 
@@ -718,7 +791,7 @@ def locked_threads(root: Path, count: int = 8) -> Tally:
 
 # ---------------------------------------------------------------- untrusted results files
 
-HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=1\">"
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 
 
 def sound_results(slug: str = "contrib", claim_id: str = "basic.ratio", text: str = "") -> dict[str, Any]:
@@ -727,20 +800,56 @@ def sound_results(slug: str = "contrib", claim_id: str = "basic.ratio", text: st
     return {
         "schema_version": 1,
         "slug": slug,
-        "machine": {"slug": slug, "markers": [], "fingerprint": {
-            "cpu": f"Contributed CPU {text}", "arch": f"x86_64{text}", "cores": 8, "memory_gb": 64.0,
-            "os": f"Linux {text}", "gpu": f"GPU {text}", "gpu_memory_gb": 16.0, "compute_capability": f"12.0{text}",
-            "driver": f"580{text}", "python": f"3.12{text}", "torch": f"2.9{text}"}},
-        "environment": {"date": date, "os": f"Linux {text}", "driver": f"580{text}",
-                        "versions": {"python": f"3.12{text}", "torch": f"2.9{text}"},
-                        "backends": {"numpy": f"2.3{text}", "torch:cpu": f"2.9{text}"}},
-        "records": {claim_id: {"numpy": {
-            "status": "verified", "kind": "exact", "value": {"exact": "1365/82", "float": 1365 / 82},
-            "figures": [{"file": "book/index.md", "line": 3, "printed": f"16.6{text}", "stated": f"16.6{text}",
-                         "status": "verified"}],
-            "message": f"computed here {text}", "inputs": [f"claims/data/x.toml:1 value = 1 {text}"],
-            "source": f"claims/topics/x.py:1{text}", "citation": f"a source {text}", "hardware": None,
-            "date": date, "seconds": 0.01, "version": f"2.3{text}"}}},
+        "machine": {
+            "slug": slug,
+            "markers": [],
+            "fingerprint": {
+                "cpu": f"Contributed CPU {text}",
+                "arch": f"x86_64{text}",
+                "cores": 8,
+                "memory_gb": 64.0,
+                "os": f"Linux {text}",
+                "gpu": f"GPU {text}",
+                "gpu_memory_gb": 16.0,
+                "compute_capability": f"12.0{text}",
+                "driver": f"580{text}",
+                "python": f"3.12{text}",
+                "torch": f"2.9{text}",
+            },
+        },
+        "environment": {
+            "date": date,
+            "os": f"Linux {text}",
+            "driver": f"580{text}",
+            "versions": {"python": f"3.12{text}", "torch": f"2.9{text}"},
+            "backends": {"numpy": f"2.3{text}", "torch:cpu": f"2.9{text}"},
+        },
+        "records": {
+            claim_id: {
+                "numpy": {
+                    "status": "verified",
+                    "kind": "exact",
+                    "value": {"exact": "1365/82", "float": 1365 / 82},
+                    "figures": [
+                        {
+                            "file": "book/index.md",
+                            "line": 3,
+                            "printed": f"16.6{text}",
+                            "stated": f"16.6{text}",
+                            "status": "verified",
+                        }
+                    ],
+                    "message": f"computed here {text}",
+                    "inputs": [f"claims/data/x.toml:1 value = 1 {text}"],
+                    "source": f"claims/topics/x.py:1{text}",
+                    "citation": f"a source {text}",
+                    "hardware": None,
+                    "date": date,
+                    "seconds": 0.01,
+                    "version": f"2.3{text}",
+                }
+            }
+        },
         "outputs": {"lab.py": {"text": f"what the lab printed {text}", "date": date, "seconds": 0.5}},
     }
 
@@ -824,8 +933,11 @@ def hostile_results(root: Path, known_claims: set[str] | None = None) -> Tally:
     from verified_book.records.results import ResultsError, read, validate
 
     known = known_claims if known_claims is not None else {"basic.ratio"}
-    tally = Tally("contributed results", "hostile results file",
-                  "refused before it is merged or rendered, with the file and the field named")
+    tally = Tally(
+        "contributed results",
+        "hostile results file",
+        "refused before it is merged or rendered, with the file and the field named",
+    )
     where = "results/contrib.json"
     sound = sound_results(text=HOSTILE)
     tally.check(validate(sound, where, known) == [], f"the sound file is refused: {validate(sound, where, known)}")
@@ -915,16 +1027,28 @@ After them all, [42](claim:bad.after).
 """
 
 BAD_INPUTS: dict[str, list[str]] = {
-    "claim raises": [r"b_faulty\.py:\d+: claim bad\.raises on none: raised ZeroDivisionError: division by zero \(at ",
-                     r"book/faults\.md:1: figure 5 \(bad\.raises\) cannot be checked: raised ZeroDivisionError"],
-    "claim returns the wrong type": [r"b_faulty\.py:\d+: claim bad\.wrong_type on none: returned a dict",
-                                     r"book/faults\.md:3: figure 16 \(bad\.string_for_number\) cannot be checked on none: "
-                                     r"the claim returned a str"],
-    "claim returns NaN": [r"b_faulty\.py:\d+: claim bad\.nan on none: returned NaN",
-                          r"book/faults\.md:4: figure 1\.5 \(bad\.nan\) cannot be checked: returned NaN"],
-    "unknown claim id": [r"book/faults\.md:5: figure 4 binds to unknown claim 'basic\.sqare\.2'; did you mean basic\.square\.2"],
-    "figure text that does not parse": [r"book/faults\.md:6:\d+: figure sixteen \(basic\.ratio\): 'sixteen' is not a printed number"],
-    "malformed binding": [r"book/faults\.md:7:\d+: malformed binding: expected \[printed text\]\(claim:dotted\.id\).*claim: basic\.ratio"],
+    "claim raises": [
+        r"b_faulty\.py:\d+: claim bad\.raises on none: raised ZeroDivisionError: division by zero \(at ",
+        r"book/faults\.md:1: figure 5 \(bad\.raises\) cannot be checked: raised ZeroDivisionError",
+    ],
+    "claim returns the wrong type": [
+        r"b_faulty\.py:\d+: claim bad\.wrong_type on none: returned a dict",
+        r"book/faults\.md:3: figure 16 \(bad\.string_for_number\) cannot be checked on none: "
+        r"the claim returned a str",
+    ],
+    "claim returns NaN": [
+        r"b_faulty\.py:\d+: claim bad\.nan on none: returned NaN",
+        r"book/faults\.md:4: figure 1\.5 \(bad\.nan\) cannot be checked: returned NaN",
+    ],
+    "unknown claim id": [
+        r"book/faults\.md:5: figure 4 binds to unknown claim 'basic\.sqare\.2'; did you mean basic\.square\.2"
+    ],
+    "figure text that does not parse": [
+        r"book/faults\.md:6:\d+: figure sixteen \(basic\.ratio\): 'sixteen' is not a printed number"
+    ],
+    "malformed binding": [
+        r"book/faults\.md:7:\d+: malformed binding: expected \[printed text\]\(claim:dotted\.id\).*claim: basic\.ratio"
+    ],
     "duplicated claim id": [r"b_faulty\.py:\d+: claim id 'basic\.ratio' is declared twice; first at \S*a_good\.py:\d+"],
     "claim id not dotted lower case": [r"b_faulty\.py:\d+: claim id 'Bad\.Upper' is not a dotted lower-case id"],
     "topic module that does not import": [r"c_syntax\.py:\d+: sample_claims\.c_syntax does not import: SyntaxError"],
@@ -948,18 +1072,27 @@ def bad_input(root: Path) -> list[Tally]:
     for fault, patterns in BAD_INPUTS.items():
         tally = Tally("bad input", fault, "one clear error naming file:line (and the claim id, where one is involved)")
         missing = [p for p in patterns if not re.search(p, run.output)]
-        tally.check(not missing and "Traceback (most recent call last)" not in run.output,
-                    f"not reported as expected: {missing}")
+        tally.check(
+            not missing and "Traceback (most recent call last)" not in run.output,
+            f"not reported as expected: {missing}",
+        )
         tallies.append(tally)
     statuses = run.statuses()
     good = {("basic.ratio", "none"), ("basic.square.2", "numpy"), ("basic.square.3", "numpy"), ("bad.after", "none")}
-    failed = {("bad.raises", "none"), ("bad.wrong_type", "none"), ("bad.string_for_number", "none"), ("bad.nan", "none")}
+    failed = {
+        ("bad.raises", "none"),
+        ("bad.wrong_type", "none"),
+        ("bad.string_for_number", "none"),
+        ("bad.nan", "none"),
+    }
     kept = {p for p in good if statuses.get(p[0], {}).get(p[1]) == "verified"}
     kept |= {p for p in failed if statuses.get(p[0], {}).get(p[1]) == "failed"}
-    around = Tally("bad input", "all of the above in one book",
-                   "the run fails (exit 1) and records every claim that computed, the faulty ones as failed")
-    around.check(run.ret == 1 and kept == good | failed,
-                 f"exit {run.ret}, missing {sorted((good | failed) - kept)}")
+    around = Tally(
+        "bad input",
+        "all of the above in one book",
+        "the run fails (exit 1) and records every claim that computed, the faulty ones as failed",
+    )
+    around.check(run.ret == 1 and kept == good | failed, f"exit {run.ret}, missing {sorted((good | failed) - kept)}")
     around.keep(len(good | failed), len(kept))
     tallies.append(around)
     for tally in tallies:
@@ -994,19 +1127,31 @@ def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> l
     tallies = []
     for package, book, proc in zip(packages, books, procs):
         run = book.finish(proc)
-        tally = Tally("environment", f"{'MLX' if package == 'mlx' else package} not installed",
-                      f"{package}'s backends skipped with the reason; every other backend runs and is recorded")
+        tally = Tally(
+            "environment",
+            f"{'MLX' if package == 'mlx' else package} not installed",
+            f"{package}'s backends skipped with the reason; every other backend runs and is recorded",
+        )
         library = "mlx.core" if package == "mlx" else package
         reason = f"{library} does not import (ModuleNotFoundError: No module named '{package}')"
         gone = [f"{package}:{d}" for d in (("cpu", "gpu") if package == "mlx" else ("cpu", "cuda", "mps"))]
         statuses = run.statuses()
         present = {(c, b) for c, per in statuses.items() for b in per if b not in gone}
-        computed = {(c, b) for (c, b) in present if statuses[c][b] == "verified"
-                    or (statuses[c][b] == "skipped" and package not in run.records[c][b].get("message", ""))}
+        computed = {
+            (c, b)
+            for (c, b) in present
+            if statuses[c][b] == "verified"
+            or (statuses[c][b] == "skipped" and package not in run.records[c][b].get("message", ""))
+        }
         affected = [s for per in statuses.values() for b, s in per.items() if b in gone]
-        tally.check(run.ret == 0 and reason in run.output and "SKIPPED" in run.output
-                    and all(s == "skipped" for s in affected) and ("env.sum.2", "numpy") in computed,
-                    f"exit {run.ret}\n{run.output[-2500:]}")
+        tally.check(
+            run.ret == 0
+            and reason in run.output
+            and "SKIPPED" in run.output
+            and all(s == "skipped" for s in affected)
+            and ("env.sum.2", "numpy") in computed,
+            f"exit {run.ret}\n{run.output[-2500:]}",
+        )
         tally.keep(len(present), len(computed))
         tallies.append(tally)
     return tallies
@@ -1042,16 +1187,22 @@ def out_of_memory(root: Path) -> Tally:
     """A CUDA device that runs out of memory in one claim: that claim fails alone, with a clear message."""
     import re
 
-    tally = Tally("environment", "device out of memory in one claim",
-                  "that claim fails alone saying so; every other claim recorded")
+    tally = Tally(
+        "environment",
+        "device out of memory in one claim",
+        "that claim fails alone saying so; every other claim recorded",
+    )
     book = SampleBook.basic(root / "oom")
     book.claims("oom", OOM_CLAIMS)
     book.page("oom.md", "The sum is [42](claim:oom.after).\n")
     run = book.run()
     statuses = run.statuses()
     for cid, kind in (("oom.torch_error", "OutOfMemoryError"), ("oom.runtime_error", "RuntimeError")):
-        said = re.search(rf"claim {re.escape(cid)} on torch:cpu: ran out of device memory on torch:cpu \(at .*\): "
-                         rf"{kind}: CUDA out of memory", run.output)
+        said = re.search(
+            rf"claim {re.escape(cid)} on torch:cpu: ran out of device memory on torch:cpu \(at .*\): "
+            rf"{kind}: CUDA out of memory",
+            run.output,
+        )
         tally.check(bool(said) and statuses.get(cid, {}).get("torch:cpu") == "failed", f"{cid}\n{run.output[-2500:]}")
     others = {(c, b) for c, per in statuses.items() for b in per if not c.startswith("oom.") or c == "oom.after"}
     kept = {(c, b) for (c, b) in others if statuses[c][b] == "verified"}
@@ -1061,10 +1212,13 @@ def out_of_memory(root: Path) -> Tally:
 
 def keyboard_interrupt(root: Path) -> Tally:
     """Ctrl-C during a probe: the run stops, and every record made before it is in the results file."""
-    tally = Tally("environment", "Ctrl-C during a claim",
-                  "the run stops as interrupted; every record made before it is written")
+    tally = Tally(
+        "environment", "Ctrl-C during a claim", "the run stops as interrupted; every record made before it is written"
+    )
     book = SampleBook.basic(root / "interrupt")
-    book.claims("zz", '''
+    book.claims(
+        "zz",
+        '''
         from verified_book.authoring.registry import claim
 
 
@@ -1072,14 +1226,17 @@ def keyboard_interrupt(root: Path) -> Tally:
         def probe():
             """A long probe the reader interrupts."""
             raise KeyboardInterrupt
-    ''')
+    ''',
+    )
     book.page("later.md", "Never reached: [1](claim:zz.probe).\n")
     run = book.run()
     expected = basic_pairs()
     kept = expected & _pairs(run.records)
     tally.keep(len(expected), len(kept))
-    tally.check(run.ret == 2 and "KeyboardInterrupt" in run.output and "results: " in run.output,
-                f"exit {run.ret}\n{run.output[-2000:]}")
+    tally.check(
+        run.ret == 2 and "KeyboardInterrupt" in run.output and "results: " in run.output,
+        f"exit {run.ret}\n{run.output[-2000:]}",
+    )
     return tally
 
 
@@ -1102,8 +1259,11 @@ def product(backend):
 
 def helper_dies(root: Path) -> Tally:
     """The helper process that does book.toml's `ahead` work dies: the run does that work itself."""
-    tally = Tally("environment", "the helper process doing the ahead work dies",
-                  "the run computes those claims itself and says why; every record kept")
+    tally = Tally(
+        "environment",
+        "the helper process doing the ahead work dies",
+        "the run computes those claims itself and says why; every record kept",
+    )
     book = SampleBook.basic(root / "helper")
     book.claims("ahead", HELPER_CLAIMS)
     book.page("ahead.md", "The product: [42](claim:ahead.product).\n")
@@ -1113,8 +1273,11 @@ def helper_dies(root: Path) -> Tally:
     expected = basic_pairs() | {("ahead.product", "numpy")}
     kept = {(c, b) for (c, b) in expected & _pairs(run.records) if run.statuses()[c][b] == "verified"}
     tally.keep(len(expected), len(kept))
-    tally.check(run.ret == 0 and "ahead: the helper process exited with status 3; this process did its work itself"
-                in run.output, f"exit {run.ret}\n{run.output[-2000:]}")
+    tally.check(
+        run.ret == 0
+        and "ahead: the helper process exited with status 3; this process did its work itself" in run.output,
+        f"exit {run.ret}\n{run.output[-2000:]}",
+    )
     return tally
 
 
@@ -1143,8 +1306,11 @@ def network(root: Path) -> Tally:
     """A claim that reaches for the network fails alone; the hub's offline switches are on for the run."""
     import re
 
-    tally = Tally("environment", "a claim reaching for the network",
-                  "refused with the address named; that claim fails alone; the hub is offline for the run")
+    tally = Tally(
+        "environment",
+        "a claim reaching for the network",
+        "refused with the address named; that claim fails alone; the hub is offline for the run",
+    )
     book = SampleBook.basic(root / "network")
     with (book.root / "book.toml").open("a") as f:
         f.write("offline = true\n")  # as this book's own book.toml says: the run, not its caller, turns the network off
@@ -1152,10 +1318,17 @@ def network(root: Path) -> Tally:
     book.page("net.md", "Both switches are on: [2](claim:net.offline).\n")
     run = book.run()
     statuses = run.statuses()
-    said = re.search(r"claim net\.reach on none: raised NetworkRefused: network access is off during verification: "
-                     r"connection to \('192\.0\.2\.1', 80\) refused", run.output)
-    tally.check(bool(said) and statuses.get("net.reach", {}).get("none") == "failed"
-                and statuses.get("net.offline", {}).get("none") == "verified", run.output[-2000:])
+    said = re.search(
+        r"claim net\.reach on none: raised NetworkRefused: network access is off during verification: "
+        r"connection to \('192\.0\.2\.1', 80\) refused",
+        run.output,
+    )
+    tally.check(
+        bool(said)
+        and statuses.get("net.reach", {}).get("none") == "failed"
+        and statuses.get("net.offline", {}).get("none") == "verified",
+        run.output[-2000:],
+    )
     others = {(c, b) for c, per in statuses.items() for b in per if c != "net.reach"}
     tally.keep(len(others), len({(c, b) for (c, b) in others if statuses[c][b] == "verified"}))
     return tally
@@ -1175,7 +1348,7 @@ def fragile_sum(backend):
     return fragile_lib.total(backend, [2, 2])
 '''
 
-FRAGILE_LIB = '''\
+FRAGILE_LIB = """\
 from pathlib import Path
 
 if (Path(__file__).parent / "BROKEN").exists():  # a compiled part of the library gone from the install
@@ -1184,7 +1357,7 @@ if (Path(__file__).parent / "BROKEN").exists():  # a compiled part of the librar
 
 def total(backend, values):
     return int(backend.tensor(values).sum())
-'''
+"""
 
 FRAGILE_PAGE = "The sum is [4](claim:fragile.sum), and [16.6](claim:basic.ratio) is a ratio.\n"
 
@@ -1218,9 +1391,12 @@ def _contribute(book: SampleBook, into: Path) -> tuple[int, str]:
 def library_fails_to_import(root: Path) -> Tally:
     """A library that stops importing between two runs (its shared object gone): the claims that need it are
     not failed but not checked, said in one line; the earlier records stand; contribute refuses the run."""
-    tally = Tally("environment", "a library fails to import during a run",
-                  "its claims are not recorded as failed: one line says what the environment lost and how to mend "
-                  "it, the verified records stand, contribute refuses the run, the run exits non-zero")
+    tally = Tally(
+        "environment",
+        "a library fails to import during a run",
+        "its claims are not recorded as failed: one line says what the environment lost and how to mend "
+        "it, the verified records stand, contribute refuses the run, the run exits non-zero",
+    )
     book = _fragile_book(root / "fragile")
     first = book.run()
     before = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in first.records.items()}
@@ -1230,11 +1406,18 @@ def library_fails_to_import(root: Path) -> Tally:
     data = json.loads(book.results_file.read_text(encoding="utf-8"))
     code, said = _contribute(book, root / "fragile-contributed")
     line = "the environment lost fragile_lib during the run"
-    tally.check(first.ret == 0 and before.get("fragile.sum", {}).get("numpy") == "verified" and second.ret != 0
-                and second.output.count(line) >= 1 and "failed" not in after.get("fragile.sum", {}).values()
-                and any(line in e for e in data["run"].get("environment_errors", []))
-                and code != 0 and "did not check everything" in said and not (root / "fragile-contributed").exists(),
-                f"first exit {first.ret}, second exit {second.ret}, contribute {code}\n{second.output[-2500:]}\n{said}")
+    tally.check(
+        first.ret == 0
+        and before.get("fragile.sum", {}).get("numpy") == "verified"
+        and second.ret != 0
+        and second.output.count(line) >= 1
+        and "failed" not in after.get("fragile.sum", {}).values()
+        and any(line in e for e in data["run"].get("environment_errors", []))
+        and code != 0
+        and "did not check everything" in said
+        and not (root / "fragile-contributed").exists(),
+        f"first exit {first.ret}, second exit {second.ret}, contribute {code}\n{second.output[-2500:]}\n{said}",
+    )
     expected = {(c, b) for c, per in before.items() for b, s in per.items() if s == "verified"}
     kept = {(c, b) for (c, b) in expected if after.get(c, {}).get(b) == "verified"}
     tally.keep(len(expected), len(kept))
@@ -1271,9 +1454,12 @@ def venv_removed_mid_run(root: Path) -> Tally:
     failed, one line says the environment is gone, earlier records stand, the run exits non-zero."""
     import venv
 
-    tally = Tally("environment", "the virtual environment removed mid-run",
-                  "one line says the environment is gone and how to mend it; no claim is recorded as failed for it; "
-                  "the verified records stand; the run exits non-zero")
+    tally = Tally(
+        "environment",
+        "the virtual environment removed mid-run",
+        "one line says the environment is gone and how to mend it; no claim is recorded as failed for it; "
+        "the verified records stand; the run exits non-zero",
+    )
     book = SampleBook.basic(root / "vanish")
     book.claims("vanish", VANISHING_CLAIMS)
     book.page("vanish.md", "The first is [3](claim:vanish.a_first) and the second [7](claim:vanish.b_after).\n")
@@ -1294,15 +1480,21 @@ def venv_removed_mid_run(root: Path) -> Tally:
     env = book.env()
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(Path(__file__).resolve().parents[2]), *outer])
     env["SAMPLE_REMOVE_VENV"] = str(throwaway)
-    second = subprocess.run([str(python), "-m", "pytest"], cwd=book.root, env=env, text=True, capture_output=True,
-                            timeout=300)
+    second = subprocess.run(
+        [str(python), "-m", "pytest"], cwd=book.root, env=env, text=True, capture_output=True, timeout=300
+    )
     output = second.stdout + second.stderr
     after = {cid: {b: r.get("status") for b, r in per.items()} for cid, per in book.records().items()}
-    tally.check(first.returncode == 0 and before.get("vanish.b_after", {}).get("none") == "verified"
-                and not throwaway.exists() and second.returncode != 0
-                and f"the environment lost its virtual environment {throwaway}" in output
-                and after.get("vanish.b_after", {}).get("none") == "verified" and "failed" not in str(after),
-                f"first exit {first.returncode}, second exit {second.returncode}\n{first.stdout[-800:]}\n{output[-2500:]}")
+    tally.check(
+        first.returncode == 0
+        and before.get("vanish.b_after", {}).get("none") == "verified"
+        and not throwaway.exists()
+        and second.returncode != 0
+        and f"the environment lost its virtual environment {throwaway}" in output
+        and after.get("vanish.b_after", {}).get("none") == "verified"
+        and "failed" not in str(after),
+        f"first exit {first.returncode}, second exit {second.returncode}\n{first.stdout[-800:]}\n{output[-2500:]}",
+    )
     expected = {(c, b) for c, per in before.items() for b, s in per.items() if s == "verified"}
     tally.keep(len(expected), len({(c, b) for (c, b) in expected if after.get(c, {}).get(b) == "verified"}))
     return tally
@@ -1311,13 +1503,18 @@ def venv_removed_mid_run(root: Path) -> Tally:
 def unwritable_results(root: Path) -> Tally:
     """A results folder that cannot be written (its path taken by a file): the run exits non-zero, and its
     last line says the records were not kept and where they are (here: nowhere)."""
-    tally = Tally("results store", "results folder cannot be written",
-                  "the run exits non-zero; its last lines say the records were not kept, and where they are")
+    tally = Tally(
+        "results store",
+        "results folder cannot be written",
+        "the run exits non-zero; its last lines say the records were not kept, and where they are",
+    )
     book = SampleBook.basic(root / "unwritable")
     book.results_dir.write_text("a file where the results folder should be\n")
     run = book.run()
-    tally.check(run.ret != 0 and "results NOT kept" in run.output and "nor kept anywhere else: they are lost" in run.output,
-                f"exit {run.ret}\n{run.output[-2000:]}")
+    tally.check(
+        run.ret != 0 and "results NOT kept" in run.output and "nor kept anywhere else: they are lost" in run.output,
+        f"exit {run.ret}\n{run.output[-2000:]}",
+    )
     return tally
 
 
@@ -1325,9 +1522,12 @@ def second_machine(root: Path) -> Tally:
     """Another machine of the same name (a second 2-core box) runs the book into the first one's file, then
     contributes: both are refused, naming both machines; the first machine's records are untouched; the
     second machine's are kept aside, and the run exits non-zero."""
-    tally = Tally("results store", "a second machine writes under the first one's name",
-                  "refused, naming both machines; the first machine's file unchanged; the second's records kept "
-                  "aside; the run exits non-zero; contribute refuses as well")
+    tally = Tally(
+        "results store",
+        "a second machine writes under the first one's name",
+        "refused, naming both machines; the first machine's file unchanged; the second's records kept "
+        "aside; the run exits non-zero; contribute refuses as well",
+    )
     first_identity, second_identity = root / "first-machine.json", root / "second-machine.json"
     book = SampleBook.basic(root / "two-machines")
     saved = os.environ.get("VERIFIED_BOOK_MACHINE_FILE")
@@ -1349,10 +1549,17 @@ def second_machine(root: Path) -> Tally:
     ids = [json.loads(p.read_text())["id"] for p in (first_identity, second_identity)]
     aside = sorted(book.results_dir.glob(f"{SLUG}.json.unmerged-*"))
     named = all(i in second.output for i in ids) and all(i in said for i in ids)
-    tally.check(first.ret == 0 and second.ret != 0 and other_run.ret == 0 and code != 0 and named
-                and "Two machines never share a results file" in second.output
-                and book.results_file.read_bytes() == committed and len(aside) == 1,
-                f"exits {first.ret}, {second.ret}, {other_run.ret}, contribute {code}\n{second.output[-2500:]}\n{said}")
+    tally.check(
+        first.ret == 0
+        and second.ret != 0
+        and other_run.ret == 0
+        and code != 0
+        and named
+        and "Two machines never share a results file" in second.output
+        and book.results_file.read_bytes() == committed
+        and len(aside) == 1,
+        f"exits {first.ret}, {second.ret}, {other_run.ret}, contribute {code}\n{second.output[-2500:]}\n{said}",
+    )
     expected = len(first.records) and sum(len(per) for per in first.records.values())
     kept = sum(len(per) for per in book.records().values()) if book.results_file.read_bytes() == committed else 0
     tally.keep(expected, kept)
@@ -1437,8 +1644,14 @@ def timed_book(root: Path) -> SampleBook:
 def spawn(book: SampleBook, results: Path, log: Path, *args: str, gate: Path | None = None) -> Output:
     env = {**book.env(absent=("torch", "mlx")), "TIMED_LOG": str(log), **({"TIMED_GATE": str(gate)} if gate else {})}
     env.pop(conditions.RUN_ENV, None)  # a reader's run, not one inside this test run
-    proc = subprocess.Popen(book.command("-q", "--results-dir", str(results), *args), cwd=book.root, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        book.command("-q", "--results-dir", str(results), *args),
+        cwd=book.root,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     return Output(proc)
 
 
@@ -1454,17 +1667,18 @@ def shown_status(book: SampleBook, results: Path) -> str:
     return view.measurements[0].status
 
 
-
-
 def two_runs_at_once(root: Path) -> Tally:
     """A second run of the book started while the first times the machine: it waits, and neither run's
     measurement is taken beside the other; told to run beside it, both runs' measurements are recorded as
     contended, and neither is shown as the machine's figure."""
     from verified_book.records import conditions
 
-    tally = Tally("results store", "two runs at once, one timing the machine",
-                  "the second waits for the first (or, told to run beside it, both measurements are marked "
-                  "contended and none is shown as the machine's figure)")
+    tally = Tally(
+        "results store",
+        "two runs at once, one timing the machine",
+        "the second waits for the first (or, told to run beside it, both measurements are marked "
+        "contended and none is shown as the machine's figure)",
+    )
     for beside in (False, True):
         where = root / ("beside" if beside else "wait")
         book = timed_book(where / "book")
@@ -1472,21 +1686,29 @@ def two_runs_at_once(root: Path) -> Tally:
         first = spawn(book, where / "first", log, gate=gate)
         started = wait_for_line(log, f"start {first.proc.pid}")
         second = spawn(book, where / "second", log, *(["--beside-other-runs"] if beside else []))
-        waited = (second.wait_for(f"another run of this book is timing the machine (pid {first.proc.pid}")
-                  if not beside else second.finish() == 0)
+        waited = (
+            second.wait_for(f"another run of this book is timing the machine (pid {first.proc.pid}")
+            if not beside
+            else second.finish() == 0
+        )
         gate.touch()
         codes = (first.finish(), second.finish())
         order = log.read_text().split() if log.exists() else []
         one, two = str(first.proc.pid), str(second.proc.pid)
         if beside:
             seen = [conditions_of(where / name) for name in ("first", "second")]
-            handled = (order == ["start", one, "start", two, "end", two, "end", one]
-                       and all(conditions.contended(c) for c in seen)
-                       and all(shown_status(book, where / name) == CONTENDED for name in ("first", "second")))
+            handled = (
+                order == ["start", one, "start", two, "end", two, "end", one]
+                and all(conditions.contended(c) for c in seen)
+                and all(shown_status(book, where / name) == CONTENDED for name in ("first", "second"))
+            )
         else:
-            handled = (order == ["start", one, "end", one, "start", two, "end", two]
-                       and all(conditions_of(where / name).beside is None for name in ("first", "second")))
-        tally.check(started and waited and codes == (0, 0) and handled,
-                    f"beside={beside}, exits {codes}, order {order}\n{first.text[-1200:]}\n{second.text[-1200:]}")
+            handled = order == ["start", one, "end", one, "start", two, "end", two] and all(
+                conditions_of(where / name).beside is None for name in ("first", "second")
+            )
+        tally.check(
+            started and waited and codes == (0, 0) and handled,
+            f"beside={beside}, exits {codes}, order {order}\n{first.text[-1200:]}\n{second.text[-1200:]}",
+        )
         tally.keep(2, sum((where / name / "sample.json").exists() for name in ("first", "second")))
     return tally

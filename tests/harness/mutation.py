@@ -15,6 +15,7 @@ Two questions, asked of whatever the book holds today:
   other hardware read are listed there under `[elsewhere]`: excused where unread,
   checked like any other input on a machine that reads them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,11 +27,11 @@ from fractions import Fraction
 from typing import Any, Iterable, Iterator
 
 from verified_book.authoring import inputs
+from verified_book.authoring.registry import Claim, Kind
 from verified_book.backends import Backend
 from verified_book.book.bindings import Binding
-from verified_book.engine.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
 from verified_book.book.figures import FigureSyntaxError, Printed, as_number, parse
-from verified_book.authoring.registry import Claim, Kind
+from verified_book.engine.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
 
 ALLOWLIST = "unused-inputs.toml"
 CAUGHT = ("stale", "failed")
@@ -78,15 +79,21 @@ class FigureReport:
         self.excluded.setdefault(reason, []).append(binding)
 
     def summary(self) -> str:
-        parts = [f"figure mutants: {len(self.killed)}/{self.tried} caught ({self.kill_rate:.1%}) "
-                 f"from {self.figures} bound figures"]
+        parts = [
+            f"figure mutants: {len(self.killed)}/{self.tried} caught ({self.kill_rate:.1%}) "
+            f"from {self.figures} bound figures"
+        ]
         for reason, items in sorted(self.excluded.items()):
             parts.append(f"  not mutated ({len(items)} figures): {reason}")
         if self.within_tolerance:
-            parts.append(f"  not caught, within a measured claim's stated tolerance: {len(self.within_tolerance)} mutants")
+            parts.append(
+                f"  not caught, within a measured claim's stated tolerance: {len(self.within_tolerance)} mutants"
+            )
         for mutant, why in self.survived:
-            parts.append(f"  SURVIVED {mutant.binding.where} {mutant.binding.text!r} -> {mutant.stated!r} "
-                         f"({mutant.how}, {mutant.binding.claim_id}): {why}")
+            parts.append(
+                f"  SURVIVED {mutant.binding.where} {mutant.binding.text!r} -> {mutant.stated!r} "
+                f"({mutant.how}, {mutant.binding.claim_id}): {why}"
+            )
         return "\n".join(parts)
 
 
@@ -109,7 +116,7 @@ def last_digit_mutant(text: str) -> str | None:
     if not digits:
         return None
     at = digits[-1]
-    return text[:at] + str((int(text[at]) + 5) % 10) + text[at + 1:]
+    return text[:at] + str((int(text[at]) + 5) % 10) + text[at + 1 :]
 
 
 def times_ten_mutant(text: str) -> str | None:
@@ -144,8 +151,13 @@ def mutants(binding: Binding) -> list[Mutant]:
                 continue
             changed = last_digit_mutant(item.text.strip())
             if changed is not None:
-                out.append(Mutant(binding, f"last digit of element {index + 1}",
-                                  stated[:found] + changed + stated[found + len(item.text.strip()):]))
+                out.append(
+                    Mutant(
+                        binding,
+                        f"last digit of element {index + 1}",
+                        stated[:found] + changed + stated[found + len(item.text.strip()) :],
+                    )
+                )
             offset = found + len(item.text.strip())
     else:
         changed = last_digit_mutant(stated)
@@ -193,7 +205,9 @@ def mutate_figures(verifier: Verifier) -> FigureReport:
             report.exclude("disputed: printed from a source to show that it does not hold", binding)
             continue
         if _hardware_elsewhere(verifier, claim):
-            report.exclude(f"claim about other hardware, not computed on this machine ({verifier.machine.slug})", binding)
+            report.exclude(
+                f"claim about other hardware, not computed on this machine ({verifier.machine.slug})", binding
+            )
             continue
         if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in verifier.machine.markers:
             report.exclude("measured claim printed for another machine: compared only there", binding)
@@ -201,8 +215,11 @@ def mutate_figures(verifier: Verifier) -> FigureReport:
         outcomes, why = _computed(verifier, claim)
         if not outcomes:
             failed = any(verifier.outcome(claim, b).status == FAILED for b in verifier.backends_for(claim))
-            reason = ("claim fails on this machine (the book's own test reports it)" if failed
-                      else "skipped on every backend here")
+            reason = (
+                "claim fails on this machine (the book's own test reports it)"
+                if failed
+                else "skipped on every backend here"
+            )
             report.exclude(reason, binding)
             continue
         if any(judge(binding, o, verifier.machine).status != "verified" for o in outcomes):
@@ -254,9 +271,11 @@ class InputReport:
         return len(self.guarded) + len(self.unguarded) + len(self.allowed) + len(self.elsewhere)
 
     def summary(self) -> str:
-        lines = [f"input perturbations: {len(self.guarded)}/{len(self.guarded) + len(self.unguarded)} caught; "
-                 f"{len(self.allowed)} on the allow-list ({ALLOWLIST}) confirmed unused; "
-                 f"{len(self.elsewhere)} read only on other hardware, not here"]
+        lines = [
+            f"input perturbations: {len(self.guarded)}/{len(self.guarded) + len(self.unguarded)} caught; "
+            f"{len(self.allowed)} on the allow-list ({ALLOWLIST}) confirmed unused; "
+            f"{len(self.elsewhere)} read only on other hardware, not here"
+        ]
         lines += [f"  NOT CAUGHT {item.where}: {why}" for item, why in self.unguarded.items()]
         lines += [f"  {problem}" for problem in self.problems]
         return "\n".join(lines)
@@ -274,7 +293,7 @@ def data_inputs() -> list[DataInput]:
                 out += [DataInput(file, key, value) for key, value in data.items()]
             continue
 
-        def walk(node: Any, prefix: str) -> None:
+        def walk(node: Any, prefix: str, file: str = file, out: list[DataInput] = out) -> None:
             if not isinstance(node, dict):
                 return
             if "value" in node and prefix:
@@ -384,8 +403,9 @@ def _fails(verifier: Verifier, claim: Claim, backend: Backend) -> str | None:
     return None
 
 
-def _caught_by(verifier: Verifier, pairs: list[tuple[Claim, Backend]],
-               changes: list[tuple[DataInput, Any]]) -> str | None:
+def _caught_by(
+    verifier: Verifier, pairs: list[tuple[Claim, Backend]], changes: list[tuple[DataInput, Any]]
+) -> str | None:
     with _all_overridden(changes):
         for claim, backend in pairs:
             why = _fails(verifier, claim, backend)
@@ -444,8 +464,11 @@ def _search(cases: _Cases, group: list[DataInput], quick: bool | None, caught: d
     _search(cases, group[middle:], quick, caught)
 
 
-def perturb_inputs(verifier: Verifier, allowlist: dict[tuple[str, str], str] | None = None,
-                   elsewhere: dict[tuple[str, str], str] | None = None) -> InputReport:
+def perturb_inputs(
+    verifier: Verifier,
+    allowlist: dict[tuple[str, str], str] | None = None,
+    elsewhere: dict[tuple[str, str], str] | None = None,
+) -> InputReport:
     """Perturb every input; the claims that recorded it are computed again, and one must fail.
 
     Each input is first tried alone against its quickest dependents, with two kinds of
@@ -462,9 +485,11 @@ def perturb_inputs(verifier: Verifier, allowlist: dict[tuple[str, str], str] | N
     known = {(i.file, i.key) for i in items}
     for (file, key), reason in sorted({**allowlist, **elsewhere}.items()):
         if (file, key) not in known:
-            report.problems.append(f"claims/data/{ALLOWLIST}: [\"{file}\"] {key} names no input in claims/data/; remove it")
+            report.problems.append(
+                f'claims/data/{ALLOWLIST}: ["{file}"] {key} names no input in claims/data/; remove it'
+            )
         if not reason.strip():
-            report.problems.append(f"claims/data/{ALLOWLIST}: [\"{file}\"] {key} has no reason")
+            report.problems.append(f'claims/data/{ALLOWLIST}: ["{file}"] {key} has no reason')
     cases = _Cases(verifier)
     caught: dict[DataInput, str] = {}
     pending: dict[str, list[DataInput]] = {}
@@ -489,16 +514,20 @@ def perturb_inputs(verifier: Verifier, allowlist: dict[tuple[str, str], str] | N
         if item in caught:
             report.guarded[item] = caught[item]
             if listed:
-                report.problems.append(f"claims/data/{ALLOWLIST}: [\"{item.file}\"] {item.key} is listed as unused, "
-                                       f"but a figure depends on it: {caught[item]}; remove the entry")
+                report.problems.append(
+                    f'claims/data/{ALLOWLIST}: ["{item.file}"] {item.key} is listed as unused, '
+                    f"but a figure depends on it: {caught[item]}; remove the entry"
+                )
         elif listed:
             report.allowed[item] = allowlist[(item.file, item.key)]
         elif not pairs and (item.file, item.key) in elsewhere:
             report.elsewhere[item] = elsewhere[(item.file, item.key)]
         elif pairs:
             names = sorted({c.id for c, _ in pairs})
-            report.unguarded[item] = (f"read by {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}; "
-                                      "changing it fails none of them (no figure of theirs is bound, or none moves)")
+            report.unguarded[item] = (
+                f"read by {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}; "
+                "changing it fails none of them (no figure of theirs is bound, or none moves)"
+            )
         else:
             report.unguarded[item] = "no claim reads it"
     return report
@@ -509,10 +538,10 @@ def book_verifier(root: Any) -> Verifier:
     from pathlib import Path
 
     from verified_book import backends as backends_mod
-    from verified_book.engine import machine as machine_mod
-    from verified_book.book.bindings import Book
-    from verified_book.engine.config import open_book, read_config
     from verified_book.authoring.registry import REGISTRY
+    from verified_book.book.bindings import Book
+    from verified_book.engine import machine as machine_mod
+    from verified_book.engine.config import open_book, read_config
 
     config = read_config(Path(root))
     errors = open_book(config)

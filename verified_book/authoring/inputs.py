@@ -5,6 +5,7 @@ can name the inputs it came from, and a perturbed input can be traced to the cla
 that depend on it. Files live in the book's data folder (`data` in `book.toml`); vendor
 figures are TOML tables with a `value`, a `unit` and the `source` they were taken from.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,6 +31,8 @@ def use_data_dir(path: Path, shown_as: str) -> None:
     global DATA_DIR, SHOWN_AS
     DATA_DIR, SHOWN_AS = Path(path), shown_as
     _cache.clear()
+
+
 GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
 
 
@@ -181,9 +184,7 @@ def _value_line(lines: list[str], header: int) -> int:
 
 def data_files() -> list[str]:
     """Every data file a claim can read, relative to the data folder."""
-    return sorted(
-        str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json")
-    )
+    return sorted(str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json"))
 
 
 def table(file: str) -> dict[str, Any]:
@@ -225,7 +226,10 @@ def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:
     node: Any = parsed
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            raise InputError(f"{SHOWN_AS}/{file}: no entry {key!r} (found: {', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})")
+            raise InputError(
+                f"{SHOWN_AS}/{file}: no entry {key!r} (found: "
+                f"{', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})"
+            )
         node = node[part]
     if not isinstance(node, Mapping) or "value" not in node:
         raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
@@ -326,15 +330,27 @@ def source_disagreements() -> list[Problem]:
                 continue
             stack += [(f"{key}.{k}", v) for k, v in node.items()]
             value, unit, source = node.get("value"), node.get("unit"), node.get("source")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(unit, str) \
-                    or not unit or not isinstance(source, str):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not isinstance(unit, str)
+                or not unit
+                or not isinstance(source, str)
+            ):
                 continue
-            stated = [n for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
-                      for n in re.findall(_NUMBER, m.group(1))]
+            stated = [
+                n
+                for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
+                for n in re.findall(_NUMBER, m.group(1))
+            ]
             numbers = [Fraction(n.replace(",", "")) for n in stated]
             if numbers and exact(value) not in numbers:
-                problems.append(Problem(f"{SHOWN_AS}/{file}:{_line_of(text, key)}",
-                                        f"{key}: value = {value!r}, but its source says "
-                                        f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
-                                        "correct one of them"))
+                problems.append(
+                    Problem(
+                        f"{SHOWN_AS}/{file}:{_line_of(text, key)}",
+                        f"{key}: value = {value!r}, but its source says "
+                        f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
+                        "correct one of them",
+                    )
+                )
     return sorted(problems, key=str)

@@ -3,6 +3,7 @@
 A claim computes; it never stores the answer. The book's printed figures are the
 expected values, and they live in the book, not here.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -95,16 +96,18 @@ class Registry:
 
     def add(self, item: Claim) -> None:
         if not ID_PATTERN.match(item.id):
-            raise RegistryError(Problem(
-                f"{item.defined_at}", f"claim id {item.id!r} is not a dotted "
-                "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')"
-            ))
+            raise RegistryError(
+                Problem(
+                    f"{item.defined_at}",
+                    f"claim id {item.id!r} is not a dotted "
+                    "lower-case id (expected something like 'decode.ceiling.dgx_spark.bf16')",
+                )
+            )
         if item.id in self._claims:
             first = self._claims[item.id]
-            raise RegistryError(Problem(
-                f"{item.defined_at}", f"claim id {item.id!r} is declared twice; "
-                f"first at {first.defined_at}"
-            ))
+            raise RegistryError(
+                Problem(f"{item.defined_at}", f"claim id {item.id!r} is declared twice; first at {first.defined_at}")
+            )
         self._claims[item.id] = item
 
     def __getitem__(self, claim_id: str) -> Claim:
@@ -201,7 +204,9 @@ def claim(
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
         raise RegistryError(f"measured claim {claim_id!r} printed on {printed_on} needs a tolerance")
     if (quote is None) != (quote_at is None) or (quote_at is not None and not re.fullmatch(r"[^:\s]+:\d+", quote_at)):
-        raise RegistryError(f"claim {claim_id!r}: `quote` needs `quote_at` as 'file:line' in the sources, and the other way round")
+        raise RegistryError(
+            f"claim {claim_id!r}: `quote` needs `quote_at` as 'file:line' in the sources, and the other way round"
+        )
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         file = _relative(inspect.getsourcefile(fn) or "?")
@@ -213,7 +218,9 @@ def claim(
             try:
                 cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
             except KeyError as e:
-                raise RegistryError(Problem(f"{file}:{line}", f"claim id {claim_id!r} names {e}, not in `over`")) from None
+                raise RegistryError(
+                    Problem(f"{file}:{line}", f"claim id {claim_id!r} names {e}, not in `over`")
+                ) from None
             item = Claim(
                 id=cid,
                 kind=kind,
@@ -240,8 +247,9 @@ def claim(
     return register
 
 
-def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapping[str, Sequence[str]],
-                     elsewhere: Sequence[str] = ()) -> list[Problem]:
+def undeclared_names(
+    registry: Registry, backends: Sequence[str], profiles: Mapping[str, Sequence[str]], elsewhere: Sequence[str] = ()
+) -> list[Problem]:
     """Every name a claim declares that nothing defines, one line each with the claim's place.
 
     `backends` are the engine's backend names, `profiles` each hardware marker with the backends its
@@ -252,7 +260,9 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
 
     def unknown(what: str, name: str, known: Iterable[str], claim: Claim) -> Problem:
         near = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
-        hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
+        hint = (
+            f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else f" (known: {', '.join(sorted(known))})"
+        )
         return Problem(f"{claim.defined_at}", f"claim {claim.id!r} declares {what} {name!r}, which is not one{hint}")
 
     errors: list[Problem] = []
@@ -268,8 +278,13 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
             if other is None or other.kind is not Kind.MEASURED:
                 near = registry.near(item.measured_here)
                 hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-                bad.append(Problem(f"{item.defined_at}", f"claim {item.id!r} declares measured_here "
-                                   f"{item.measured_here!r}, which is not a measured claim{hint}"))
+                bad.append(
+                    Problem(
+                        f"{item.defined_at}",
+                        f"claim {item.id!r} declares measured_here "
+                        f"{item.measured_here!r}, which is not a measured claim{hint}",
+                    )
+                )
         errors += bad
         if bad or not item.needs_backend or item.backends is None or not profiles:
             continue
@@ -277,8 +292,13 @@ def undeclared_names(registry: Registry, backends: Sequence[str], profiles: Mapp
         where = own if own is not None else anywhere
         if not set(item.backends) & set(where):
             place = f"the {item.hardware} profile" if own is not None else "any hardware profile"
-            errors.append(Problem(f"{item.defined_at}", f"claim {item.id!r} runs on "
-                                  f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked"))
+            errors.append(
+                Problem(
+                    f"{item.defined_at}",
+                    f"claim {item.id!r} runs on "
+                    f"{', '.join(item.backends)}, and no backend of {place} is one of them: it could never be checked",
+                )
+            )
     return errors
 
 
@@ -314,7 +334,12 @@ def load_topics(package: str) -> list[Problem]:
             import traceback
 
             frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]
-            where = (e.filename, e.lineno) if isinstance(e, SyntaxError) else (
-                (frames[-1].filename, frames[-1].lineno) if frames else (name, 0))
-            errors.append(Problem(f"{_relative(str(where[0]))}:{where[1]}", f"{name} does not import: {type(e).__name__}: {e}"))
+            where = (
+                (e.filename, e.lineno)
+                if isinstance(e, SyntaxError)
+                else ((frames[-1].filename, frames[-1].lineno) if frames else (name, 0))
+            )
+            errors.append(
+                Problem(f"{_relative(str(where[0]))}:{where[1]}", f"{name} does not import: {type(e).__name__}: {e}")
+            )
     return REGISTRY.errors[declared:] + errors

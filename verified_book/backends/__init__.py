@@ -10,6 +10,7 @@ claim needs, the adapter raises `NotOnBackend` with its own words for what is mi
 Detection never raises: a library that is missing or a device that is absent makes an
 unavailable backend whose reason says what was found.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -121,7 +122,9 @@ class Adapter:
     module_name: ClassVar[str]
     names: ClassVar[tuple[str, ...]]
     markers: ClassVar[dict[str, str]] = {}  # marker name: description, registered with pytest
-    devices: ClassVar[dict[str, str]] = {}  # backend name: the library's name for its device, where that is not its place
+    devices: ClassVar[
+        dict[str, str]
+    ] = {}  # backend name: the library's name for its device, where that is not its place
     features: ClassVar[frozenset[str]] = frozenset()  # what the library has, by the names topics ask for
     lacking: ClassVar[dict[str, str]] = {}  # why the library lacks a feature, in its own words
     shape_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)  # what a mismatched matmul raises
@@ -376,7 +379,9 @@ class Adapter:
         """FP32 operands for a timed product: random normal on an accelerator, the constant `fill` on the CPU."""
         return self.full(shape, fill, self.dtype("float32"))
 
-    def fp8_matmul(self, rows: int, inner: int, cols: int, seed: int, fill: float) -> tuple[Callable[[], Any], list[Any]]:
+    def fp8_matmul(
+        self, rows: int, inner: int, cols: int, seed: int, fill: float
+    ) -> tuple[Callable[[], Any], list[Any]]:
         """One call of a scaled FP8 (E4M3) matmul, and its arrays."""
         raise self.missing("fp8_matmul")
 
@@ -492,8 +497,10 @@ def declared(names: Sequence[str] = ()) -> tuple[str, ...]:
     as "torch:cpu"), in the order of NAMES; every backend where it declares none."""
     unknown = [n for n in names if n not in NAMES and n not in ADAPTERS]
     if unknown:
-        raise ValueError(f"unknown backend(s) {', '.join(map(repr, unknown))}; expected libraries "
-                         f"({', '.join(ADAPTERS)}) or backends ({', '.join(NAMES)})")
+        raise ValueError(
+            f"unknown backend(s) {', '.join(map(repr, unknown))}; expected libraries "
+            f"({', '.join(ADAPTERS)}) or backends ({', '.join(NAMES)})"
+        )
     return tuple(n for n in NAMES if not names or n in names or n.split(":")[0] in names)
 
 

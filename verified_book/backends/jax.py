@@ -11,6 +11,7 @@ JAX takes three quarters of a GPU's memory when it first starts its GPU client, 
 torch and MLX in the same process nothing; detection sets XLA_PYTHON_CLIENT_PREALLOCATE=false
 (JAX's own switch, left alone where already set) before JAX loads, so it allocates as it goes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,35 +40,65 @@ def gpu_words(device: Any) -> str:
 
 
 def gpu_backend(jax: Any) -> Backend:
-    """jax:gpu, available where a GPU plugin matching jaxlib is installed, finds a GPU and runs one tiny kernel on it."""
+    """jax:gpu, available where a GPU plugin matching jaxlib is installed, finds a GPU and runs one tiny kernel on
+    it."""
     version = jax.__version__
     plugins = plugin_versions()
     if not plugins:
-        return Backend("jax:gpu", False, f"jax {version} has no GPU plugin installed ({', '.join(GPU_PLUGINS)}; "
-                       f"pip install jax[cuda13]=={version} brings the CUDA one, scripts/verify-cuda installs it)", version)
+        return Backend(
+            "jax:gpu",
+            False,
+            f"jax {version} has no GPU plugin installed ({', '.join(GPU_PLUGINS)}; "
+            f"pip install jax[cuda13]=={version} brings the CUDA one, scripts/verify-cuda installs it)",
+            version,
+        )
     jaxlib = getattr(getattr(jax, "lib", None), "__version__", None) or _dist_version("jaxlib")
     plugin, plugin_version = next(iter(plugins.items()))
     if jaxlib and plugin_version.split("+")[0] != jaxlib.split("+")[0]:
-        return Backend("jax:gpu", False, f"{plugin} {plugin_version} does not match jaxlib {jaxlib}, so JAX does not load it: "
-                       f"pip install {plugin}=={jaxlib}", version)
+        return Backend(
+            "jax:gpu",
+            False,
+            f"{plugin} {plugin_version} does not match jaxlib {jaxlib}, so JAX does not load it: "
+            f"pip install {plugin}=={jaxlib}",
+            version,
+        )
     try:
         devices = jax.devices("gpu")
     except Exception as e:  # the plugin loads but finds no device (no driver, a driver too old)
-        return Backend("jax:gpu", False, f"jax {version} with {plugin} {plugin_version} finds no GPU ({type(e).__name__}: {e})",
-                       version)
+        return Backend(
+            "jax:gpu",
+            False,
+            f"jax {version} with {plugin} {plugin_version} finds no GPU ({type(e).__name__}: {e})",
+            version,
+        )
     device = devices[0]
     words = gpu_words(device)
     if touches_cuda_here():
         try:
             with jax.default_device(device):
                 value = float((jax.numpy.ones(4) * 2).sum())
-        except Exception as e:  # the kernel's own error says what is wrong (no binary for the GPU, an out-of-date driver)
-            return Backend("jax:gpu", False, f"a tiny kernel fails on {words}: {type(e).__name__}: {e}; jax {version} with "
-                           f"{plugin} {plugin_version}", version, device.device_kind)
+        except (
+            Exception
+        ) as e:  # the kernel's own error says what is wrong (no binary for the GPU, an out-of-date driver)
+            return Backend(
+                "jax:gpu",
+                False,
+                f"a tiny kernel fails on {words}: {type(e).__name__}: {e}; jax {version} with "
+                f"{plugin} {plugin_version}",
+                version,
+                device.device_kind,
+            )
         if value != 8:
-            return Backend("jax:gpu", False, f"a tiny kernel on {words} computed {value} for 8; jax {version} with {plugin} "
-                           f"{plugin_version}", version, device.device_kind)
-    return Backend("jax:gpu", True, f"JAX on the GPU, {words}, through {plugin} {plugin_version}", version, device.device_kind)
+            return Backend(
+                "jax:gpu",
+                False,
+                f"a tiny kernel on {words} computed {value} for 8; jax {version} with {plugin} {plugin_version}",
+                version,
+                device.device_kind,
+            )
+    return Backend(
+        "jax:gpu", True, f"JAX on the GPU, {words}, through {plugin} {plugin_version}", version, device.device_kind
+    )
 
 
 def _dist_version(name: str) -> str | None:
@@ -85,13 +116,17 @@ class JaxAdapter(Adapter):
     markers = {"jax": "computed with JAX (jax:cpu, or jax:gpu where a GPU plugin is installed)"}
     features = frozenset({"random", "copy", "autodiff", "finfo.resolution"})
     lacking = {
-        "strides": ("JAX arrays expose no strides or storage (a jax.Array has shape, size, itemsize and "
-                    "nbytes only), so views and copies cannot be told apart"),
+        "strides": (
+            "JAX arrays expose no strides or storage (a jax.Array has shape, size, itemsize and "
+            "nbytes only), so views and copies cannot be told apart"
+        ),
         "views": "JAX arrays are immutable: a slice cannot be written in place (x.at[...].set makes a new array)",
         "nn": "jax has no neural-network layers of its own (Flax and Equinox add them)",
         "optimizer": "jax has no optimizer of its own (Optax adds Adam)",
-        "grad_mode": ("JAX records no graph while it evaluates: it differentiates a function when asked "
-                      "(jax.grad), so there is no grad mode to switch off"),
+        "grad_mode": (
+            "JAX records no graph while it evaluates: it differentiates a function when asked "
+            "(jax.grad), so there is no grad mode to switch off"
+        ),
     }
     shape_errors = (TypeError, ValueError)
 
@@ -104,7 +139,9 @@ class JaxAdapter(Adapter):
         try:
             jax.devices("cpu")
         except Exception as e:  # a jaxlib that cannot start its CPU client
-            cpu = Backend("jax:cpu", False, f"jax {jax.__version__} has no CPU device ({type(e).__name__}: {e})", jax.__version__)
+            cpu = Backend(
+                "jax:cpu", False, f"jax {jax.__version__} has no CPU device ({type(e).__name__}: {e})", jax.__version__
+            )
         else:
             cpu = Backend("jax:cpu", True, "JAX on the CPU", jax.__version__, "cpu")
         return [cpu, gpu_backend(jax)]
@@ -221,18 +258,28 @@ class JaxAdapter(Adapter):
 
         if self.backend.device == "cpu":
             return {}
-        return {"JAX_DEFAULT_MATMUL_PRECISION": environment_setting("JAX_DEFAULT_MATMUL_PRECISION"),
-                "precision": setting("jax.config.jax_default_matmul_precision",
-                                     str(jax.config.jax_default_matmul_precision), self.backend.name),
-                "device": setting("device", self.device_words(), self.backend.name)}
+        return {
+            "JAX_DEFAULT_MATMUL_PRECISION": environment_setting("JAX_DEFAULT_MATMUL_PRECISION"),
+            "precision": setting(
+                "jax.config.jax_default_matmul_precision",
+                str(jax.config.jax_default_matmul_precision),
+                self.backend.name,
+            ),
+            "device": setting("device", self.device_words(), self.backend.name),
+        }
 
     def matmul_environment(self) -> str | None:
         if os.environ.get("JAX_DEFAULT_MATMUL_PRECISION") is not None:
-            return f"JAX_DEFAULT_MATMUL_PRECISION={os.environ['JAX_DEFAULT_MATMUL_PRECISION']} sets JAX's FP32 matmul precision here"
+            setting = os.environ["JAX_DEFAULT_MATMUL_PRECISION"]
+            return f"JAX_DEFAULT_MATMUL_PRECISION={setting} sets JAX's FP32 matmul precision here"
         return None
 
     def matmul_unsupported(self, dtype: str) -> str | None:
         if dtype == "fp8":
-            where = "on the CPU is not a hardware path" if self.backend.device == "cpu" else "is not what the probe measures"
+            where = (
+                "on the CPU is not a hardware path"
+                if self.backend.device == "cpu"
+                else "is not what the probe measures"
+            )
             return f"FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); JAX's float8 dot {where}"
         return None

@@ -1,4 +1,5 @@
 """MLX on the CPU or the GPU (Metal, or a CUDA build): lazy arrays, evaluated on a stream."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,10 @@ from verified_book.authoring.registry import NotOnBackend
 from verified_book.backends import Adapter, Backend, environment_setting, register, try_import
 
 PROBE_CACHE = 8 * 2**30  # bytes of freed buffers MLX keeps for a probe's duration
-NO_STRIDES = ("MLX arrays expose no strides, storage or data pointer (mlx.core.array has shape, "
-              "size, itemsize and nbytes only), so views and copies cannot be told apart")
+NO_STRIDES = (
+    "MLX arrays expose no strides, storage or data pointer (mlx.core.array has shape, "
+    "size, itemsize and nbytes only), so views and copies cannot be told apart"
+)
 
 
 def _module(name: str) -> Any:
@@ -36,8 +39,10 @@ class MlxAdapter(Adapter):
     lacking = {
         "strides": NO_STRIDES,
         "views": "MLX arrays are values: a write into a slice changes the slice only",
-        "grad_mode": ("MLX records no graph while it evaluates: it differentiates a function when asked "
-                      "(mx.grad), so there is no grad mode to switch off"),
+        "grad_mode": (
+            "MLX records no graph while it evaluates: it differentiates a function when asked "
+            "(mx.grad), so there is no grad mode to switch off"
+        ),
         "finfo.resolution": "mlx.core.finfo reports no resolution",
     }
 
@@ -55,7 +60,9 @@ class MlxAdapter(Adapter):
         if gpu:
             out.append(Backend("mlx:gpu", True, "MLX on the GPU", version, "gpu"))
         else:
-            out.append(Backend("mlx:gpu", False, f"mlx {version} has no GPU device here (Metal or CUDA build needed)", version))
+            out.append(
+                Backend("mlx:gpu", False, f"mlx {version} has no GPU device here (Metal or CUDA build needed)", version)
+            )
         return out
 
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
@@ -206,9 +213,14 @@ class MlxAdapter(Adapter):
                 moments += value.nbytes
             else:
                 scalars += value.nbytes
-        return {"params": sum(w.size for w in weights.values()), "tensors": len(weights),
-                "weights": sum(w.nbytes for w in weights.values()),
-                "grads": sum(g.nbytes for _, g in tree_flatten(grads)), "moments": moments, "per_tensor_scalars": scalars}
+        return {
+            "params": sum(w.size for w in weights.values()),
+            "tensors": len(weights),
+            "weights": sum(w.nbytes for w in weights.values()),
+            "grads": sum(g.nbytes for _, g in tree_flatten(grads)),
+            "moments": moments,
+            "per_tensor_scalars": scalars,
+        }
 
     def e8m0_bits(self) -> int:
         mx = _core()
@@ -238,8 +250,14 @@ class MlxAdapter(Adapter):
         with self.on_device():
             nibbles = np.arange(32, dtype=np.uint32) % 16
             packed = (nibbles.reshape(4, 8) << (4 * np.arange(8, dtype=np.uint32))).sum(axis=1).astype(np.uint32)
-            out = mx.dequantize(mx.array(packed.reshape(1, 4)), mx.array([[127]], dtype=mx.uint8),
-                                group_size=32, bits=4, mode="mxfp4", dtype=mx.float32)
+            out = mx.dequantize(
+                mx.array(packed.reshape(1, 4)),
+                mx.array([[127]], dtype=mx.uint8),
+                group_size=32,
+                bits=4,
+                mode="mxfp4",
+                dtype=mx.float32,
+            )
             return np.array(out).reshape(-1)[:16].tolist()
 
     def evaluate(self, *xs: Any) -> None:
@@ -320,8 +338,9 @@ class MlxAdapter(Adapter):
 
     def matmul_unsupported(self, dtype: str) -> str | None:
         if dtype == "fp8":
-            return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
-                    "numpy and MLX have no float8 matmul")
+            return (
+                "FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); numpy and MLX have no float8 matmul"
+            )
         return None
 
     def device_words(self) -> str:
@@ -339,8 +358,10 @@ class MlxAdapter(Adapter):
         """MLX reads MLX_ENABLE_TF32: its CUDA build and newer Apple GPUs use TF32-like matmuls unless it is 0."""
         if self.backend.device != "gpu":
             return {}
-        return {"MLX_ENABLE_TF32": environment_setting("MLX_ENABLE_TF32"),
-                "device": setting("device", self.device_words(), self.backend.name)}
+        return {
+            "MLX_ENABLE_TF32": environment_setting("MLX_ENABLE_TF32"),
+            "device": setting("device", self.device_words(), self.backend.name),
+        }
 
     def matmul_environment(self) -> str | None:
         if self.backend.device == "gpu" and os.environ.get("MLX_ENABLE_TF32") is not None:

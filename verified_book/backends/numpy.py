@@ -1,4 +1,5 @@
 """numpy on the CPU, with ml_dtypes for the formats numpy lacks (bfloat16, float8, int4)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -15,8 +16,9 @@ def _ml_dtypes(label: str) -> Any:
     try:
         import ml_dtypes
     except ImportError as e:
-        raise NotOnBackend(f"numpy needs ml_dtypes for {label}, and ml_dtypes does not import ({e}); "
-                           "pip install ml_dtypes") from None
+        raise NotOnBackend(
+            f"numpy needs ml_dtypes for {label}, and ml_dtypes does not import ({e}); pip install ml_dtypes"
+        ) from None
     return ml_dtypes
 
 
@@ -129,7 +131,9 @@ class NumpyAdapter(Adapter):
         ml_dtypes = _ml_dtypes("float8_e8m0fnu")
         info = ml_dtypes.finfo(ml_dtypes.float8_e8m0fnu)
         if (info.nexp, info.nmant) != (8, 0):
-            raise InvariantFailed(f"ml_dtypes' float8_e8m0fnu has {info.nexp} exponent and {info.nmant} mantissa bits; E8M0 has 8 and 0")
+            raise InvariantFailed(
+                f"ml_dtypes' float8_e8m0fnu has {info.nexp} exponent and {info.nmant} mantissa bits; E8M0 has 8 and 0"
+            )
         return int(info.bits)
 
     def e2m1_values(self) -> list[float]:
@@ -153,8 +157,9 @@ class NumpyAdapter(Adapter):
 
     def matmul_unsupported(self, dtype: str) -> str | None:
         if dtype == "fp8":
-            return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
-                    "numpy and MLX have no float8 matmul")
+            return (
+                "FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); numpy and MLX have no float8 matmul"
+            )
         if dtype == "bf16":
             return "numpy has no bfloat16 of its own (ml_dtypes adds the dtype, not a matrix-multiply kernel for it)"
         return None

@@ -5,6 +5,7 @@ is true) and says what it is in `torch.version.hip`; it is its own backend, `tor
 described by its HIP version and the GPU's gfx architecture. What CUDA alone defines (compute
 capability, TF32, FP8 as `torch._scaled_mm` takes it) is skipped there with the device named.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,9 +47,13 @@ def cuda_build_problem(torch: Any) -> str | None:
     name = torch.cuda.get_device_name(0)
     major, minor = torch.cuda.get_device_capability(0)
     archs = list(torch.cuda.get_arch_list() or [])
-    install = (f"install a torch build with sm_{major}{minor} kernels (pip install torch=={torch.__version__.split('+')[0]} "
-               "from PyPI, or from https://download.pytorch.org/whl/cu128 or newer; scripts/verify-cuda does it)")
-    built = f"torch {torch.__version__} (CUDA {torch.version.cuda}) has kernels for {', '.join(archs) or 'no architecture'}"
+    install = (
+        f"install a torch build with sm_{major}{minor} kernels (pip install torch=={torch.__version__.split('+')[0]} "
+        "from PyPI, or from https://download.pytorch.org/whl/cu128 or newer; scripts/verify-cuda does it)"
+    )
+    built = (
+        f"torch {torch.__version__} (CUDA {torch.version.cuda}) has kernels for {', '.join(archs) or 'no architecture'}"
+    )
     if archs and not _arch_fits(archs, major, minor):
         return f"{built}, not for {name} (compute capability {major}.{minor}); {install}"
     return tiny_kernel_problem(torch, f"{name} (compute capability {major}.{minor})", f"{built}; {install}")
@@ -76,7 +81,8 @@ def gfx_arch(torch: Any) -> str:
 
 def rocm_words(torch: Any) -> str:
     """The AMD GPU in ROCm's own terms: its name, gfx architecture and the build's HIP version."""
-    return f"{torch.cuda.get_device_name(0)} ({gfx_arch(torch) or 'gfx architecture not reported'}, ROCm/HIP {torch.version.hip})"
+    gfx = gfx_arch(torch) or "gfx architecture not reported"
+    return f"{torch.cuda.get_device_name(0)} ({gfx}, ROCm/HIP {torch.version.hip})"
 
 
 def rocm_build_problem(torch: Any) -> str | None:
@@ -87,10 +93,14 @@ def rocm_build_problem(torch: Any) -> str | None:
     gfx = gfx_arch(torch)
     archs = list(torch.cuda.get_arch_list() or [])
     wanted = gfx or "this GPU's"
-    install = (f"install torch's ROCm build with {wanted} kernels (pip install torch=={torch.__version__.split('+')[0]} "
-               "--index-url https://download.pytorch.org/whl/rocmX.Y, the variant `python3 run.py setup --dry-run` "
-               "names; scripts/verify-rocm does it)")
-    built = f"torch {torch.__version__} (HIP {torch.version.hip}) has kernels for {', '.join(archs) or 'no architecture'}"
+    install = (
+        f"install torch's ROCm build with {wanted} kernels (pip install torch=={torch.__version__.split('+')[0]} "
+        "--index-url https://download.pytorch.org/whl/rocmX.Y, the variant `python3 run.py setup --dry-run` "
+        "names; scripts/verify-rocm does it)"
+    )
+    built = (
+        f"torch {torch.__version__} (HIP {torch.version.hip}) has kernels for {', '.join(archs) or 'no architecture'}"
+    )
     if archs and gfx and gfx not in {a.split(":")[0] for a in archs}:
         return f"{built}, not for {name} ({gfx}); {install}"
     return tiny_kernel_problem(torch, f"{name} ({gfx})", f"{built}; {install}")
@@ -101,12 +111,29 @@ class TorchAdapter(Adapter):
     library = "torch"
     module_name = "torch"
     names = ("torch:cpu", "torch:cuda", "torch:mps", ROCM)
-    markers = {"cuda": "needs a CUDA device through torch",
-               "mps": "needs Apple's Metal Performance Shaders device through torch",
-               "rocm": "needs an AMD GPU through torch's ROCm (HIP) build"}
+    markers = {
+        "cuda": "needs a CUDA device through torch",
+        "mps": "needs Apple's Metal Performance Shaders device through torch",
+        "rocm": "needs an AMD GPU through torch's ROCm (HIP) build",
+    }
     devices = {ROCM: "cuda"}  # a ROCm build reaches the AMD GPU as torch's "cuda" device
-    features = frozenset({"strides", "views", "finfo.resolution", "random", "copy", "nn", "autodiff", "optimizer",
-                          "grad_mode", "linear", "autocast", "thread_count", "fp8_matmul"})
+    features = frozenset(
+        {
+            "strides",
+            "views",
+            "finfo.resolution",
+            "random",
+            "copy",
+            "nn",
+            "autodiff",
+            "optimizer",
+            "grad_mode",
+            "linear",
+            "autocast",
+            "thread_count",
+            "fp8_matmul",
+        }
+    )
     shape_errors = (RuntimeError,)
 
     def __init__(self, backend: Backend) -> None:
@@ -133,8 +160,15 @@ class TorchAdapter(Adapter):
         if torch.cuda.is_available() and hip:
             name = torch.cuda.get_device_name(0)
             words = rocm_words(torch)
-            out.append(Backend("torch:cuda", False, f"torch {version} is a ROCm build: its GPU, {words}, is {ROCM}, "
-                               "not a CUDA device", version, name))
+            out.append(
+                Backend(
+                    "torch:cuda",
+                    False,
+                    f"torch {version} is a ROCm build: its GPU, {words}, is {ROCM}, not a CUDA device",
+                    version,
+                    name,
+                )
+            )
             problem = rocm_build_problem(torch)
             out.append(Backend(ROCM, not problem, problem or f"ROCm device {words}", version, name))
         elif torch.cuda.is_available():
@@ -144,19 +178,36 @@ class TorchAdapter(Adapter):
                 out.append(Backend("torch:cuda", False, problem, version, name))
             else:
                 out.append(Backend("torch:cuda", True, f"CUDA device {name}", version, name))
-            out.append(Backend(ROCM, False, f"torch {version} is a CUDA {torch.version.cuda} build, not a ROCm build", version))
+            out.append(
+                Backend(ROCM, False, f"torch {version} is a CUDA {torch.version.cuda} build, not a ROCm build", version)
+            )
         else:
-            build = (f"ROCm build (HIP {hip})" if hip else f"CUDA {torch.version.cuda} build" if torch.version.cuda
-                     else "CPU-only build")
+            build = (
+                f"ROCm build (HIP {hip})"
+                if hip
+                else f"CUDA {torch.version.cuda} build"
+                if torch.version.cuda
+                else "CPU-only build"
+            )
             out.append(Backend("torch:cuda", False, f"torch {version} ({build}) sees no CUDA device", version))
-            out.append(Backend(ROCM, False, f"torch {version} ({build}) sees no AMD GPU" if hip else
-                               f"torch {version} ({build}) is not a ROCm build (on a machine with an AMD GPU, "
-                               "python3 run.py setup installs one)", version))
+            out.append(
+                Backend(
+                    ROCM,
+                    False,
+                    f"torch {version} ({build}) sees no AMD GPU"
+                    if hip
+                    else f"torch {version} ({build}) is not a ROCm build (on a machine with an AMD GPU, "
+                    "python3 run.py setup installs one)",
+                    version,
+                )
+            )
         mps = getattr(torch.backends, "mps", None)
         if mps is not None and mps.is_available():
             out.append(Backend("torch:mps", True, "Apple MPS device", version, "mps"))
         else:
-            out.append(Backend("torch:mps", False, f"torch {version} has no MPS device here (Apple silicon only)", version))
+            out.append(
+                Backend("torch:mps", False, f"torch {version} has no MPS device here (Apple silicon only)", version)
+            )
         return out
 
     def array(self, values: Any, dtype: Any = None) -> Any:
@@ -205,7 +256,9 @@ class TorchAdapter(Adapter):
         try:
             return torch.iinfo(dtype)
         except TypeError as e:
-            raise NotOnBackend(f"torch {torch.__version__} has an {name} dtype but torch.iinfo does not answer for it ({e})") from None
+            raise NotOnBackend(
+                f"torch {torch.__version__} has an {name} dtype but torch.iinfo does not answer for it ({e})"
+            ) from None
 
     def default_float_bits(self) -> int:
         import torch
@@ -320,8 +373,14 @@ class TorchAdapter(Adapter):
                     moments += size(value)
                 else:
                     scalars += size(value)
-        return {"params": sum(p.numel() for p in params), "tensors": len(params), "weights": sum(size(p) for p in params),
-                "grads": sum(size(p.grad) for p in params), "moments": moments, "per_tensor_scalars": scalars}
+        return {
+            "params": sum(p.numel() for p in params),
+            "tensors": len(params),
+            "weights": sum(size(p) for p in params),
+            "grads": sum(size(p.grad) for p in params),
+            "moments": moments,
+            "per_tensor_scalars": scalars,
+        }
 
     def e8m0_bits(self) -> int:
         import torch
@@ -333,7 +392,9 @@ class TorchAdapter(Adapter):
     def e2m1_values(self) -> list[float]:
         import torch
 
-        raise NotOnBackend(f"torch {torch.__version__} stores E2M1 only packed in pairs (float4_e2m1fn_x2) and cannot cast it")
+        raise NotOnBackend(
+            f"torch {torch.__version__} stores E2M1 only packed in pairs (float4_e2m1fn_x2) and cannot cast it"
+        )
 
     def sync(self) -> None:
         import torch
@@ -405,18 +466,26 @@ class TorchAdapter(Adapter):
 
         device = self.backend.device
         if dtype == "fp8" and self.rocm:
-            return (f"FP8 matmul is measured with torch._scaled_mm on float8_e4m3fn as CUDA defines it; {self.device_words()} "
-                    "is a ROCm device, whose FP8 formats and kernels depend on its architecture, so it is not measured there")
+            return (
+                f"FP8 matmul is measured with torch._scaled_mm on float8_e4m3fn as CUDA defines it; "
+                f"{self.device_words()} "
+                "is a ROCm device, whose FP8 formats and kernels depend on its architecture, so it is not measured "
+                "there"
+            )
         if dtype == "fp8":
             if device != "cuda":
-                return ("FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
-                        f"torch has no FP8 matmul on {device}")
+                return (
+                    "FP8 matmul is measured only with torch on CUDA (torch._scaled_mm); "
+                    f"torch has no FP8 matmul on {device}"
+                )
             if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
                 return f"torch {torch.__version__} has no torch._scaled_mm or float8_e4m3fn"
             capability = torch.cuda.get_device_capability()
             if tuple(capability) < FP8_CAPABILITY:
-                return (f"{torch.cuda.get_device_name()} has compute capability {capability[0]}.{capability[1]}; "
-                        f"FP8 tensor cores need {FP8_CAPABILITY[0]}.{FP8_CAPABILITY[1]} or higher")
+                return (
+                    f"{torch.cuda.get_device_name()} has compute capability {capability[0]}.{capability[1]}; "
+                    f"FP8 tensor cores need {FP8_CAPABILITY[0]}.{FP8_CAPABILITY[1]} or higher"
+                )
             return None
         if device == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
             return f"{torch.cuda.get_device_name()} does not support bfloat16 through torch"
@@ -434,13 +503,17 @@ class TorchAdapter(Adapter):
         gen = torch.Generator().manual_seed(seed)
         return torch.randn(shape, generator=gen, dtype=torch.float32).to(device)
 
-    def fp8_matmul(self, rows: int, inner: int, cols: int, seed: int, fill: float) -> tuple[Callable[[], Any], list[Any]]:
+    def fp8_matmul(
+        self, rows: int, inner: int, cols: int, seed: int, fill: float
+    ) -> tuple[Callable[[], Any], list[Any]]:
         """One call of torch._scaled_mm on E4M3 operands, with unit scales, and the arrays."""
         import torch
 
         f8 = torch.float8_e4m3fn
         a = self.probe_values((rows, inner), seed, fill).to(f8)
-        b = self.probe_values((cols, inner), seed, fill).to(f8).t()  # column-major, as _scaled_mm needs its second operand
+        b = (
+            self.probe_values((cols, inner), seed, fill).to(f8).t()
+        )  # column-major, as _scaled_mm needs its second operand
         scale = torch.ones((), device=self.backend.device, dtype=torch.float32)
 
         def call() -> Any:
@@ -471,11 +544,14 @@ class TorchAdapter(Adapter):
         import torch
 
         gpu = self.backend.device == "cuda"
-        found: dict[str, Any] = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": environment_setting("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")}
+        found: dict[str, Any] = {
+            "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": environment_setting("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+        }
         if gpu and not self.rocm:
             found["NVIDIA_TF32_OVERRIDE"] = environment_setting("NVIDIA_TF32_OVERRIDE")
-        found["precision"] = setting("torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision(),
-                                     self.backend.name)
+        found["precision"] = setting(
+            "torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision(), self.backend.name
+        )
         if gpu:
             found["device"] = setting("device", self.device_words(), self.backend.name)
         return found
@@ -486,8 +562,11 @@ class TorchAdapter(Adapter):
         precision = torch.get_float32_matmul_precision()
         if precision != "highest":
             variable = os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", UNSET)
-            because = (f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
-                       if variable not in (UNSET, "0") else "")
+            because = (
+                f" (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE={variable} sets it, as NGC containers do)"
+                if variable not in (UNSET, "0")
+                else ""
+            )
             return f"FP32 matmul precision starts at {precision!r} here, not torch's default 'highest'{because}"
         if self.backend.device == "cuda" and not self.rocm and os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
             return f"NVIDIA_TF32_OVERRIDE={os.environ['NVIDIA_TF32_OVERRIDE']} overrides cuBLAS's math mode here"
@@ -497,12 +576,16 @@ class TorchAdapter(Adapter):
         import torch
 
         if self.rocm:
-            raise NotOnBackend(f"TF32 is a mode of NVIDIA's tensor cores that torch's CUDA settings select; {self.device_words()} "
-                               "is a ROCm device, so the figure does not apply to it")
+            raise NotOnBackend(
+                f"TF32 is a mode of NVIDIA's tensor cores that torch's CUDA settings select; {self.device_words()} "
+                "is a ROCm device, so the figure does not apply to it"
+            )
         allow_tf32 = torch.backends.cuda.matmul.allow_tf32
         precision = torch.get_float32_matmul_precision()
-        return (bool(allow_tf32) or precision != "highest",
-                f"torch's settings (allow_tf32={allow_tf32}, precision {precision!r})")
+        return (
+            bool(allow_tf32) or precision != "highest",
+            f"torch's settings (allow_tf32={allow_tf32}, precision {precision!r})",
+        )
 
     @contextlib.contextmanager
     def full_precision_fp32(self) -> Iterator[str]:
@@ -541,4 +624,3 @@ class TorchAdapter(Adapter):
             yield
         finally:
             torch.set_num_threads(previous)
-

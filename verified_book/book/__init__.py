@@ -1,1 +1,2 @@
-"""Reading a book: its pages' bound figures and unbound numbers, printed numbers and their precision, snippet output blocks."""
+"""Reading a book: its pages' bound figures and unbound numbers, printed numbers and their precision, snippet output
+blocks."""

@@ -12,6 +12,7 @@ you should see" text, where figures are bound like anywhere else. In prose the s
 sees digits, numbers in words, numbers glued to a unit or a letter, and the numbers
 inside inline math (which cannot hold a binding, so they are allow-listed with a reason).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -24,9 +25,7 @@ from typing import Iterable, Iterator
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.errors import BookError, Problem
 
-BINDING = re.compile(
-    r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)"
-)
+BINDING = re.compile(r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)")
 _CLAIM_LINK_START = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 NUMBER = re.compile(
     # groups of three digits parted by a space, thin space or narrow no-break space are one number (65 504)
@@ -37,20 +36,30 @@ NUMBER = re.compile(
 # compound ("twenty-five", "two hundred and fifty-six", "ten billion"); a fraction ("half",
 # "a quarter", "nine tenths"); a multiple ("twice", "doubles", "fourfold"). "One" is left
 # out on its own (it is an article and a pronoun far more often than a count) but counts
-# inside a compound ("twenty-one") and before a scale ("one hundred", "one billion"). Ordinals other than fractions ("second", "first") are
+# inside a compound ("twenty-one") and before a scale ("one hundred", "one billion"). Ordinals other than fractions
+# ("second", "first") are
 # not quantities, and neither are plural magnitudes ("tens to hundreds of gigabytes",
 # "thousands of cores"), which name no value. Each match is one phrase: "four to ten" is
 # two, "four" and "ten".
-_UNITS = ("two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-          "sixteen|seventeen|eighteen|nineteen")
+_UNITS = (
+    "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    "sixteen|seventeen|eighteen|nineteen"
+)
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _SCALES = "hundred|thousand|million|billion|trillion"
-_FRACTIONS = ("half|halves|halved|halve|thirds?|quarters?|fifths?|sixths?|sevenths?|eighths?|ninths?|"
-              "tenths?|hundredths?|thousandths?")
-_MULTIPLES = ("twice|double[sd]?|triple[sd]?|treble[sd]?|quadruple[sd]?|"
-              "(?:two|three|four|five|six|eight|ten|hundred|thousand)fold")
+_FRACTIONS = (
+    "half|halves|halved|halve|thirds?|quarters?|fifths?|sixths?|sevenths?|eighths?|ninths?|"
+    "tenths?|hundredths?|thousandths?"
+)
+_MULTIPLES = (
+    "twice|double[sd]?|triple[sd]?|treble[sd]?|quadruple[sd]?|"
+    "(?:two|three|four|five|six|eight|ten|hundred|thousand)fold"
+)
 _WORD = rf"(?:{_TENS})(?:-(?:one|{_UNITS}))?|{_UNITS}|{_SCALES}|{_FRACTIONS}|{_MULTIPLES}"
-WORD_NUMBER = re.compile(rf"(?<![\w-])(?:{_WORD}|one(?=[\s-]+(?:{_SCALES})\b))(?:(?:\s+and\s+|\s+|-)(?:{_WORD}|one))*(?![\w-])", re.IGNORECASE)
+WORD_NUMBER = re.compile(
+    rf"(?<![\w-])(?:{_WORD}|one(?=[\s-]+(?:{_SCALES})\b))(?:(?:\s+and\s+|\s+|-)(?:{_WORD}|one))*(?![\w-])",
+    re.IGNORECASE,
+)
 # A number glued to letters is a figure with a unit or a multiplier: "0.6B", "2X", "16-bit",
 # "T/2", "2T". A run of letters directly before the digits (FP32, BF16, E4M3, Qwen3, x16)
 # makes a name, not a figure, and so does a number joined by a hyphen to a word before it
@@ -213,24 +222,51 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
             try:
                 printed = parse(source)
             except FigureSyntaxError as e:
-                hint = "" if stated is not None else ' (a figure in words needs its value as the link title: [four per cent](claim:id "0.04"))'
+                hint = (
+                    ""
+                    if stated is not None
+                    else ' (a figure in words needs its value as the link title: [four per cent](claim:id "0.04"))'
+                )
                 error = f"{e}{hint}"
-        binding = Binding(rel, number, start + 1, match.group("text"), claim_id, title, disputed, printed, error, in_output)
+        binding = Binding(
+            rel, number, start + 1, match.group("text"), claim_id, title, disputed, printed, error, in_output
+        )
         (page.malformed if error else page.bindings).append(binding)
         text = _mask(text, start, end)
     for leftover in _CLAIM_LINK_START.finditer(text):
         page.malformed.append(
-            Binding(rel, number, leftover.start() + 1, raw.strip(), "", None, False, None,
-                    "malformed binding: expected [printed text](claim:dotted.id) or "
-                    '[text](claim:dotted.id "value"); found ' + repr(raw[max(0, leftover.start() - 30): leftover.end() + 40].strip()),
-                    in_output)
+            Binding(
+                rel,
+                number,
+                leftover.start() + 1,
+                raw.strip(),
+                "",
+                None,
+                False,
+                None,
+                "malformed binding: expected [printed text](claim:dotted.id) or "
+                '[text](claim:dotted.id "value"); found '
+                + repr(raw[max(0, leftover.start() - 30) : leftover.end() + 40].strip()),
+                in_output,
+            )
         )
         text = _mask(text, leftover.start(), leftover.end())
     for miss in _near_misses(raw, text):
         page.malformed.append(
-            Binding(rel, number, miss.start() + 1, raw.strip(), "", None, False, None,
-                    "looks like a broken binding: found " + repr(raw[max(0, miss.start() - 30): miss.end() + 40].strip())
-                    + "; a binding is [printed text](claim:dotted.id), with nothing between ] and (", in_output)
+            Binding(
+                rel,
+                number,
+                miss.start() + 1,
+                raw.strip(),
+                "",
+                None,
+                False,
+                None,
+                "looks like a broken binding: found "
+                + repr(raw[max(0, miss.start() - 30) : miss.end() + 40].strip())
+                + "; a binding is [printed text](claim:dotted.id), with nothing between ] and (",
+                in_output,
+            )
         )
         text = _mask(text, miss.start(), miss.end())
     for match in NUMBER.finditer(text):
@@ -278,7 +314,7 @@ def _near_misses(raw: str, text: str) -> list[re.Match[str]]:
         if scheme is not None:  # `](word:`: a link, masked in `text`; `](claim:` is a binding's, read above
             if scheme == "claim" or scheme.lower() in _URL_SCHEMES or _edits(scheme.lower(), "claim") > 2:
                 continue
-        elif not text[miss.start():miss.end()].strip():  # already read as a binding or reported as malformed
+        elif not text[miss.start() : miss.end()].strip():  # already read as a binding or reported as malformed
             continue
         out.append(miss)
     return out
@@ -294,7 +330,9 @@ class Allowance:
     line: int
 
     def covers(self, item: Unbound, source_line: str) -> bool:
-        if not any(fnmatch.fnmatch(item.file, f) for f in self.files or ("*",)):  # no `files`: refused, see Book.allowlist_problems
+        if not any(
+            fnmatch.fnmatch(item.file, f) for f in self.files or ("*",)
+        ):  # no `files`: refused, see Book.allowlist_problems
             return False
         start = item.column - 1
         return any(m.start() <= start and start + len(item.text) <= m.end() for m in self.pattern.finditer(source_line))
@@ -322,11 +360,18 @@ def read_allowlist(path: Path) -> list[Allowance]:
         try:
             pattern = re.compile(entry["pattern"])
         except (KeyError, re.error) as e:
-            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry needs a valid `pattern` regex: {e}")) from None
+            raise AllowListError(
+                Problem(f"{path}:{line}", f"allow-list entry needs a valid `pattern` regex: {e}")
+            ) from None
         files = entry.get("files", [])
         if not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
-            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry {entry.get('pattern')!r}: expected files = "
-                                         f"[\"book/page.md\", ...] (a list of page globs), found files = {files!r}"))
+            raise AllowListError(
+                Problem(
+                    f"{path}:{line}",
+                    f"allow-list entry {entry.get('pattern')!r}: expected files = "
+                    f'["book/page.md", ...] (a list of page globs), found files = {files!r}',
+                )
+            )
         entries.append(Allowance(pattern, entry["reason"], tuple(files), line))
     return entries
 
@@ -336,13 +381,29 @@ def is_number_word(text: str) -> bool:
     return WORD_NUMBER.fullmatch(text) is not None
 
 
-_SMALL = {w: n for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
+_SMALL = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+}
 _TEN = {w: 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
 _SCALE = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
-_PARTS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-          "ninth": 9, "tenth": 10, "hundredth": 100, "thousandth": 1000}
+_PARTS = {
+    "half": 2,
+    "halves": 2,
+    "third": 3,
+    "quarter": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "hundredth": 100,
+    "thousandth": 1000,
+}
 _TIMES = {"twice": 2, "double": 2, "triple": 3, "treble": 3, "quadruple": 4}
 
 
@@ -407,8 +468,9 @@ def generated(path: Path) -> bool:
 
 
 def book_pages(book_dir: Path) -> list[Path]:
-    return sorted(p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts
-                  and not generated(p))
+    return sorted(
+        p for p in book_dir.rglob("*.md") if "snippets" not in p.relative_to(book_dir).parts and not generated(p)
+    )
 
 
 @dataclass
@@ -456,24 +518,40 @@ class Book:
 
         An entry that excuses nothing is stale. An entry names the pages it excuses on, in `files`,
         and globs that match every page of a book of several are no narrower than none: a class
-        pattern spanning the whole book would excuse a wrong figure anywhere. A number in words is excused one occurrence
+        pattern spanning the whole book would excuse a wrong figure anywhere. A number in words is excused one
+        occurrence
         at a time: the entry that excuses one names its page in `files`, excuses number words
         on that one line only, and its pattern matches more than the word itself, so that a
         class pattern ("two", "half", "ten") cannot excuse every such word in the book.
         """
         problems: list[tuple[str | None, str]] = []
         for entry in self.unused_allowances():
-            problems.append((None, f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r} excuses "
-                                   "nothing; remove it, or fix its pattern or files"))
+            problems.append(
+                (
+                    None,
+                    f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r} excuses "
+                    "nothing; remove it, or fix its pattern or files",
+                )
+            )
         every_page = [page.file for page in self.pages]
         for entry in self.allowlist:
             where = f"{allowlist}:{entry.line}: allow-list entry {entry.pattern.pattern!r}"
             if not entry.files:
-                problems.append((None, f"{where} names no `files`, so it excuses its pattern on every page: expected "
-                                       "files = [the pages it excuses on], found none"))
+                problems.append(
+                    (
+                        None,
+                        f"{where} names no `files`, so it excuses its pattern on every page: expected "
+                        "files = [the pages it excuses on], found none",
+                    )
+                )
             elif len(every_page) > 1 and all(any(fnmatch.fnmatch(page, f) for f in entry.files) for page in every_page):
-                problems.append((None, f"{where} excuses its pattern on every page: expected files = [the pages it "
-                                       f"excuses on], found files = {list(entry.files)}, which match all {len(every_page)} pages"))
+                problems.append(
+                    (
+                        None,
+                        f"{where} excuses its pattern on every page: expected files = [the pages it "
+                        f"excuses on], found files = {list(entry.files)}, which match all {len(every_page)} pages",
+                    )
+                )
         excused: dict[int, list[Unbound]] = {}
         for item, allowed in self.unbound():
             if allowed is not None and is_number_word(item.text):
@@ -488,20 +566,40 @@ class Book:
             pages = sorted({file for file, _ in places})
             if not entry.files or len(pages) > 1:
                 for page in pages:
-                    problems.append((page, f"{where} excuses numbers in words on {', '.join(pages) if len(pages) > 1 else 'every page'}; "
-                                           "a number in words is excused by an entry of its own: name its page in `files`"))
+                    problems.append(
+                        (
+                            page,
+                            f"{where} excuses numbers in words on "
+                            f"{', '.join(pages) if len(pages) > 1 else 'every page'}; "
+                            "a number in words is excused by an entry of its own: name its page in `files`",
+                        )
+                    )
                 continue
             if len(places) > 1:
-                problems.append((pages[0], f"{where} excuses numbers in words on lines "
-                                           f"{', '.join(str(n) for _, n in places)} of {pages[0]}; each occurrence needs "
-                                           "an entry of its own, whose pattern matches that line only"))
+                problems.append(
+                    (
+                        pages[0],
+                        f"{where} excuses numbers in words on lines "
+                        f"{', '.join(str(n) for _, n in places)} of {pages[0]}; each occurrence needs "
+                        "an entry of its own, whose pattern matches that line only",
+                    )
+                )
             for u in items:
-                source = lines_cache.setdefault(u.file, (self.root / u.file).read_text(encoding="utf-8").splitlines())[u.line - 1]
+                source = lines_cache.setdefault(u.file, (self.root / u.file).read_text(encoding="utf-8").splitlines())[
+                    u.line - 1
+                ]
                 start = u.column - 1
-                cover = next(m for m in entry.pattern.finditer(source) if m.start() <= start and start + len(u.text) <= m.end())
+                cover = next(
+                    m for m in entry.pattern.finditer(source) if m.start() <= start and start + len(u.text) <= m.end()
+                )
                 if cover.group(0).strip().lower() == u.text.lower():
-                    problems.append((u.file, f"{u.where}:{u.column}: {where} matches the bare word {u.text!r}; its "
-                                             "pattern must take in the words around it, so that it excuses this occurrence only"))
+                    problems.append(
+                        (
+                            u.file,
+                            f"{u.where}:{u.column}: {where} matches the bare word {u.text!r}; its "
+                            "pattern must take in the words around it, so that it excuses this occurrence only",
+                        )
+                    )
         return problems
 
 

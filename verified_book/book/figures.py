@@ -14,6 +14,7 @@ the margin stays under half the step to the neighbouring round figure. A unit af
 for rewriting and does not scale the value: a claim returns its value in the unit
 the book prints.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,8 +73,10 @@ class Printed:
         """Whether a computed value rounds to this printed figure."""
         if isinstance(self.value, tuple):
             items = _as_sequence(computed)
-            return items is not None and len(items) == len(self.value) and all(
-                p.holds(c) for p, c in zip(self.value, items)
+            return (
+                items is not None
+                and len(items) == len(self.value)
+                and all(p.holds(c) for p, c in zip(self.value, items))
             )
         number = as_number(computed)
         if number is None:
@@ -145,7 +148,7 @@ def parse(text: str) -> Printed:
         raise FigureSyntaxError("empty figure: expected a number such as 16.6, 8,190,427,136 or 2^-7")
     approx_match = _APPROX.match(clean)
     prefix = approx_match.group(0) if approx_match else ""
-    body = clean[len(prefix):]
+    body = clean[len(prefix) :]
     if body[:1] in "([" and body.rstrip()[-1:] in ")]" and "," in body:
         return _parse_tuple(text, clean, prefix, body)
     printed = _parse_scalar(body)
@@ -155,21 +158,29 @@ def parse(text: str) -> Printed:
             "1.56e-02, 3.4 × 10^38, 2^-7, 8.6%, ≈ 14, (4096, 12288)"
         )
     core, value, half = printed
-    if _SPLIT_DIGITS.match(body[len(core):]):
+    if _SPLIT_DIGITS.match(body[len(core) :]):
         raise FigureSyntaxError(
-            f"{text!r} has digits after a space or comma that do not make groups of three: read as one number it is not "
-            f"one, and read as {core.strip()!r} it would leave {body[len(core):].strip()!r} as its unit; print "
+            f"{text!r} has digits after a space or comma that do not make groups of three: read as one number it is "
+            "not "
+            f"one, and read as {core.strip()!r} it would leave {body[len(core) :].strip()!r} as its unit; print "
             "thousands as 65,504 or 65 504 (groups of three digits)"
         )
-    stated = _PLUS_MINUS.match(body[len(core):])
+    stated = _PLUS_MINUS.match(body[len(core) :])
     if stated and isinstance(value, Fraction):
         # An explicit precision, for a round figure or one in words: "0.25 ± 0.03" for "a quarter".
         half = Fraction(stated.group("tol")) / (100 if stated.group("pct") else 1)
     low, high = (value - half, value + half) if isinstance(value, Fraction) else (value, value)
     group = next((s for s in _GROUP_SPACES if " " in core and re.search(rf"\d{s}\d", text)), "")
     return Printed(
-        text=text, value=value, low=low, high=high, approximate=bool(prefix),
-        prefix=prefix, core=core, suffix=body[len(core):], group=group,
+        text=text,
+        value=value,
+        low=low,
+        high=high,
+        approximate=bool(prefix),
+        prefix=prefix,
+        core=core,
+        suffix=body[len(core) :],
+        group=group,
     )
 
 
@@ -180,8 +191,14 @@ def _parse_tuple(text: str, clean: str, prefix: str, body: str) -> Printed:
     if prefix:
         items = tuple(parse(prefix + item.text.strip()) for item in items)
     return Printed(
-        text=text, value=items, low=Fraction(0), high=Fraction(0), approximate=bool(prefix),
-        prefix=prefix + opener, core=inner, suffix=body[body.rstrip().rindex(closer):],
+        text=text,
+        value=items,
+        low=Fraction(0),
+        high=Fraction(0),
+        approximate=bool(prefix),
+        prefix=prefix + opener,
+        core=inner,
+        suffix=body[body.rstrip().rindex(closer) :],
     )
 
 
@@ -257,7 +274,7 @@ def format_like(core: str, computed: Any, group: str = "") -> str:
         if round(abs(mantissa), decimals) >= 10:
             exp += 1
             mantissa /= 10
-        times = match.group(0)[len(mant):].split("10^")[0]
+        times = match.group(0)[len(mant) :].split("10^")[0]
         braces = "{" in clean
         exp_text = f"{{{exp}}}" if braces else str(exp)
         return f"{mantissa:.{decimals}f}{times}10^{exp_text}{pct}"

@@ -5,6 +5,7 @@ the page sees code whose prose cells are plain comments: `# %% [markdown]` and `
 gone, a Markdown heading inside a prose cell (`# # Title`) reads as one comment (`# Title`), and
 cells are separated by one blank line.
 """
+
 from __future__ import annotations
 
 import re

@@ -27,6 +27,7 @@ measured claim, or a library version, must be declared varying, and a declared l
 must hold something that can vary (a figure of a measured claim, or a number no claim
 binds), so a declaration cannot hide a line that should hold.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -52,9 +53,7 @@ MAX_REPORTED = 20
 
 #: a number as a snippet prints it: sign, thousands groups, decimals, exponent, per cent, or a
 #: dotted version (2.5.2); not a digit glued to a word (float32, e4m3, 3072x1024, layers.0)
-NUMBER = re.compile(
-    r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)*(?:[eE][+-]?\d+)?%?(?![\w%]|\.\d)"
-)
+NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)*(?:[eE][+-]?\d+)?%?(?![\w%]|\.\d)")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
@@ -150,11 +149,14 @@ def parse_info(info: str) -> tuple[str | None, frozenset[int], tuple[str, ...], 
         elif key == "without" and eq and value in WITHOUT:
             without.append(value)
         else:
-            problems.append(f"{word!r} in the fence is not understood: expected the snippet's file name, "
-                            f"varies=<lines> or without={'|'.join(WITHOUT)}")
+            problems.append(
+                f"{word!r} in the fence is not understood: expected the snippet's file name, "
+                f"varies=<lines> or without={'|'.join(WITHOUT)}"
+            )
     if snippet is None:
-        problems.append("output block names no snippet: write the snippet's file name after `output`, "
-                        "as in ```output shapes.py")
+        problems.append(
+            "output block names no snippet: write the snippet's file name after `output`, as in ```output shapes.py"
+        )
     return snippet, frozenset(varies), tuple(without), problems
 
 
@@ -165,7 +167,7 @@ def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Call
     cursor = 0
     shown = 0
     for m in BINDING.finditer(raw):
-        text.append(raw[cursor:m.start()])
+        text.append(raw[cursor : m.start()])
         shown += m.start() - cursor
         spans.append((shown, shown + len(m.group("text")), m.group("id"), m.group("text")))
         text.append(m.group("text"))
@@ -207,14 +209,15 @@ def read_blocks(path: Path, rel: str, is_measured: Callable[[str], bool]) -> lis
     return blocks
 
 
-def _block(rel: str, start: int, end: int, lines: list[str], indent: str, info: str,
-           is_measured: Callable[[str], bool]) -> OutputBlock:
+def _block(
+    rel: str, start: int, end: int, lines: list[str], indent: str, info: str, is_measured: Callable[[str], bool]
+) -> OutputBlock:
     snippet, varies, without, problems = parse_info(info)
     where = f"{rel}:{start + 1}"
     errors = [f"{where}: {p}" for p in problems]
     body = []
     for i in range(start + 1, end):
-        raw = lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip()
+        raw = lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip()
         body.append(_book_line(rel, i + 1, raw, (i - start) in varies, is_measured))
     for n in sorted(varies):
         if n > len(body):
@@ -228,15 +231,19 @@ def _declaration_errors(line: BookLine, fence: str) -> list[str]:
     """A varying line must hold something that varies; a line with a measured figure or a version must vary."""
     if line.varies:
         if not any(n.measured or n.claim_id is None for n in line.numbers):
-            return [f"{line.where}: declared varying (varies= at {fence}) but every number on it is bound to a claim "
-                    f"that is computed the same on every machine, so it must hold: take it out of varies=\n"
-                    f"    {line.text.strip()}"]
+            return [
+                f"{line.where}: declared varying (varies= at {fence}) but every number on it is bound to a claim "
+                f"that is computed the same on every machine, so it must hold: take it out of varies=\n"
+                f"    {line.text.strip()}"
+            ]
         return []
     why = [f"figure {n.text} ({n.claim_id}) is measured" for n in line.numbers if n.measured]
     why += [f"{n.text} is a library version" for n in line.numbers if n.is_version and n.claim_id is None]
     if why:
-        return [f"{line.where}: {'; '.join(why)}, so this line changes from machine to machine: "
-                f"declare it in varies= of the fence at {fence}\n    {line.text.strip()}"]
+        return [
+            f"{line.where}: {'; '.join(why)}, so this line changes from machine to machine: "
+            f"declare it in varies= of the fence at {fence}\n    {line.text.strip()}"
+        ]
     return []
 
 
@@ -261,9 +268,9 @@ def match_line(book: BookLine, printed: str) -> str | None:
             continue
         now, cursor = [], first.figure_start
         for expected, found in pairs:  # the figure as the snippet printed it: the book's text, its numbers replaced
-            now += [book.text[cursor:expected.start], found]
+            now += [book.text[cursor : expected.start], found]
             cursor = expected.start + len(expected.text)
-        now.append(book.text[cursor:first.figure_start + len(first.figure)])
+        now.append(book.text[cursor : first.figure_start + len(first.figure)])
         differ.append(f"figure {first.figure} ({first.claim_id}) printed as {''.join(now)}")
     return "; ".join(differ) or None
 
@@ -297,11 +304,15 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
     problems: list[str] = []
 
     def differs(line: BookLine, now: str, why: str) -> None:
-        problems.append(f"{line.where}: {name}{ran} no longer prints the book's line: {why}\n"
-                        f"    book:    {line.text.strip()}\n    printed: {now.strip()}")
+        problems.append(
+            f"{line.where}: {name}{ran} no longer prints the book's line: {why}\n"
+            f"    book:    {line.text.strip()}\n    printed: {now.strip()}"
+        )
 
     def missing(line: BookLine) -> None:
-        problems.append(f"{line.where}: {name}{ran} no longer prints this line at all\n    book:    {line.text.strip()}")
+        problems.append(
+            f"{line.where}: {name}{ran} no longer prints this line at all\n    book:    {line.text.strip()}"
+        )
 
     def extra(before: int, now: str) -> None:
         where = book[before].where if before < len(book) else f"{block.file}:{block.end_line}"
@@ -341,8 +352,9 @@ def printed_figure(block: OutputBlock, stdout: str, claim_id: str) -> tuple[Book
     The run's lines are paired with the block's as `compare` pairs them; the figure's numbers
     are those at the same places on the paired line, which must have the book line's shape.
     """
-    where = next(((i, line) for i, line in enumerate(block.lines)
-                  if any(n.claim_id == claim_id for n in line.numbers)), None)
+    where = next(
+        ((i, line) for i, line in enumerate(block.lines) if any(n.claim_id == claim_id for n in line.numbers)), None
+    )
     if where is None:
         raise NotPrinted(f"{block.where}: the block shows no figure of {claim_id}")
     index, line = where
@@ -355,8 +367,10 @@ def printed_figure(block: OutputBlock, stdout: str, claim_id: str) -> tuple[Book
                 break
             found = [text for _, _, text in numbers_in(now)]
             return line, tuple(found[k] for k, n in enumerate(line.numbers) if n.claim_id == claim_id)
-    raise NotPrinted(f"{line.where}: {name} printed no line like the book's, so {claim_id} has no value here\n"
-                     f"    book:    {line.text.strip()}\n    printed: " + ("\n             ".join(printed[-5:]) or "nothing"))
+    raise NotPrinted(
+        f"{line.where}: {name} printed no line like the book's, so {claim_id} has no value here\n"
+        f"    book:    {line.text.strip()}\n    printed: " + ("\n             ".join(printed[-5:]) or "nothing")
+    )
 
 
 @dataclass
@@ -383,8 +397,10 @@ class BookOutputs:
             out += block.errors
             if block.snippet is not None and block.snippet not in self.snippets:
                 known = ", ".join(self.snippets) or "none"
-                out.append(f"{block.where}: output block names {block.snippet}, which is not a snippet of this book "
-                           f"(snippets: {known})")
+                out.append(
+                    f"{block.where}: output block names {block.snippet}, which is not a snippet of this book "
+                    f"(snippets: {known})"
+                )
         return out
 
 
@@ -401,8 +417,9 @@ def read_book(pages: Iterable[Path], root: Path, snippets_dir: Path, is_measured
     return BookOutputs(blocks, names)
 
 
-def check_snippet(outputs: BookOutputs, name: str, stdout: str, how: str = "",
-                  devices: Iterable[str] = ()) -> list[Check]:
+def check_snippet(
+    outputs: BookOutputs, name: str, stdout: str, how: str = "", devices: Iterable[str] = ()
+) -> list[Check]:
     """Each block that shows snippet `name`, against this run's stdout. A block printed without a
     device this machine has is skipped with that reason."""
     present = set(devices)
@@ -410,9 +427,15 @@ def check_snippet(outputs: BookOutputs, name: str, stdout: str, how: str = "",
     for block in outputs.of_snippet(name):
         absent = [d for d in block.without if d in present]
         if absent:
-            checks.append(Check(block.file, block.line, Status.SKIPPED.value,
-                                f"{block.where}: the block shows {name} on a machine without {', '.join(absent).upper()}; "
-                                f"this one has it, so {name} printed its {absent[0].upper()} report instead"))
+            checks.append(
+                Check(
+                    block.file,
+                    block.line,
+                    Status.SKIPPED.value,
+                    f"{block.where}: the block shows {name} on a machine without {', '.join(absent).upper()}; "
+                    f"this one has it, so {name} printed its {absent[0].upper()} report instead",
+                )
+            )
         elif block.errors:
             checks.append(Check(block.file, block.line, Status.STALE.value, "\n".join(block.errors)))
         else:

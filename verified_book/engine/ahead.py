@@ -17,6 +17,7 @@ Nothing about a value changes with where it was computed: the same code, the sam
 same machine, in the same run. Where the helper fails, the run does its work itself and its
 summary says why.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -79,7 +80,10 @@ class Ahead:
         with open(folder / OUTPUT, "wb") as output:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "verified_book.engine.ahead", str(root), str(folder / RESULTS)],
-                cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                cwd=root,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
             )
 
     def expect(self, claims: Iterable[Claim], snippets: Iterable[Path]) -> None:
@@ -132,8 +136,14 @@ class Ahead:
                 for claim_id, backend_name, status, value, message, reads, seconds in shipped["claims"]:
                     if claim_id in self._claims:
                         self._outcomes[(claim_id, backend_name)] = Outcome(
-                            self._claims[claim_id], backend_name, OutcomeStatus(status), value, message, list(reads),
-                            seconds)
+                            self._claims[claim_id],
+                            backend_name,
+                            OutcomeStatus(status),
+                            value,
+                            message,
+                            list(reads),
+                            seconds,
+                        )
                 self._runs = {Path(path): done for path, done in shipped["snippets"] if Path(path) in self.snippets}
         self._folder.cleanup()
         return self._outcomes
@@ -175,8 +185,12 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     claims = matching(book.ahead, REGISTRY)[0]
     wanted = {name for c in claims for name in (c.backends or backends_mod.NAMES)}
     libraries = {name.split(":")[0] for name in wanted}
-    found = {b.name: b for library in libraries if library in backends_mod.ADAPTERS
-             for b in backends_mod.ADAPTERS[library].detect()}
+    found = {
+        b.name: b
+        for library in libraries
+        if library in backends_mod.ADAPTERS
+        for b in backends_mod.ADAPTERS[library].detect()
+    }
     here = {name: found[name] for name in backends_mod.NAMES if name in found}  # detect()'s order, these libraries only
     shipped: list[tuple[object, ...]] = []
     for claim in claims:
@@ -186,8 +200,15 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
             outcome = evaluate(claim, backend)
             if outcome.status == BROKEN:  # the run meets the same environment, and says what it lost
                 continue
-            entry = (claim.id, backend.name, outcome.status, outcome.value, outcome.message, list(outcome.inputs),
-                     outcome.seconds)
+            entry = (
+                claim.id,
+                backend.name,
+                outcome.status,
+                outcome.value,
+                outcome.message,
+                list(outcome.inputs),
+                outcome.seconds,
+            )
             try:
                 pickle.dumps(entry)
             except Exception:  # noqa: BLE001 - a value that cannot travel is computed by the run itself

@@ -2,6 +2,7 @@
 
 Knows nothing of pytest; the plugin asks it questions and reports its answers.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ from verified_book.vocabulary import TRANSCRIBED, OutcomeStatus, Status, worst
 if TYPE_CHECKING:
     from verified_book.records.conditions import RunLock
 
-COMPUTED, SKIPPED, FAILED, BROKEN = (OutcomeStatus.COMPUTED, OutcomeStatus.SKIPPED, OutcomeStatus.FAILED,
-                                     OutcomeStatus.BROKEN)
+COMPUTED, SKIPPED, FAILED, BROKEN = (
+    OutcomeStatus.COMPUTED,
+    OutcomeStatus.SKIPPED,
+    OutcomeStatus.FAILED,
+    OutcomeStatus.BROKEN,
+)
 
 #: an earlier answer for a (claim, backend), where one is at hand (a helper process that computed it
 #: while the run started, verified_book.engine.ahead); None to compute it here
@@ -93,7 +98,11 @@ def _valid_value(value: Any) -> str | None:
 
 def _short(text: str) -> str:
     """A message kept to a readable length: a huge exception text must not swamp the report or the file."""
-    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + f"... ({len(text) - MESSAGE_LIMIT} more characters)"
+    return (
+        text
+        if len(text) <= MESSAGE_LIMIT
+        else text[:MESSAGE_LIMIT] + f"... ({len(text) - MESSAGE_LIMIT} more characters)"
+    )
 
 
 def _text(error: BaseException) -> str:
@@ -123,10 +132,18 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
             with backend.activate():
                 value = claim.evaluate(backend if claim.needs_backend else None)
         except NotOnBackend as e:
-            return Outcome(claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads))
+            return Outcome(
+                claim, backend.name, SKIPPED, message=_short(f"{backend.name}: {_text(e)}"), inputs=list(reads)
+            )
         except InvariantFailed as e:
-            return Outcome(claim, backend.name, FAILED, message=_short(f"invariant does not hold: {_text(e)}"), inputs=list(reads),
-                           seconds=time.perf_counter() - start)
+            return Outcome(
+                claim,
+                backend.name,
+                FAILED,
+                message=_short(f"invariant does not hold: {_text(e)}"),
+                inputs=list(reads),
+                seconds=time.perf_counter() - start,
+            )
         except KeyboardInterrupt:
             raise
         except inputs.InputError as e:
@@ -136,21 +153,38 @@ def evaluate(claim: Claim, backend: Backend) -> Outcome:
             where = f"(at {frame.filename}:{frame.lineno})"
             broken = environment.broken_by(e)
             if broken is not None:
-                return Outcome(claim, backend.name, BROKEN, message=f"{broken.line()} {where}", inputs=list(reads),
-                               seconds=time.perf_counter() - start, broken=broken)
+                return Outcome(
+                    claim,
+                    backend.name,
+                    BROKEN,
+                    message=f"{broken.line()} {where}",
+                    inputs=list(reads),
+                    seconds=time.perf_counter() - start,
+                    broken=broken,
+                )
             if _out_of_memory(e):
                 _release_device_memory()
-                text = (f"ran out of device memory on {backend.name} {where}: {type(e).__name__}: {_short(_text(e))}; "
-                        "this claim alone is failed, the others run on")
+                text = (
+                    f"ran out of device memory on {backend.name} {where}: {type(e).__name__}: {_short(_text(e))}; "
+                    "this claim alone is failed, the others run on"
+                )
             else:
                 text = f"raised {type(e).__name__}: {_short(_text(e))} {where}"
-            return Outcome(claim, backend.name, FAILED, message=text,
-                           inputs=list(reads), seconds=time.perf_counter() - start)
+            return Outcome(
+                claim, backend.name, FAILED, message=text, inputs=list(reads), seconds=time.perf_counter() - start
+            )
     problem = _valid_value(value) or (_inexact(value) if claim.kind is Kind.EXACT else None)
     if problem:
         return Outcome(claim, backend.name, FAILED, message=problem, inputs=list(reads))
-    return Outcome(claim, backend.name, COMPUTED, value=value, inputs=list(reads), seconds=time.perf_counter() - start,
-                   version=backend.version)
+    return Outcome(
+        claim,
+        backend.name,
+        COMPUTED,
+        value=value,
+        inputs=list(reads),
+        seconds=time.perf_counter() - start,
+        version=backend.version,
+    )
 
 
 def _inexact(value: Any) -> str | None:
@@ -160,16 +194,20 @@ def _inexact(value: Any) -> str | None:
     value of a function no rational holds, and passes; so does a sympy Float."""
     items = value if isinstance(value, (list, tuple)) else [value]
     for item in items:
-        if not (isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float"))):
+        if not (
+            isinstance(item, float) or (type(item).__module__ == "numpy" and type(item).__name__.startswith("float"))
+        ):
             continue
         number = float(item)
         if not math.isfinite(number) or number == int(number):
             continue
         near = Fraction(number).limit_denominator(10**6)
         if abs(float(near) - number) <= 2 * math.ulp(number):
-            return (f"returned the float {number!r}, which is {near} to its last bits: an exact claim returns int or "
-                    "Fraction (or a sympy rational), so that rounding happens only where the figure is compared; read "
-                    "stated decimals with exact(...) and divide Fractions")
+            return (
+                f"returned the float {number!r}, which is {near} to its last bits: an exact claim returns int or "
+                "Fraction (or a sympy rational), so that rounding happens only where the figure is compared; read "
+                "stated decimals with exact(...) and divide Fractions"
+            )
     return None
 
 
@@ -191,8 +229,10 @@ def _type_mismatch(binding: Binding, value: Any) -> str | None:
     if binding.printed.is_tuple or isinstance(value, (list, tuple)):
         return None
     if as_number(value) is None and not callable(getattr(value, "tolist", None)):
-        return (f"the claim returned a {type(value).__name__} ({_short(repr(value))[:200]}), "
-                "and a printed number can only be compared with a number")
+        return (
+            f"the claim returned a {type(value).__name__} ({_short(repr(value))[:200]}), "
+            "and a printed number can only be compared with a number"
+        )
     return None
 
 
@@ -202,34 +242,64 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     if outcome.status == SKIPPED:
         return Verdict(binding, outcome.backend, Status.SKIPPED, outcome.message)
     if outcome.status == FAILED:
-        return Verdict(binding, outcome.backend, Status.FAILED,
-                       f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}")
+        return Verdict(
+            binding,
+            outcome.backend,
+            Status.FAILED,
+            f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked: {outcome.message}",
+        )
     if outcome.status == BROKEN:
-        return Verdict(binding, outcome.backend, BROKEN,
-                       f"{binding.where}: figure {binding.text} ({claim.id}) was not checked: {outcome.message}")
+        return Verdict(
+            binding,
+            outcome.backend,
+            BROKEN,
+            f"{binding.where}: figure {binding.text} ({claim.id}) was not checked: {outcome.message}",
+        )
     if claim.kind is Kind.MEASURED and claim.printed_on and claim.printed_on not in machine.markers:
-        return Verdict(binding, outcome.backend, Status.REFERENCE,
-                       f"{binding.where}: the author's machine ({claim.printed_on}) printed {binding.text}; this machine "
-                       f"({machine.slug}) measured {show(outcome.value)} on {outcome.backend}; compared only on "
-                       f"{claim.printed_on}, its invariants checked here")
+        return Verdict(
+            binding,
+            outcome.backend,
+            Status.REFERENCE,
+            f"{binding.where}: the author's machine ({claim.printed_on}) printed {binding.text}; this machine "
+            f"({machine.slug}) measured {show(outcome.value)} on {outcome.backend}; compared only on "
+            f"{claim.printed_on}, its invariants checked here",
+        )
     mismatch = _type_mismatch(binding, outcome.value)
     if mismatch:
-        return Verdict(binding, outcome.backend, Status.FAILED,
-                       f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked on {outcome.backend}: {mismatch}")
+        return Verdict(
+            binding,
+            outcome.backend,
+            Status.FAILED,
+            f"{binding.where}: figure {binding.text} ({claim.id}) cannot be checked on {outcome.backend}: {mismatch}",
+        )
     holds = _holds_within(claim, binding, outcome.value)
     if binding.disputed:
         if holds:
-            return Verdict(binding, outcome.backend, Status.FAILED,
-                           f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
-                           f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark"
-                           + (f" ({claim.quoted_from})" if claim.quote else "") + _from(outcome))
+            return Verdict(
+                binding,
+                outcome.backend,
+                Status.FAILED,
+                f"{binding.where}: figure {binding.text} ({claim.id}) is marked disputed but holds on "
+                f"{outcome.backend}: computed {show(outcome.value)}; drop the 'disputed' mark"
+                + (f" ({claim.quoted_from})" if claim.quote else "")
+                + _from(outcome),
+            )
         quoted = f"; {claim.quoted_from}" if claim.quote else ""
-        return Verdict(binding, outcome.backend, Status.DISPUTED,
-                       f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
-                       f"on {outcome.backend}{quoted}")
+        return Verdict(
+            binding,
+            outcome.backend,
+            Status.DISPUTED,
+            f"{binding.where}: figure {binding.text} ({claim.id}) is disputed: computed {show(outcome.value)} "
+            f"on {outcome.backend}{quoted}",
+        )
     if holds:
         status, why = evidence(claim, outcome.inputs)
-        return Verdict(binding, outcome.backend, status, f"{binding.where}: figure {binding.text} ({claim.id}) is {why}" if why else "")
+        return Verdict(
+            binding,
+            outcome.backend,
+            status,
+            f"{binding.where}: figure {binding.text} ({claim.id}) is {why}" if why else "",
+        )
     return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))
 
 
@@ -257,8 +327,10 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     """The compiler-style line for a stale figure: where, which claim, printed, computed, from what."""
     stated = f" (stated as {binding.stated!r})" if binding.stated != binding.text else ""
     on = "in exact arithmetic" if outcome.backend == NO_BACKEND.name else f"on {outcome.computed_on}"
-    line = (f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale {on}: "
-            f"computed {show(outcome.value)}")
+    line = (
+        f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale {on}: "
+        f"computed {show(outcome.value)}"
+    )
     if outcome.claim.tolerance is not None:
         line += f" (tolerance {outcome.claim.tolerance:.0%})"
     if outcome.inputs:
@@ -288,7 +360,9 @@ def backends_for(claim: Claim, backends: Mapping[str, Backend]) -> list[Backend]
     no backend at all for the arithmetic kinds."""
     if not claim.needs_backend:
         return [NO_BACKEND]
-    return [backends[name] for name in backends if claim.runs_on(name)]  # a library is detected only where a claim runs on it
+    return [
+        backends[name] for name in backends if claim.runs_on(name)
+    ]  # a library is detected only where a claim runs on it
 
 
 class Verifier:
@@ -319,7 +393,9 @@ class Verifier:
         key = (claim.id, backend.name)
         if key not in self._outcomes:
             if not backend.available:
-                self._outcomes[key] = Outcome(claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}")
+                self._outcomes[key] = Outcome(
+                    claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}"
+                )
             else:
                 prior = self.prior(claim, backend) if self.prior is not None else None
                 self._outcomes[key] = prior if prior is not None else evaluate(claim, backend)
@@ -355,9 +431,16 @@ class Verifier:
         record = Record(
             status=str(status),
             value=to_json(result.value),
-            figures=[FigureVerdict(file=v.binding.file, line=v.binding.line, printed=v.binding.text,
-                                   stated=v.binding.stated, status=str(v.status))
-                     for v in verdicts],
+            figures=[
+                FigureVerdict(
+                    file=v.binding.file,
+                    line=v.binding.line,
+                    printed=v.binding.text,
+                    stated=v.binding.stated,
+                    status=str(v.status),
+                )
+                for v in verdicts
+            ],
             message="\n".join(messages + notes),
             inputs=[input_entry(i) for i in result.inputs],
             version=self.backends[backend.name].version if backend.name in self.backends else None,
@@ -367,12 +450,19 @@ class Verifier:
         return record
 
     def claim_meta(self, claim: Claim) -> ClaimMeta:
-        """What a claim is, kept once per claim in the results file: its fingerprint says which code made its records."""
-        return ClaimMeta(kind=claim.kind.value, defined_at=claim.defined_at, citation=claim.citation,
-                         hardware=claim.hardware, code=code_fingerprint(claim))
+        """What a claim is, kept once per claim in the results file: its fingerprint says which code made its
+        records."""
+        return ClaimMeta(
+            kind=claim.kind.value,
+            defined_at=claim.defined_at,
+            citation=claim.citation,
+            hardware=claim.hardware,
+            code=code_fingerprint(claim),
+        )
 
-    def results(self, slug: str, run: dict[str, Any], outputs: dict[str, SnippetOutput],
-                not_here: dict[str, str] | None = None) -> ResultsFile:
+    def results(
+        self, slug: str, run: dict[str, Any], outputs: dict[str, SnippetOutput], not_here: dict[str, str] | None = None
+    ) -> ResultsFile:
         """Every (claim, backend) judged in this run, as a results file to merge; `not_here` gives the
         reason for each claim this run selected but could not compute on any backend here."""
         records: dict[str, dict[str, Record]] = {}
@@ -390,10 +480,16 @@ class Verifier:
                 record = self.record(claim, backend)
                 json.dumps(record.model_dump(mode="json"), allow_nan=False)
             except Exception as e:  # one record that cannot be written must not cost the others
-                record = Record(status=FAILED, value=None, figures=[],
-                                message=_short(f"the record of {claim_id} on {backend_name} cannot be written: "
-                                               f"{type(e).__name__}: {_text(e)}"),
-                                inputs=[], version=None)
+                record = Record(
+                    status=FAILED,
+                    value=None,
+                    figures=[],
+                    message=_short(
+                        f"the record of {claim_id} on {backend_name} cannot be written: {type(e).__name__}: {_text(e)}"
+                    ),
+                    inputs=[],
+                    version=None,
+                )
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
             seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
@@ -401,7 +497,11 @@ class Verifier:
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
                 claims[claim_id] = self.claim_meta(self.registry[claim_id]).model_copy(update={"skipped": reason})
-        machine = MachineRecord(slug=slug, **({"id": self.machine.id} if self.machine.id else {}),
-                                markers=list(self.machine.markers), fingerprint=to_json(dict(self.machine.info)))
+        machine = MachineRecord(
+            slug=slug,
+            **({"id": self.machine.id} if self.machine.id else {}),
+            markers=list(self.machine.markers),
+            fingerprint=to_json(dict(self.machine.info)),
+        )
         header = RunHeader.model_validate({**to_json(run), "seconds": seconds, "dates": dates})
         return ResultsFile(slug, machine, header, records, outputs, claims)

@@ -26,6 +26,7 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
                                         # every one the engine knows by default. Only these are detected,
                                         # imported and listed in a run's summary.
 """
+
 from __future__ import annotations
 
 import sys
@@ -99,15 +100,18 @@ def read_config(root: Path) -> BookConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no {FILE_NAME}; a book's root holds one that says where its pages, "
-                          "claims and data are") from None
+        raise ConfigError(
+            f"{path}: no {FILE_NAME}; a book's root holds one that says where its pages, claims and data are"
+        ) from None
     try:
         table = tomllib.loads(text).get("book", {})
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: does not parse: {e}") from None
     unknown = sorted(set(table) - set(DEFAULTS))
     if unknown:
-        raise ConfigError(f"{path}: [book] has unknown key(s) {', '.join(unknown)}; expected some of {', '.join(DEFAULTS)}")
+        raise ConfigError(
+            f"{path}: [book] has unknown key(s) {', '.join(unknown)}; expected some of {', '.join(DEFAULTS)}"
+        )
     values = {**DEFAULTS, **table}
     for key in ("pages", "data", "hardware", "results", "local_results", "plausible", "plots"):
         if key in table and not isinstance(table[key], str):
@@ -128,8 +132,10 @@ def read_config(root: Path) -> BookConfig:
         raise ConfigError(f"{path}: [book] elsewhere must be a list of machine names, found {elsewhere!r}")
     declared = values["backends"]
     if not isinstance(declared, list) or not all(isinstance(b, str) and b for b in declared):
-        raise ConfigError(f"{path}: [book] backends must be a list of libraries or backends (\"numpy\", \"torch:cpu\"), "
-                          f"found {declared!r}")
+        raise ConfigError(
+            f'{path}: [book] backends must be a list of libraries or backends ("numpy", "torch:cpu"), '
+            f"found {declared!r}"
+        )
     pages = root / values["pages"]
     return BookConfig(
         root=root,
@@ -168,7 +174,14 @@ def snapshot() -> Callable[[], None]:
     from verified_book.authoring import inputs, registry
     from verified_book.engine import machine, snippet_figures
 
-    saved = (inputs.DATA_DIR, inputs.SHOWN_AS, registry.ROOT, machine.HARDWARE_DIR, list(sys.path), snippet_figures.book())
+    saved = (
+        inputs.DATA_DIR,
+        inputs.SHOWN_AS,
+        registry.ROOT,
+        machine.HARDWARE_DIR,
+        list(sys.path),
+        snippet_figures.book(),
+    )
 
     def restore() -> None:
         data, shown, root, hardware, path, snippets = saved

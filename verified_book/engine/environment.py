@@ -6,6 +6,7 @@ ask it. Such an outcome is not recorded (the machine's earlier record stands), t
 one line saying what the environment lost and how to mend it, and `contribute` refuses a run
 that had one.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -62,8 +63,11 @@ def broken_by(error: BaseException) -> Broken | None:
     return None
 
 
-_LAST_ERROR = re.compile(r"^(?P<kind>ModuleNotFoundError|ImportError|importlib\.metadata\.PackageNotFoundError|"
-                         r"PackageNotFoundError): (?P<text>.*)$", re.MULTILINE)
+_LAST_ERROR = re.compile(
+    r"^(?P<kind>ModuleNotFoundError|ImportError|importlib\.metadata\.PackageNotFoundError|"
+    r"PackageNotFoundError): (?P<text>.*)$",
+    re.MULTILINE,
+)
 _MODULE = re.compile(r"No module named '(?P<name>[^']+)'|from '(?P<origin>[^']+)'")
 
 

@@ -23,6 +23,7 @@ a string is the whole value of the field (letter case and runs of spaces aside: 
 RTX 5080" is not "NVIDIA GeForce RTX 5080 Laptop GPU"), a list of strings is alternatives, a
 number is the field's value within `MATCH_TOLERANCE` (a memory configuration: 128 GiB is 137.4 GB).
 """
+
 from __future__ import annotations
 
 import functools
@@ -147,7 +148,9 @@ def _cpu_model() -> str:
         pass
     if platform.system() == "Darwin":
         try:
-            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5).stdout.strip()
+            return subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             pass
     return platform.processor() or platform.machine()
@@ -170,7 +173,9 @@ def _nvidia_driver() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
     except (OSError, subprocess.SubprocessError, IndexError):
@@ -279,7 +284,9 @@ class Machine:
     def describe(self) -> str:
         """How the machine reads in a skip reason: what hardware was found."""
         parts = [self.slug, str(self.info.get("cpu")), self.gpu_words()]
-        matched = f"; matches {', '.join(self.markers)}" if self.markers else "; matches none of the book's hardware profiles"
+        matched = (
+            f"; matches {', '.join(self.markers)}" if self.markers else "; matches none of the book's hardware profiles"
+        )
         return ", ".join(parts) + matched
 
     def gpu_words(self) -> str:

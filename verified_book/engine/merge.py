@@ -19,6 +19,7 @@ With --keep-newer a record replaces one only if it is not older (by the date of 
 made it), so merging an old copy over a newer one changes nothing: the order in which files
 arrive does not matter.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,10 +46,14 @@ def plausibility(book: BookConfig) -> Plausible:
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
-        raise ConfigError(f"{book.root / 'book.toml'}: plausible = {book.plausible!r} does not name a function: {e}") from None
+        raise ConfigError(
+            f"{book.root / 'book.toml'}: plausible = {book.plausible!r} does not name a function: {e}"
+        ) from None
 
 
-def problems_of(path: Path, known: set[str], plausible: Plausible | None = None) -> tuple[ResultsFile | None, list[str]]:
+def problems_of(
+    path: Path, known: set[str], plausible: Plausible | None = None
+) -> tuple[ResultsFile | None, list[str]]:
     """(the file, []) when sound, else (None, every problem as 'file: what')."""
     try:
         results = read(path, known)
@@ -56,8 +61,10 @@ def problems_of(path: Path, known: set[str], plausible: Plausible | None = None)
         return None, str(e).splitlines()
     problems = []
     for line in results.run.environment_errors or []:
-        problems.append(f"{path}: its latest run ({results.run.date or 'undated'}) did not check everything, "
-                        f"because {line}; its records are not contributed until a run whose environment held")
+        problems.append(
+            f"{path}: its latest run ({results.run.date or 'undated'}) did not check everything, "
+            f"because {line}; its records are not contributed until a run whose environment held"
+        )
     for claim_id, per_backend in results.records.items():
         claim = REGISTRY[claim_id]
         for backend, record in per_backend.items():
@@ -118,11 +125,19 @@ def _other_machine(results: ResultsFile, target: Path) -> str | None:
 def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
     parser = argparse.ArgumentParser(prog="verified-book merge-results", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
-    parser.add_argument("--into", type=Path, default=None, metavar="DIR",
-                        help="the results folder to merge into (default: the book's results folder)")
+    parser.add_argument(
+        "--into",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the results folder to merge into (default: the book's results folder)",
+    )
     parser.add_argument("--check-only", action="store_true", help="check the files; merge nothing")
-    parser.add_argument("--keep-newer", action="store_true",
-                        help="never replace a record with an older one (by the date of the run that made it)")
+    parser.add_argument(
+        "--keep-newer",
+        action="store_true",
+        help="never replace a record with an older one (by the date of the run that made it)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -171,7 +186,9 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         return 1
     for path, results in sound:
         counts = results.counts()
-        summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(
+            f"{n} {s}" for s, n in counts.items() if n
+        )
         if args.check_only:
             print(f"merge-results: {path}: sound ({results.slug}: {summary})")
             continue
@@ -188,8 +205,11 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
             print(f"merge-results: refused {path}: {e}", file=sys.stderr)
             return 1
         except OSError as e:  # the results folder cannot be written: the records stay where they were
-            print(f"merge-results: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
-                  f"and {path} is left as it was", file=sys.stderr)
+            print(
+                f"merge-results: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
+                f"and {path} is left as it was",
+                file=sys.stderr,
+            )
             return 1
         for line in warnings:
             print(f"merge-results: {line}", file=sys.stderr)

@@ -5,6 +5,7 @@ a claim that reached for a model hub or a web page would make the book depend on
 server says today. The guard refuses every connection that is not to this machine, with
 a message naming the address, so such a claim fails loudly instead of silently.
 """
+
 from __future__ import annotations
 
 import ipaddress

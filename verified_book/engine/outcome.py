@@ -3,6 +3,7 @@
 Its own module so that what computes outcomes (verified_book.engine.check) and what brings them from a
 helper process (verified_book.engine.ahead) both use it without importing each other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -5,6 +5,7 @@ value). Reading a results file, the site compares them with the claim and the da
 they are now, without running anything: a record whose claim or inputs changed since
 its run is *outdated*, with the old and the new value, until that machine runs again.
 """
+
 from __future__ import annotations
 
 import ast
@@ -83,8 +84,9 @@ def _read_uncached(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     namespace = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types.ModuleType("_"))
-    named = tuple(target for name in sorted(names)
-                  if inspect.isfunction(target := namespace.get(name)) or inspect.isclass(target))
+    named = tuple(
+        target for name in sorted(names) if inspect.isfunction(target := namespace.get(name)) or inspect.isclass(target)
+    )
     return source, named
 
 
@@ -116,12 +118,13 @@ def source_of(obj: Any) -> str | None:
             return inspect.getsource(obj)
         except (OSError, TypeError):
             return None
-    return "".join(lines[span[0] - 1:span[1]])
+    return "".join(lines[span[0] - 1 : span[1]])
 
 
 @functools.lru_cache(maxsize=256)
-def _definitions(file: str, mtime_ns: int, size: int) -> tuple[list[str], dict[int, tuple[int, int]],
-                                                                 dict[str, tuple[int, int]]]:
+def _definitions(
+    file: str, mtime_ns: int, size: int
+) -> tuple[list[str], dict[int, tuple[int, int]], dict[str, tuple[int, int]]]:
     """A source file's lines, and the lines (first, last) of every function and class it defines:
     by the line a function's code starts on (its first decorator), and by a class's qualified name.
     Cached by the file's modification time and size, so a file rewritten in place is read again."""
@@ -143,7 +146,9 @@ def _definitions(file: str, mtime_ns: int, size: int) -> tuple[list[str], dict[i
                     by_name[prefix + node.name] = span
                 else:
                     by_line[first] = span
-                inner = f"{prefix}{node.name}.<locals>." if not isinstance(node, ast.ClassDef) else f"{prefix}{node.name}."
+                inner = (
+                    f"{prefix}{node.name}.<locals>." if not isinstance(node, ast.ClassDef) else f"{prefix}{node.name}."
+                )
                 visit(node.body, inner)
 
     visit(tree.body, "")
@@ -169,8 +174,16 @@ def _block_end(lines: list[str], last: int, body_column: int) -> int:
 def code_fingerprint(claim: Claim) -> str:
     """A short hash of what decides a claim's value: its code (and its helpers' in the book's
     package), its parameters and its declaration."""
-    declared = repr((sorted((k, repr(v)) for k, v in claim.params.items()),
-                     claim.kind.value, claim.backends, claim.hardware, claim.printed_on, claim.tolerance))
+    declared = repr(
+        (
+            sorted((k, repr(v)) for k, v in claim.params.items()),
+            claim.kind.value,
+            claim.backends,
+            claim.hardware,
+            claim.printed_on,
+            claim.tolerance,
+        )
+    )
     known = _CODE_CACHE.setdefault(claim.compute, {})
     if declared not in known:
         parts = [*_own_sources(claim.compute, _package(claim.compute), set()), declared]
@@ -224,11 +237,15 @@ def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
             out.append(f"computed from {entry.key} = {entry.value!r} ({entry.file}); now {e}")
             continue
         if now != entry.value and entry.whole:
-            out.append(f"{entry.whole} reads all of {Path(entry.file).name}; {entry.key} changed "
-                       f"({entry.value!r}, now {now!r}: {inputs.SHOWN_AS}/{entry.file})")
+            out.append(
+                f"{entry.whole} reads all of {Path(entry.file).name}; {entry.key} changed "
+                f"({entry.value!r}, now {now!r}: {inputs.SHOWN_AS}/{entry.file})"
+            )
         elif now != entry.value:
-            out.append(f"computed from {entry.key} = {entry.value!r}; the book now says {now!r} "
-                       f"({inputs.SHOWN_AS}/{entry.file})")
+            out.append(
+                f"computed from {entry.key} = {entry.value!r}; the book now says {now!r} "
+                f"({inputs.SHOWN_AS}/{entry.file})"
+            )
     return out
 
 
@@ -282,10 +299,18 @@ def commit_of(root: Path, own: tuple[Path, ...] = ()) -> tuple[str | None, bool 
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None, None
-        outside = [f":(exclude){Path(p).resolve().relative_to(root.resolve())}" for p in own
-                   if Path(p).resolve().is_relative_to(root.resolve())]
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outside],
-                                cwd=root, capture_output=True, text=True, timeout=30)
+        outside = [
+            f":(exclude){Path(p).resolve().relative_to(root.resolve())}"
+            for p in own
+            if Path(p).resolve().is_relative_to(root.resolve())
+        ]
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outside],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None, None

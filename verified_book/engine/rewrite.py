@@ -11,6 +11,7 @@ Spark's ceiling becomes 17.1 ... while the Ryzen's 15.6 stays as printed" compar
 figures, and only the author can reread it. `sentences_to_reread` lists each sentence
 where a rewritten figure stands beside other figures or comparative words.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,10 +65,15 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
         return None
     backends = verifier.backends_for(claim)
     verdicts = [judge(binding, verifier.outcome(claim, b), verifier.machine) for b in backends]
-    if not any(v.status == Status.STALE for v in verdicts) or any(v.status in (Status.FAILED, "broken") for v in verdicts):
+    if not any(v.status == Status.STALE for v in verdicts) or any(
+        v.status in (Status.FAILED, "broken") for v in verdicts
+    ):
         return None
-    texts = {binding.printed.render(verifier.outcome(claim, b).value)
-             for b, v in zip(backends, verdicts) if v.status == Status.STALE}
+    texts = {
+        binding.printed.render(verifier.outcome(claim, b).value)
+        for b, v in zip(backends, verdicts)
+        if v.status == Status.STALE
+    }
     if len(texts) != 1:
         return None
     new = texts.pop()
@@ -111,7 +117,7 @@ def rewrite_stale(verifier: "Verifier", root: Path) -> list[Rewrite]:
             link_text, title = _replacement(binding, new)
             title_part = f' "{title}"' if title is not None else ""
             link = f"[{link_text}](claim:{match.group('id')}{title_part})"
-            lines[line - 1] = text[: match.start()] + link + text[match.end():]
+            lines[line - 1] = text[: match.start()] + link + text[match.end() :]
             done.append((line, column, len(link) - (match.end() - match.start()), binding, new))
         for line, column, _, binding, new in done:  # each at its column in the rewritten line
             shift = sum(d for ln, c, d, _, _ in done if ln == line and c < column)
@@ -141,10 +147,27 @@ def rejudge(verifier: "Verifier", book: Book, changed: list[Rewrite]) -> list[st
 
 #: words that compare figures or say one follows from another: a sentence holding a rewritten figure
 #: and one of these may have turned false while each figure in it holds
-COMPARATIVES = ("becomes", "become", "than", "stay as printed", "stays as printed", "as printed", "times",
-                "twice", "half", "same", "while", "whereas", "instead", "compared", "versus", "vs")
-_COMPARATIVE = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(COMPARATIVES, key=len, reverse=True)) + r")\b",
-                          re.IGNORECASE)
+COMPARATIVES = (
+    "becomes",
+    "become",
+    "than",
+    "stay as printed",
+    "stays as printed",
+    "as printed",
+    "times",
+    "twice",
+    "half",
+    "same",
+    "while",
+    "whereas",
+    "instead",
+    "compared",
+    "versus",
+    "vs",
+)
+_COMPARATIVE = re.compile(
+    r"\b(" + "|".join(re.escape(w) for w in sorted(COMPARATIVES, key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[*_\"'(])")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -160,7 +183,9 @@ class Reread:
     why: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: reread: {', '.join(self.figures)} rewritten beside {self.why}: \"{self.sentence}\""
+        return (
+            f'{self.file}:{self.line}: reread: {", ".join(self.figures)} rewritten beside {self.why}: "{self.sentence}"'
+        )
 
 
 def _paragraphs(lines: list[str]) -> list[tuple[int, int]]:
@@ -196,14 +221,16 @@ def sentences_to_reread(root: Path, changed: list[Rewrite]) -> list[Reread]:
             mine = [r for r in rewrites if first <= r.line <= last]
             if not mine:
                 continue
-            text = "\n".join(lines[first - 1:last])
+            text = "\n".join(lines[first - 1 : last])
             starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
             ends = starts[1:] + [len(text)]
             for start, end in zip(starts, ends):
                 sentence = text[start:end]
                 line = first + text[:start].count("\n")
                 span_last = first + text[:end].rstrip().count("\n")
-                inside = [r for r in mine if line <= r.line <= span_last and _holds_rewrite(text, start, end, r, first, lines)]
+                inside = [
+                    r for r in mine if line <= r.line <= span_last and _holds_rewrite(text, start, end, r, first, lines)
+                ]
                 if not inside:
                     continue
                 links = list(BINDING.finditer(sentence))
@@ -212,9 +239,14 @@ def sentences_to_reread(root: Path, changed: list[Rewrite]) -> list[Reread]:
                 words = list(dict.fromkeys(m.group(1).lower() for m in _COMPARATIVE.finditer(plain)))
                 if not others and not words:
                     continue
-                why = " and ".join(x for x in (
-                    f"{others} other figure{'s' if others != 1 else ''}" if others else "",
-                    ", ".join(f"'{w}'" for w in words)) if x)
+                why = " and ".join(
+                    x
+                    for x in (
+                        f"{others} other figure{'s' if others != 1 else ''}" if others else "",
+                        ", ".join(f"'{w}'" for w in words),
+                    )
+                    if x
+                )
                 out.append(Reread(file, line, " ".join(plain.split()), tuple(r.new for r in inside), why))
     return out
 

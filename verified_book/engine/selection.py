@@ -11,6 +11,7 @@ computes anything. A check is a (claim, backend) pair; a figure is checked where
   place moved, or the record did not hold (stale, failed). Every other record is unchanged: not rerun,
   and reported as such with its date and status, never as verified now.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ def parse_reading(text: str) -> Reading:
     path, _, key = text.partition(":")
     for prefix in (f"{inputs.SHOWN_AS}/", f"{inputs.DATA_DIR.as_posix()}/"):
         if prefix != "/" and path.startswith(prefix):
-            path = path[len(prefix):]
+            path = path[len(prefix) :]
             break
     return Reading(path, key or None)
 
@@ -82,27 +83,41 @@ class Selection:
 
     def lines(self) -> list[str]:
         """What the run says of its selection, after its summary."""
-        out = [f"{self.how}: {len(self.pairs)} claim × backend checks rerun"
-               + (f" ({self.unknown} claims with no usable record here, so what they read is not known: "
-                  "selected too)" if self.unknown else "")]
+        out = [
+            f"{self.how}: {len(self.pairs)} claim × backend checks rerun"
+            + (
+                f" ({self.unknown} claims with no usable record here, so what they read is not known: selected too)"
+                if self.unknown
+                else ""
+            )
+        ]
         out += self.notes
         if self.unchanged:
             by_status: dict[str, int] = {}
             for status, _ in self.unchanged.values():
                 by_status[status] = by_status.get(status, 0) + 1
             dates = sorted(d for _, d in self.unchanged.values() if d)
-            span = (f"last checked {dates[0]}" if dates and dates[0] == dates[-1] else
-                    f"last checked between {dates[0]} and {dates[-1]}" if dates else "undated")
+            span = (
+                f"last checked {dates[0]}"
+                if dates and dates[0] == dates[-1]
+                else f"last checked between {dates[0]} and {dates[-1]}"
+                if dates
+                else "undated"
+            )
             counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
-            out.append(f"{self.how}: {len(self.unchanged)} records unchanged since this machine's last run and "
-                       f"not checked now ({counts}; {span}): they keep their recorded status and date")
+            out.append(
+                f"{self.how}: {len(self.unchanged)} records unchanged since this machine's last run and "
+                f"not checked now ({counts}; {span}): they keep their recorded status and date"
+            )
         return out
 
     def detail(self) -> list[str]:
         """One line per check: rerun and why, or unchanged with its recorded status and date."""
         out = [f"  rerun     {c}[{b}]: {self.why.get((c, b), '')}" for c, b in sorted(self.pairs)]
-        out += [f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
-                for (c, b), (status, date) in sorted(self.unchanged.items())]
+        out += [
+            f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
+            for (c, b), (status, date) in sorted(self.unchanged.items())
+        ]
         return out
 
 
@@ -114,8 +129,9 @@ def _figures_recorded(record: Record) -> set[tuple[str, int, str | None]]:
     return {(f.file, f.line, f.printed) for f in record.figures or ()}
 
 
-def changed_why(claim: Claim, meta: ClaimMeta | None, record: Record | None,
-                bindings: list[Binding], version_now: str | None) -> str | None:
+def changed_why(
+    claim: Claim, meta: ClaimMeta | None, record: Record | None, bindings: list[Binding], version_now: str | None
+) -> str | None:
     """Why a check must be rerun by `--changed`; None where its record still speaks for the book."""
     if record is None:
         return "no record on this machine"
@@ -134,8 +150,13 @@ def changed_why(claim: Claim, meta: ClaimMeta | None, record: Record | None,
     return None
 
 
-def select_changed(results: ResultsFile | None, registry: Registry, bindings: Mapping[str, list[Binding]],
-                   pairs: Iterable[tuple[str, str]], versions: Mapping[str, str | None]) -> Selection:
+def select_changed(
+    results: ResultsFile | None,
+    registry: Registry,
+    bindings: Mapping[str, list[Binding]],
+    pairs: Iterable[tuple[str, str]],
+    versions: Mapping[str, str | None],
+) -> Selection:
     """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book."""
     selection = Selection("--changed")
     if results is None:
@@ -155,8 +176,9 @@ def select_changed(results: ResultsFile | None, registry: Registry, bindings: Ma
     return selection
 
 
-def select_reading(results: ResultsFile | None, registry: Registry, readings: list[Reading],
-                   pairs: Iterable[tuple[str, str]]) -> Selection:
+def select_reading(
+    results: ResultsFile | None, registry: Registry, readings: list[Reading], pairs: Iterable[tuple[str, str]]
+) -> Selection:
     """`--reading`: of the run's `pairs`, the claims that read one of `readings`, on every backend; and
     those whose reads are not known here (no record, or code changed since it)."""
     selection = Selection("--reading " + ", ".join(map(str, readings)))
@@ -169,8 +191,12 @@ def select_reading(results: ResultsFile | None, registry: Registry, readings: li
             continue
         records = (results.records.get(claim_id) or {}) if results is not None else {}
         meta = results.claims.get(claim_id) if results is not None else None
-        usable = [r for r in records.values() if r.inputs is not None
-                  and not (outdated_reason(claim, meta, r) or "").startswith(("the claim's code", "recorded before"))]
+        usable = [
+            r
+            for r in records.values()
+            if r.inputs is not None
+            and not (outdated_reason(claim, meta, r) or "").startswith(("the claim's code", "recorded before"))
+        ]
         if not usable:
             unknown.add(claim_id)
         elif any(r.matches(entry) for record in usable for entry in record.inputs or [] for r in readings):
@@ -178,15 +204,20 @@ def select_reading(results: ResultsFile | None, registry: Registry, readings: li
     for claim_id, backend in pairs:
         if claim_id in reading or claim_id in unknown:
             selection.pairs.add((claim_id, backend))
-            selection.why[(claim_id, backend)] = ("reads " + ", ".join(map(str, readings)) if claim_id in reading
-                                                  else "no record on this machine says what it reads")
+            selection.why[(claim_id, backend)] = (
+                "reads " + ", ".join(map(str, readings))
+                if claim_id in reading
+                else "no record on this machine says what it reads"
+            )
     selection.unknown = len(unknown)
     if not reading and not unknown:
         selection.notes.append(f"{selection.how}: no record on this machine says a claim reads it")
     return selection
 
 
-def snippets_changed(results: ResultsFile | None, snippets: Iterable[Path], pages_showing: Mapping[str, list[Path]]) -> set[str]:
+def snippets_changed(
+    results: ResultsFile | None, snippets: Iterable[Path], pages_showing: Mapping[str, list[Path]]
+) -> set[str]:
     """`--changed` for snippets: those with no recorded output here, whose last check did not hold, or
     whose file, or a page that shows its output, was modified after the recorded run."""
     from datetime import datetime
@@ -221,8 +252,16 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
                 selection.why[(claim_id, backend)] = "rerun with its claim's other backends (a figure is judged on all)"
 
 
-def narrow(items: list[Any], *, changed: bool, readings: list[str], results_path: Path, registry: Registry,
-           verifier: Any, outputs: Any) -> tuple[Selection, list[Any], list[Any]]:
+def narrow(
+    items: list[Any],
+    *,
+    changed: bool,
+    readings: list[str],
+    results_path: Path,
+    registry: Registry,
+    verifier: Any,
+    outputs: Any,
+) -> tuple[Selection, list[Any], list[Any]]:
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
     (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""

@@ -9,6 +9,7 @@ time one of its backends is asked for, so a run whose selected claims are all ar
 torch, mlx or jax, and the machine's fingerprint reads torch's device only where torch can reach one
 (see `verified_book.engine.machine.fingerprint`).
 """
+
 from __future__ import annotations
 
 import re
@@ -133,8 +134,15 @@ MachineInfoHook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 class Session:
     """What one verification knows: the book, the claims, the backends, the machine."""
 
-    def __init__(self, book: BookConfig, *, results_dir: Path | None = None, machine_name: str | None = None,
-                 machine_info: MachineInfoHook | None = None, ahead: bool = False) -> None:
+    def __init__(
+        self,
+        book: BookConfig,
+        *,
+        results_dir: Path | None = None,
+        machine_name: str | None = None,
+        machine_info: MachineInfoHook | None = None,
+        ahead: bool = False,
+    ) -> None:
         self.book_config = book
         self.root = book.root
         self.book_dir = book.pages
@@ -295,8 +303,11 @@ class Session:
         if any(nodeid.endswith(f"[{name}]") for name in gpus):
             return True
         claim = REGISTRY.get(claim_of_nodeid(nodeid) or "")
-        return (claim is not None and FIGURE_NAME.search(nodeid) is not None
-                and any(b.name in gpus for b in self.verifier.backends_for(claim)))
+        return (
+            claim is not None
+            and FIGURE_NAME.search(nodeid) is not None
+            and any(b.name in gpus for b in self.verifier.backends_for(claim))
+        )
 
     def hardware_skip(self, claim: Claim) -> str | None:
         if claim.hardware and claim.hardware not in self.machine.markers:
@@ -341,8 +352,9 @@ def claim_of_nodeid(nodeid: str) -> str | None:
     return found["claim"] if found else None
 
 
-def summary_table(statuses: dict[tuple[str, str], str],
-                  selected: set[tuple[str, str]] | None = None) -> dict[str, dict[str, int]]:
+def summary_table(
+    statuses: dict[tuple[str, str], str], selected: set[tuple[str, str]] | None = None
+) -> dict[str, dict[str, int]]:
     """Counts by backend: each status judged, and (given the selection) `selected` and `not here`."""
     table: dict[str, dict[str, int]] = {}
     for (_, backend_name), status in statuses.items():

@@ -12,6 +12,7 @@ every claim that reads it. Each read is recorded as an input of the claim (the s
 a hash of its source, the book's line), so a record made before the snippet changed reads
 as outdated, as one made before its data changed does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -89,18 +90,29 @@ def snippet_holds(claim_id: str, value: object) -> bool:
 
 
 def _printed(claim_id: str) -> tuple[Printed, ...]:
-    block = next((b for b in book_outputs().blocks for line in b.lines
-                  if line.varies and any(n.claim_id == claim_id for n in line.numbers)), None)
+    block = next(
+        (
+            b
+            for b in book_outputs().blocks
+            for line in b.lines
+            if line.varies and any(n.claim_id == claim_id for n in line.numbers)
+        ),
+        None,
+    )
     if block is None or block.snippet is None:
-        raise SnippetFigureError(f"no output block of the book shows {claim_id} on a line declared varying "
-                                 "(```output <snippet> varies=<lines>), so no snippet's run prints it")
+        raise SnippetFigureError(
+            f"no output block of the book shows {claim_id} on a line declared varying "
+            "(```output <snippet> varies=<lines>), so no snippet's run prints it"
+        )
     path = _SNIPPETS / block.snippet
     if not path.is_file():
         raise SnippetFigureError(f"{block.where}: the block shows {block.snippet}, which is not in {shown(_SNIPPETS)}")
     run, digest = _ran(path)
     if run.exit_status != 0:
-        raise SnippetFigureError(f"{shown(path)} exited {run.exit_status} ({run.how}), so it printed no {claim_id} "
-                                 f"for {block.where}:\n{run.stderr[-2000:]}")
+        raise SnippetFigureError(
+            f"{shown(path)} exited {run.exit_status} ({run.how}), so it printed no {claim_id} "
+            f"for {block.where}:\n{run.stderr[-2000:]}"
+        )
     try:
         line, texts = printed_figure(block, run.stdout, claim_id)
     except NotPrinted as e:
@@ -111,6 +123,7 @@ def _printed(claim_id: str) -> tuple[Printed, ...]:
     except FigureSyntaxError:
         printed = ()
     if not printed or any(isinstance(p.value, tuple) for p in printed):
-        raise SnippetFigureError(f"{line.where}: {shown(path)} printed {' '.join(texts)!r} for {claim_id}, "
-                                 "which does not read as a number")
+        raise SnippetFigureError(
+            f"{line.where}: {shown(path)} printed {' '.join(texts)!r} for {claim_id}, which does not read as a number"
+        )
     return printed

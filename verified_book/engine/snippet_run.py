@@ -11,6 +11,7 @@ warning filters, random states, torch's and numpy's global settings, the modules
 imported from beside itself) is put back afterwards, so it cannot leak into the claims
 that run after it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,8 +37,15 @@ SNIPPET_ENV = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLI
 
 #: read once, when a native library loads (its thread pools, the devices CUDA shows): set by a
 #: snippet in a process where the libraries are already loaded, they would change nothing
-LOAD_TIME_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                       "NUMEXPR_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF")
+LOAD_TIME_VARIABLES = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTORCH_CUDA_ALLOC_CONF",
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +65,9 @@ def run_as_script(path: Path, timeout: float = 600) -> SnippetRun:
     env = {**os.environ, **SNIPPET_ENV}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="snippet-") as workdir:
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
-                              cwd=workdir, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, cwd=workdir, env=env
+        )
     return SnippetRun(proc.stdout, proc.stderr, proc.returncode, time.perf_counter() - started, "script")
 
 
@@ -106,8 +115,12 @@ def pins_load_time_variables(source: str) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
             key, value = node.targets[0].slice, node.value
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
-              and len(node.args) == 2):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "setdefault"
+            and len(node.args) == 2
+        ):
             key, value = node.args
         else:
             continue
@@ -122,8 +135,12 @@ def run_in_process(path: Path) -> SnippetRun:
     status = 0
     unhonoured: list[str] = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="snippet-") as workdir, _process_kept(path.parent, workdir), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        tempfile.TemporaryDirectory(prefix="snippet-") as workdir,
+        _process_kept(path.parent, workdir),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         before = {name: os.environ.get(name) for name in LOAD_TIME_VARIABLES}
         sys.argv = [str(path)]
         try:
@@ -138,8 +155,9 @@ def run_in_process(path: Path) -> SnippetRun:
             status = 1
             err.write(_traceback_from(path, e))
         unhonoured = [name for name, value in before.items() if os.environ.get(name) != value]
-    return SnippetRun(out.getvalue(), err.getvalue(), status, time.perf_counter() - started, "in process",
-                      tuple(unhonoured))
+    return SnippetRun(
+        out.getvalue(), err.getvalue(), status, time.perf_counter() - started, "in process", tuple(unhonoured)
+    )
 
 
 def _traceback_from(path: Path, error: BaseException) -> str:
@@ -155,8 +173,12 @@ def _process_kept(script_dir: Path, workdir: str) -> Iterator[None]:
     """Everything a script may change of the process, saved, and put back on the way out."""
     cwd, argv, path, env = os.getcwd(), list(sys.argv), list(sys.path), dict(os.environ)
     modules = set(sys.modules)
-    restorers = [_save_random(), _save_numpy(sys.modules.get("numpy")), _save_torch(sys.modules.get("torch")),
-                 _save_mlx(sys.modules.get("mlx.core"))]
+    restorers = [
+        _save_random(),
+        _save_numpy(sys.modules.get("numpy")),
+        _save_torch(sys.modules.get("torch")),
+        _save_mlx(sys.modules.get("mlx.core")),
+    ]
     os.chdir(workdir)
     sys.path.insert(0, str(script_dir))
     os.environ.update(SNIPPET_ENV)
@@ -190,21 +212,30 @@ def _save_numpy(np: Any) -> Callable[[], None]:
         np.random.set_state(state)
         np.seterr(**err)
         np.set_printoptions(**printing)
+
     return restore
 
 
 def _save_torch(torch: Any) -> Callable[[], None]:
     """torch's process-wide settings; where the snippet is first to import torch, the defaults it began from."""
     if torch is None:
+
         def later() -> None:
             loaded = sys.modules.get("torch")
             if loaded is not None:
                 loaded.set_default_dtype(loaded.float32)
                 loaded.set_grad_enabled(True)
                 loaded.set_float32_matmul_precision("highest")
+
         return later
-    saved = (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_float32_matmul_precision(),
-             torch.get_num_threads(), torch.random.get_rng_state(), torch.are_deterministic_algorithms_enabled())
+    saved = (
+        torch.get_default_dtype(),
+        torch.is_grad_enabled(),
+        torch.get_float32_matmul_precision(),
+        torch.get_num_threads(),
+        torch.random.get_rng_state(),
+        torch.are_deterministic_algorithms_enabled(),
+    )
     # CUDA's generators only where CUDA is already initialised: saving them must not start it
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
 
@@ -219,6 +250,7 @@ def _save_torch(torch: Any) -> Callable[[], None]:
         torch.use_deterministic_algorithms(deterministic)
         if cuda_rng is not None:
             torch.cuda.set_rng_state_all(cuda_rng)
+
     return restore
 
 

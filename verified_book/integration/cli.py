@@ -27,6 +27,7 @@
 Ctrl-C stops a run as it stops pytest: the records judged so far are written, and the
 command exits 130. `run.py` at a book's root sets up a virtual environment and calls this.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -161,10 +162,17 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
-    where_results = (f"results NOT kept: {outcome.unkept}" if outcome.unkept else
-                     f"results: {book.shown(outcome.written)}" if outcome.written else "no results written")
+    where_results = (
+        f"results NOT kept: {outcome.unkept}"
+        if outcome.unkept
+        else f"results: {book.shown(outcome.written)}"
+        if outcome.written
+        else "no results written"
+    )
     state = Status.VERIFIED.value if tested == 0 else f"NOT all {Status.VERIFIED}"
-    return f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
+    return (
+        f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
+    )
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache, hypothesis's plugin (installed
@@ -177,8 +185,11 @@ def verify(book: BookConfig, args: list[str]) -> int:
     outcome = _Outcome()
     tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
     if tested == INTERRUPTED:
-        print("verified-book: interrupted; the records judged so far are kept"
-              + (f" in {book.shown(outcome.written)}" if outcome.written else ""), file=sys.stderr)
+        print(
+            "verified-book: interrupted; the records judged so far are kept"
+            + (f" in {book.shown(outcome.written)}" if outcome.written else ""),
+            file=sys.stderr,
+        )
         return INTERRUPTED
     built = site(book, [])
     print(verdict(outcome, tested, built, book), flush=True)
@@ -187,7 +198,9 @@ def verify(book: BookConfig, args: list[str]) -> int:
     if outcome.broken:
         print("verified-book: `contribute` takes no run whose environment broke: rerun verify once it is mended")
     elif book.local_results and outcome.written and outcome.written.is_relative_to(book.local_results):
-        print("verified-book: to contribute these records: verified-book contribute (then a pull request with results/)")
+        print(
+            "verified-book: to contribute these records: verified-book contribute (then a pull request with results/)"
+        )
     return tested or built or (1 if outcome.unkept else 0)
 
 
@@ -209,17 +222,26 @@ def contribute(book: BookConfig, args: list[str]) -> int:
 
     local = book.local_results
     if local is None:
-        print(f"verified-book: {book.root / 'book.toml'} names no local_results folder: runs write to "
-              f"{book.shown(book.results)} already", file=sys.stderr)
+        print(
+            f"verified-book: {book.root / 'book.toml'} names no local_results folder: runs write to "
+            f"{book.shown(book.results)} already",
+            file=sys.stderr,
+        )
         return 2
     files = sorted(local.glob("*.json")) if local.is_dir() else []
     if not files:
-        print(f"verified-book: nothing to contribute: {book.shown(local)}/ holds no results file; "
-              "run `verified-book verify` first", file=sys.stderr)
+        print(
+            f"verified-book: nothing to contribute: {book.shown(local)}/ holds no results file; "
+            "run `verified-book verify` first",
+            file=sys.stderr,
+        )
         return 1
     code = merge.main([*map(str, files), "--into", str(book.results), *args], book=book)
     if code == 0 and "--check-only" not in args:
-        print(f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a pull request")
+        print(
+            f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a "
+            "pull request"
+        )
     return code
 
 
@@ -240,8 +262,11 @@ def machine(book: BookConfig, args: list[str]) -> int:
             return 2
         changes = identity.differences(hardware(committed), identity.hardware_of(info))
         if changes:
-            print(f"verified-book machine: {args[1]} holds {machine_words(committed)}, whose hardware is not this "
-                  f"machine's ({'; '.join(changes)}); it stays that machine's", file=sys.stderr)
+            print(
+                f"verified-book machine: {args[1]} holds {machine_words(committed)}, whose hardware is not this "
+                f"machine's ({'; '.join(changes)}); it stays that machine's",
+                file=sys.stderr,
+            )
             return 1
         try:
             adopted = identity.adopt(path, committed.slug, machine_id(committed), info)
@@ -277,8 +302,11 @@ def plan(book: BookConfig, args: list[str]) -> int:
         from verified_book.engine.machine import profiles
 
         open_book(book)
-        print(f"verified-book plan: expected one machine's marker, found {' '.join(args) or 'none'}; the book's "
-              f"machines are {', '.join(profiles())}", file=sys.stderr)
+        print(
+            f"verified-book plan: expected one machine's marker, found {' '.join(args) or 'none'}; the book's "
+            f"machines are {', '.join(profiles())}",
+            file=sys.stderr,
+        )
         return 2
     return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]])
 
@@ -287,8 +315,11 @@ def fault_table(book: BookConfig, args: list[str]) -> int:
     """The fault scenarios live in the checkout's test harness (tests/harness), not in the package."""
     tests = book.root / "tests"
     if not (tests / "harness" / "fault_table.py").is_file():
-        print(f"verified-book: fault-table runs the test harness of a checkout ({tests}/harness/fault_table.py), "
-              "which this book does not have; run it from a clone of the project", file=sys.stderr)
+        print(
+            f"verified-book: fault-table runs the test harness of a checkout ({tests}/harness/fault_table.py), "
+            "which this book does not have; run it from a clone of the project",
+            file=sys.stderr,
+        )
         return 2
     try:
         return subprocess.run([sys.executable, "-m", "harness.fault_table", *args], cwd=tests, env=_env()).returncode
@@ -302,8 +333,11 @@ TEMPLATE = Path(__file__).resolve().parents[1] / "template"
 
 def template_files() -> list[Path]:
     """The files of the book `init` writes, relative to the template's folder."""
-    return sorted(p.relative_to(TEMPLATE) for p in TEMPLATE.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    return sorted(
+        p.relative_to(TEMPLATE)
+        for p in TEMPLATE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
 
 
 def pages(book: BookConfig, args: list[str]) -> int:
@@ -337,8 +371,10 @@ def pages(book: BookConfig, args: list[str]) -> int:
 def init(args: list[str]) -> int:
     """`verified-book init [FOLDER]`: a new book in an empty folder."""
     if len(args) > 1 or any(a.startswith("-") for a in args):
-        print("verified-book init: expected at most one argument, the folder for the new book; found "
-              + " ".join(args), file=sys.stderr)
+        print(
+            "verified-book init: expected at most one argument, the folder for the new book; found " + " ".join(args),
+            file=sys.stderr,
+        )
         return 2
     folder = Path(args[0] if args else ".").resolve()
     if folder.exists() and not folder.is_dir():
@@ -347,25 +383,32 @@ def init(args: list[str]) -> int:
     # a folder with only hidden entries (.git, a .venv) counts as empty
     present = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
     if present:
-        print(f"verified-book init: {folder} is not empty ({', '.join(present[:5])}"
-              f"{', ...' if len(present) > 5 else ''}); a new book starts in an empty folder", file=sys.stderr)
+        print(
+            f"verified-book init: {folder} is not empty ({', '.join(present[:5])}"
+            f"{', ...' if len(present) > 5 else ''}); a new book starts in an empty folder",
+            file=sys.stderr,
+        )
         return 1
     files = template_files()
     clashes = [str(f) for f in files if (folder / f).exists()]
     if clashes:
-        print(f"verified-book init: {folder} already has {', '.join(clashes)}; a new book starts in an empty folder",
-              file=sys.stderr)
+        print(
+            f"verified-book init: {folder} already has {', '.join(clashes)}; a new book starts in an empty folder",
+            file=sys.stderr,
+        )
         return 1
     for relative in files:
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((TEMPLATE / relative).read_bytes())
     shown = os.path.relpath(folder) if folder.is_relative_to(Path.cwd()) else str(folder)
-    print(f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
-          f"and their data (book_claims/data/); {len(files)} files.\n"
-          f"  cd {shown}\n"
-          "  pytest                  # verify every figure on the backends book.toml declares\n"
-          "  mkdocs build --strict   # the site, each figure marked with what the runs found")
+    print(
+        f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
+        f"and their data (book_claims/data/); {len(files)} files.\n"
+        f"  cd {shown}\n"
+        "  pytest                  # verify every figure on the backends book.toml declares\n"
+        "  mkdocs build --strict   # the site, each figure marked with what the runs found"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Hooks a project or a reader's conftest.py can implement to shape a verification run."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -12,6 +12,7 @@ The generated pages are written before the build by `verified-book pages`, with 
 and script; where they are missing, older than the results or the book's pages, or their stylesheet or
 script is not listed, the build fails with a message saying what to run, never succeeds without marks.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -30,10 +31,14 @@ from verified_book.errors import BookError, Problem
 
 NAME = "verified_book.integration.markdown_ext"
 #: what else builds the book, for the messages
-SUPPORTED = ("MkDocs 1.6 with Material for MkDocs (`mkdocs build --strict`) or ProperDocs 1.6 "
-             "(`properdocs build --strict -f mkdocs.yml`), each with the `verified-book` plugin listed under `plugins`")
+SUPPORTED = (
+    "MkDocs 1.6 with Material for MkDocs (`mkdocs build --strict`) or ProperDocs 1.6 "
+    "(`properdocs build --strict -f mkdocs.yml`), each with the `verified-book` plugin listed under `plugins`"
+)
 #: the link to the legend at the top of every other page, as the plugin puts it
-LEGEND_LINK = (Path(__file__).resolve().parents[1] / "assets" / "partials" / "legend-link.html").read_text(encoding="utf-8")
+LEGEND_LINK = (Path(__file__).resolve().parents[1] / "assets" / "partials" / "legend-link.html").read_text(
+    encoding="utf-8"
+)
 
 
 class NoMarksError(BookError, RuntimeError):
@@ -53,7 +58,8 @@ def _refuse(root: Path | None, what: str) -> NoMarksError:
     return NoMarksError(
         f"verified-book: {generator()} runs no MkDocs plugin, so this extension renders the book's marks, and "
         f"cannot: {what}. Run `verified-book pages`{where} (the engine installed with its `site` extra) before "
-        f"the build, or build with {SUPPORTED}.")
+        f"the build, or build with {SUPPORTED}."
+    )
 
 
 @dataclass
@@ -126,13 +132,21 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
         docs = book_config.pages
     pages_file = root / site_book.PAGES_FILE
     if not pages_file.is_file():
-        raise _refuse(root, f"{pages_file} is missing: the Machines, Plots and Reading the marks pages and the marks' "
-                            "stylesheet and script are not written")
+        raise _refuse(
+            root,
+            f"{pages_file} is missing: the Machines, Plots and Reading the marks pages and the marks' "
+            "stylesheet and script are not written",
+        )
     written = site_book.Written.load(pages_file.read_text(encoding="utf-8"))
     problems: list[Problem] = []
     results_dir = written.settings["results_dir"]
-    results = site_book.read_results(book_config, (root / results_dir).resolve() if results_dir else None,
-                                     results_dir or "results", problems.append, lambda _: None)
+    results = site_book.read_results(
+        book_config,
+        (root / results_dir).resolve() if results_dir else None,
+        results_dir or "results",
+        problems.append,
+        lambda _: None,
+    )
     try:
         book = Book.read(docs, root, book_config.allowlist)
     except AllowListError as e:
@@ -140,28 +154,40 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
         book = Book(root, [], [])
     now = site_book.stamp(results.read, [root / page.file for page in book.pages])
     if now != written.stamp:
-        raise _refuse(root, f"the generated pages in {docs} are older than the results or the book's pages they "
-                            f"show (written from {written.stamp}, these are {now})")
+        raise _refuse(
+            root,
+            f"the generated pages in {docs} are older than the results or the book's pages they "
+            f"show (written from {written.stamp}, these are {now})",
+        )
     for src, page in written.pages.items():
         path = docs / src
         if not path.is_file() or site_book.without_mark(path.read_text(encoding="utf-8")) != page.markdown:
             raise _refuse(root, f"{path} is missing or is not the page {site_book.PAGES_COMMAND} wrote")
     engine = site_book.engine_assets()
-    listed = {"css": [str(c) for c in settings.get("extra_css", [])],
-              "js": [str(j.get("path") if isinstance(j, dict) else j) for j in settings.get("extra_javascript", [])]}
+    listed = {
+        "css": [str(c) for c in settings.get("extra_css", [])],
+        "js": [str(j.get("path") if isinstance(j, dict) else j) for j in settings.get("extra_javascript", [])],
+    }
     for src, origin in engine.items():
         path = docs / src
-        if written.assets.get(src) != site_book.digest(origin.read_text(encoding="utf-8")) or not path.is_file() \
-                or site_book.digest(site_book.without_mark(path.read_text(encoding="utf-8"))) != written.assets[src]:
+        if (
+            written.assets.get(src) != site_book.digest(origin.read_text(encoding="utf-8"))
+            or not path.is_file()
+            or site_book.digest(site_book.without_mark(path.read_text(encoding="utf-8"))) != written.assets[src]
+        ):
             raise _refuse(root, f"{path} is missing or is not the engine's {src}")
         kind = "css" if src.endswith(".css") else "js"
         if settings and src not in listed[kind]:
-            raise _refuse(root, f"{settings.get('config_file_path') or 'mkdocs.yml'}: "
-                                f"extra_{'css' if kind == 'css' else 'javascript'} does not list {src}, which every "
-                                f"page needs for its marks; add it there (the MkDocs plugin keeps it where it is listed)")
+            raise _refuse(
+                root,
+                f"{settings.get('config_file_path') or 'mkdocs.yml'}: "
+                f"extra_{'css' if kind == 'css' else 'javascript'} does not list {src}, which every "
+                f"page needs for its marks; add it there (the MkDocs plugin keeps it where it is listed)",
+            )
     problems.extend(open_book(book_config))
-    quiet = site_machines.quiet_machines(results.files, site_machines.today(written.settings["today"]),
-                                         written.settings["report_within_days"])
+    quiet = site_machines.quiet_machines(
+        results.files, site_machines.today(written.settings["today"]), written.settings["report_within_days"]
+    )
     bases = settings.get("mdx_configs", {}).get("pymdownx.snippets", {}).get("base_path", ["."])
     folders = [root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
 
@@ -173,7 +199,11 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
 
     context = render.Context(results.files, REGISTRY.get, settings.get("repo_url"), REGISTRY.near, quiet, included)
     pages = {(root / page.file).resolve(): page for page in book.pages}
-    texts = {path.relative_to(docs).as_posix(): path.read_text(encoding="utf-8") for path in pages if path.is_relative_to(docs)}
+    texts = {
+        path.relative_to(docs).as_posix(): path.read_text(encoding="utf-8")
+        for path in pages
+        if path.is_relative_to(docs)
+    }
     build = _Build(key, root, docs, written, pages, texts, context, {}, problems, settings)
     for problem in problems:
         _report(build, problem)
@@ -190,7 +220,9 @@ class BookMarks(Extension):
     """Renders the book's marks where the engine's MkDocs plugin does not; where it does, stands aside."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self.config = {"rendered_by": ["", "set by the engine's MkDocs plugin when it renders the marks; not for the book"]}
+        self.config = {
+            "rendered_by": ["", "set by the engine's MkDocs plugin when it renders the marks; not for the book"]
+        }
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802 (Python-Markdown's name)
@@ -248,8 +280,9 @@ class _Marks(Preprocessor):
             return lines
         if src is None or src not in build.texts:
             return lines  # not one of the book's pages
-        rendered = site_book.render_page(markdown, build.docs / src, build.root, build.pages, build.context,
-                                         build.verdicts)
+        rendered = site_book.render_page(
+            markdown, build.docs / src, build.root, build.pages, build.context, build.verdicts
+        )
         for problem in rendered.problems:
             _report(build, problem)
         self.state.rendered = rendered
@@ -267,7 +300,9 @@ class _Marks(Preprocessor):
         for src, page in build.written.pages.items():
             if page.markdown.strip() and page.markdown.strip() == markdown.strip():
                 return src, None
-        found = [src for src, text in build.texts.items() if markdown.strip() and text.rstrip().endswith(markdown.rstrip())]
+        found = [
+            src for src, text in build.texts.items() if markdown.strip() and text.rstrip().endswith(markdown.rstrip())
+        ]
         return (found[0] if len(found) == 1 else None), None
 
 

@@ -7,6 +7,7 @@ does not read) are logged as warnings with file:line, so `mkdocs build --strict`
 fails on them, and listed once more in a summary at the end; a plain build shows a
 visible marker at the figure instead.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -76,7 +77,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.generated: dict[str, render.GeneratedPage] = {}
         self._drawing: plots_process.Drawing | None = None
         self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
-        self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside from its content for the search index
+        self._panels: dict[
+            str, list[str]
+        ] = {}  # each page's figure panels, set aside from its content for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         self._verdicts: provenance.Verdicts = {}  # whether each record is outdated, judged once in this build
         self._legend_file: File | None = None  # the legend page, every other page links it
@@ -84,7 +87,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self.book_config = read_config(self.root)
         except ConfigError as e:
             raise PluginError(str(e)) from None
-        self._reopen: Callable[[], None] | None = snapshot()  # a build inside another process (a test) gives its book back
+        self._reopen: Callable[[], None] | None = (
+            snapshot()
+        )  # a build inside another process (a test) gives its book back
         generates_plots = not self._own(self.config.plots_page)
         if generates_plots:
             self._start_plots()
@@ -105,11 +110,13 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
         bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
-        self.context = render.Context(self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet,
-                                      self._included)
+        self.context = render.Context(
+            self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet, self._included
+        )
         self._add_assets(config)
         self._add_to_nav(config)
-        # the guard a generator that skips this plugin cannot pass (verified_book/integration/markdown_ext.py) passes here
+        # the guard a generator that skips this plugin cannot pass (verified_book/integration/markdown_ext.py) passes
+        # here
         config.mdx_configs.setdefault(markdown_ext.NAME, {})["rendered_by"] = "verified-book"
         return config
 
@@ -158,8 +165,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         """Every machine's results file, committed and (unless the build is pointed at a results folder)
         this clone's own."""
         results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else None
-        read = site_book.read_results(self.book_config, results_dir, str(self.config.results_dir or "results"),
-                                      self._problem, log.info)
+        read = site_book.read_results(
+            self.book_config, results_dir, str(self.config.results_dir or "results"), self._problem, log.info
+        )
         self.results, self.local, self.results_read = read.files, read.local, read.read
 
     def _problem(self, problem: Problem) -> None:
@@ -194,12 +202,23 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 files.remove(written)
         for path in (*STYLESHEETS, *SCRIPTS):
             if files.get_file_from_path(path) is None:
-                files.append(File(path, src_dir=str(ASSETS.parent), dest_dir=config.site_dir,
-                                  use_directory_urls=config.use_directory_urls))
+                files.append(
+                    File(
+                        path,
+                        src_dir=str(ASSETS.parent),
+                        dest_dir=config.site_dir,
+                        use_directory_urls=config.use_directory_urls,
+                    )
+                )
         for page_name in self._generated_pages():
             if files.get_file_from_path(page_name) is not None:
-                self._problem(Problem(page_name, "the claims plugin generates this page; the book has a file "
-                                                        "of the same name, which is kept instead"))
+                self._problem(
+                    Problem(
+                        page_name,
+                        "the claims plugin generates this page; the book has a file "
+                        "of the same name, which is kept instead",
+                    )
+                )
                 continue
             files.append(File.generated(config, page_name, content=f"# {page_name}\n"))
         plots_file = files.get_file_from_path(self.config.plots_page)
@@ -208,13 +227,19 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self._drawing = None
         self._legend_file = files.get_file_from_path(self.config.legend_page)
         if self.config.stand_ins:
-            missing = [(src, title) for src, title in _nav_pages(config.nav or [])
-                       if src.endswith(".md") and files.get_file_from_path(src) is None]
+            missing = [
+                (src, title)
+                for src, title in _nav_pages(config.nav or [])
+                if src.endswith(".md") and files.get_file_from_path(src) is None
+            ]
             anchors = _anchors_into({src for src, _ in missing}, files)
             for src, title in missing:
                 log.info(f"{src} is in the nav but not written yet; a stand-in page takes its place")
-                files.append(File.generated(config, src, content=_stand_in(title or posixpath.basename(src),
-                                                                            anchors.get(src, []))))
+                files.append(
+                    File.generated(
+                        config, src, content=_stand_in(title or posixpath.basename(src), anchors.get(src, []))
+                    )
+                )
         return files
 
     def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
@@ -233,8 +258,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             return markdown
         if not page.file.abs_src_path:
             return markdown
-        rendered = site_book.render_page(markdown, Path(page.file.abs_src_path), self.root, self._pages, self.context,
-                                         self._verdicts)
+        rendered = site_book.render_page(
+            markdown, Path(page.file.abs_src_path), self.root, self._pages, self.context, self._verdicts
+        )
         for problem in rendered.problems:
             self._problem(problem)
         self.figures += len(rendered.views)
@@ -318,9 +344,16 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         plots = files.get_file_from_path(self.config.plots_page)
         sources = {c.id: f"{c.defined_at}" for c in REGISTRY}
         generated = site_machines.render_machines(
-            self.results, self.book, REGISTRY.ids(), chapters, sources, self.context.repo_url,
+            self.results,
+            self.book,
+            REGISTRY.ids(),
+            chapters,
+            sources,
+            self.context.repo_url,
             posixpath.relpath(plots.src_uri, posixpath.dirname(page.file.src_uri) or ".") if plots else None,
-            self.quiet, self.config.report_within_days, self.local,
+            self.quiet,
+            self.config.report_within_days,
+            self.local,
         )
         self.generated[page.file.src_uri] = generated
         return generated.markdown
@@ -333,7 +366,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         try:
             return plots_process.function(where)
         except (ImportError, AttributeError) as e:
-            raise PluginError(f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}") from None
+            raise PluginError(
+                f"{self.book_config.root / 'book.toml'}: plots = {where!r} does not name a function: {e}"
+            ) from None
 
     def _start_plots(self) -> None:
         """Start drawing the charts in a process of their own, where a second core is free (see
@@ -397,16 +432,21 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def on_post_build(self, config: MkDocsConfig) -> None:
         self._give_back()
-        log.info(f"{self.figures} figures rendered from {len(self.results)} results file(s); "
-                 f"{len(self.unverified)} not yet verified on any machine")
+        log.info(
+            f"{self.figures} figures rendered from {len(self.results)} results file(s); "
+            f"{len(self.unverified)} not yet verified on any machine"
+        )
         if self.unverified:
             log.debug("not yet verified:\n  " + "\n  ".join(self.unverified))
         if self.problems:
-            log.warning(f"{len(self.problems)} problem(s) with the book's figures or results:\n  "
-                        + "\n  ".join(str(p) for p in self.problems))
+            log.warning(
+                f"{len(self.problems)} problem(s) with the book's figures or results:\n  "
+                + "\n  ".join(str(p) for p in self.problems)
+            )
         if self.config.on_missing == "fail" and self.unverified:
-            raise PluginError(f"{len(self.unverified)} figure(s) verified on no machine, with on_missing: fail; "
-                              "see the list above")
+            raise PluginError(
+                f"{len(self.unverified)} figure(s) verified on no machine, with on_missing: fail; see the list above"
+            )
 
 
 def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
@@ -428,8 +468,11 @@ def _nav_pages(nav: list[Any]) -> list[tuple[str, str | None]]:
 #: figure's panel (it holds no other panel) with the mark and the screen reader's words before it
 #: (no text, and excluded text), and the machines page's claims × machines matrix (a status in
 #: each cell, found with the page's own filters; the table holds no other table)
-_SET_ASIDE = re.compile(rf"(?:{re.escape(render.FIGURE_MARK + render.SCREEN_READER)}[^<]*</span>)?<vb-panel\b.*?</vb-panel>"
-                        rf"|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>", re.DOTALL)
+_SET_ASIDE = re.compile(
+    rf"(?:{re.escape(render.FIGURE_MARK + render.SCREEN_READER)}[^<]*</span>)?<vb-panel\b.*?</vb-panel>"
+    rf"|{re.escape(site_machines.MATRIX_TABLE)}.*?</table>",
+    re.DOTALL,
+)
 _LINK = re.compile(r"\]\((?P<path>[^)\s#]+\.md)#(?P<anchor>[\w-]+)\)")
 
 
@@ -449,12 +492,17 @@ def _anchors_into(targets: set[str], files: Files) -> dict[str, list[str]]:
 
 def _stand_in(title: str, anchors: list[str]) -> str:
     """A page that is in the nav but not written yet, keeping the places other pages link to."""
-    text = (f"# {title}\n\n!!! note \"Being written\"\n\n"
-            "    This chapter is being written. Its figures appear here, each with what "
-            "every machine computed, as soon as the page lands.\n")
+    text = (
+        f'# {title}\n\n!!! note "Being written"\n\n'
+        "    This chapter is being written. Its figures appear here, each with what "
+        "every machine computed, as soon as the page lands.\n"
+    )
     if anchors:
-        text += ("\nSections other chapters already point to: "
-                 + ", ".join(f'<span id="{a}">{a.replace("-", " ")}</span>' for a in anchors) + ".\n")
+        text += (
+            "\nSections other chapters already point to: "
+            + ", ".join(f'<span id="{a}">{a.replace("-", " ")}</span>' for a in anchors)
+            + ".\n"
+        )
     return text
 
 
@@ -499,7 +547,11 @@ def generated_pages(config_file: Path) -> tuple[site_book.Written, ClaimsPlugin]
             pages[src] = render.GeneratedPage(markdown, plugin.generated[src].blocks)
     finally:
         plugin._give_back()
-    settings = {"results_dir": str(plugin.config.results_dir or ""), "today": plugin.today.isoformat(),
-                "report_within_days": plugin.config.report_within_days, "legend_page": plugin.config.legend_page}
+    settings = {
+        "results_dir": str(plugin.config.results_dir or ""),
+        "today": plugin.today.isoformat(),
+        "report_within_days": plugin.config.report_within_days,
+        "legend_page": plugin.config.legend_page,
+    }
     stamp = site_book.stamp(plugin.results_read, [plugin.root / page.file for page in plugin.book.pages])
     return site_book.Written(settings, stamp, pages), plugin

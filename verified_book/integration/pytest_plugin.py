@@ -1,8 +1,10 @@
 """pytest wiring: options, collection of the book's figures, markers, the summary, the results file.
 
-The work lives in `verified_book.engine.check`, `verified_book.book.bindings`, `verified_book.records.results`; this module only
+The work lives in `verified_book.engine.check`, `verified_book.book.bindings`, `verified_book.records.results`; this
+module only
 connects them to pytest.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +37,21 @@ from verified_book.authoring.registry import REGISTRY, Claim, Kind
 from verified_book.records.results import ResultsError, dumps, merge_into, now
 from verified_book.engine.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.engine.session import (  # noqa: F401  (the engine's helpers, named here as before)
-    CASE_ID, FIGURE_NAME, Session, SessionError, Tally, applies_on, case_id, claim_of_nodeid, figure_counts,
-    figure_keywords, figure_line, figure_name, hardware_in, outdated_records, summary_table,
+    CASE_ID,
+    FIGURE_NAME,
+    Session,
+    SessionError,
+    Tally,
+    applies_on,
+    case_id,
+    claim_of_nodeid,
+    figure_counts,
+    figure_keywords,
+    figure_line,
+    figure_name,
+    hardware_in,
+    outdated_records,
+    summary_table,
 )
 from verified_book.book.snippet_output import check_snippet
 from verified_book.engine.snippet_run import SnippetRun, run_as_script, shared_run
@@ -61,8 +76,11 @@ def done_ahead(run: Session, item: pytest.Item) -> bool:
     """Whether an item's work is the helper's: a claim it computes, a figure of one, a snippet it runs."""
     if isinstance(item, SnippetItem):
         return item.runner is shared_run and item.path in run.ahead_snippets
-    claim = item.claim if isinstance(item, ClaimItem) else (
-        REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
+    claim = (
+        item.claim
+        if isinstance(item, ClaimItem)
+        else (REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
+    )
     return claim is not None and claim.id in run.ahead_claims
 
 
@@ -79,7 +97,11 @@ def plan_of(profile: machine_mod.Profile, book: Book) -> dict[str, list[tuple[Cl
     plan: dict[str, list[tuple[Claim, list[str]]]] = {}
     for claim in REGISTRY:
         wanted = names[1:] if claim.needs_backend else names[:1]
-        there = [b for b in wanted if (b == backends_mod.NO_BACKEND.name or claim.runs_on(b)) and applies_on(claim, b, profile)]
+        there = [
+            b
+            for b in wanted
+            if (b == backends_mod.NO_BACKEND.name or claim.runs_on(b)) and applies_on(claim, b, profile)
+        ]
         if there:
             for page in printed_on.get(claim.id) or [PLAN_UNPRINTED]:
                 plan.setdefault(page, []).append((claim, there))
@@ -93,12 +115,16 @@ def plan_lines(marker: str, book: Book) -> list[str]:
     """`--plan MARKER` as it prints: a heading, then each page with its claims and their backends."""
     profiles = machine_mod.profiles()
     if marker not in profiles:
-        raise pytest.UsageError(f"--plan {marker}: not one of the book's machines; expected one of {', '.join(profiles)}")
+        raise pytest.UsageError(
+            f"--plan {marker}: not one of the book's machines; expected one of {', '.join(profiles)}"
+        )
     profile = profiles[marker]
     plan = plan_of(profile, book)
     checks = {(claim.id, b) for entries in plan.values() for claim, backends in entries for b in backends}
-    lines = [f"plan for {marker} ({profile.name}, backends {', '.join(profile.backends) or 'none listed'}, from "
-             f"{profile.file}): {len(checks)} checks of {len({c for c, _ in checks})} claims; nothing was run"]
+    lines = [
+        f"plan for {marker} ({profile.name}, backends {', '.join(profile.backends) or 'none listed'}, from "
+        f"{profile.file}): {len(checks)} checks of {len({c for c, _ in checks})} claims; nothing was run"
+    ]
     for page, entries in plan.items():
         lines.append(page)
         width = max(len(claim.id) for claim, _ in entries)
@@ -116,7 +142,6 @@ def _pair_selected(expression: Any, run: Session, claim: Claim, backend: str, it
     return bool(expression.evaluate(MarkMatcher.from_markers(found)))
 
 
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -124,46 +149,73 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("claims", "verified book")
     group.addoption(
-        "--rewrite-stale-figures", action="store_true", default=False,
+        "--rewrite-stale-figures",
+        action="store_true",
+        default=False,
         help="Rewrite every stale figure in the book in place, at its printed precision, from the "
         "value computed in this run. Figures that hold are never touched.",
     )
     group.addoption(
-        "--machine", dest="claims_machine", metavar="NAME", default=None,
+        "--machine",
+        dest="claims_machine",
+        metavar="NAME",
+        default=None,
         help="Record results under this name instead of this machine's own (its identity, "
         "~/.config/verified-book/machine.json); the records still carry this machine's id.",
     )
     group.addoption(
-        "--results-dir", dest="claims_results_dir", metavar="DIR", default=None,
+        "--results-dir",
+        dest="claims_results_dir",
+        metavar="DIR",
+        default=None,
         help="Write <machine>.json under DIR instead of the book's local results folder (book.toml's "
         "local_results, else results).",
     )
     group.addoption(
-        "--no-results", dest="claims_no_results", action="store_true", default=False,
+        "--no-results",
+        dest="claims_no_results",
+        action="store_true",
+        default=False,
         help="Verify without writing this machine's results file.",
     )
     group.addoption(
-        "--no-ahead", dest="claims_no_ahead", action="store_true", default=False,
+        "--no-ahead",
+        dest="claims_no_ahead",
+        action="store_true",
+        default=False,
         help="Do all the work in this process: book.toml's `ahead` claims and snippets are otherwise done by "
         "a helper process while the run starts, on a machine with two CPUs or more.",
     )
     group.addoption(
-        "--beside-other-runs", dest="claims_beside", action="store_true", default=False,
+        "--beside-other-runs",
+        dest="claims_beside",
+        action="store_true",
+        default=False,
         help="Do not wait for another run of this book that is timing the machine (or for other runs before "
         "timing it): run beside them, and mark the measurements of both runs contended.",
     )
     group.addoption(
-        "--plan", dest="claims_plan", metavar="MARKER", default=None,
+        "--plan",
+        dest="claims_plan",
+        metavar="MARKER",
+        default=None,
         help="List what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, and on which "
         "backend, by the page that prints each claim; run nothing. Works on any machine.",
     )
     group.addoption(
-        "--changed", dest="claims_changed", action="store_true", default=False,
+        "--changed",
+        dest="claims_changed",
+        action="store_true",
+        default=False,
         help="Check only what changed since this machine's records: a claim whose code, inputs, library version "
         "or printed figures moved, or whose record did not hold. The rest is reported unchanged, with its date.",
     )
     group.addoption(
-        "--reading", dest="claims_reading", metavar="FILE[:KEY]", action="append", default=[],
+        "--reading",
+        dest="claims_reading",
+        metavar="FILE[:KEY]",
+        action="append",
+        default=[],
         help="Check only the claims that read this data file (or this key of it), as this machine's records say, "
         "and the figures bound to them; repeatable. Claims with no record here are checked too.",
     )
@@ -203,17 +255,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         offline.install()
     config.stash[REOPEN] = snapshot()
     plain = not hasattr(config, "workerinput") and not config.getoption("numprocesses", None)
-    ahead = (plain and not config.getoption("claims_no_ahead") and not config.option.collectonly
-             and machine_mod.usable_cpus() >= 2)  # a core to spare (xdist's workers share the cores already)
+    ahead = (
+        plain
+        and not config.getoption("claims_no_ahead")
+        and not config.option.collectonly
+        and machine_mod.usable_cpus() >= 2
+    )  # a core to spare (xdist's workers share the cores already)
 
     def machine_info(info: dict[str, Any]) -> dict[str, Any] | None:
         replaced: dict[str, Any] | None = config.hook.pytest_claims_machine_info(machine_info=info)
         return replaced
 
     try:
-        config.stash[STATE] = Session(book, results_dir=config.getoption("claims_results_dir"),
-                                      machine_name=config.getoption("claims_machine"), machine_info=machine_info,
-                                      ahead=ahead)
+        config.stash[STATE] = Session(
+            book,
+            results_dir=config.getoption("claims_results_dir"),
+            machine_name=config.getoption("claims_machine"),
+            machine_info=machine_info,
+            ahead=ahead,
+        )
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
     if not config.option.collectonly:
@@ -229,8 +289,9 @@ def _take_run_lock(config: pytest.Config, book: BookConfig) -> None:
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             print(f"verified-book: {line}", file=sys.stderr, flush=True)
 
-    lock = conditions_mod.RunLock(conditions_mod.lock_folder(book.local_results, book.root), say,
-                                  beside_others=config.getoption("claims_beside"))
+    lock = conditions_mod.RunLock(
+        conditions_mod.lock_folder(book.local_results, book.root), say, beside_others=config.getoption("claims_beside")
+    )
     controller = not hasattr(config, "workerinput") and bool(config.getoption("numprocesses", None))
     lock.start(exclusive=controller)
     config.stash[LOCK] = lock
@@ -290,8 +351,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines += backend_lines(run, every=True)
     dist = config.getoption("dist", "no")
     if dist not in ("no", "load"):
-        lines.append(f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
-                     "figures describe a shared machine; plain -n N runs them last and alone")
+        lines.append(
+            f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
+            "figures describe a shared machine; plain -n N runs them last and alone"
+        )
     return lines
 
 
@@ -306,10 +369,15 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     lines = backend_lines(run)
     ahead = run.ahead
     if ahead is not None:
-        done = [f"{n} {what}{'' if n == 1 else 's'} {how}" for n, what, how in
-                ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run")) if n]
-        lines.append(f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
-                     "(book.toml's ahead; --no-ahead does it all here)")
+        done = [
+            f"{n} {what}{'' if n == 1 else 's'} {how}"
+            for n, what, how in ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run"))
+            if n
+        ]
+        lines.append(
+            f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
+            "(book.toml's ahead; --no-ahead does it all here)"
+        )
     return lines
 
 
@@ -336,8 +404,12 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     run = state(parent.config)
     if file_path == run.root / FILE_NAME:
         return ClaimsFile.from_parent(parent, path=file_path)
-    if file_path.suffix == ".md" and file_path.is_relative_to(run.book_dir) \
-            and "snippets" not in file_path.relative_to(run.book_dir).parts and not generated(file_path):
+    if (
+        file_path.suffix == ".md"
+        and file_path.is_relative_to(run.book_dir)
+        and "snippets" not in file_path.relative_to(run.book_dir).parts
+        and not generated(file_path)
+    ):
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)
@@ -416,8 +488,11 @@ class BookPage(pytest.File):
             item = FigureItem.from_parent(self, name=figure_name(binding, twice), binding=binding)
             item.extra_keyword_matches.update(figure_keywords(binding, twice))
             if claim is not None:
-                backends_used = [name for name in run.verifier.backends if claim.runs_on(name)] \
-                    if claim.needs_backend else [backends_mod.NO_BACKEND.name]  # names only: no library loads here
+                backends_used = (
+                    [name for name in run.verifier.backends if claim.runs_on(name)]
+                    if claim.needs_backend
+                    else [backends_mod.NO_BACKEND.name]
+                )  # names only: no library loads here
                 names = set()
                 for b in backends_used:
                     names.update(run.mark_names(claim, b))
@@ -461,8 +536,10 @@ class FigureItem(BookItem):
             near = REGISTRY.near(self.binding.claim_id)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
-            raise BookFailure(f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
-                              f"{self.binding.claim_id!r}{hint}")
+            raise BookFailure(
+                f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
+                f"{self.binding.claim_id!r}{hint}"
+            )
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
         run.tally.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
@@ -470,8 +547,10 @@ class FigureItem(BookItem):
         if bad:
             raise BookFailure("\n".join(v.message for v in bad))
         if not verdicts:
-            pytest.skip(f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
-                        f"backend of this run ({', '.join(run.verifier.backends) or 'none selected'})")
+            pytest.skip(
+                f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
+                f"backend of this run ({', '.join(run.verifier.backends) or 'none selected'})"
+            )
         if all(v.status == Status.SKIPPED for v in verdicts):
             pytest.skip("; ".join(v.message for v in verdicts))
 
@@ -499,7 +578,8 @@ class UnboundItem(BookItem):
         lines = [
             f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
             f"or add it to {allowlist} with a reason\n    {u.context}"
-            for u, allowed in run.book.unbound() if u.file == self.page.file and allowed is None
+            for u, allowed in run.book.unbound()
+            if u.file == self.page.file and allowed is None
         ]
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
         if lines:
@@ -522,7 +602,8 @@ class OutputBlocksItem(BookItem):
 
 class SnippetFile(pytest.File):
     """A lab snippet: run inside the test process in the default run (as a script there too where
-    it sets what a library reads only as it loads, see `verified_book.engine.snippet_run`), as a script in the slow set."""
+    it sets what a library reads only as it loads, see `verified_book.engine.snippet_run`), as a script in the slow
+    set."""
 
     def collect(self) -> Iterator[pytest.Item]:
         inside = SnippetItem.from_parent(self, name="runs in this process", runner=shared_run)
@@ -556,17 +637,24 @@ class SnippetItem(BookItem):
             run.broken_snippets[broken.lost] = broken
             raise BookFailure(f"{self.path.relative_to(run.root)}: not run to its end: {broken.line()}")
         if done.exit_status != 0:
-            raise BookFailure(f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n"
-                              f"{done.stderr[-3000:]}")
+            raise BookFailure(
+                f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n{done.stderr[-3000:]}"
+            )
         name = self.path.name
         devices = [b.device for b in run.backends.values() if b.available]
         checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
-        run.outputs[name] = SnippetOutput(text=done.stdout, date=now(), seconds=round(done.seconds, 3), how=done.how,
-                                          checked=[OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message)
-                                                   for c in checks])
+        run.outputs[name] = SnippetOutput(
+            text=done.stdout,
+            date=now(),
+            seconds=round(done.seconds, 3),
+            how=done.how,
+            checked=[OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message) for c in checks],
+        )
         if not checks:
-            raise BookFailure(f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
-                              f"prints: add one where the book runs it, fenced as ```output {name}")
+            raise BookFailure(
+                f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
+                f"prints: add one where the book runs it, fenced as ```output {name}"
+            )
         stale = [c.message for c in checks if c.status == Status.STALE]
         if stale:
             raise BookFailure("\n".join(stale))
@@ -579,8 +667,7 @@ def check_claim(run: Session, claim: Claim, backend: backends_mod.Backend) -> No
         run.tally.not_here.setdefault(claim.id, result.message)
         pytest.skip(result.message)
     if result.status in (FAILED, BROKEN):
-        pytest.fail(f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}",
-                    pytrace=False)
+        pytest.fail(f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}", pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -625,8 +712,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         warnings.append(f"results not merged into {path}: {e}")
         kept, aside = _keep_unmerged(path, update)
         warnings.append(kept)
-        run.unkept = (f"this run's records could not be written to {path}; they are kept in {aside}" if aside else
-                      f"this run's records could not be written to {path}, nor kept anywhere else: they are lost")
+        run.unkept = (
+            f"this run's records could not be written to {path}; they are kept in {aside}"
+            if aside
+            else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
+        )
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -666,7 +756,11 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     run = state(node.config)
     output = getattr(node, "workeroutput", None) or {}
     if error is not None or "claims_tally" not in output:
-        why = str(error).strip().splitlines()[-1] if error is not None and str(error).strip() else "it handed back no statuses"
+        why = (
+            str(error).strip().splitlines()[-1]
+            if error is not None and str(error).strip()
+            else "it handed back no statuses"
+        )
         run.tally.lost_workers.append(f"{node.gateway.id} ({why})")
     if "claims_tally" in output:
         run.tally.merge(Tally.from_json(output["claims_tally"]))
@@ -678,7 +772,8 @@ TABLE_STATUSES = tuple(s.value for s in Status)
 LEGEND = {
     "selected": "claim × backend checks this run selected (by path, -k or -m)",
     **{s.value: MEANINGS[s.value] for s in Status},
-    Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or input",
+    Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or "
+    "input",
     Status.SKIPPED.value: "run here but not applicable on this backend (reasons: pytest -rs)",
     "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
     BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
@@ -695,9 +790,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     run = state(config)
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         narrowed, items[:], dropped = selection_mod.narrow(
-            items, changed=config.getoption("claims_changed"), readings=config.getoption("claims_reading"),
-            results_path=run.results_dir / f"{run.machine.slug}.json", registry=REGISTRY, verifier=run.verifier,
-            outputs=run.output_blocks)
+            items,
+            changed=config.getoption("claims_changed"),
+            readings=config.getoption("claims_reading"),
+            results_path=run.results_dir / f"{run.machine.slug}.json",
+            registry=REGISTRY,
+            verifier=run.verifier,
+            outputs=run.output_blocks,
+        )
         config.stash[NARROWED] = narrowed
         config.hook.pytest_deselected(items=dropped)
     markexpr = config.getoption("markexpr", "") or ""
@@ -716,10 +816,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             tally.figures_selected.add(item.nodeid)
             claim = REGISTRY.get(item.binding.claim_id)
             if claim is not None:
-                names = [name for name in run.verifier.backends if claim.runs_on(name)] \
-                    if claim.needs_backend else [backends_mod.NO_BACKEND.name]
-                tally.selected.update((claim.id, b) for b in names
-                                      if expression is None or _pair_selected(expression, run, claim, b, item))
+                names = (
+                    [name for name in run.verifier.backends if claim.runs_on(name)]
+                    if claim.needs_backend
+                    else [backends_mod.NO_BACKEND.name]
+                )
+                tally.selected.update(
+                    (claim.id, b)
+                    for b in names
+                    if expression is None or _pair_selected(expression, run, claim, b, item)
+                )
     if expression is not None and hardware_in(markexpr) and tally.selected:
         # `-m <machine>` runs what applies there and nothing else; another expression (`-m slow`) selects
         # tests, whose claims still compute on every backend here
@@ -771,11 +877,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
     if run.ahead is not None and run.ahead.problem:
-        terminalreporter.write_line(f"ahead: the helper process {run.ahead.problem}; this process did "
-                                    "its work itself", yellow=True)
+        terminalreporter.write_line(
+            f"ahead: the helper process {run.ahead.problem}; this process did its work itself", yellow=True
+        )
     for lost in tally.lost_workers:
-        terminalreporter.write_line(f"the statuses of worker {lost} did not reach this process: the counts "
-                                    "below leave out every check it ran", red=True)
+        terminalreporter.write_line(
+            f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
+            red=True,
+        )
     _say_what_was_rewritten(terminalreporter, config)
     if NARROWED in config.stash:
         narrowed = config.stash[NARROWED]
@@ -797,8 +906,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>{width}}" for c in columns))
     total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
     terminalreporter.write_line(f"{'all':<12}" + "".join(f"{total[c]:>{width}}" for c in columns))
-    terminalreporter.write_line("The table counts checks, one per claim and backend; the figures line below counts "
-                                "each printed figure once, in the status it has on this machine.")
+    terminalreporter.write_line(
+        "The table counts checks, one per claim and backend; the figures line below counts "
+        "each printed figure once, in the status it has on this machine."
+    )
     for column in columns:
         terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
     missed = [key for key in tally.selected if key not in statuses]
@@ -808,10 +919,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         ran = len(tally.selected) - len(missed)
         terminalreporter.write_line(
             f"-m {marker}: {len(tally.selected)} checks selected, {ran} ran here; {there} would run on "
-            f"{profile.name} and did not run here (this machine is {run.machine.describe()})")
+            f"{profile.name} and did not run here (this machine is {run.machine.describe()})"
+        )
     if tally.figure_statuses or tally.figures_selected:
-        terminalreporter.write_line(figure_line(figure_counts(tally.figure_statuses, tally.figures_selected),
-                                                run.bound_figures))
+        terminalreporter.write_line(
+            figure_line(figure_counts(tally.figure_statuses, tally.figures_selected), run.bound_figures)
+        )
     written = run.written
     for path in sorted({str(written)} if written else tally.written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
@@ -832,14 +945,17 @@ def _say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> Non
         return
     changed, problems, reread = config.stash[REWRITTEN]
     terminalreporter.write_sep("-", "rewritten")
-    terminalreporter.write_line(f"rewrote {len(changed)} stale figure(s), judged again as rewritten: "
-                                + ", ".join(map(str, changed)))
+    terminalreporter.write_line(
+        f"rewrote {len(changed)} stale figure(s), judged again as rewritten: " + ", ".join(map(str, changed))
+    )
     for problem in problems:
         terminalreporter.write_line(f"still does not hold after the rewrite: {problem}", red=True)
     if reread:
-        terminalreporter.write_line(f"reread {len(reread)} sentence(s): a rewritten figure stands beside other "
-                                    "figures or comparisons, and each figure holding does not make the sentence true:",
-                                    yellow=True)
+        terminalreporter.write_line(
+            f"reread {len(reread)} sentence(s): a rewritten figure stands beside other "
+            "figures or comparisons, and each figure holding does not make the sentence true:",
+            yellow=True,
+        )
         for sentence in reread:
             terminalreporter.write_line(f"  {sentence}")
 
@@ -856,7 +972,12 @@ def _say_what_was_lost(terminalreporter: Any, run: Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Point a skip at what was skipped (the book's line, the claim's source), not at this module."""
     report = yield
-    if report.failed and call.when == "call" and isinstance(item, FigureItem) and item.config.getoption("rewrite_stale_figures"):
+    if (
+        report.failed
+        and call.when == "call"
+        and isinstance(item, FigureItem)
+        and item.config.getoption("rewrite_stale_figures")
+    ):
         new = rewritten(state(item.config).verifier, item.binding)
         if new is not None:  # rewritten at the session's end, and judged again there
             report.outcome, report.longrepr, report.rewritten = "passed", None, new[0]

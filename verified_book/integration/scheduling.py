@@ -12,6 +12,7 @@ Items that compute on a CUDA device (`pinned`) all go to one worker, `gw0`, whic
 timed items: each process that touches the card makes a CUDA context of its own, hundreds of MB
 of a 16 GB card's memory, so `-n auto` on a desktop GPU would otherwise spend the card on contexts.
 """
+
 from __future__ import annotations
 
 from itertools import cycle
@@ -28,8 +29,14 @@ class QuietLastScheduling(LoadScheduling):
     collection: list[str] | None  # LoadScheduling's own attributes, which it leaves untyped
     maxschedchunk: int | None
 
-    def __init__(self, config: Any, log: Any = None, *, runs_alone: Callable[[str], bool],
-                 pinned: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        config: Any,
+        log: Any = None,
+        *,
+        runs_alone: Callable[[str], bool],
+        pinned: Callable[[str], bool] | None = None,
+    ) -> None:
         super().__init__(config, log)
         self.runs_alone = runs_alone
         self.pinned = pinned or (lambda nodeid: False)
@@ -115,7 +122,9 @@ class QuietLastScheduling(LoadScheduling):
         """Everything else is handed out: keep `candidate` (or the worker already kept), stop the rest."""
         if self.quiet_node is None:
             pin = self.pin_node
-            self.quiet_node = pin if pin is not None and pin in self.node2pending and not pin.shutting_down else candidate
+            self.quiet_node = (
+                pin if pin is not None and pin in self.node2pending and not pin.shutting_down else candidate
+            )
         for node in self.nodes:
             if node is not self.quiet_node and not node.shutting_down:
                 node.shutdown()

@@ -20,6 +20,7 @@ is rendered again alone, and the browser reloads through MkDocs' live-reload ser
 prints one line per change: what changed, how many figures it touched, their statuses, and
 file:line for every figure that is stale or failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,9 @@ class Plan:
     why: dict[Key, str] = field(default_factory=dict)
 
 
-def plan(known: Mapping[Key, Known], changes: Changes, data_now: Mapping[tuple[str, str], Any],
-         measured: Iterable[str] = ()) -> Plan:
+def plan(
+    known: Mapping[Key, Known], changes: Changes, data_now: Mapping[tuple[str, str], Any], measured: Iterable[str] = ()
+) -> Plan:
     """What to recompute for `changes`, given what each held value was computed from.
 
     `data_now` holds the value each recorded (file, key) of a changed data file has now (`GONE` or
@@ -111,7 +113,11 @@ def plan(known: Mapping[Key, Known], changes: Changes, data_now: Mapping[tuple[s
             if file in changes.data and data_now.get((file, data_key), GONE) != value:
                 due(key, f"{file} {data_key} changed")
                 break
-        if held.library is not None and held.library in changes.versions and changes.versions[held.library] != held.version:
+        if (
+            held.library is not None
+            and held.library in changes.versions
+            and changes.versions[held.library] != held.version
+        ):
             due(key, f"{held.library} is {changes.versions[held.library]} now, was {held.version}")
         if held.measured and changes.measure:
             due(key, "measured claims asked for")
@@ -145,8 +151,15 @@ class Report:
         for status in self.figures.values():
             counts[status] = counts.get(status, 0) + 1
         claims = sorted({c for c, _ in self.recomputed})
-        ran = (f"{len(self.recomputed)} (claim, backend) recomputed: " + ", ".join(claims[:5])
-               + (f" and {len(claims) - 5} more" if len(claims) > 5 else "")) if self.recomputed else "no claim ran"
+        ran = (
+            (
+                f"{len(self.recomputed)} (claim, backend) recomputed: "
+                + ", ".join(claims[:5])
+                + (f" and {len(claims) - 5} more" if len(claims) > 5 else "")
+            )
+            if self.recomputed
+            else "no claim ran"
+        )
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
         text = f"{self.what}: {len(self.figures)} figure(s) touched" + (f" ({shown})" if shown else "") + f"; {ran}"
         if self.held_back:
@@ -232,8 +245,13 @@ class Engine:
         self.evaluated.append(key)
         report.recomputed.append(key)
         reads = tuple((r.file, r.key, to_json(r.value)) for r in outcome.inputs if isinstance(r, inputs.Input))
-        self.known[key] = Known(code_fingerprint(claim), reads, backend.library if claim.needs_backend else None,
-                                backend.version if claim.needs_backend else None, claim.kind is Kind.MEASURED)
+        self.known[key] = Known(
+            code_fingerprint(claim),
+            reads,
+            backend.library if claim.needs_backend else None,
+            backend.version if claim.needs_backend else None,
+            claim.kind is Kind.MEASURED,
+        )
 
     def _forget(self, claim_id: str) -> None:
         verifier = self.session.verifier
@@ -275,15 +293,26 @@ class Engine:
         """Answer the files saved: re-judge, recompute what `plan` says, write the records."""
         paths = list(paths)
         root = self.book.root
-        pages = [p for p in paths if p.suffix == ".md" and p.is_relative_to(self.book.pages)
-                 and "snippets" not in p.relative_to(self.book.pages).parts]
+        pages = [
+            p
+            for p in paths
+            if p.suffix == ".md"
+            and p.is_relative_to(self.book.pages)
+            and "snippets" not in p.relative_to(self.book.pages).parts
+        ]
         data = [p for p in paths if p.is_relative_to(self.book.data) and p.suffix in (".toml", ".json")]
         code = [p for p in paths if p.suffix == ".py" and any(p.is_relative_to(root / r) for r in self._topics_roots)]
-        results = [p for p in paths if p.suffix == ".json" and any(
-            p.is_relative_to(d) for d in (self.book.results, self.book.local_results) if d is not None)]
+        results = [
+            p
+            for p in paths
+            if p.suffix == ".json"
+            and any(p.is_relative_to(d) for d in (self.book.results, self.book.local_results) if d is not None)
+        ]
         site = [p for p in paths if p.name == "mkdocs.yml"]
         names = [self.book.shown(p) for p in paths if p in {*pages, *data, *code, *results, *site}]
-        said = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + " saved" if names else ""
+        said = (
+            ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + " saved" if names else ""
+        )
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
         if not (pages or data or code or measure):
             report.rebuild = bool(results or site)
@@ -300,14 +329,18 @@ class Engine:
         codes = self._reload_topics() if code else None
         data_rel = frozenset(str(p.relative_to(self.book.data)) for p in data)
         data_now: dict[tuple[str, str], Any] = {}
-        for (file, data_key, _) in {r for held in self.known.values() for r in held.reads if r[0] in data_rel}:
+        for file, data_key, _ in {r for held in self.known.values() for r in held.reads if r[0] in data_rel}:
             try:
                 data_now[(file, data_key)] = to_json(inputs.current(file, data_key))
             except inputs.InputError:
                 data_now[(file, data_key)] = GONE
         measured_ids = {c.id for c in REGISTRY if c.kind is Kind.MEASURED}
-        decided = plan(self.known, Changes(frozenset(str(p.relative_to(root)) for p in pages), data_rel, codes,
-                                           {}, measure), data_now, measured_ids)
+        decided = plan(
+            self.known,
+            Changes(frozenset(str(p.relative_to(root)) for p in pages), data_rel, codes, {}, measure),
+            data_now,
+            measured_ids,
+        )
         for claim_id in decided.gone:
             self._forget(claim_id)
         again = {k[0] for k in decided.recompute}
@@ -326,8 +359,11 @@ class Engine:
                         verifier.judged[key] = verifier._outcomes[key]
         report.held_back = len(decided.held_back)
         touched = {c for c, _ in report.recomputed} | decided.gone
-        bindings = [b for b in self.session.book.bindings()
-                    if b.claim_id in touched or b.file in {str(p.relative_to(root)) for p in pages}]
+        bindings = [
+            b
+            for b in self.session.book.bindings()
+            if b.claim_id in touched or b.file in {str(p.relative_to(root)) for p in pages}
+        ]
         self._judge(bindings, report)
         report.pages |= {str(p.relative_to(root)) for p in pages}
         self.write()
@@ -372,8 +408,13 @@ class Engine:
     def write(self) -> None:
         """This machine's records of every value held, merged into its results file as a run merges them."""
         session = self.session
-        header = {"date": now(), "commit": self.commit[0], "dirty": self.commit[1], "os": session.machine.info.get("os"),
-                  "backends": {b.name: (b.version if b.available else None) for b in session.backends.detected().values()}}
+        header = {
+            "date": now(),
+            "commit": self.commit[0],
+            "dirty": self.commit[1],
+            "os": session.machine.info.get("os"),
+            "backends": {b.name: (b.version if b.available else None) for b in session.backends.detected().values()},
+        }
         update = session.verifier.results(session.machine.slug, header, {}, {})
         self.merged = merge_into(self.results_path, update)
         stat = self.results_path.stat()
@@ -474,13 +515,15 @@ def serve(book: BookConfig, args: list[str]) -> int:
         if report.what:
             print(report.line(), flush=True)
 
-    server = LiveReloadServer(builder=builder, host=options.host, port=options.port, root=str(site_dir),
-                              polling_interval=options.poll)
+    server = LiveReloadServer(
+        builder=builder, host=options.host, port=options.port, root=str(site_dir), polling_interval=options.poll
+    )
     server.build_delay = 0.05
     for path in engine.watched():
         path.mkdir(parents=True, exist_ok=True) if not path.exists() else None
         server.watch(str(path))
     if sys.stdin.isatty():
+
         def keys() -> None:
             for line in sys.stdin:
                 if line.strip() == "m":
@@ -488,6 +531,7 @@ def serve(book: BookConfig, args: list[str]) -> int:
                     with server._rebuild_cond:
                         server._want_rebuild = True
                         server._rebuild_cond.notify_all()
+
         threading.Thread(target=keys, daemon=True).start()
 
     def announce() -> None:  # once the watchers have their first look, so a save from now on is seen
@@ -524,4 +568,3 @@ def restart(engine: Engine) -> None:
 
 def engine_version(engine: Engine, library: str) -> str | None:
     return next((k.version for k in engine.known.values() if k.library == library), None)
-

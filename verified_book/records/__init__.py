@@ -1,1 +1,2 @@
-"""What a run keeps: the results file per machine, its typed record, the machine's identity, the conditions a measurement was taken in."""
+"""What a run keeps: the results file per machine, its typed record, the machine's identity, the conditions a
+measurement was taken in."""

@@ -9,7 +9,8 @@ run lock for the whole run, an advisory `fcntl.flock` on `machine.lock` in the l
 | a run is | it holds | so that |
 | --- | --- | --- |
 | working on untimed items | the lock shared | runs that time nothing never wait for each other |
-| timing the machine (measured claims, snippet runs) | the lock exclusively | nothing of this book runs beside its timings |
+| timing the machine (measured claims, snippet runs) | the lock exclusively | nothing of this book runs beside its
+timings |
 | waiting | nothing | two runs that both want to time never wait for each other |
 
 A run that finds the machine taken waits for it, saying so in one line, for at most
@@ -28,6 +29,7 @@ before and after the run's timed items, the machine's cores, and who ran beside 
 contended (`contended`) when another run was beside it, or when the load average exceeded
 `HEAVY_LOAD_PER_CORE` times the cores.
 """
+
 from __future__ import annotations
 
 import errno
@@ -76,12 +78,15 @@ def contended(entry: Any) -> str | None:
         why.append(f"another run of this book was running beside it ({entry.beside})")
     loads = [v for v in (entry.load_before, entry.load_after) if v is not None]
     if loads and heavy(max(loads), entry.cores):
-        why.append(f"the load average was {max(loads):g} on {entry.cores} cores (above {HEAVY_LOAD_PER_CORE:g} per core)")
+        why.append(
+            f"the load average was {max(loads):g} on {entry.cores} cores (above {HEAVY_LOAD_PER_CORE:g} per core)"
+        )
     return "; ".join(why) or None
 
 
 def entry_of(value: Any) -> Any:
-    """A `conditions` entry as the results schema's model (verified_book.records.record.Conditions), or None if it is not one."""
+    """A `conditions` entry as the results schema's model (verified_book.records.record.Conditions), or None if it is
+    not one."""
     from pydantic import ValidationError
 
     from verified_book.records.record import Conditions as Entry
@@ -116,8 +121,12 @@ class Conditions:
 
     def entry(self) -> dict[str, Any]:
         """The record's `conditions`: {load_before, load_after, cores, beside ("pid N (job), ..." or None)}."""
-        return {"load_before": self.load_before, "load_after": self.load_after, "cores": self.cores,
-                "beside": ", ".join(sorted(set(self.beside))) or None}
+        return {
+            "load_before": self.load_before,
+            "load_after": self.load_after,
+            "cores": self.cores,
+            "beside": ", ".join(sorted(set(self.beside))) or None,
+        }
 
 
 def lock_folder(local_results: Path | None, book_root: Path) -> Path:
@@ -162,8 +171,14 @@ class RunLock:
     `say` prints one line to the reader; `beside_others` is `--beside-other-runs`; `limit` bounds each wait.
     """
 
-    def __init__(self, folder: Path, say: Callable[[str], None], beside_others: bool = False,
-                 limit: float = WAIT_LIMIT, job: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        say: Callable[[str], None],
+        beside_others: bool = False,
+        limit: float = WAIT_LIMIT,
+        job: str | None = None,
+    ) -> None:
         self.folder = folder
         self.say = say
         self.beside_others = beside_others
@@ -210,8 +225,10 @@ class RunLock:
             self.say(f"another run of this book is timing the machine ({holder}); waiting for it before starting")
             if self._wait(fcntl.LOCK_SH):
                 return
-            self.say(f"the other run ({holder}) is still timing the machine after {self.limit:.0f} s; running beside it, "
-                     "and the measurements of both are marked contended")
+            self.say(
+                f"the other run ({holder}) is still timing the machine after {self.limit:.0f} s; running beside it, "
+                "and the measurements of both are marked contended"
+            )
         self._go_beside([holder])
 
     def before_timing(self) -> None:
@@ -225,14 +242,18 @@ class RunLock:
             else:
                 others = self._alive_others() or [self._holder()]
                 if not self.beside_others:
-                    self.say(f"another run of this book is in progress ({', '.join(others)}); waiting for it before "
-                             "timing the machine")
+                    self.say(
+                        f"another run of this book is in progress ({', '.join(others)}); waiting for it before "
+                        "timing the machine"
+                    )
                 if not self.beside_others and self._wait(fcntl.LOCK_EX):
                     self._took_machine()
                 else:
                     if not self.beside_others:
-                        self.say(f"the other run is still in progress after {self.limit:.0f} s; timing beside it, and "
-                                 "the measurements of both are marked contended")
+                        self.say(
+                            f"the other run is still in progress after {self.limit:.0f} s; timing beside it, and "
+                            "the measurements of both are marked contended"
+                        )
                     _try(self._fd, fcntl.LOCK_SH)  # so no run starts timing beside this one unannounced
                     self._go_beside(others)
         self.conditions.load_before = load_average()

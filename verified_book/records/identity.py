@@ -9,6 +9,7 @@ fresh clone on the same machine writes the same results file. When the hardware 
 GPU in the same box) the machine gets a new identity, and the run says so: its old records
 describe other hardware.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -59,11 +60,19 @@ class Identity:
     id: str
     hardware: dict[str, Any]
     created: str = ""
-    previous: list[dict[str, Any]] = field(default_factory=list)  # identities this machine had before its hardware changed
+    previous: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # identities this machine had before its hardware changed
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "name": self.name, "id": self.id, "hardware": self.hardware, "created": self.created,
-                "previous": self.previous}
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "id": self.id,
+            "hardware": self.hardware,
+            "created": self.created,
+            "previous": self.previous,
+        }
 
 
 def default_path() -> Path:
@@ -77,8 +86,13 @@ def default_path() -> Path:
 
 def new_identity(slug: str, info: Mapping[str, Any], previous: list[dict[str, Any]] | None = None) -> Identity:
     machine_id = uuid.uuid4().hex[:12]
-    return Identity(f"{slug}-{machine_id[:4]}", machine_id, hardware_of(info),
-                    dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), previous or [])
+    return Identity(
+        f"{slug}-{machine_id[:4]}",
+        machine_id,
+        hardware_of(info),
+        dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        previous or [],
+    )
 
 
 def read(path: Path) -> Identity:
@@ -97,7 +111,9 @@ def read(path: Path) -> Identity:
     if not isinstance(hardware, dict):
         raise IdentityError(f"{path}: hardware must be an object")
     previous = data.get("previous", [])
-    return Identity(name, machine_id, hardware, str(data.get("created", "")), previous if isinstance(previous, list) else [])
+    return Identity(
+        name, machine_id, hardware, str(data.get("created", "")), previous if isinstance(previous, list) else []
+    )
 
 
 def write(path: Path, identity: Identity) -> None:
@@ -107,8 +123,10 @@ def write(path: Path, identity: Identity) -> None:
         tmp.write_text(json.dumps(identity.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
-        raise IdentityError(f"{path}: this machine's identity cannot be written ({e.strerror}); set "
-                            f"{FILE_VARIABLE} to a file this user may write") from None
+        raise IdentityError(
+            f"{path}: this machine's identity cannot be written ({e.strerror}); set "
+            f"{FILE_VARIABLE} to a file this user may write"
+        ) from None
 
 
 def this_machine(slug: str, info: Mapping[str, Any], path: Path | None = None) -> tuple[Identity, str | None]:
@@ -119,20 +137,27 @@ def this_machine(slug: str, info: Mapping[str, Any], path: Path | None = None) -
     if not path.exists():
         made = new_identity(slug, info)
         write(path, made)
-        return made, f"this machine is named {made.name} from now on (its identity is kept in {path}; edit its name there)"
+        return (
+            made,
+            f"this machine is named {made.name} from now on (its identity is kept in {path}; edit its name there)",
+        )
     kept = read(path)
     if kept.hardware == hardware:
         return kept, None
     changed = differences(kept.hardware, hardware)
     made = new_identity(slug, info, [*kept.previous, {"name": kept.name, "id": kept.id, "hardware": kept.hardware}])
     write(path, made)
-    return made, (f"this machine's hardware changed since {path} named it {kept.name} ({'; '.join(changed)}): it is "
-                  f"{made.name} from now on, and {kept.name}'s records stay with the hardware that made them")
+    return made, (
+        f"this machine's hardware changed since {path} named it {kept.name} ({'; '.join(changed)}): it is "
+        f"{made.name} from now on, and {kept.name}'s records stay with the hardware that made them"
+    )
 
 
 def adopt(path: Path, name: str, machine_id: str, info: Mapping[str, Any]) -> Identity:
     """Take a committed machine's identity as this machine's (it is that machine, its identity file lost)."""
-    identity = Identity(name, machine_id, hardware_of(info), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    identity = Identity(
+        name, machine_id, hardware_of(info), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    )
     write(path, identity)
     return identity
 

@@ -13,6 +13,7 @@ What must be checked before a file can be parsed at all (its size, NaN literals,
 integers too long to read) stays in verified_book.records.results, and so do the migrations of older
 schema versions: these models describe the current version only.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -20,7 +21,16 @@ import math
 import re
 from typing import Annotated, Any, Callable, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
@@ -77,6 +87,7 @@ def _fail(kind: str, text: str) -> PydanticCustomError:
 def _wrapped(kind: str, text: str, check: Callable[[Any], bool] = lambda _: True, whole: bool = True) -> WrapValidator:
     """A field's own message for any value its type refuses, or `check` refuses after it; with
     `whole` false, only for a value of the wrong type itself (its parts' problems are their own)."""
+
     def validate(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         try:
             out = handler(value)
@@ -87,6 +98,7 @@ def _wrapped(kind: str, text: str, check: Callable[[Any], bool] = lambda _: True
         if not check(out):
             raise _fail(kind, text)
         return out
+
     return WrapValidator(validate)
 
 
@@ -135,31 +147,51 @@ Text = Annotated[str, Field(max_length=MAX_STRING_CHARS), _must("must be a strin
 Message = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS), _must("must be a string")]
 Date = Annotated[str, Field(max_length=40, json_schema_extra={"format": "date-time"}), WrapValidator(_date)]
 Number = int | float
-Seconds = Annotated[int | float, Field(ge=0, le=MAX_SECONDS),
-                    _is("is not a plausible duration", lambda v: _finite(v) and 0 <= v <= MAX_SECONDS)]
+Seconds = Annotated[
+    int | float,
+    Field(ge=0, le=MAX_SECONDS),
+    _is("is not a plausible duration", lambda v: _finite(v) and 0 <= v <= MAX_SECONDS),
+]
 Line = Annotated[int, Field(ge=1, le=MAX_LINE), _is("is not a positive integer", lambda v: 1 <= v <= MAX_LINE)]
-BookPath = Annotated[str, Field(pattern=BOOK_PATH_PATTERN.pattern),
-                     _is("is not a relative path inside the book", _matches(BOOK_PATH_PATTERN))]
-Slug = Annotated[str, Field(pattern=SLUG_PATTERN.pattern),
-                 _is("is not a safe machine name (lower-case letters, digits, '-', '_')", _matches(SLUG_PATTERN))]
+BookPath = Annotated[
+    str,
+    Field(pattern=BOOK_PATH_PATTERN.pattern),
+    _is("is not a relative path inside the book", _matches(BOOK_PATH_PATTERN)),
+]
+Slug = Annotated[
+    str,
+    Field(pattern=SLUG_PATTERN.pattern),
+    _is("is not a safe machine name (lower-case letters, digits, '-', '_')", _matches(SLUG_PATTERN)),
+]
 Status = Annotated[RecordedStatus, _is(f"is not one of {', '.join(RECORDED)}")]
 
 
 def _key(text: str, check: Callable[[str], bool]) -> AfterValidator:
     """A dict key's check: its message follows the place, which the key itself ends."""
+
     def validate(key: str) -> str:
         if not check(key):
             raise _fail(AT, text)
         return key
+
     return AfterValidator(validate)
 
 
-ClaimId = Annotated[str, Field(max_length=MAX_KEY_CHARS, json_schema_extra={"pattern": ID_PATTERN.pattern}),
-                    _key("is not a claim id", lambda k: ID_PATTERN.match(k) is not None)]
-BackendName = Annotated[str, Field(json_schema_extra={"enum": list(BACKEND_NAMES)}),
-                        _key(f"unknown backend (expected one of {', '.join(BACKEND_NAMES)})", lambda k: k in BACKEND_NAMES)]
-OutputName = Annotated[str, Field(json_schema_extra={"pattern": OUTPUT_NAME_PATTERN.pattern}),
-                       _key("not a snippet file name", lambda k: OUTPUT_NAME_PATTERN.match(k) is not None)]
+ClaimId = Annotated[
+    str,
+    Field(max_length=MAX_KEY_CHARS, json_schema_extra={"pattern": ID_PATTERN.pattern}),
+    _key("is not a claim id", lambda k: ID_PATTERN.match(k) is not None),
+]
+BackendName = Annotated[
+    str,
+    Field(json_schema_extra={"enum": list(BACKEND_NAMES)}),
+    _key(f"unknown backend (expected one of {', '.join(BACKEND_NAMES)})", lambda k: k in BACKEND_NAMES),
+]
+OutputName = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": OUTPUT_NAME_PATTERN.pattern}),
+    _key("not a snippet file name", lambda k: OUTPUT_NAME_PATTERN.match(k) is not None),
+]
 Key = Annotated[str, Field(max_length=MAX_KEY_CHARS)]
 
 
@@ -187,8 +219,14 @@ def value_problem(value: Any) -> str | None:
     """Why a record's value is not one: not finite, a fraction whose parts disagree, an object of other fields."""
     if isinstance(value, dict):
         exact, approx = value.get("exact"), value.get("float")
-        if set(value) != {"exact", "float"} or not isinstance(exact, str) or not EXACT_PATTERN.match(exact) \
-                or isinstance(approx, bool) or not isinstance(approx, (int, float)) or not math.isfinite(approx):
+        if (
+            set(value) != {"exact", "float"}
+            or not isinstance(exact, str)
+            or not EXACT_PATTERN.match(exact)
+            or isinstance(approx, bool)
+            or not isinstance(approx, (int, float))
+            or not math.isfinite(approx)
+        ):
             return "value must be a number, a string, a list, or {'exact': 'p/q', 'float': x}"
         numerator, denominator = (int(part) for part in exact.split("/"))
         if denominator == 0:
@@ -266,9 +304,13 @@ class SnippetInput(Strict):
 
 #: one input a record read; a plain string is a migrated file's (schema 1 kept inputs as text)
 InputEntry = SettingInput | SnippetInput | DataInput | Text
-Inputs = Annotated[list[InputEntry], _must(
-    "must be a list of {file, key, value, line}, {setting, value, where} or {snippet, sha256, where, value} "
-    "(or, migrated, strings)")]
+Inputs = Annotated[
+    list[InputEntry],
+    _must(
+        "must be a list of {file, key, value, line}, {setting, value, where} or {snippet, sha256, where, value} "
+        "(or, migrated, strings)"
+    ),
+]
 
 
 class Conditions(Strict):
@@ -280,8 +322,10 @@ class Conditions(Strict):
     beside: Text | None = None
 
 
-CONDITIONS_WORDS = ("is not an object of load_before and load_after (load averages or null), cores (a positive "
-                    "integer) and beside (text or null)")
+CONDITIONS_WORDS = (
+    "is not an object of load_before and load_after (load averages or null), cores (a positive "
+    "integer) and beside (text or null)"
+)
 
 
 class Record(Strict):
@@ -342,8 +386,12 @@ class SnippetOutput(Strict):
     date: Date | None = None
     seconds: Seconds | None = None
     how: Annotated[How, _is("is not 'script' or 'in process'")] | None = None
-    checked: Annotated[list[OutputCheck], _must("must be a list of the book's output blocks and how each compared", whole=False)] \
-        | None = None
+    checked: (
+        Annotated[
+            list[OutputCheck], _must("must be a list of the book's output blocks and how each compared", whole=False)
+        ]
+        | None
+    ) = None
 
 
 Fingerprint = Annotated[dict[Key, bool | int | float | Text | None], _must("must be an object of strings and numbers")]
@@ -353,10 +401,18 @@ class Machine(Strict):
     """The machine a file holds: its name, its identity (verified_book.records.identity), markers and fingerprint."""
 
     slug: Text | None = None
-    id: Annotated[str, Field(pattern=identity.ID_PATTERN.pattern), _is(
-        "is not a machine id (4 to 64 lower-case letters, digits, '-')", _matches(identity.ID_PATTERN))] | None = None
-    markers: Annotated[list[Annotated[str, Field(pattern=MARKER_PATTERN.pattern)]], _must(
-        "must be a list of lower-case marker names", lambda ms: all(MARKER_PATTERN.match(m) for m in ms))] = []
+    id: (
+        Annotated[
+            str,
+            Field(pattern=identity.ID_PATTERN.pattern),
+            _is("is not a machine id (4 to 64 lower-case letters, digits, '-')", _matches(identity.ID_PATTERN)),
+        ]
+        | None
+    ) = None
+    markers: Annotated[
+        list[Annotated[str, Field(pattern=MARKER_PATTERN.pattern)]],
+        _must("must be a list of lower-case marker names", lambda ms: all(MARKER_PATTERN.match(m) for m in ms)),
+    ] = []
     fingerprint: Fingerprint = {}
 
 
@@ -367,8 +423,10 @@ class RunHeader(Strict):
     """The latest run: when, at which commit, on what software; per claim and backend, its timing and date."""
 
     date: Date | None = None
-    commit: Annotated[str, Field(pattern=COMMIT_PATTERN.pattern), _is(
-        "is not a commit hash", _matches(COMMIT_PATTERN))] | None = None
+    commit: (
+        Annotated[str, Field(pattern=COMMIT_PATTERN.pattern), _is("is not a commit hash", _matches(COMMIT_PATTERN))]
+        | None
+    ) = None
     dirty: Annotated[bool, _must("must be true or false")] | None = None
     os: Text | None = None
     driver: Text | None = None
@@ -383,16 +441,23 @@ class RunOnDisk(RunHeader):
     """The run header as the file holds it: what a rerun changes by its nature (measured values,
     what the snippets printed) sits here, so `git diff` of a rerun that changes nothing else shows it alone."""
 
-    measured: Annotated[dict[Key, dict[Key, Measured]], _must(
-        "must map claims to backends to {value, message, conditions}", whole=False)] = {}
+    measured: Annotated[
+        dict[Key, dict[Key, Measured]],
+        _must("must map claims to backends to {value, message, conditions}", whole=False),
+    ] = {}
     outputs: Annotated[dict[OutputName, SnippetOutput], _must("must be an object of snippets", whole=False)] = {}
 
 
 class ResultsDocument(Strict):
     """One machine's results file, `results/<slug>.json`, as it lies on disk (schema version 3)."""
 
-    model_config = ConfigDict(title="Results file of the verified book", extra="forbid", strict=True,
-                              allow_inf_nan=False, regex_engine="python-re")
+    model_config = ConfigDict(
+        title="Results file of the verified book",
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        regex_engine="python-re",
+    )
 
     schema_version: Literal[SCHEMA_VERSION]  # type: ignore[valid-type]
     slug: Slug
@@ -420,8 +485,17 @@ class ResultsDocument(Strict):
 # ------------------------------------------------------------------ errors, as the place and what is wrong
 
 #: fields whose value is an object keyed by names (not fields): how many levels of keys follow each
-_KEYED = {"records": 2, "claims": 1, "outputs": 1, "seconds": 2, "dates": 2, "measured": 2, "fingerprint": 1,
-          "versions": 1, "backends": 1}
+_KEYED = {
+    "records": 2,
+    "claims": 1,
+    "outputs": 1,
+    "seconds": 2,
+    "dates": 2,
+    "measured": 2,
+    "fingerprint": 1,
+    "versions": 1,
+    "backends": 1,
+}
 
 
 def _place(loc: tuple[int | str, ...]) -> list[str]:

@@ -7,6 +7,7 @@ keeps every other record, and a crash mid-write leaves the previous file whole.
 Readers (the site) warn about a bad file and skip it; writers refuse to overwrite
 one and set it aside instead.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -48,8 +49,17 @@ from verified_book.records.record import (
 )
 from verified_book.vocabulary import NO_BACKEND_NAME, RECORDED, Status
 
-__all__ = ["BACKEND_NAMES", "BOOK_PATH_PATTERN", "EXACT_PATTERN", "MARKER_PATTERN", "MAX_LINE", "MAX_SECONDS",
-           "OUTPUT_NAME_PATTERN", "SCHEMA_VERSION", "SLUG_PATTERN"]
+__all__ = [
+    "BACKEND_NAMES",
+    "BOOK_PATH_PATTERN",
+    "EXACT_PATTERN",
+    "MARKER_PATTERN",
+    "MAX_LINE",
+    "MAX_SECONDS",
+    "OUTPUT_NAME_PATTERN",
+    "SCHEMA_VERSION",
+    "SLUG_PATTERN",
+]
 
 # Limits on a results file, which may come from anyone, checked before it is parsed: past them a file
 # is refused, not rendered. The limits on each field are the models' (verified_book.records.record).
@@ -142,9 +152,13 @@ class ResultsFile:
         where = f"{self.slug} (records given to the store)"
         self.machine = _typed(Machine, self.machine, f"{where}: machine")
         self.run = _typed(RunHeader, self.run, f"{where}: run")
-        self.records = {cid: {b: _typed(Record, r, f"{where}: records[{cid!r}][{b!r}]") for b, r in per.items()}
-                        for cid, per in self.records.items()}
-        self.outputs = {name: _typed(SnippetOutput, o, f"{where}: outputs[{name!r}]") for name, o in self.outputs.items()}
+        self.records = {
+            cid: {b: _typed(Record, r, f"{where}: records[{cid!r}][{b!r}]") for b, r in per.items()}
+            for cid, per in self.records.items()
+        }
+        self.outputs = {
+            name: _typed(SnippetOutput, o, f"{where}: outputs[{name!r}]") for name, o in self.outputs.items()
+        }
         self.claims = {cid: _typed(ClaimMeta, m, f"{where}: claims[{cid!r}]") for cid, m in self.claims.items()}
 
     def to_document(self) -> ResultsDocument:
@@ -158,15 +172,24 @@ class ResultsFile:
             if meta is not None and meta.kind == MEASURED:
                 for backend, rec in per_backend.items():
                     measured.setdefault(claim_id, {})[backend] = Measured.model_validate(
-                        rec.model_dump(include=set(VOLATILE), exclude_unset=True))
+                        rec.model_dump(include=set(VOLATILE), exclude_unset=True)
+                    )
                     records.setdefault(claim_id, {})[backend] = Record.model_validate(
-                        rec.model_dump(exclude=set(VOLATILE), exclude_unset=True))
+                        rec.model_dump(exclude=set(VOLATILE), exclude_unset=True)
+                    )
             else:
                 records[claim_id] = per_backend
-        run = RunOnDisk.model_validate({**self.run.model_dump(exclude_unset=True), "measured": measured,
-                                        "outputs": self.outputs})
-        return ResultsDocument(schema_version=SCHEMA_VERSION, slug=self.slug, machine=self.machine, run=run,
-                               claims=self.claims, records=records)
+        run = RunOnDisk.model_validate(
+            {**self.run.model_dump(exclude_unset=True), "measured": measured, "outputs": self.outputs}
+        )
+        return ResultsDocument(
+            schema_version=SCHEMA_VERSION,
+            slug=self.slug,
+            machine=self.machine,
+            run=run,
+            claims=self.claims,
+            records=records,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The file as JSON data: exactly the fields each part was given, no defaults added."""
@@ -180,7 +203,8 @@ class ResultsFile:
         for claim_id, per_backend in doc.run.measured.items():
             for backend, volatile in per_backend.items():
                 records[claim_id][backend] = records[claim_id][backend].model_copy(
-                    update={k: getattr(volatile, k) for k in volatile.model_fields_set})
+                    update={k: getattr(volatile, k) for k in volatile.model_fields_set}
+                )
         run = RunHeader.model_validate(doc.run.model_dump(exclude={"measured", "outputs"}, exclude_unset=True))
         return cls(doc.slug, doc.machine, run, records, {**doc.outputs, **doc.run.outputs}, dict(doc.claims))
 
@@ -212,21 +236,30 @@ class ResultsFile:
         """Take every record of `other`, keeping ours where it has none; the run header is the latest
         run's, its timings merged like the records. A measurement taken on a contended machine does
         not replace one taken on a quiet machine: the quiet one stays the machine's figure."""
-        kept = {(cid, b) for cid, per in other.records.items() for b, rec in per.items()
-                if conditions.contended(rec.conditions) and b in self.records.get(cid, {})
-                and not conditions.contended(self.records[cid][b].conditions)
-                and self.records[cid][b].status not in (Status.FAILED.value, Status.SKIPPED.value)}
+        kept = {
+            (cid, b)
+            for cid, per in other.records.items()
+            for b, rec in per.items()
+            if conditions.contended(rec.conditions)
+            and b in self.records.get(cid, {})
+            and not conditions.contended(self.records[cid][b].conditions)
+            and self.records[cid][b].status not in (Status.FAILED.value, Status.SKIPPED.value)
+        }
         self.machine = other.machine if other.machine.model_fields_set else self.machine
         per_record = {}
         for key in PER_RECORD:
             merged = {cid: dict(per) for cid, per in getattr(self.run, key).items()}
             for claim_id, per_backend in getattr(other.run, key).items():
-                merged.setdefault(claim_id, {}).update({b: v for b, v in per_backend.items() if (claim_id, b) not in kept})
+                merged.setdefault(claim_id, {}).update(
+                    {b: v for b, v in per_backend.items() if (claim_id, b) not in kept}
+                )
             per_record[key] = merged
         latest = other.run if other.run.model_fields_set else self.run
         self.run = RunHeader.model_validate({**latest.model_dump(exclude_unset=True), **per_record})
         for claim_id, per_backend in other.records.items():
-            self.records.setdefault(claim_id, {}).update({b: r for b, r in per_backend.items() if (claim_id, b) not in kept})
+            self.records.setdefault(claim_id, {}).update(
+                {b: r for b, r in per_backend.items() if (claim_id, b) not in kept}
+            )
         absent = {name for name, version in (self.run.backends or {}).items() if version is None}
         for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
             per_backend = self.records[claim_id]
@@ -239,7 +272,8 @@ class ResultsFile:
                 self.claims[claim_id] = meta
             else:  # a claim this run could not compute here: keep what earlier runs recorded of it
                 self.claims[claim_id] = ClaimMeta.model_validate(
-                    {**self.claims[claim_id].model_dump(exclude_unset=True), **meta.model_dump(exclude_unset=True)})
+                    {**self.claims[claim_id].model_dump(exclude_unset=True), **meta.model_dump(exclude_unset=True)}
+                )
         self.outputs.update(other.outputs)
 
 
@@ -247,7 +281,9 @@ def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 0 (no version field, records as a flat list) to schema 1."""
     records: dict[str, dict[str, Any]] = {}
     for item in data.get("records", []) if isinstance(data.get("records"), list) else []:
-        records.setdefault(item["claim"], {})[item.get("backend", NO_BACKEND_NAME)] = {k: v for k, v in item.items() if k not in ("claim", "backend")}
+        records.setdefault(item["claim"], {})[item.get("backend", NO_BACKEND_NAME)] = {
+            k: v for k, v in item.items() if k not in ("claim", "backend")
+        }
     if isinstance(data.get("records"), dict):
         records = data["records"]
     return {**data, "schema_version": 1, "records": records, "outputs": data.get("outputs", {})}
@@ -319,18 +355,27 @@ def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
     is `defined_at`, so that `source` names one thing nowhere and the record says what it means."""
     claims = data.get("claims")
     if isinstance(claims, dict):
-        claims = {cid: ({("defined_at" if k == "source" else k): v for k, v in meta.items()} if isinstance(meta, dict) else meta)
-                  for cid, meta in claims.items()}
+        claims = {
+            cid: (
+                {("defined_at" if k == "source" else k): v for k, v in meta.items()} if isinstance(meta, dict) else meta
+            )
+            for cid, meta in claims.items()
+        }
         data = {**data, "claims": claims}
     return {**data, "schema_version": 4}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: update_to_1, 2: update_to_2, 3: update_to_3,
-                                                                      4: update_to_4}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: update_to_1,
+    2: update_to_2,
+    3: update_to_3,
+    4: update_to_4,
+}
 
 
 def hardware(results: "ResultsFile") -> dict[str, Any]:
-    """The hardware a file's machine fingerprint names (verified_book.records.identity.HARDWARE); empty where it names none."""
+    """The hardware a file's machine fingerprint names (verified_book.records.identity.HARDWARE); empty where it names
+    none."""
     return identity.hardware_of(results.machine.fingerprint)
 
 
@@ -345,7 +390,8 @@ def machine_words(results: "ResultsFile") -> str:
 
 
 def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
-    """Why `update` may not be merged into `current`: another machine (its id), or other hardware; None if it is the one."""
+    """Why `update` may not be merged into `current`: another machine (its id), or other hardware; None if it is the
+    one."""
     old, new = hardware(current), hardware(update)
     if not ((old or current.machine.id) and (new or update.machine.id)):
         return None  # one of them does not say which machine it is (records made by hand): nothing to tell apart
@@ -356,16 +402,20 @@ def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
         if not changes:
             return None
         why = f"the same id on other hardware ({'; '.join(changes)})"
-    return (f"holds the records of {machine_words(current)}, and this is {machine_words(update)}: {why}. Two machines "
-            "never share a results file: give this machine a name of its own (its identity file, "
-            f"{identity.default_path()}, or --machine=NAME), or, if it is that machine and lost its identity, "
-            "take it back with  verified-book machine --adopt FILE")
+    return (
+        f"holds the records of {machine_words(current)}, and this is {machine_words(update)}: {why}. Two machines "
+        "never share a results file: give this machine a name of its own (its identity file, "
+        f"{identity.default_path()}, or --machine=NAME), or, if it is that machine and lost its identity, "
+        "take it back with  verified-book machine --adopt FILE"
+    )
 
 
 def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
     version = data.get("schema_version", 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise ResultsError(f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}")
+        raise ResultsError(
+            f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}"
+        )
     if version > SCHEMA_VERSION:
         raise NewerSchema(
             f"{where}: written by schema version {version} (a newer verified-book), this checkout reads up to "
@@ -377,8 +427,9 @@ def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
         try:
             data = MIGRATIONS[version](data)
         except Exception as e:  # a malformed old file is refused, not half-migrated
-            raise ResultsError(f"{where}: cannot be migrated to schema version {version}: "
-                               f"{type(e).__name__}: {_show(str(e))}") from None
+            raise ResultsError(
+                f"{where}: cannot be migrated to schema version {version}: {type(e).__name__}: {_show(str(e))}"
+            ) from None
     return data
 
 
@@ -463,8 +514,11 @@ def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[
     except ValidationError as e:
         return None, record.problems(e, where)
     if known_claims is not None:
-        problems += [f"{where}: records[{claim_id!r}] names no claim of this book"
-                     for claim_id in doc.records if claim_id not in known_claims]
+        problems += [
+            f"{where}: records[{claim_id!r}] names no claim of this book"
+            for claim_id in doc.records
+            if claim_id not in known_claims
+        ]
     return (doc if not problems else None), problems
 
 
@@ -500,16 +554,24 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
     doc, problems = parse(data, where, known_claims)
     if doc is not None and doc.slug != path.stem:
-        problems.append(f"{where}: holds the results of machine {_show(doc.slug)}; "
-                        f"a machine's file is named after its slug ({doc.slug}.json)")
+        problems.append(
+            f"{where}: holds the results of machine {_show(doc.slug)}; "
+            f"a machine's file is named after its slug ({doc.slug}.json)"
+        )
     if problems or doc is None:
-        if isinstance(data, dict) and isinstance(data.get("schema_version"), int) and data["schema_version"] > SCHEMA_VERSION:
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("schema_version"), int)
+            and data["schema_version"] > SCHEMA_VERSION
+        ):
             migrate(data, where)  # raises NewerSchema: a newer file is left alone, never set aside
         raise ResultsError("\n".join(problems))
     return ResultsFile.from_document(doc)
 
 
-def read_all(results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None) -> dict[str, ResultsFile]:
+def read_all(
+    results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None
+) -> dict[str, ResultsFile]:
     """Every readable results file by slug; a bad file is reported through `warn` and skipped."""
     out: dict[str, ResultsFile] = {}
     for path in sorted(results_dir.glob("*.json")):
@@ -558,8 +620,9 @@ def dumps(results: ResultsFile) -> str:
     return json.dumps(results.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None,
-               timeout: float = 120) -> ResultsFile:
+def merge_into(
+    path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None, timeout: float = 120
+) -> ResultsFile:
     """Merge `update` into the file at `path` under a lock, atomically; return what was written.
 
     A corrupt existing file is moved aside to `<name>.corrupt-<time>` and reported, never
@@ -593,5 +656,6 @@ def merge_into(path: Path, update: ResultsFile, warn: Callable[[str], None] = la
             _atomic_write(path, dumps(current))
             return current
     except Timeout:
-        raise ResultsError(f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; "
-                           "nothing was merged") from None
+        raise ResultsError(
+            f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; nothing was merged"
+        ) from None

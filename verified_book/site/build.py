@@ -8,6 +8,7 @@ page's Markdown and `read_results` for the machines' files, so a figure is marke
 with the marks' stylesheet and script, into the book's pages folder (`write_pages`): a generator that
 runs no plugin builds them as any page, and the extension fills their blocks from `PAGES_FILE`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,8 +45,14 @@ def without_mark(text: str) -> str:
     return rest if GENERATED in first else text
 
 
-def render_page(markdown: str, path: Path, root: Path, pages: Mapping[Path, Page], context: render.Context,
-                verdicts: provenance.Verdicts) -> render.RenderedPage:
+def render_page(
+    markdown: str,
+    path: Path,
+    root: Path,
+    pages: Mapping[Path, Page],
+    context: render.Context,
+    verdicts: provenance.Verdicts,
+) -> render.RenderedPage:
     """One page's step: its Markdown with a placeholder for each bound figure, and the HTML each stands for.
 
     `path` is the page's file; its bindings (file:line) come from the book's pages read once (`pages`,
@@ -64,7 +71,7 @@ def with_line(where: str, what: str, root: Path) -> str:
     """`file:line` for a results-file problem: the line of the record it names, when it names one."""
     if ":" in Path(where).name or not what.startswith("records["):
         return where
-    key = what.split("]", 1)[0][len("records["):].strip("'\"")
+    key = what.split("]", 1)[0][len("records[") :].strip("'\"")
     try:
         for number, line in enumerate((root / where).read_text(encoding="utf-8").splitlines(), 1):
             if f'"{key}"' in line:
@@ -83,8 +90,13 @@ class Results:
     read: list[Path] = field(default_factory=list)  # the files read, for `stamp`
 
 
-def read_results(book: BookConfig, results_dir: Path | None, shown_dir: str, problem: Callable[[Problem], None],
-                 info: Callable[[str], None]) -> Results:
+def read_results(
+    book: BookConfig,
+    results_dir: Path | None,
+    shown_dir: str,
+    problem: Callable[[Problem], None],
+    info: Callable[[str], None],
+) -> Results:
     """Every machine's results file, committed and (unless the build is pointed at a results folder:
     `results_dir`, or CLAIMS_RESULTS_DIR as tests set) this clone's own. `shown_dir` names the folder in
     messages; each problem is handed to `problem` with its file:line."""
@@ -102,8 +114,12 @@ def read_results(book: BookConfig, results_dir: Path | None, shown_dir: str, pro
             if SLUG_PATTERN.match(stem):
                 out.files[stem] = results
             else:
-                problem(Problem(f"{shown_dir}/{stem}.json", "the file name is not a machine slug (lower-case "
-                                                                   "letters, digits, '-', '_'); it is left out"))
+                problem(
+                    Problem(
+                        f"{shown_dir}/{stem}.json",
+                        "the file name is not a machine slug (lower-case letters, digits, '-', '_'); it is left out",
+                    )
+                )
     else:
         info(f"no results folder at {folder}: every figure shows as not yet verified")
     local = book.local_results
@@ -113,8 +129,14 @@ def read_results(book: BookConfig, results_dir: Path | None, shown_dir: str, pro
     return out
 
 
-def _read_local(book: BookConfig, local: Path, out: Results, problem: Callable[[Problem], None],
-                info: Callable[[str], None], results_problem: Callable[[str], None]) -> None:
+def _read_local(
+    book: BookConfig,
+    local: Path,
+    out: Results,
+    problem: Callable[[Problem], None],
+    info: Callable[[str], None],
+    results_problem: Callable[[str], None],
+) -> None:
     """This clone's own runs (`local_results` in book.toml, git-ignored), shown beside the committed
     machines; where this machine also has a committed file, the local one, newer, is shown."""
     from verified_book.site import machines as site_machines
@@ -122,12 +144,17 @@ def _read_local(book: BookConfig, local: Path, out: Results, problem: Callable[[
     shown = book.shown(local)
     for stem, results in read_all(local, results_problem).items():
         if not SLUG_PATTERN.match(stem):
-            problem(Problem(f"{shown}/{stem}.json", "the file name is not a machine slug "
-                                   "(lower-case letters, digits, '-', '_'); it is left out"))
+            problem(
+                Problem(
+                    f"{shown}/{stem}.json",
+                    "the file name is not a machine slug (lower-case letters, digits, '-', '_'); it is left out",
+                )
+            )
             continue
         name = site_machines.local_name(stem) if stem in out.files else stem
-        info(f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the "
-             "committed machines")
+        info(
+            f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the committed machines"
+        )
         out.files[name] = results
         out.local[name] = f"{shown}/{stem}.json"
 
@@ -153,16 +180,26 @@ class Written:
     assets: dict[str, str] = field(default_factory=dict)  # each asset's path in the pages folder: its sha256
 
     def dump(self) -> str:
-        return json.dumps({"settings": self.settings, "stamp": self.stamp, "assets": self.assets,
-                           "pages": {src: {"markdown": p.markdown, "blocks": p.blocks} for src, p in self.pages.items()}},
-                          indent=1, sort_keys=True)
+        return json.dumps(
+            {
+                "settings": self.settings,
+                "stamp": self.stamp,
+                "assets": self.assets,
+                "pages": {src: {"markdown": p.markdown, "blocks": p.blocks} for src, p in self.pages.items()},
+            },
+            indent=1,
+            sort_keys=True,
+        )
 
     @classmethod
     def load(cls, text: str) -> Written:
         data: dict[str, Any] = json.loads(text)
-        return cls(data["settings"], data["stamp"],
-                   {src: render.GeneratedPage(p["markdown"], p["blocks"]) for src, p in data["pages"].items()},
-                   data["assets"])
+        return cls(
+            data["settings"],
+            data["stamp"],
+            {src: render.GeneratedPage(p["markdown"], p["blocks"]) for src, p in data["pages"].items()},
+            data["assets"],
+        )
 
 
 def digest(text: str) -> str:
@@ -189,8 +226,10 @@ def write_pages(root: Path, docs: Path, written: Written, assets: Mapping[str, P
         texts[docs / src] = with_mark(src, text)
     own = [str(path) for path in texts if path.exists() and not marked(path)]
     if own:
-        raise FileExistsError(f"{', '.join(own)}: the book's own file of the name of a page or asset the engine "
-                              f"generates; {PAGES_COMMAND} writes nothing over it (rename the book's file)")
+        raise FileExistsError(
+            f"{', '.join(own)}: the book's own file of the name of a page or asset the engine "
+            f"generates; {PAGES_COMMAND} writes nothing over it (rename the book's file)"
+        )
     texts[root / PAGES_FILE] = written.dump()
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)

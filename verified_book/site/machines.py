@@ -4,6 +4,7 @@ Plain functions from results files (untrusted: every string is escaped) and the 
 bindings to Markdown with placeholder tokens and the HTML they stand for, like
 `verified_book.site.render` does for a chapter.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -33,9 +34,15 @@ from verified_book.vocabulary import CONTENDED, Status
 
 COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
 FINGERPRINT_FIELDS = (
-    ("cpu", "CPU"), ("arch", "architecture"), ("cores", "logical cores"), ("memory_gb", "memory (GB)"),
-    ("gpu", "accelerator"), ("gpu_memory_gb", "accelerator memory (GB)"), ("compute_capability", "compute capability"),
-    ("driver", "driver"), ("os", "operating system"),
+    ("cpu", "CPU"),
+    ("arch", "architecture"),
+    ("cores", "logical cores"),
+    ("memory_gb", "memory (GB)"),
+    ("gpu", "accelerator"),
+    ("gpu_memory_gb", "accelerator memory (GB)"),
+    ("compute_capability", "compute capability"),
+    ("driver", "driver"),
+    ("os", "operating system"),
 )
 
 
@@ -129,27 +136,38 @@ def _fingerprint(results: ResultsFile) -> str:
     absent = [str(k) for k, v in backends.items() if not _scalar(v)]
     rows.append(("backends present", ", ".join(present) or None))
     rows.append(("backends absent", ", ".join(absent) or None))
-    cells = "".join(f"<tr><th scope=\"row\">{esc(label)}</th><td>{esc(short(value, 300))}</td></tr>"
-                    for label, value in rows if value)
+    cells = "".join(
+        f'<tr><th scope="row">{esc(label)}</th><td>{esc(short(value, 300))}</td></tr>' for label, value in rows if value
+    )
     return f'<div class="vb-scroll" data-vb-scroll><table class="vb-fingerprint"><tbody>{cells}</tbody></table></div>'
 
 
 def _counts_html(counts: Mapping[str, int]) -> str:
     items = "".join(
         f'<li data-status="{s}">{mark(s)}<span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>'
-        for s in (*COUNTED, UNVERIFIED) if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
+        for s in (*COUNTED, UNVERIFIED)
+        if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
     )
     total = sum(counts.values())
-    return f'<p class="vb-counts__of">The book\'s {total} printed figures on this machine:</p><ul class="vb-counts">{items}</ul>'
+    return (
+        f'<p class="vb-counts__of">The book\'s {total} printed figures on this machine:</p>'
+        f'<ul class="vb-counts">{items}</ul>'
+    )
 
 
-def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[str, int]], quiet: Collection[str] = (),
-              local: Collection[str] = ()) -> str:
+def _overview(
+    results: Mapping[str, ResultsFile],
+    counted: Mapping[str, Mapping[str, int]],
+    quiet: Collection[str] = (),
+    local: Collection[str] = (),
+) -> str:
     # a column for contended measurements only where a machine has one: most never do, and the table must fit
-    columns = [s for s in (*COUNTED, UNVERIFIED)
-               if s not in (CONTENDED, UNVERIFIED) or any(c.get(s) for c in counted.values())]
-    head = "".join(f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>'
-                   for s in columns)
+    columns = [
+        s for s in (*COUNTED, UNVERIFIED) if s not in (CONTENDED, UNVERIFIED) or any(c.get(s) for c in counted.values())
+    ]
+    head = "".join(
+        f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>' for s in columns
+    )
     rows = []
     for slug in sorted(results):
         rf = results[slug]
@@ -159,17 +177,23 @@ def _overview(results: Mapping[str, ResultsFile], counted: Mapping[str, Mapping[
         cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in columns)
         when = esc(date[:10])
         if slug in quiet:
-            when += (f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
-                     f"{LABELS[NOT_REPORTED]}</span>")
+            when += (
+                f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
+                f"{LABELS[NOT_REPORTED]}</span>"
+            )
         if slug in local:
             when += ' <span class="vb-local" data-local>this clone\'s run, not contributed</span>'
-        rows.append(f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}'
-                    f'{" data-local" if slug in local else ""}>'
-                    f'<th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
-                    f"<td>{esc(what)}</td><td>{when}</td>{cells}</tr>")
-    return ('<div class="vb-scroll" data-vb-scroll><table class="vb-overview"><thead><tr><th scope="col">machine</th>'
-            f'<th scope="col">hardware</th><th scope="col">latest run</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+        rows.append(
+            f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}'
+            f"{' data-local' if slug in local else ''}>"
+            f'<th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
+            f"<td>{esc(what)}</td><td>{when}</td>{cells}</tr>"
+        )
+    return (
+        '<div class="vb-scroll" data-vb-scroll><table class="vb-overview"><thead><tr><th scope="col">machine</th>'
+        f'<th scope="col">hardware</th><th scope="col">latest run</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 #: how the site names this clone's run of a machine that also has a committed file
@@ -182,9 +206,11 @@ def local_name(slug: str) -> str:
 
 
 def _local_note(where: str) -> str:
-    return (f'<p class="vb-local" data-local>This clone\'s run, not contributed: <code>{esc(where)}</code>, which git '
-            "ignores. It reaches the published book once <code>verified-book contribute</code> has merged it into the "
-            "committed results and a pull request has been merged.</p>")
+    return (
+        f'<p class="vb-local" data-local>This clone\'s run, not contributed: <code>{esc(where)}</code>, which git '
+        "ignores. It reaches the published book once <code>verified-book contribute</code> has merged it into the "
+        "committed results and a pull request has been merged.</p>"
+    )
 
 
 def anchor(slug: str) -> str:
@@ -200,18 +226,25 @@ def markdown_text(text: str) -> str:
 def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
     per_backend = rf.records.get(claim_id)
     if not per_backend:
-        return UNVERIFIED, (f'<td data-status="{UNVERIFIED}" title="no record on this machine">'
-                            '<span class="vb-cell">—</span></td>')
+        return UNVERIFIED, (
+            f'<td data-status="{UNVERIFIED}" title="no record on this machine"><span class="vb-cell">—</span></td>'
+        )
     status = claim_status_on(per_backend, rf, claim_id)
-    detail = "; ".join(
-        f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items())
+    detail = "; ".join(f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items()))
+    return status, (
+        f'<td data-status="{esc(status)}" title="{esc(short(detail, 600))}">'
+        f'<span class="vb-cell">{mark(status)}{esc(label(status))}</span></td>'
     )
-    return status, (f'<td data-status="{esc(status)}" title="{esc(short(detail, 600))}">'
-                    f'<span class="vb-cell">{mark(status)}{esc(label(status))}</span></td>')
 
 
-def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
-            chapters: Mapping[str, Chapter], sources: Mapping[str, str], repo_url: str | None) -> str:
+def _matrix(
+    results: Mapping[str, ResultsFile],
+    book: Book,
+    claim_ids: Iterable[str],
+    chapters: Mapping[str, Chapter],
+    sources: Mapping[str, str],
+    repo_url: str | None,
+) -> str:
     slugs = sorted(results)
     printed: dict[str, list[str]] = {}
     for binding in book.bindings():
@@ -225,9 +258,13 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
     for claim_id in sorted(ids):
         files = printed.get(claim_id, [])
         keys = " ".join(chapter_keys.get(f, "c-other") for f in files) or "none"
-        where = ", ".join(
-            f'<a href="{esc(chapters[f].href)}">{esc(chapters[f].title)}</a>' if f in chapters else esc(f) for f in files
-        ) or '<span class="vb-muted">not printed</span>'
+        where = (
+            ", ".join(
+                f'<a href="{esc(chapters[f].href)}">{esc(chapters[f].title)}</a>' if f in chapters else esc(f)
+                for f in files
+            )
+            or '<span class="vb-muted">not printed</span>'
+        )
         statuses, cells = [], []
         for slug in slugs:
             status, cell = _cell(claim_id, results[slug])
@@ -240,9 +277,7 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
             f'<th scope="row"><code>{esc(claim_id)}</code>{note}{link}</th><td>{where}</td>{"".join(cells)}</tr>'
         )
     options = "".join(f'<option value="{chapter_keys[f]}">{esc(c.title)}</option>' for f, c in chapters.items())
-    status_options = "".join(
-        f'<option value="{s}">{LABELS[s]}</option>' for s in (*COUNTED, UNVERIFIED)
-    )
+    status_options = "".join(f'<option value="{s}">{LABELS[s]}</option>' for s in (*COUNTED, UNVERIFIED))
     head = "".join(f'<th scope="col"><a href="#{esc(anchor(s))}">{esc(s)}</a></th>' for s in slugs)
     return (
         '<div class="vb-matrix" data-vb-matrix>'
@@ -255,14 +290,22 @@ def _matrix(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[
         "</div>"
         f'<div class="vb-matrix__scroll">{MATRIX_TABLE}'
         f'<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div></div>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></div>"
     )
 
 
-def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: Iterable[str],
-                    chapters: Mapping[str, Chapter], sources: Mapping[str, str] | None = None,
-                    repo_url: str | None = None, plots_href: str | None = None, quiet: Collection[str] = (),
-                    report_within_days: int = 8, local: Mapping[str, str] | None = None) -> GeneratedPage:
+def render_machines(
+    results: Mapping[str, ResultsFile],
+    book: Book,
+    claim_ids: Iterable[str],
+    chapters: Mapping[str, Chapter],
+    sources: Mapping[str, str] | None = None,
+    repo_url: str | None = None,
+    plots_href: str | None = None,
+    quiet: Collection[str] = (),
+    report_within_days: int = 8,
+    local: Mapping[str, str] | None = None,
+) -> GeneratedPage:
     """The machines page: one section per machine, then the claims × machines matrix."""
     claim_ids = list(claim_ids)
     local = local or {}
@@ -281,33 +324,58 @@ def render_machines(results: Mapping[str, ResultsFile], book: Book, claim_ids: I
 
     lines = ["# Machines", ""]
     if not results:
-        lines += ["No machine has verified the book yet: every figure shows as not yet verified. "
-                  "Run the suite on yours and its results file appears here.", ""]
+        lines += [
+            "No machine has verified the book yet: every figure shows as not yet verified. "
+            "Run the suite on yours and its results file appears here.",
+            "",
+        ]
     else:
         plots = f" The [plots]({plots_href}) draw what they measured." if plots_href else ""
-        clone = (" Machines marked *this clone's run* are this checkout's own records, not contributed: they "
-                 "show here and nowhere else." if local else "")
+        clone = (
+            " Machines marked *this clone's run* are this checkout's own records, not contributed: they "
+            "show here and nowhere else."
+            if local
+            else ""
+        )
         lines += [
             f"Each machine below ran the book's suite and committed its results file. Its counts are of the "
             f"book's {bound} printed figures, each counted once, in the mark its panel shows for that machine "
             f"(the worst of its backends; skipped where every backend there skipped it), so each row adds up to "
             f"{bound}; the marks on the pages combine every machine. The matrix at the end counts claims, "
-            f"one claim for each value the figures print.{plots}{clone}", "", put(_overview(results, counted, quiet, local)), "",
+            f"one claim for each value the figures print.{plots}{clone}",
+            "",
+            put(_overview(results, counted, quiet, local)),
+            "",
         ]
         if quiet:
-            lines += [f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
-                      f"{report_within_days} days: its last results are shown, and the others are published "
-                      "without waiting for it.", ""]
+            lines += [
+                f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
+                f"{report_within_days} days: its last results are shown, and the others are published "
+                "without waiting for it.",
+                "",
+            ]
         for slug in sorted(results):
-            quiet_note = (f'<p class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
-                          f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
-                          if slug in quiet else "")
+            quiet_note = (
+                f'<p class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
+                f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
+                if slug in quiet
+                else ""
+            )
             local_note = _local_note(local[slug]) if slug in local else ""
-            lines += [f"## {markdown_text(slug)} {{ #{anchor(slug)} }}", "",
-                      put(local_note + quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])), ""]
-    lines += ["## Claims × machines { #claims-by-machine }", "",
-              f"Every one of the book's {len(claim_ids)} claims against every machine: a claim's cell shows the "
-              "worst status of its records on that machine's backends; hover a cell for each backend's value. "
-              "Filter by the chapter that prints a claim, or by status.", "",
-              put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url)), ""]
+            lines += [
+                f"## {markdown_text(slug)} {{ #{anchor(slug)} }}",
+                "",
+                put(local_note + quiet_note + _counts_html(counted[slug]) + _fingerprint(results[slug])),
+                "",
+            ]
+    lines += [
+        "## Claims × machines { #claims-by-machine }",
+        "",
+        f"Every one of the book's {len(claim_ids)} claims against every machine: a claim's cell shows the "
+        "worst status of its records on that machine's backends; hover a cell for each backend's value. "
+        "Filter by the chapter that prints a claim, or by status.",
+        "",
+        put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url)),
+        "",
+    ]
     return GeneratedPage("\n".join(lines), blocks)

@@ -9,6 +9,7 @@ builds the site (its main module, its threads) is imported or copied again.
 Where the child cannot give a page back, the page is drawn in the building process instead,
 so a drawing error surfaces there, once, with its own traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,13 @@ class Drawing:
         # the book's root first on the path, as the building process has it, to import the book's package
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
         self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", __name__, where, str(self._given)], cwd=root, env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            [sys.executable, "-m", __name__, where, str(self._given)],
+            cwd=root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         if results is not None:
             self.give(results)
 

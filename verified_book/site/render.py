@@ -11,6 +11,7 @@ text), its verdict stands; where the text has changed since, the recorded value 
 compared with the new text the way the engine compares them. Every string read from
 a results file is untrusted (results arrive by pull request) and is escaped.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -237,8 +238,7 @@ def _entry_for(binding: Binding, record: Record) -> FigureVerdict | None:
     return None
 
 
-def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
-            record: Record) -> Measurement:
+def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record."""
     measured = _measure(binding, claim, results, backend, record)
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
@@ -246,8 +246,12 @@ def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend
     why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
     if why is None:
         return _contended(measured, record)
-    return replace(measured, status=Status.OUTDATED.value, rejudged=False,
-                   message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}")
+    return replace(
+        measured,
+        status=Status.OUTDATED.value,
+        rejudged=False,
+        message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}",
+    )
 
 
 def _contended(measured: Measurement, record: Record) -> Measurement:
@@ -256,12 +260,15 @@ def _contended(measured: Measurement, record: Record) -> Measurement:
     why = contended_why(measured.status, record)
     if why is None:
         return measured
-    return replace(measured, status=CONTENDED, message=f"recorded {measured.status}, but measured while {why}: "
-                   "not this machine's figure until a quiet run measures it again")
+    return replace(
+        measured,
+        status=CONTENDED,
+        message=f"recorded {measured.status}, but measured while {why}: "
+        "not this machine's figure until a quiet run measures it again",
+    )
 
 
-def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str,
-             record: Record) -> Measurement:
+def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record) -> Measurement:
     raw_status = record.status
     value = record.value
     message = record.message or ""
@@ -285,8 +292,11 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
     if claim is not None and value is not None and binding.printed is not None:
         outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=recorded_reads(record))
         verdict = judge(binding, outcome, machine_of(results))
-        note = (f"the text changed since this run; its recorded value {show_value(value)} "
-                + ("rounds to the printed figure" if verdict.status == Status.VERIFIED else f"makes the figure {verdict.status}"))
+        note = f"the text changed since this run; its recorded value {show_value(value)} " + (
+            "rounds to the printed figure"
+            if verdict.status == Status.VERIFIED
+            else f"makes the figure {verdict.status}"
+        )
         return Measurement(status=verdict.status, message=note, rejudged=True, **base)
     return Measurement(status=status_of(raw_status), message=message, **base)
 
@@ -297,8 +307,15 @@ def recorded_reads(record: Record) -> list[inputs.Read]:
     reads: list[inputs.Read] = []
     for entry in record.inputs or []:
         if isinstance(entry, DataInput):
-            reads.append(inputs.Input(entry.file, entry.key, from_json(entry.value), entry.line or 0,
-                                      measured_on=inputs.measured_on(entry.file, entry.key)))
+            reads.append(
+                inputs.Input(
+                    entry.file,
+                    entry.key,
+                    from_json(entry.value),
+                    entry.line or 0,
+                    measured_on=inputs.measured_on(entry.file, entry.key),
+                )
+            )
     return reads
 
 
@@ -339,8 +356,7 @@ def source_link(source: str | None, repo_url: str | None) -> str:
     if not repo_url:
         return f'<span class="vb-panel__source">computed by <code>{esc(source)}</code></span>'
     href = f"{repo_url.rstrip('/')}/blob/main/{quote(match.group('path'))}#L{match.group('line')}"
-    return (f'<span class="vb-panel__source">computed by <a href="{esc(href)}">'
-            f'<code>{esc(source)}</code></a></span>')
+    return f'<span class="vb-panel__source">computed by <a href="{esc(href)}"><code>{esc(source)}</code></a></span>'
 
 
 def pretty(text: str) -> str:
@@ -360,8 +376,10 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
     python = versions.get("python") or ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
     note = f'<span class="vb-quiet" data-status="{NOT_REPORTED}">{LABELS[NOT_REPORTED]}</span>' if quiet else ""
-    return (f'<span class="vb-machine__name">{esc(slug)}</span>'
-            f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>{note}')
+    return (
+        f'<span class="vb-machine__name">{esc(slug)}</span>'
+        f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>{note}'
+    )
 
 
 def _row_note(m: Measurement) -> str:
@@ -384,12 +402,15 @@ def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> str:
             if record.status not in (Status.SKIPPED, Status.FAILED):
                 found.append(f"{esc(slug)} ({esc(backend)}) {esc(show_value(record.value))}")
     measured = "; ".join(found) if found else "no machine has measured it yet"
-    return (f'<span class="vb-panel__here">The same quantity measured on the book\'s machines '
-            f'(<code>{esc(claim_id)}</code>): {measured}.</span>')
+    return (
+        f'<span class="vb-panel__here">The same quantity measured on the book\'s machines '
+        f"(<code>{esc(claim_id)}</code>): {measured}.</span>"
+    )
 
 
-def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
-                 quiet: Collection[str] = ()) -> str:
+def render_panel(
+    view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str, quiet: Collection[str] = ()
+) -> str:
     """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
 
     Its own element name (`vb-panel`, phrasing content like a span) keeps it whole out of the
@@ -415,8 +436,10 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
     if view.claim is not None and view.claim.measured_here:
         parts.append(_measured_here(view.claim.measured_here, results))
     if not view.measurements:
-        parts.append('<span class="vb-panel__none">No machine has recorded this claim yet: '
-                     "run the suite on yours to verify it.</span>")
+        parts.append(
+            '<span class="vb-panel__none">No machine has recorded this claim yet: '
+            "run the suite on yours to verify it.</span>"
+        )
     by_machine: dict[str, list[Measurement]] = {}
     for m in view.measurements:
         by_machine.setdefault(m.machine, []).append(m)
@@ -444,8 +467,9 @@ def render_panel(view: FigureView, results: Mapping[str, ResultsFile], repo_url:
         if skipped:
             reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
             names = ", ".join(esc(m.backend) for m in skipped)
-            parts.append(f'<span class="vb-row__skipped" title="{esc(short(reasons, 600))}">'
-                         f"not run here: {names}</span>")
+            parts.append(
+                f'<span class="vb-row__skipped" title="{esc(short(reasons, 600))}">not run here: {names}</span>'
+            )
         parts.append("</span>")
     parts.append(source_link(view.source, repo_url))
     parts.append("</vb-panel>")
@@ -458,8 +482,14 @@ FIGURE_MARK = '<span class="vb-fig__mark" aria-hidden="true"></span>'
 SCREEN_READER = '<span class="vb-sr" data-search-exclude>'
 
 
-def render_figure(view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str,
-                  in_code: bool = False, quiet: Collection[str] = ()) -> str:
+def render_figure(
+    view: FigureView,
+    results: Mapping[str, ResultsFile],
+    repo_url: str | None,
+    uid: str,
+    in_code: bool = False,
+    quiet: Collection[str] = (),
+) -> str:
     """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
     b = view.binding
     text = esc(b.text) if in_code else pretty(b.text)
@@ -479,9 +509,10 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
     message = message.replace("](claim:", "] (claim ")  # the build log has the exact syntax; the page shows no link
     claim_attr = f' data-claim-error="{esc(claim_id)}"' if claim_id else ' data-claim-error=""'
     return (
-        f'<span class="vb-fig" data-status="{BROKEN_BINDING}"{claim_attr} tabindex="0" title="{esc(short(message, 300))}">'
+        f'<span class="vb-fig" data-status="{BROKEN_BINDING}"{claim_attr} tabindex="0" '
+        f'title="{esc(short(message, 300))}">'
         f'<span class="vb-fig__text">{shown}</span>{FIGURE_MARK}'
-        f'{SCREEN_READER} (broken figure: {esc(short(message, 300))})</span></span>'
+        f"{SCREEN_READER} (broken figure: {esc(short(message, 300))})</span></span>"
     )
 
 
@@ -498,11 +529,15 @@ def render_legend(machines_href: str | None = None) -> str:
     rows = []
     for status in LEGEND_ORDER:
         glyph, shape = SHAPES[status]
-        sample = (f'<span class="vb-fig vb-fig--sample" data-status="{status}"><span class="vb-fig__text">16.6</span>'
-                  f'{FIGURE_MARK}</span>')
-        rows.append(f'<tr data-status="{status}"><td>{sample}</td><th scope="row">{esc(LABELS[status])}</th>'
-                    f'<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {esc(shape)}</td>'
-                    f"<td>{esc(MEANINGS[status])}.</td></tr>")
+        sample = (
+            f'<span class="vb-fig vb-fig--sample" data-status="{status}"><span class="vb-fig__text">16.6</span>'
+            f"{FIGURE_MARK}</span>"
+        )
+        rows.append(
+            f'<tr data-status="{status}"><td>{sample}</td><th scope="row">{esc(LABELS[status])}</th>'
+            f'<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {esc(shape)}</td>'
+            f"<td>{esc(MEANINGS[status])}.</td></tr>"
+        )
     glyph, shape = SHAPES[NOT_REPORTED]
     machines = f'<a href="{esc(machines_href)}">machines page</a>' if machines_href else "machines page"
     return (
@@ -612,8 +647,19 @@ def render_markdown(markdown: str, page: Page, context: Context, line_offset: in
             continue
         if match and match.group("info").strip().lower().startswith("output"):
             end = _closing(lines, index, match.group("fence"))
-            result.extend(_output_block(lines, index, end, match, by_line, context, tokens, out,
-                                        snippet_of(match.group("info"), last_include)))
+            result.extend(
+                _output_block(
+                    lines,
+                    index,
+                    end,
+                    match,
+                    by_line,
+                    context,
+                    tokens,
+                    out,
+                    snippet_of(match.group("info"), last_include),
+                )
+            )
             index = end + 1
             continue
         if match:
@@ -677,31 +723,44 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
 
 
 def _uid(token: str) -> str:
-    return "vbp-" + token[len("VBCLAIM"):].lower()
+    return "vbp-" + token[len("VBCLAIM") :].lower()
 
 
 def _inline(raw: str, bindings: list[Binding], context: Context, tokens: _Tokens, out: RenderedPage) -> str:
     for b in sorted(bindings, key=lambda x: x.column, reverse=True):
         span = _span(raw, b)
         if span is None:
-            out.problems.append(Problem(b.where, f"figure {b.text} ({b.claim_id}) is not where the book has it; "
-                                                 "the page changed during the build"))
+            out.problems.append(
+                Problem(
+                    b.where,
+                    f"figure {b.text} ({b.claim_id}) is not where the book has it; the page changed during the build",
+                )
+            )
             continue
         token = tokens.next()
         out.fragments[token] = _figure_html(b, context, out, _uid(token), False)
         out.titles[token] = b.text
-        raw = raw[: span[0]] + token + raw[span[1]:]
+        raw = raw[: span[0]] + token + raw[span[1] :]
     return raw
 
 
-def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], by_line: dict[int, list[Binding]],
-                  context: Context, tokens: _Tokens, out: RenderedPage, snippet: str | None) -> list[str]:
+def _output_block(
+    lines: list[str],
+    start: int,
+    end: int,
+    match: re.Match[str],
+    by_line: dict[int, list[Binding]],
+    context: Context,
+    tokens: _Tokens,
+    out: RenderedPage,
+    snippet: str | None,
+) -> list[str]:
     """An output block as content tabs: the book's text with its figures, then each machine's output."""
     indent = match.group("indent")
     body: list[str] = []
     plain: list[str] = []
     for i in range(start + 1, end):
-        raw = lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip()
+        raw = lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip()
         shift = len(lines[i]) - len(raw)
         pieces: list[str] = []
         plain_pieces: list[str] = []
@@ -742,18 +801,22 @@ def _output_block(lines: list[str], start: int, end: int, match: re.Match[str], 
         took = f", ran in {seconds:.2f} s" if seconds is not None else ""
         if took and entry.how in RUN_HOW:
             took += f" {RUN_HOW[entry.how]}"
-        caption = (f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
-                   f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>")
+        caption = (
+            f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
+            f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>"
+        )
         # a machine's run repeats the book's text: the site's search indexes the book's block alone
-        out.blocks[token] = (f'<div class="vb-output__run" data-search-exclude>{caption}'
-                             f'{_code_block(esc(text), text, "vb-output vb-output--machine")}</div>')
+        out.blocks[token] = (
+            f'<div class="vb-output__run" data-search-exclude>{caption}'
+            f"{_code_block(esc(text), text, 'vb-output vb-output--machine')}</div>"
+        )
         label = esc(slug).replace("\\", "&#92;")
         result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
     return result
 
 
 def _code_block(inner_html: str, plain: str, classes: str) -> str:
-    return (f'<div class="highlight {classes}" data-copy="{esc(plain)}"><pre><code>{inner_html}</code></pre></div>')
+    return f'<div class="highlight {classes}" data-copy="{esc(plain)}"><pre><code>{inner_html}</code></pre></div>'
 
 
 _CLAIM_HREF = re.compile(r'<a\b[^>]*\bhref="\s*claim:(?P<id>[^"]*)"[^>]*>(?P<text>.*?)</a>', re.DOTALL)
@@ -780,10 +843,17 @@ def fill(html_text: str, rendered: RenderedPage, where: str) -> tuple[str, list[
     for token in rendered.blocks.keys() - found:
         problems.append(Problem(where, "an output block was lost in conversion (is it inside raw HTML?)"))
     for token in rendered.fragments.keys() - found:
-        problems.append(Problem(where, f"figure {rendered.titles.get(token, '?')} was lost in conversion "
-                                       "(a binding inside raw HTML or a link?)"))
+        problems.append(
+            Problem(
+                where,
+                f"figure {rendered.titles.get(token, '?')} was lost in conversion "
+                "(a binding inside raw HTML or a link?)",
+            )
+        )
     lower = {token.lower(): _slug(text) for token, text in rendered.titles.items()}
-    html_text = _LOWER_TOKEN.sub(lambda m: lower.get(m.group(0), m.group(0)), html_text)  # a figure in a heading's anchor
+    html_text = _LOWER_TOKEN.sub(
+        lambda m: lower.get(m.group(0), m.group(0)), html_text
+    )  # a figure in a heading's anchor
 
     def slipped(m: re.Match[str]) -> str:
         message = f"a claim: link was not read as a binding: claim:{html.unescape(m.group('id'))}"
@@ -801,8 +871,9 @@ def separate_tab_labels(html_text: str) -> str:
     """Content tabs' labels with a space between them, so that text taken from the page (the search
     index, a copy) reads "The book cpu-x86_64-2c", not "The bookcpu-x86_64-2c"; as flex items they
     are laid out the same."""
-    return _TAB_LABELS.sub(lambda m: m.group(1) + m.group(2).replace("</label><label", "</label> <label") + m.group(3),
-                           html_text)
+    return _TAB_LABELS.sub(
+        lambda m: m.group(1) + m.group(2).replace("</label><label", "</label> <label") + m.group(3), html_text
+    )
 
 
 def _slug(text: str) -> str:

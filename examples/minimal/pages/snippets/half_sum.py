@@ -1,4 +1,5 @@
 """2048 + 1 in half precision: the sum rounds back to 2048."""
+
 import numpy as np
 
 a = np.float16(2048.0)

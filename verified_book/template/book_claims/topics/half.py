@@ -9,6 +9,7 @@ One claim of each kind:
 - measured: how long summing those FP16 ones takes on each backend, with the
   invariant that the sum is exact.
 """
+
 from __future__ import annotations
 
 import time
@@ -90,5 +91,7 @@ def sum_ms(backend: Backend) -> float:
             value = float(total.item())
             best = min(best, time.perf_counter() - start)
     if value != count:
-        raise InvariantFailed(f"{backend.name}: {count} FP16 ones summed in FP32 give {value}; FP32 holds {count} exactly")
+        raise InvariantFailed(
+            f"{backend.name}: {count} FP16 ones summed in FP32 give {value}; FP32 holds {count} exactly"
+        )
     return best * 1e3
