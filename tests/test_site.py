@@ -605,10 +605,10 @@ OVERFLOW = """() => {
   const root = document.documentElement;
   const wide = [...document.querySelectorAll('body *')].filter(e => {
     const r = e.getBoundingClientRect();
-    return r.width > 0 && r.right > root.clientWidth + 1 && !e.closest('[data-vb-scrolls], .md-sidebar, .md-search,
-    .vb-panel, .md-tooltip, .md-tooltip2');
-  }).slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}
-  right=${Math.round(e.getBoundingClientRect().right)}`);
+    return r.width > 0 && r.right > root.clientWidth + 1
+      && !e.closest('[data-vb-scrolls], .md-sidebar, .md-search, .vb-panel, .md-tooltip, .md-tooltip2');
+  }).slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} `
+    + `right=${Math.round(e.getBoundingClientRect().right)}`);
   return {scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, wide};
 }"""
 
@@ -833,8 +833,8 @@ CHART_TEXT = """() => [...document.querySelectorAll('svg.vb-plot__svg')].map(svg
     text: t.textContent.trim(), px: parseFloat(getComputedStyle(t).fontSize) * scale, r: t.getBoundingClientRect()}));
   const overlaps = [];
   texts.forEach((a, i) => texts.slice(i + 1).forEach(b => {
-    if (a.r.left < b.r.right - 0.5 && b.r.left < a.r.right - 0.5 && a.r.top < b.r.bottom - 0.5 && b.r.top < a.r.bottom
-    - 0.5)
+    if (a.r.left < b.r.right - 0.5 && b.r.left < a.r.right - 0.5
+        && a.r.top < b.r.bottom - 0.5 && b.r.top < a.r.bottom - 0.5)
       overlaps.push(`${a.text} / ${b.text}`);
   }));
   return {chart: svg.getAttribute('aria-label'), texts: texts.length,

@@ -9,8 +9,7 @@ run lock for the whole run, an advisory `fcntl.flock` on `machine.lock` in the l
 | a run is | it holds | so that |
 | --- | --- | --- |
 | working on untimed items | the lock shared | runs that time nothing never wait for each other |
-| timing the machine (measured claims, snippet runs) | the lock exclusively | nothing of this book runs beside its
-timings |
+| timing the machine (measured claims, snippets) | the lock alone | nothing of this book runs beside its timings |
 | waiting | nothing | two runs that both want to time never wait for each other |
 
 A run that finds the machine taken waits for it, saying so in one line, for at most
