@@ -129,29 +129,6 @@ def test_properdocs_builds_the_book_with_every_figure_marked(properdocs_site: tu
     assert "vb-legend-link" in (site / "index.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.browser
-def test_a_properdocs_chapter_opens_a_panel_on_click(properdocs_site: tuple[Path, Path], browser: Any) -> None:
-    """The first chapter as ProperDocs built it, at a desktop's width, a figure's panel opened by a click
-    (artifacts/screenshots/properdocs-1400-open.png)."""
-    _, site = properdocs_site
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with served(site) as base:
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            page = context.new_page()
-            page.goto(base + "gpus-and-precision/1-tensors-and-bandwidth.html", wait_until="load")
-            assert page.locator(".vb-panel:visible").count() == 0, "a panel shows before any figure is clicked"
-            figure = page.locator("p [data-claim]").first
-            figure.scroll_into_view_if_needed()
-            figure.click()
-            figure.locator(".vb-panel").wait_for(state="visible")
-            assert page.locator(".vb-panel:visible").count() == 1
-            page.wait_for_timeout(500)  # the panel fades in: the screenshot shows it whole
-            page.screenshot(path=str(SCREENSHOTS / "properdocs-1400-open.png"))
-        finally:
-            context.close()
-
-
 @pytest.fixture(scope="module")
 def zensical_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """This book built by Zensical after `verified-book pages`: (the book's copy, its site)."""
@@ -205,10 +182,13 @@ def test_zensical_refuses_pages_older_than_the_results(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-def test_a_zensical_chapter_opens_a_panel_on_click(zensical_site: tuple[Path, Path], browser: Any) -> None:
-    """The first chapter as Zensical built it, at a desktop's width, a figure's panel opened by a click
-    (artifacts/screenshots/zensical-1400-open.png)."""
-    _, site = zensical_site
+@pytest.mark.parametrize("generator", ["properdocs", "zensical"])
+def test_a_chapter_the_generator_built_opens_a_panel_on_click(
+    generator: str, request: pytest.FixtureRequest, browser: Any
+) -> None:
+    """The first chapter as ProperDocs or Zensical built it, at a desktop's width, a figure's panel opened by a click
+    (artifacts/screenshots/<generator>-1400-open.png)."""
+    _, site = request.getfixturevalue(f"{generator}_site")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with served(site) as base:
         context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -222,7 +202,7 @@ def test_a_zensical_chapter_opens_a_panel_on_click(zensical_site: tuple[Path, Pa
             figure.locator(".vb-panel").wait_for(state="visible")
             assert page.locator(".vb-panel:visible").count() == 1
             page.wait_for_timeout(500)  # the panel fades in: the screenshot shows it whole
-            page.screenshot(path=str(SCREENSHOTS / "zensical-1400-open.png"))
+            page.screenshot(path=str(SCREENSHOTS / f"{generator}-1400-open.png"))
         finally:
             context.close()
 
