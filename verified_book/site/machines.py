@@ -162,9 +162,10 @@ def _overview(
     local: Collection[str] = (),
 ) -> str:
     # a column for contended measurements only where a machine has one: most never do, and the table must fit
-    columns = [
-        s for s in (*COUNTED, UNVERIFIED) if s not in (CONTENDED, UNVERIFIED) or any(c.get(s) for c in counted.values())
-    ]
+    # what a figure can show where it holds or fails, always; the rest (outdated, contended, skipped, not yet
+    # verified) only where some machine has one, so that the overview fits beside the navigation
+    always = (Status.VERIFIED, Status.CITED, Status.STALE, Status.FAILED, Status.DISPUTED, Status.REFERENCE)
+    columns = [s for s in (*COUNTED, UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
     head = "".join(
         f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>' for s in columns
     )
