@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -244,3 +247,54 @@ def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None
             "0 not computed on this machine"
         ]
     )
+
+
+# Start-up: what a run imports is what its selection needs.
+
+#: libraries a run of the sample book imports only for a claim selected on them
+LIBRARIES = ("torch", "mlx", "jax", "transformers", "hypothesis")
+
+
+def _imports(pytester: pytest.Pytester, *args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules loaded once a fresh `pytest *args` in the sample book is done, and its run."""
+    script = (
+        "import sys, pytest\n"
+        "code = pytest.main(sys.argv[1:])\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "--no-results", *args],
+        cwd=pytester.path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(pytester.path), *sys.path])},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    (listed,) = [line for line in done.stdout.splitlines() if line.startswith("MODULES ")]
+    return set(listed.split()[1:]), done
+
+
+def _top_level(names: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in names}
+
+
+def test_help_opens_no_book_and_imports_no_backend(book: pytest.Pytester) -> None:
+    names, done = _imports(book, "--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "--no-results" in done.stdout, "the plugin's options are registered"
+    assert "sample_claims" not in _top_level(names), "configure registers options only: the topics are not loaded"
+    assert not _top_level(names) & set(LIBRARIES)
+
+
+def test_a_page_of_exact_claims_imports_no_backend_library(book: pytest.Pytester) -> None:
+    """A backend's library loads only for a claim selected on it; the machine's fingerprint needs none, and
+    hypothesis's plugin, which would import hypothesis at the end of every run, is let go."""
+    (book.path / "book" / "ratio.md").write_text("The ceiling is [16.6](claim:arith.ratio) tokens/s.\n")
+    names, done = _imports(book, "book/ratio.md")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "sample_claims.arith" in names, "the book's topics are loaded for the run"
+    assert not _top_level(names) & set(LIBRARIES), "nothing selected computes on a library"
+    names, done = _imports(book, "book/page.md")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "torch" in _top_level(names), "the page's square is computed on torch too"

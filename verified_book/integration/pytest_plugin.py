@@ -999,3 +999,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     costs about a third of a second, and afterwards only what the tests made since is walked.
     Objects made by the tests themselves are collected as usual."""
     gc.freeze()
+    _release_idle_hypothesis_plugin(session.config)
+
+
+#: the name under which hypothesis's pytest plugin registers itself (hypothesis's `pytest11` entry point)
+HYPOTHESIS_PLUGIN = "hypothesispytest"
+
+
+def _release_idle_hypothesis_plugin(config: pytest.Config) -> None:
+    """Unregister hypothesis's pytest plugin where no collected test can use it.
+
+    Where hypothesis is installed (the engine's own tests use it), its plugin imports all of
+    hypothesis at the end of every run to report statistics and observations: about a third of a
+    second on each check of a page, which imports nothing of hypothesis. A run whose collected
+    modules never imported hypothesis has no hypothesis test, so that work reports nothing."""
+    if "hypothesis" in sys.modules:
+        return
+    plugin = config.pluginmanager.get_plugin(HYPOTHESIS_PLUGIN)
+    if plugin is not None:
+        config.pluginmanager.unregister(plugin)
