@@ -425,7 +425,7 @@ def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> N
     view = render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert view.status == "outdated"
     panel = render.render_panel(view, {"alpha": rf}, None, "p")
-    assert "the claim&#x27;s code changed since this record was made (claims/topics/t.py:12)" in panel
+    assert "the claim&#39;s code changed since this record was made (claims/topics/t.py:12)" in panel
 
 
 def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,8 @@
 """The machines page: who verified the book, on what, and what each found, claim by claim.
 
-Plain functions from results files (untrusted: every string is escaped) and the book's
-bindings to Markdown with placeholder tokens and the HTML they stand for, like
-`verified_book.site.render` does for a chapter.
+Plain functions from results files (untrusted: the HTML is markupsafe's `Markup`, so every
+string is escaped as it is put in) and the book's bindings to Markdown with placeholder tokens
+and the HTML they stand for, like `verified_book.site.render` does for a chapter.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping
 
+from markupsafe import Markup, escape
+
 from verified_book.book.bindings import Book
 from verified_book.records.results import ResultsFile
 from verified_book.site.render import (
@@ -22,7 +24,6 @@ from verified_book.site.render import (
     VOCABULARY,
     GeneratedPage,
     claim_status_on,
-    esc,
     figure_view,
     label,
     mark,
@@ -56,7 +57,7 @@ class Chapter:
 
 
 #: the claims × machines matrix's table tag; it holds no other table (the site's search leaves it out)
-MATRIX_TABLE = '<table class="vb-matrix__table">'
+MATRIX_TABLE = Markup('<table class="vb-matrix__table">')
 
 
 def today(text: str = "") -> dt.date:
@@ -121,7 +122,7 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
-def _fingerprint(results: ResultsFile) -> str:
+def _fingerprint(results: ResultsFile) -> Markup:
     fp = results.machine.fingerprint
     run = results.run
     rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
@@ -136,23 +137,28 @@ def _fingerprint(results: ResultsFile) -> str:
     absent = [str(k) for k, v in backends.items() if not _scalar(v)]
     rows.append(("backends present", ", ".join(present) or None))
     rows.append(("backends absent", ", ".join(absent) or None))
-    cells = "".join(
-        f'<tr><th scope="row">{esc(label)}</th><td>{esc(short(value, 300))}</td></tr>' for label, value in rows if value
+    cells = Markup().join(
+        Markup('<tr><th scope="row">{}</th><td>{}</td></tr>').format(label, short(value, 300))
+        for label, value in rows
+        if value
     )
-    return f'<div class="vb-scroll" data-vb-scroll><table class="vb-fingerprint"><tbody>{cells}</tbody></table></div>'
+    return Markup(
+        '<div class="vb-scroll" data-vb-scroll><table class="vb-fingerprint"><tbody>{}</tbody></table></div>'
+    ).format(cells)
 
 
-def _counts_html(counts: Mapping[str, int]) -> str:
-    items = "".join(
-        f'<li data-status="{s}">{mark(s)}<span class="vb-count__n">{counts.get(s, 0)}</span> {LABELS[s]}</li>'
+def _counts_html(counts: Mapping[str, int]) -> Markup:
+    items = Markup().join(
+        Markup('<li data-status="{}">{}<span class="vb-count__n">{}</span> {}</li>').format(
+            s, mark(s), counts.get(s, 0), LABELS[s]
+        )
         for s in (*COUNTED, UNVERIFIED)
         if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
     )
     total = sum(counts.values())
-    return (
-        f'<p class="vb-counts__of">The book\'s {total} printed figures on this machine:</p>'
-        f'<ul class="vb-counts">{items}</ul>'
-    )
+    return Markup(
+        '<p class="vb-counts__of">The book\'s {} printed figures on this machine:</p><ul class="vb-counts">{}</ul>'
+    ).format(total, items)
 
 
 def _overview(
@@ -160,14 +166,15 @@ def _overview(
     counted: Mapping[str, Mapping[str, int]],
     quiet: Collection[str] = (),
     local: Collection[str] = (),
-) -> str:
+) -> Markup:
     # a column for contended measurements only where a machine has one: most never do, and the table must fit
     # what a figure can show where it holds or fails, always; the rest (outdated, contended, skipped, not yet
     # verified) only where some machine has one, so that the overview fits beside the navigation
     always = (Status.VERIFIED, Status.CITED, Status.STALE, Status.FAILED, Status.DISPUTED, Status.REFERENCE)
     columns = [s for s in (*COUNTED, UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
-    head = "".join(
-        f'<th scope="col">{mark(s)}<span class="vb-overview__label">{LABELS[s]}</span></th>' for s in columns
+    head = Markup().join(
+        Markup('<th scope="col">{}<span class="vb-overview__label">{}</span></th>').format(mark(s), LABELS[s])
+        for s in columns
     )
     rows = []
     for slug in sorted(results):
@@ -175,26 +182,34 @@ def _overview(
         fp = rf.machine.fingerprint
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
         date = _scalar(rf.run.date) or ""
-        cells = "".join(f'<td data-status="{s}">{counted[slug][s]}</td>' for s in columns)
-        when = esc(date[:10])
+        cells = Markup().join(Markup('<td data-status="{}">{}</td>').format(s, counted[slug][s]) for s in columns)
+        when = escape(date[:10])
         if slug in quiet:
-            when += (
-                f' <span class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
-                f"{LABELS[NOT_REPORTED]}</span>"
+            when += Markup(' <span class="vb-quiet" data-status="{}">{}{}</span>').format(
+                NOT_REPORTED, mark(NOT_REPORTED), LABELS[NOT_REPORTED]
             )
         if slug in local:
-            when += ' <span class="vb-local" data-local>this clone\'s run, not contributed</span>'
+            when += Markup(' <span class="vb-local" data-local>this clone\'s run, not contributed</span>')
         rows.append(
-            f'<tr data-machine="{esc(slug)}"{" data-quiet" if slug in quiet else ""}'
-            f"{' data-local' if slug in local else ''}>"
-            f'<th scope="row"><a href="#{esc(anchor(slug))}">{esc(slug)}</a></th>'
-            f"<td>{esc(what)}</td><td>{when}</td>{cells}</tr>"
+            Markup(
+                '<tr data-machine="{slug}"{quiet}{local}>'
+                '<th scope="row"><a href="#{anchor}">{slug}</a></th>'
+                "<td>{what}</td><td>{when}</td>{cells}</tr>"
+            ).format(
+                slug=slug,
+                quiet=Markup(" data-quiet") if slug in quiet else Markup(),
+                local=Markup(" data-local") if slug in local else Markup(),
+                anchor=anchor(slug),
+                what=what,
+                when=when,
+                cells=cells,
+            )
         )
-    return (
+    return Markup(
         '<div class="vb-scroll" data-vb-scroll><table class="vb-overview"><thead><tr><th scope="col">machine</th>'
-        f'<th scope="col">hardware</th><th scope="col">latest run</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
+        '<th scope="col">hardware</th><th scope="col">latest run</th>{}</tr></thead>'
+        "<tbody>{}</tbody></table></div>"
+    ).format(head, Markup().join(rows))
 
 
 #: how the site names this clone's run of a machine that also has a committed file
@@ -206,12 +221,12 @@ def local_name(slug: str) -> str:
     return slug + LOCAL_SUFFIX
 
 
-def _local_note(where: str) -> str:
-    return (
-        f'<p class="vb-local" data-local>This clone\'s run, not contributed: <code>{esc(where)}</code>, which git '
+def _local_note(where: str) -> Markup:
+    return Markup(
+        '<p class="vb-local" data-local>This clone\'s run, not contributed: <code>{}</code>, which git '
         "ignores. It reaches the published book once <code>verified-book contribute</code> has merged it into the "
         "committed results and a pull request has been merged.</p>"
-    )
+    ).format(where)
 
 
 def anchor(slug: str) -> str:
@@ -221,20 +236,19 @@ def anchor(slug: str) -> str:
 
 def markdown_text(text: str) -> str:
     """Untrusted text for a Markdown heading: HTML escaped, Markdown's own punctuation backslashed."""
-    return re.sub(r"([\\`*_{}\[\]()#+!|<>])", r"\\\1", esc(text))
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>])", r"\\\1", str(escape(text)))
 
 
-def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
+def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, Markup]:
     per_backend = rf.records.get(claim_id)
     if not per_backend:
-        return UNVERIFIED, (
-            f'<td data-status="{UNVERIFIED}" title="no record on this machine"><span class="vb-cell">—</span></td>'
-        )
+        return UNVERIFIED, Markup(
+            '<td data-status="{}" title="no record on this machine"><span class="vb-cell">—</span></td>'
+        ).format(UNVERIFIED)
     status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items()))
-    return status, (
-        f'<td data-status="{esc(status)}" title="{esc(short(detail, 600))}">'
-        f'<span class="vb-cell">{mark(status)}{esc(label(status))}</span></td>'
+    return status, Markup('<td data-status="{}" title="{}"><span class="vb-cell">{}{}</span></td>').format(
+        status, short(detail, 600), mark(status), label(status)
     )
 
 
@@ -245,7 +259,7 @@ def _matrix(
     chapters: Mapping[str, Chapter],
     sources: Mapping[str, str],
     repo_url: str | None,
-) -> str:
+) -> Markup:
     slugs = sorted(results)
     printed: dict[str, list[str]] = {}
     for binding in book.bindings():
@@ -259,39 +273,60 @@ def _matrix(
     for claim_id in sorted(ids):
         files = printed.get(claim_id, [])
         keys = " ".join(chapter_keys.get(f, "c-other") for f in files) or "none"
-        where = (
-            ", ".join(
-                f'<a href="{esc(chapters[f].href)}">{esc(chapters[f].title)}</a>' if f in chapters else esc(f)
-                for f in files
-            )
-            or '<span class="vb-muted">not printed</span>'
-        )
-        statuses, cells = [], []
+        where = Markup(", ").join(
+            Markup('<a href="{}">{}</a>').format(chapters[f].href, chapters[f].title) if f in chapters else f
+            for f in files
+        ) or Markup('<span class="vb-muted">not printed</span>')
+        statuses: list[str] = []
+        cells: list[Markup] = []
         for slug in slugs:
             status, cell = _cell(claim_id, results[slug])
             statuses.append(status)
             cells.append(cell)
-        note = "" if claim_id in known else ' <span class="vb-muted">(no longer a claim of this book)</span>'
-        link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else ""
+        note = Markup()
+        if claim_id not in known:
+            note = Markup(' <span class="vb-muted">(no longer a claim of this book)</span>')
+        link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else Markup()
         rows.append(
-            f'<tr data-chapters="{keys}" data-statuses="{" ".join(sorted(set(statuses)))}">'
-            f'<th scope="row"><code>{esc(claim_id)}</code>{note}{link}</th><td>{where}</td>{"".join(cells)}</tr>'
+            Markup(
+                '<tr data-chapters="{keys}" data-statuses="{statuses}">'
+                '<th scope="row"><code>{claim}</code>{note}{link}</th><td>{where}</td>{cells}</tr>'
+            ).format(
+                keys=keys,
+                statuses=" ".join(sorted(set(statuses))),
+                claim=claim_id,
+                note=note,
+                link=link,
+                where=where,
+                cells=Markup().join(cells),
+            )
         )
-    options = "".join(f'<option value="{chapter_keys[f]}">{esc(c.title)}</option>' for f, c in chapters.items())
-    status_options = "".join(f'<option value="{s}">{LABELS[s]}</option>' for s in (*COUNTED, UNVERIFIED))
-    head = "".join(f'<th scope="col"><a href="#{esc(anchor(s))}">{esc(s)}</a></th>' for s in slugs)
-    return (
+    options = Markup().join(
+        Markup('<option value="{}">{}</option>').format(chapter_keys[f], c.title) for f, c in chapters.items()
+    )
+    status_options = Markup().join(
+        Markup('<option value="{}">{}</option>').format(s, LABELS[s]) for s in (*COUNTED, UNVERIFIED)
+    )
+    head = Markup().join(Markup('<th scope="col"><a href="#{}">{}</a></th>').format(anchor(s), s) for s in slugs)
+    return Markup(
         '<div class="vb-matrix" data-vb-matrix>'
         '<div class="vb-matrix__filters">'
         '<label>Chapter <select data-vb-filter="chapter"><option value="">all chapters</option>'
-        f'{options}<option value="none">not printed in the book</option></select></label> '
+        '{options}<option value="none">not printed in the book</option></select></label> '
         '<label>Status <select data-vb-filter="status"><option value="">any status</option>'
-        f"{status_options}</select></label> "
-        f'<span class="vb-matrix__count" data-vb-count aria-live="polite">{len(rows)} claims</span>'
+        "{status_options}</select></label> "
+        '<span class="vb-matrix__count" data-vb-count aria-live="polite">{count} claims</span>'
         "</div>"
-        f'<div class="vb-matrix__scroll">{MATRIX_TABLE}'
-        f'<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div></div>"
+        '<div class="vb-matrix__scroll">{table}'
+        '<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
+        "<tbody>{rows}</tbody></table></div></div>"
+    ).format(
+        options=options,
+        status_options=status_options,
+        count=len(rows),
+        table=MATRIX_TABLE,
+        head=head,
+        rows=Markup().join(rows),
     )
 
 
@@ -316,7 +351,7 @@ def render_machines(
     n = 0
     blocks: dict[str, str] = {}
 
-    def put(fragment: str) -> str:
+    def put(fragment: Markup) -> str:
         nonlocal n
         n += 1
         token = _token(seed, n)
@@ -356,13 +391,12 @@ def render_machines(
                 "",
             ]
         for slug in sorted(results):
-            quiet_note = (
-                f'<p class="vb-quiet" data-status="{NOT_REPORTED}">{mark(NOT_REPORTED)}'
-                f"{LABELS[NOT_REPORTED]}: the latest run is older than {report_within_days} days.</p>"
-                if slug in quiet
-                else ""
-            )
-            local_note = _local_note(local[slug]) if slug in local else ""
+            quiet_note = Markup()
+            if slug in quiet:
+                quiet_note = Markup(
+                    '<p class="vb-quiet" data-status="{}">{}{}: the latest run is older than {} days.</p>'
+                ).format(NOT_REPORTED, mark(NOT_REPORTED), LABELS[NOT_REPORTED], report_within_days)
+            local_note = _local_note(local[slug]) if slug in local else Markup()
             lines += [
                 f"## {markdown_text(slug)} {{ #{anchor(slug)} }}",
                 "",

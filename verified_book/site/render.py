@@ -9,7 +9,9 @@ Nothing here computes a claim: a figure's status comes from the records that
 machines wrote. Where a record judged the figure as printed (same file, line and
 text), its verdict stands; where the text has changed since, the recorded value is
 compared with the new text the way the engine compares them. Every string read from
-a results file is untrusted (results arrive by pull request) and is escaped.
+a results file is untrusted (results arrive by pull request): the HTML is built as
+markupsafe's `Markup`, whose `format` and `join` escape every string that is not
+already `Markup`, so nothing reaches the page unescaped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import quote
+
+from markupsafe import Markup, escape
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim
@@ -65,9 +69,9 @@ MAX_TEXT = 400
 RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
 
 
-def esc(value: Any) -> str:
-    """Text for HTML, quotes included: every string from a results file passes through here."""
-    return html.escape(str(value), quote=True)
+def esc(value: Any) -> Markup:
+    """Text for HTML, quotes included, for pages built outside this module (the plots page)."""
+    return escape(value)
 
 
 def short(value: Any, limit: int = MAX_TEXT) -> str:
@@ -346,39 +350,43 @@ def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, Res
     return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
 
 
-def source_link(source: str | None, repo_url: str | None) -> str:
+def source_link(source: str | None, repo_url: str | None) -> Markup:
     """A link to the claim's code on the repository, or the bare place when no link can be made."""
     if not source:
-        return ""
+        return Markup()
     match = SOURCE_PATTERN.match(source)
     if not match or ".." in PurePosixPath(match.group("path")).parts:
-        return f'<span class="vb-panel__source">{esc(short(source, 120))}</span>'
+        return Markup('<span class="vb-panel__source">{}</span>').format(short(source, 120))
     if not repo_url:
-        return f'<span class="vb-panel__source">computed by <code>{esc(source)}</code></span>'
+        return Markup('<span class="vb-panel__source">computed by <code>{}</code></span>').format(source)
     href = f"{repo_url.rstrip('/')}/blob/main/{quote(match.group('path'))}#L{match.group('line')}"
-    return f'<span class="vb-panel__source">computed by <a href="{esc(href)}"><code>{esc(source)}</code></a></span>'
+    return Markup('<span class="vb-panel__source">computed by <a href="{}"><code>{}</code></a></span>').format(
+        href, source
+    )
 
 
-def pretty(text: str) -> str:
+def pretty(text: str) -> Markup:
     """Escaped figure text with powers set as superscripts: 10^-7 → 10⁻⁷ (display only)."""
-    escaped = esc(text)
-    return _POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped)
+    escaped = escape(text)
+    # the exponent is digits and a sign, so the superscripted text stays escaped
+    return Markup(_POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped))
 
 
 BACKEND_LABELS = {NO_BACKEND_NAME: "exact arithmetic"}
 
 
-def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> str:
+def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> Markup:
     """A machine's heading in the panel: its name, the date of its records, python's version, and
     whether the fleet has not heard from it within the site's window."""
     dates = sorted({m.date[:10] for m in items if m.date})
     versions = (results.run.versions if results is not None else None) or {}
     python = versions.get("python") or ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
-    note = f'<span class="vb-quiet" data-status="{NOT_REPORTED}">{LABELS[NOT_REPORTED]}</span>' if quiet else ""
-    return (
-        f'<span class="vb-machine__name">{esc(slug)}</span>'
-        f'<span class="vb-machine__meta">{esc(short(meta, 120))}</span>{note}'
+    note = Markup()
+    if quiet:
+        note = Markup('<span class="vb-quiet" data-status="{}">{}</span>').format(NOT_REPORTED, LABELS[NOT_REPORTED])
+    return Markup('<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}').format(
+        slug, short(meta, 120), note
     )
 
 
@@ -392,7 +400,7 @@ def _row_note(m: Measurement) -> str:
     return ""
 
 
-def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> str:
+def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> Markup:
     """Beside a figure computed from another machine's measurement: the same quantity as each machine
     measured it (`Claim.measured_here`), so the panel shows both values."""
     found = []
@@ -400,17 +408,35 @@ def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> str:
         per_backend = results[slug].records.get(claim_id)
         for backend, record in sorted((per_backend or {}).items()):
             if record.status not in (Status.SKIPPED, Status.FAILED):
-                found.append(f"{esc(slug)} ({esc(backend)}) {esc(show_value(record.value))}")
+                found.append(f"{slug} ({backend}) {show_value(record.value)}")
     measured = "; ".join(found) if found else "no machine has measured it yet"
-    return (
-        f'<span class="vb-panel__here">The same quantity measured on the book\'s machines '
-        f"(<code>{esc(claim_id)}</code>): {measured}.</span>"
+    return Markup(
+        '<span class="vb-panel__here">The same quantity measured on the book\'s machines (<code>{}</code>): {}.</span>'
+    ).format(claim_id, measured)
+
+
+def _row(m: Measurement) -> Markup:
+    """One backend's value on one machine, with its status."""
+    version = f" {short(m.version, 40)}" if m.version else ""
+    return Markup(
+        '<span class="vb-row" data-status="{status}" data-backend="{backend}">'
+        '<span class="vb-row__backend">{backend_label}{version}</span>'
+        '<span class="vb-row__value">{value}</span>'
+        '<span class="vb-row__status">{label}</span>'
+        "</span>"
+    ).format(
+        status=m.status,
+        backend=m.backend,
+        backend_label=BACKEND_LABELS.get(m.backend, m.backend),
+        version=version,
+        value=show_value(m.value),
+        label=label(m.status),
     )
 
 
 def render_panel(
     view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str, quiet: Collection[str] = ()
-) -> str:
+) -> Markup:
     """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
 
     Its own element name (`vb-panel`, phrasing content like a span) keeps it whole out of the
@@ -418,27 +444,29 @@ def render_panel(
     """
     b = view.binding
     parts = [
-        f'<vb-panel class="vb-panel" id="{uid}" data-search-exclude>',
-        '<span class="vb-panel__head">',
-        f'<span class="vb-badge" data-status="{esc(view.status)}">{esc(label(view.status))}</span> ',
-        f'<code class="vb-panel__id">{esc(b.claim_id)}</code>',
-        "</span>",
+        Markup('<vb-panel class="vb-panel" id="{}" data-search-exclude>').format(uid),
+        Markup('<span class="vb-panel__head">'),
+        Markup('<span class="vb-badge" data-status="{}">{}</span> ').format(view.status, label(view.status)),
+        Markup('<code class="vb-panel__id">{}</code>').format(b.claim_id),
+        Markup("</span>"),
     ]
     if view.claim is not None and view.claim.doc:
-        parts.append(f'<span class="vb-panel__doc">{esc(short(view.claim.doc, 300))}</span>')
-    printed = f"Printed <b>{pretty(b.text)}</b>"
+        parts.append(Markup('<span class="vb-panel__doc">{}</span>').format(short(view.claim.doc, 300)))
+    printed = Markup("Printed <b>{}</b>").format(pretty(b.text))
     if b.stated != b.text:
-        printed += f", read as {esc(b.stated)}"
+        printed += Markup(", read as {}").format(b.stated)
     if b.disputed:
-        printed += ", marked disputed by the book"
+        printed += Markup(", marked disputed by the book")
     meaning = MEANINGS.get(view.status, f"a machine recorded the status {label(view.status)!r}")
-    parts.append(f'<span class="vb-panel__printed">{printed}: {esc(meaning)}.</span>')
+    parts.append(Markup('<span class="vb-panel__printed">{}: {}.</span>').format(printed, meaning))
     if view.claim is not None and view.claim.measured_here:
         parts.append(_measured_here(view.claim.measured_here, results))
     if not view.measurements:
         parts.append(
-            '<span class="vb-panel__none">No machine has recorded this claim yet: '
-            "run the suite on yours to verify it.</span>"
+            Markup(
+                '<span class="vb-panel__none">No machine has recorded this claim yet: '
+                "run the suite on yours to verify it.</span>"
+            )
         )
     by_machine: dict[str, list[Measurement]] = {}
     for m in view.measurements:
@@ -447,39 +475,35 @@ def render_panel(
     for slug, items in by_machine.items():
         ran = [m for m in items if m.status != Status.SKIPPED]
         machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED.value
-        parts.append(f'<span class="vb-machine" data-machine="{esc(slug)}" data-status="{esc(machine_status)}">')
+        parts.append(
+            Markup('<span class="vb-machine" data-machine="{}" data-status="{}">').format(slug, machine_status)
+        )
         parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
-            version = f" {esc(short(m.version, 40))}" if m.version else ""
-            backend = esc(BACKEND_LABELS.get(m.backend, m.backend))
-            parts.append(
-                f'<span class="vb-row" data-status="{esc(m.status)}" data-backend="{esc(m.backend)}">'
-                f'<span class="vb-row__backend">{backend}{version}</span>'
-                f'<span class="vb-row__value">{esc(show_value(m.value))}</span>'
-                f'<span class="vb-row__status">{esc(label(m.status))}</span>'
-                "</span>"
-            )
+            parts.append(_row(m))
             note = _row_note(m)
             if note and note not in shown:
                 shown.add(note)
-                parts.append(f'<span class="vb-row__message">{esc(note)}</span>')
+                parts.append(Markup('<span class="vb-row__message">{}</span>').format(note))
         skipped = [m for m in items if m.status == Status.SKIPPED]
         if skipped:
             reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
-            names = ", ".join(esc(m.backend) for m in skipped)
+            names = ", ".join(m.backend for m in skipped)
             parts.append(
-                f'<span class="vb-row__skipped" title="{esc(short(reasons, 600))}">not run here: {names}</span>'
+                Markup('<span class="vb-row__skipped" title="{}">not run here: {}</span>').format(
+                    short(reasons, 600), names
+                )
             )
-        parts.append("</span>")
+        parts.append(Markup("</span>"))
     parts.append(source_link(view.source, repo_url))
-    parts.append("</vb-panel>")
-    return "".join(parts)
+    parts.append(Markup("</vb-panel>"))
+    return Markup().join(parts)
 
 
 #: a figure's mark (its status as a shape), and the opening of what a screen reader says in its place;
 #: the site's search leaves both out of its index, with the figure's panel
-FIGURE_MARK = '<span class="vb-fig__mark" aria-hidden="true"></span>'
-SCREEN_READER = '<span class="vb-sr" data-search-exclude>'
+FIGURE_MARK = Markup('<span class="vb-fig__mark" aria-hidden="true"></span>')
+SCREEN_READER = Markup('<span class="vb-sr" data-search-exclude>')
 
 
 def render_figure(
@@ -489,64 +513,89 @@ def render_figure(
     uid: str,
     in_code: bool = False,
     quiet: Collection[str] = (),
-) -> str:
+) -> Markup:
     """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
     b = view.binding
-    text = esc(b.text) if in_code else pretty(b.text)
+    text = escape(b.text) if in_code else pretty(b.text)
     sr = f" ({label(view.status)} figure; opens what every machine computed)"
-    return (
-        f'<span class="vb-fig" data-claim="{esc(b.claim_id)}" data-status="{esc(view.status)}" tabindex="0" '
-        f'role="button" aria-expanded="false" aria-describedby="{uid}">'
-        f'<span class="vb-fig__text">{text}</span>{FIGURE_MARK}{SCREEN_READER}{esc(sr)}</span>'
-        f"{render_panel(view, results, repo_url, uid, quiet)}"
+    return Markup(
+        '<span class="vb-fig" data-claim="{claim}" data-status="{status}" tabindex="0" '
+        'role="button" aria-expanded="false" aria-describedby="{uid}">'
+        '<span class="vb-fig__text">{text}</span>{mark}{screen_reader}{sr}</span>'
+        "{panel}"
         "</span>"
+    ).format(
+        claim=b.claim_id,
+        status=view.status,
+        uid=uid,
+        text=text,
+        mark=FIGURE_MARK,
+        screen_reader=SCREEN_READER,
+        sr=sr,
+        panel=render_panel(view, results, repo_url, uid, quiet),
     )
 
 
-def render_error(text: str, message: str, claim_id: str = "", in_code: bool = False) -> str:
+def render_error(text: str, message: str, claim_id: str = "", in_code: bool = False) -> Markup:
     """A visible marker where a binding is broken (plain builds; strict builds fail instead)."""
-    shown = esc(text) if in_code else pretty(text)
+    shown = escape(text) if in_code else pretty(text)
     message = message.replace("](claim:", "] (claim ")  # the build log has the exact syntax; the page shows no link
-    claim_attr = f' data-claim-error="{esc(claim_id)}"' if claim_id else ' data-claim-error=""'
-    return (
-        f'<span class="vb-fig" data-status="{BROKEN_BINDING}"{claim_attr} tabindex="0" '
-        f'title="{esc(short(message, 300))}">'
-        f'<span class="vb-fig__text">{shown}</span>{FIGURE_MARK}'
-        f"{SCREEN_READER} (broken figure: {esc(short(message, 300))})</span></span>"
+    return Markup(
+        '<span class="vb-fig" data-status="{status}" data-claim-error="{claim}" tabindex="0" title="{message}">'
+        '<span class="vb-fig__text">{shown}</span>{mark}'
+        "{screen_reader} (broken figure: {message})</span></span>"
+    ).format(
+        status=BROKEN_BINDING,
+        claim=claim_id,
+        message=short(message, 300),
+        shown=shown,
+        mark=FIGURE_MARK,
+        screen_reader=SCREEN_READER,
     )
 
 
-def mark(status: str) -> str:
+def mark(status: str) -> Markup:
     """A status's mark alone, as the figures carry it (the legend and the machines page use it)."""
-    return f'<span class="vb-mark" data-status="{esc(status)}" aria-hidden="true"></span>'
+    return Markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>').format(status)
 
 
 LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
 
 
-def render_legend(machines_href: str | None = None) -> str:
+def render_legend(machines_href: str | None = None) -> Markup:
     """What each mark means: one row per status, with its mark, its shape in words and its meaning."""
     rows = []
     for status in LEGEND_ORDER:
         glyph, shape = SHAPES[status]
-        sample = (
-            f'<span class="vb-fig vb-fig--sample" data-status="{status}"><span class="vb-fig__text">16.6</span>'
-            f"{FIGURE_MARK}</span>"
-        )
+        sample = Markup(
+            '<span class="vb-fig vb-fig--sample" data-status="{}"><span class="vb-fig__text">16.6</span>{}</span>'
+        ).format(status, FIGURE_MARK)
         rows.append(
-            f'<tr data-status="{status}"><td>{sample}</td><th scope="row">{esc(LABELS[status])}</th>'
-            f'<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {esc(shape)}</td>'
-            f"<td>{esc(MEANINGS[status])}.</td></tr>"
+            Markup(
+                '<tr data-status="{status}"><td>{sample}</td><th scope="row">{label}</th>'
+                '<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {shape}</td>'
+                "<td>{meaning}.</td></tr>"
+            ).format(
+                status=status, sample=sample, label=LABELS[status], glyph=glyph, shape=shape, meaning=MEANINGS[status]
+            )
         )
     glyph, shape = SHAPES[NOT_REPORTED]
-    machines = f'<a href="{esc(machines_href)}">machines page</a>' if machines_href else "machines page"
-    return (
+    machines = Markup('<a href="{}">machines page</a>').format(machines_href) if machines_href else "machines page"
+    return Markup(
         '<div class="vb-scroll" data-vb-scroll><table class="vb-legend">'
         '<thead><tr><th scope="col">looks like</th><th scope="col">status</th><th scope="col">mark</th>'
-        f'<th scope="col">means</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-        f'<p class="vb-legend__machine">{mark(NOT_REPORTED)} <b>{esc(LABELS[NOT_REPORTED])}</b> '
-        f'<span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> ({esc(shape)}), on the {machines} '
-        f"and in the panels: {esc(MEANINGS[NOT_REPORTED])}.</p>"
+        '<th scope="col">means</th></tr></thead><tbody>{rows}</tbody></table></div>'
+        '<p class="vb-legend__machine">{mark} <b>{label}</b> '
+        '<span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> ({shape}), on the {machines} '
+        "and in the panels: {meaning}.</p>"
+    ).format(
+        rows=Markup().join(rows),
+        mark=mark(NOT_REPORTED),
+        label=LABELS[NOT_REPORTED],
+        glyph=glyph,
+        shape=shape,
+        machines=machines,
+        meaning=MEANINGS[NOT_REPORTED],
     )
 
 
@@ -573,8 +622,8 @@ class RenderedPage:
 
     markdown: str
     file: str = ""
-    fragments: dict[str, str] = field(default_factory=dict)
-    blocks: dict[str, str] = field(default_factory=dict)
+    fragments: dict[str, Markup] = field(default_factory=dict)
+    blocks: dict[str, Markup] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     views: list[FigureView] = field(default_factory=list)
     missing: list[Binding] = field(default_factory=list)
@@ -704,7 +753,7 @@ def _span(raw: str, b: Binding) -> tuple[int, int] | None:
     return None
 
 
-def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_code: bool) -> str:
+def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_code: bool) -> Markup:
     if b.error:
         out.problems.append(Problem(b.where, b.error))
         return render_error(b.text if b.claim_id else "broken figure", b.error, b.claim_id, in_code)
@@ -757,12 +806,12 @@ def _output_block(
 ) -> list[str]:
     """An output block as content tabs: the book's text with its figures, then each machine's output."""
     indent = match.group("indent")
-    body: list[str] = []
+    body: list[Markup] = []
     plain: list[str] = []
     for i in range(start + 1, end):
         raw = lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip()
         shift = len(lines[i]) - len(raw)
-        pieces: list[str] = []
+        pieces: list[str] = []  # the book's text, which Markup().join escapes, and its figures' Markup
         plain_pieces: list[str] = []
         cursor = 0
         spans = []
@@ -773,17 +822,17 @@ def _output_block(
                 continue
             spans.append((span[0] - shift, span[1] - shift, b))
         for s, e, b in sorted(spans, key=lambda x: x[0]):
-            pieces.append(esc(raw[cursor:s]))
+            pieces.append(raw[cursor:s])
             plain_pieces.append(raw[cursor:s])
             pieces.append(_figure_html(b, context, out, _uid(tokens.next()), True))
             plain_pieces.append(b.text)
             cursor = e
-        pieces.append(esc(raw[cursor:]))
+        pieces.append(raw[cursor:])
         plain_pieces.append(raw[cursor:])
-        body.append("".join(pieces))
+        body.append(Markup().join(pieces))
         plain.append("".join(plain_pieces))
     book_token = tokens.next()
-    out.blocks[book_token] = _code_block("\n".join(body), "\n".join(plain), "vb-output vb-output--book")
+    out.blocks[book_token] = _code_block(Markup("\n").join(body), "\n".join(plain), "vb-output vb-output--book")
     machines = []
     if snippet:
         for slug in sorted(context.results):
@@ -801,22 +850,22 @@ def _output_block(
         took = f", ran in {seconds:.2f} s" if seconds is not None else ""
         if took and entry.how in RUN_HOW:
             took += f" {RUN_HOW[entry.how]}"
-        caption = (
-            f'<p class="vb-output__caption">What <code>{esc(snippet)}</code> printed on '
-            f"<b>{esc(slug)}</b>{' on ' + esc(date[:10]) if date else ''}{esc(took)}.</p>"
+        on = f" on {date[:10]}" if date else ""
+        caption = Markup('<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.</p>').format(
+            snippet, slug, on, took
         )
+        run = _code_block(escape(text), text, "vb-output vb-output--machine")
         # a machine's run repeats the book's text: the site's search indexes the book's block alone
-        out.blocks[token] = (
-            f'<div class="vb-output__run" data-search-exclude>{caption}'
-            f"{_code_block(esc(text), text, 'vb-output vb-output--machine')}</div>"
-        )
-        label = esc(slug).replace("\\", "&#92;")
+        out.blocks[token] = Markup('<div class="vb-output__run" data-search-exclude>{}{}</div>').format(caption, run)
+        label = str(escape(slug)).replace("\\", "&#92;")  # Markdown: a tab's title
         result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
     return result
 
 
-def _code_block(inner_html: str, plain: str, classes: str) -> str:
-    return f'<div class="highlight {classes}" data-copy="{esc(plain)}"><pre><code>{inner_html}</code></pre></div>'
+def _code_block(inner_html: Markup, plain: str, classes: str) -> Markup:
+    return Markup('<div class="highlight {}" data-copy="{}"><pre><code>{}</code></pre></div>').format(
+        classes, plain, inner_html
+    )
 
 
 _CLAIM_HREF = re.compile(r'<a\b[^>]*\bhref="\s*claim:(?P<id>[^"]*)"[^>]*>(?P<text>.*?)</a>', re.DOTALL)
@@ -890,5 +939,5 @@ def plain_anchor(anchor: str, rendered: RenderedPage) -> str:
 def plain_title(title: str, rendered: RenderedPage) -> str:
     """A heading or TOC title with figure tokens back as their printed text."""
     for token, text in rendered.titles.items():
-        title = title.replace(token, esc(text))
+        title = title.replace(token, escape(text))
     return title
