@@ -15,9 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from markupsafe import Markup
+
 from verified_book.authoring.registry import ID_PATTERN
 from verified_book.records.results import ResultsFile
-from verified_book.site.render import GeneratedPage, esc, number
+from verified_book.site.render import GeneratedPage, number
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")
@@ -469,18 +471,19 @@ def all_plots(results: Mapping[str, ResultsFile]) -> list[Section]:
     ]
 
 
-def plot_html(plot: Plot) -> str:
+def plot_html(plot: Plot) -> Markup:
     """A plot as a figure with its caption, or its note where it is left out."""
     if plot.svg is None:
-        return f'<p class="vb-plot__missing" data-plot="{esc(plot.key)}">{esc(plot.note)}</p>'
-    warnings = "".join(
-        f'<li><span class="vb-plot__warning-mark" aria-hidden="true">⚠</span> {esc(w)}</li>' for w in plot.warnings
+        return Markup('<p class="vb-plot__missing" data-plot="{}">{}</p>').format(plot.key, plot.note)
+    warnings = Markup().join(
+        Markup('<li><span class="vb-plot__warning-mark" aria-hidden="true">⚠</span> {}</li>').format(w)
+        for w in plot.warnings
     )
-    listed = f'<ul class="vb-plot__warnings">{warnings}</ul>' if warnings else ""
-    return (
-        f'<figure class="vb-plot" data-plot="{esc(plot.key)}"><div class="vb-scroll vb-plot__scroll">{plot.svg}</div>'
-        f"<figcaption>{esc(plot.note)}{listed}</figcaption></figure>"
-    )
+    listed = Markup('<ul class="vb-plot__warnings">{}</ul>').format(warnings) if warnings else Markup()
+    return Markup(
+        '<figure class="vb-plot" data-plot="{key}"><div class="vb-scroll vb-plot__scroll">{svg}</div>'
+        "<figcaption>{note}{listed}</figcaption></figure>"
+    ).format(key=plot.key, svg=Markup(plot.svg), note=plot.note, listed=listed)
 
 
 def render_plots_page(results: Mapping[str, ResultsFile]) -> GeneratedPage:

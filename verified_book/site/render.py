@@ -69,11 +69,6 @@ MAX_TEXT = 400
 RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
 
 
-def esc(value: Any) -> Markup:
-    """Text for HTML, quotes included, for pages built outside this module (the plots page)."""
-    return escape(value)
-
-
 def short(value: Any, limit: int = MAX_TEXT) -> str:
     text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
