@@ -114,6 +114,24 @@ def test_no_record_anywhere_is_not_yet_verified(page: Any) -> None:
     assert 'data-status="unverified"' in html and "not yet verified" in html
 
 
+def test_only_a_list_of_values_may_break_across_lines(page: Any) -> None:
+    """A figure is one word on the page, except a list, which may break after its commas in a narrow cell."""
+    b = page.bindings[0]
+    (figure,) = [
+        t
+        for t in elements(render.render_figure(render.figure_view(b, CLAIMS["t.ceiling"], {}), {}, None, "p"))
+        if "vb-fig" == t[1].get("class")
+    ]
+    assert "data-wrap" not in figure[1], f"{b.text!r} stays whole"
+    grid = dataclasses.replace(b, text="(0, 0.5, 1, 1.5, 2, 3, 4, 6)")
+    (figure,) = [
+        t
+        for t in elements(render.render_figure(render.figure_view(grid, CLAIMS["t.ceiling"], {}), {}, None, "p"))
+        if "vb-fig" == t[1].get("class")
+    ]
+    assert "data-wrap" in figure[1]
+
+
 def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.max" and not x.in_output)
     good = {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}}

@@ -513,8 +513,10 @@ def render_figure(
     b = view.binding
     text = escape(b.text) if in_code else pretty(b.text)
     sr = f" ({label(view.status)} figure; opens what every machine computed)"
+    # a figure reads as one word, except a list of values, which may break after its commas in a narrow cell
+    wraps = Markup(" data-wrap") if ", " in b.text else Markup()
     return Markup(
-        '<span class="vb-fig" data-claim="{claim}" data-status="{status}" tabindex="0" '
+        '<span class="vb-fig" data-claim="{claim}" data-status="{status}"{wraps} tabindex="0" '
         'role="button" aria-expanded="false" aria-describedby="{uid}">'
         '<span class="vb-fig__text">{text}</span>{mark}{screen_reader}{sr}</span>'
         "{panel}"
@@ -522,6 +524,7 @@ def render_figure(
     ).format(
         claim=b.claim_id,
         status=view.status,
+        wraps=wraps,
         uid=uid,
         text=text,
         mark=FIGURE_MARK,
