@@ -31,10 +31,11 @@ from verified_book.authoring.registry import Claim, Kind
 from verified_book.backends import Backend
 from verified_book.book.bindings import Binding
 from verified_book.book.figures import FigureSyntaxError, Printed, as_number, parse
-from verified_book.engine.check import COMPUTED, FAILED, Outcome, Verifier, evaluate, judge
+from verified_book.engine.check import COMPUTED, FAILED, HELD, Outcome, Verifier, evaluate, judge
+from verified_book.vocabulary import Status
 
 ALLOWLIST = "unused-inputs.toml"
-CAUGHT = ("stale", "failed")
+CAUGHT = (Status.STALE, Status.FAILED)
 _DIGIT = re.compile(r"\d")
 _EXPONENT = re.compile(r"(?:[eE][+-]?\d+|\s*[×x·*]\s*10\^\{?[+-]?\d+\}?)")
 
@@ -222,7 +223,7 @@ def mutate_figures(verifier: Verifier) -> FigureReport:
             )
             report.exclude(reason, binding)
             continue
-        if any(judge(binding, o, verifier.machine).status != "verified" for o in outcomes):
+        if any(judge(binding, o, verifier.machine).status not in HELD for o in outcomes):
             report.exclude("does not hold unmutated on this machine (the book's own test reports it)", binding)
             continue
         changes = mutants(binding)

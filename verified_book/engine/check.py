@@ -303,6 +303,10 @@ def judge(binding: Binding, outcome: Outcome, machine: Machine) -> Verdict:
     return Verdict(binding, outcome.backend, Status.STALE, stale_message(binding, outcome))
 
 
+#: what `evidence` may call a printed figure that holds: each says the figure matched its value, from another source
+HELD: frozenset[Status] = frozenset({Status.VERIFIED, Status.CITED, Status.REFERENCE})
+
+
 def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
     """What a printed figure that holds is evidence of, and why where it is not verified.
 
