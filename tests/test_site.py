@@ -282,17 +282,18 @@ def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Vis
             break
     else:
         pytest.fail("no page at 1280 px has a figure in a box that scrolls sideways; the test has nothing to check")
-    box = faded.first
+    # handles, not locators: hovering scrolls the box to the figure, after which it no longer fades on the right
+    box = faded.first.element_handle()
     edge = box.bounding_box()
     assert edge
-    figures = box.locator("[data-claim]")
     figure = max(
-        (figures.nth(i) for i in range(figures.count())),
-        key=lambda f: (f.bounding_box() or {"x": -1.0})["x"] if f.is_visible() else -1.0,
+        (f for f in box.query_selector_all("[data-claim]") if f.is_visible()),
+        key=lambda f: (f.bounding_box() or {"x": -1.0})["x"],
     )
     figure.hover()
-    panel = figure.locator(".vb-panel")
-    panel.wait_for(state="visible")
+    panel = figure.query_selector(".vb-panel")
+    assert panel, f"the figure {figure.get_attribute('data-claim')} has no panel"
+    panel.wait_for_element_state("visible")
     browser_page.wait_for_timeout(300)  # the fade's and the panel's transitions
     shown = panel.bounding_box()
     assert shown and shown["x"] + shown["width"] > edge["x"] + edge["width"], "the panel stays inside the box"
@@ -301,7 +302,7 @@ def test_a_panel_opened_in_a_box_that_scrolls_sideways_is_shown_whole(visit: Vis
             "([p, fx]) => { const r = p.getBoundingClientRect();"
             " const at = document.elementFromPoint(r.left + r.width * fx, r.top + r.height / 2);"
             " return !!at && p.contains(at); }",
-            [panel.element_handle(), fx],
+            [panel, fx],
         )
         assert on_top, f"at {fx:.0%} of its width the panel of {figure.get_attribute('data-claim')} is hidden"
     mask = box.evaluate("b => getComputedStyle(b).maskImage || getComputedStyle(b).webkitMaskImage")
