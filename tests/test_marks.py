@@ -74,17 +74,12 @@ PAGE = (
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "sample.py").write_text(CLAIMS)
-    (pytester.path / "data" / "card.toml").write_text(CARD)
-    (pytester.path / "data" / "given.toml").write_text(GIVEN)
-    (pytester.path / "book").mkdir()
-    (pytester.path / "book" / "page.md").write_text(PAGE)
-    return pytester
+    return faults.sample_book(
+        pytester, CLAIMS, PAGE, "sample.py", files={"data/card.toml": CARD, "data/given.toml": GIVEN}
+    )
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+run = faults.run_book
 
 
 def figure_statuses(pytester: pytest.Pytester) -> dict[str, str]:

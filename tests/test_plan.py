@@ -111,15 +111,10 @@ PAGE = "Four is [4](claim:plan.exact), [4](claim:plan.library) and [4](claim:pla
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "plan.py").write_text(CLAIMS)
-    (pytester.path / "book").mkdir()
-    (pytester.path / "book" / "page.md").write_text(PAGE)
-    return pytester
+    return faults.sample_book(pytester, CLAIMS, PAGE, "plan.py")
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+run = faults.run_book
 
 
 def planned_pairs(output: str) -> set[tuple[str, str]]:

@@ -12,7 +12,6 @@ import tomllib
 import pytest
 from harness import faults
 
-from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.machine import fingerprint, identify
 from verified_book.vocabulary import Status
 
@@ -43,16 +42,10 @@ PAGE = "The ceiling is [16.6](claim:arith.ratio) tokens/s and [4](claim:arith.sq
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "arith.py").write_text(CLAIMS)
-    (pytester.path / "book").mkdir()
-    (pytester.path / "book" / "page.md").write_text(PAGE)
-    return pytester
+    return faults.sample_book(pytester, CLAIMS, PAGE, "arith.py")
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """One verification run of the sample book, with its own registry."""
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+run = faults.run_book
 
 
 def _records(pytester: pytest.Pytester) -> dict:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 from harness import faults
 
-from verified_book.authoring.registry import REGISTRY
-
 pytest_plugins = ["pytester"]
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
@@ -63,20 +61,15 @@ ceiling is only as good as the file size it divides by.
 """
 
 
+ALLOWLIST = '[[allow]]\npattern = "RTX 5090|Max\\\\+ 395"\nreason = "product names"\nfiles = ["book/page.md"]\n'
+
+
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "decode.py").write_text(CLAIMS)
-    (pytester.path / "book").mkdir()
-    (pytester.path / "book" / "page.md").write_text(PAGE)
-    (pytester.path / "book" / "allowlist.toml").write_text(
-        '[[allow]]\npattern = "RTX 5090|Max\\\\+ 395"\nreason = "product names"\nfiles = ["book/page.md"]\n'
-    )
-    return pytester
+    return faults.sample_book(pytester, CLAIMS, PAGE, "decode.py", files={"book/allowlist.toml": ALLOWLIST})
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+run = faults.run_book
 
 
 def test_the_rewrite_fixes_the_spark_figures_and_lists_the_sentence_it_leaves_false(book: pytest.Pytester) -> None:

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from harness import faults
 
-from verified_book.authoring.registry import REGISTRY
-
 pytest_plugins = ["pytester"]
 
 CLAIMS = '''
@@ -46,15 +44,10 @@ PAGE = (
 
 @pytest.fixture
 def book(pytester: pytest.Pytester) -> pytest.Pytester:
-    (faults.pytester_book(pytester) / "sample.py").write_text(CLAIMS)
-    (pytester.path / "book").mkdir()
-    (pytester.path / "book" / "page.md").write_text(PAGE)
-    return pytester
+    return faults.sample_book(pytester, CLAIMS, PAGE, "sample.py")
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+run = faults.run_book
 
 
 def _results(pytester: pytest.Pytester) -> tuple[Path, dict]:

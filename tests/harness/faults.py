@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import read_page
@@ -67,6 +67,25 @@ def pytester_book(pytester: Any, package: str = "sample_claims") -> Path:
     copy_profiles(pytester.path / "data")
     pytester.syspathinsert()
     return Path(pytester.mkpydir(package))
+
+
+def sample_book(
+    pytester: Any, claims: str, page: str, module: str = "sample.py", files: Mapping[str, str] | None = None
+) -> Any:
+    """A sample book laid out by `pytester_book`: its claims `module`, one page (book/page.md), and any
+    other `files` (paths relative to the book's root: data files, an allow-list)."""
+    (pytester_book(pytester) / module).write_text(claims)
+    (pytester.path / "book").mkdir()
+    (pytester.path / "book" / "page.md").write_text(page)
+    for name, text in (files or {}).items():
+        (pytester.path / name).write_text(text)
+    return pytester
+
+
+def run_book(pytester: Any, *args: str) -> Any:
+    """One verification run of a sample book, in this process, with a registry of its own."""
+    with REGISTRY.isolated():
+        return pytester.runpytest_inprocess(*args)
 
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
