@@ -254,9 +254,10 @@ def libraries_floor(rounds: int = 3) -> dict[str, Any]:
     code = "import " + ", ".join(present)
     each = []
     for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run([bin_of("python"), "-c", code], cwd=ROOT, check=True, timeout=600)
-        each.append(time.perf_counter() - start)
+        seconds, status, tail = timed([bin_of("python"), "-c", code], ROOT, timeout=600)
+        if status != 0:
+            raise RuntimeError(f"{code!r} exited {status}: {tail}")
+        each.append(seconds)
     median = sorted(each)[len(each) // 2]
     return {"imports": present, "seconds": round(median, 2), "rounds": [round(s, 2) for s in each]}
 

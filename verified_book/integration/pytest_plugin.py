@@ -991,6 +991,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+#: the name under which hypothesis's pytest plugin registers itself (hypothesis's `pytest11` entry point)
+HYPOTHESIS_PLUGIN = "hypothesispytest"
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Exempt what is alive once collection is done (the libraries, the book, the items) from
@@ -1000,10 +1004,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Objects made by the tests themselves are collected as usual."""
     gc.freeze()
     _release_idle_hypothesis_plugin(session.config)
-
-
-#: the name under which hypothesis's pytest plugin registers itself (hypothesis's `pytest11` entry point)
-HYPOTHESIS_PLUGIN = "hypothesispytest"
 
 
 def _release_idle_hypothesis_plugin(config: pytest.Config) -> None:

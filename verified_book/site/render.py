@@ -31,7 +31,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
 from verified_book.book.bindings import BINDING, Binding, Page
-from verified_book.engine.check import COMPUTED, Outcome, evidence, judge
+from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import outdated_reason
 from verified_book.errors import Problem
@@ -279,7 +279,7 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
     entry = _entry_for(binding, record)
     if entry is not None:
         status = str(entry.status)
-        if status in (Status.VERIFIED, Status.CITED, Status.REFERENCE) and claim is not None:
+        if status in HELD and claim is not None:
             # what a figure that held is evidence of, said from the claim and the record's inputs (a record
             # from before cited and inherited reference were told apart says only that it held)
             held, why = evidence(claim, recorded_reads(record))
