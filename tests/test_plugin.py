@@ -280,6 +280,18 @@ def test_help_opens_no_book_and_imports_no_backend(book: pytest.Pytester) -> Non
     assert not _top_level(names) & set(LIBRARIES)
 
 
+def test_a_page_edit_checked_with_changed_loads_no_library(book: pytest.Pytester) -> None:
+    """The author's fast check: after a run that recorded the page, an edited figure is judged against the
+    recorded values in a fresh process that imports neither numpy nor torch (nor MLX, JAX, hypothesis)."""
+    assert run(book).ret == 0
+    (book.path / "book" / "page.md").write_text(PAGE.replace("[4]", "[4.0]"))
+    names, done = _imports(book, "--changed", "book/page.md")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "2 checks judged again against the values this machine's records keep" in done.stdout, done.stdout[-3000:]
+    loaded = _top_level(names) & {*LIBRARIES, "numpy", "ml_dtypes", "sympy"}
+    assert not loaded, sorted(loaded)
+
+
 def test_a_page_of_exact_claims_imports_no_backend_library(book: pytest.Pytester) -> None:
     """A backend's library loads only for a claim selected on it; the machine's fingerprint needs none, and
     hypothesis's plugin, which would import hypothesis at the end of every run, is let go."""

@@ -109,10 +109,16 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     assert _figures_run(text) == {"spark.capacity"}, text.stdout.str()
     text.stdout.fnmatch_lines(
         [
-            "*rerun     spark.capacity[[]none]: a figure's text or place changed since the record "
-            "(book/page.md:1: 128.0)*"
+            "--changed: 0 claim × backend checks rerun",
+            "--changed: 1 checks judged again against the values this machine's records keep (computed "
+            f"{dates['spark.capacity']['none']}; *): nothing computed for them",
+            "*rejudged  spark.capacity[[]none]: a figure's text or place changed since the record "
+            "(book/page.md:1: 128.0)*",
         ]
     )
+    _, rejudged = _results(book)
+    assert rejudged["run"]["dates"]["spark.capacity"]["none"] == dates["spark.capacity"]["none"]  # computed then
+    assert rejudged["records"]["spark.capacity"]["none"]["figures"][0]["printed"] == "128.0"  # judged now
     assert run(book, "--changed").ret == 0  # recorded now: nothing moved
     assert _figures_run(run(book, "-v", "--changed")) == set()
 
@@ -141,3 +147,57 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
 def test_the_default_run_stays_complete(book: pytest.Pytester) -> None:
     run(book)
     assert _figures_run(run(book, "-v")) == {"spark.ceiling", "spark.capacity", "ryzen.ceiling", "lib.square"}
+
+
+COUNTED = (
+    CLAIMS
+    + """
+import os
+
+@claim("lib.cube", kind="library", backends=("numpy",))
+def cube(backend):
+    \"\"\"2 cubed, as the library computes it; each computation adds a line to the file COMPUTED_LOG names.\"\"\"
+    with open(os.environ["COMPUTED_LOG"], "a") as log:
+        log.write("cube\\n")
+    return int((backend.tensor([2]) ** 3).sum())
+"""
+)
+
+
+def test_changed_judges_an_edited_figure_against_its_record_and_computes_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The author's loop: a figure edited on a page is judged against the value this machine's record keeps,
+    as long as the claim's code, its inputs and the library's version are those of the record; the library
+    is not loaded for it, and the record keeps the date its value was computed on."""
+    log = pytester.path / "computed.log"
+    monkeypatch.setenv("COMPUTED_LOG", str(log))
+    book = faults.sample_book(pytester, COUNTED, PAGE + "A cube: [8](claim:lib.cube).\n", "sample.py")
+    assert run(book).ret == 0 and log.read_text() == "cube\n"
+    _, first = _results(book)
+    computed_on = first["run"]["dates"]["lib.cube"]["numpy"]
+    page = book.path / "book" / "page.md"
+
+    page.write_text(page.read_text().replace("[8]", "[8.0]"))
+    same = run(book, "-v", "--changed", "book/page.md")  # the page alone: no claim is collected on a backend
+    assert same.ret == 0 and _figures_run(same) == {"lib.cube"}, same.stdout.str()
+    same.stdout.fnmatch_lines(["backends: numpy * (as recorded; not loaded)", "*rejudged  lib.cube[[]numpy]: *"])
+    assert "torch" not in same.stdout.str().split("backends: ")[1].splitlines()[0], "no other library is loaded"
+    page.write_text(page.read_text().replace("[8.0]", "[9]"))
+    stale = run(book, "--changed", "book/page.md")
+    assert stale.ret == 1
+    stale.stdout.fnmatch_lines(
+        [f"*figure 9 (lib.cube) is stale on numpy * (this machine's record of {computed_on}): computed 8*"]
+    )
+    assert log.read_text() == "cube\n", "no run after the first computed the cube"
+    _, after = _results(book)
+    assert after["run"]["dates"]["lib.cube"]["numpy"] == computed_on
+    assert after["records"]["lib.cube"]["numpy"]["status"] == "stale"
+
+    # the library's version moved: the recorded value no longer speaks, the claim computes again
+    path, data = _results(book)
+    data["records"]["lib.cube"]["numpy"]["version"] = "1.0.0"
+    path.write_text(json.dumps(data))
+    moved = run(book, "-v", "--changed")
+    moved.stdout.fnmatch_lines(["*rerun     lib.cube[[]numpy]: recorded on 1.0.0; this machine has * now*"])
+    assert log.read_text() == "cube\ncube\n"

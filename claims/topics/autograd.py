@@ -15,14 +15,18 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
-
-import sympy
+from typing import TYPE_CHECKING, Any, Callable
 
 from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import given
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend, supporting
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_import("sympy")  # loaded by the first claim that computes with it
 
 AUTODIFF = supporting("autodiff")
 FP32_EPS = 2.0**-23

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from verified_book.authoring.inputs import GIVEN, given, table
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_import("sympy")  # loaded by the first claim that computes with it
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,17 @@ position alone: changing one position's vector changes only that position's outp
 from __future__ import annotations
 
 import functools
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from verified_book.authoring.inputs import given
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, claim
 from verified_book.backends import Backend
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_import("numpy")  # loaded by the first claim that computes with it
 
 SIZES = ("batch", "positions", "vocab", "width", "outputs")
 

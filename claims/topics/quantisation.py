@@ -18,15 +18,19 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from claims.topics.formats import FORMATS
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
 from verified_book.authoring.inputs import model_config
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend, supporting
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_import("numpy")  # loaded by the first claim that computes with it
 
 BLOCK_SEED = 0
 BLOCK_SIZE = 32

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import functools
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field
 from claims.topics.models import MODEL, matrix_shapes
 from verified_book.authoring.inputs import model_config
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_import("numpy")  # loaded by the first claim that computes with it
 
 WEIGHT, LEARNING_RATE, GRADIENT = 0.5, 1e-4, 1.0
 BATCH = 32  # token vectors in Question 3's x

@@ -18,13 +18,17 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from claims.topics.formats import FORMATS, Format
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_import("numpy")  # loaded by the first claim that computes with it
 
 COUNT = 1_000_000
 SIGMA = 0.02  # initializer_range: the standard deviation of freshly initialised weights

@@ -12,14 +12,18 @@ from __future__ import annotations
 import contextlib
 import math
 from fractions import Fraction
-from typing import Any, Iterator
-
-import sympy
+from typing import TYPE_CHECKING, Any, Iterator
 
 from claims.topics.formats import FORMATS, Format
 from verified_book.authoring.inputs import given, model_config
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, claim
 from verified_book.backends import Backend, supporting
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_import("sympy")  # loaded by the first claim that computes with it
 
 LAYERS = supporting("nn")  # libraries with neural-network layers of their own
 

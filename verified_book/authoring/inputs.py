@@ -220,6 +220,15 @@ def measured_on(file: str, key: str) -> str | None:
         return None
 
 
+def source_of(file: str, key: str) -> str | None:
+    """The `source` a data entry names, or None; unrecorded, and None for a file or key that is gone."""
+    try:
+        source = _stated(file, key)[1].get("source")
+    except InputError:
+        return None
+    return str(source) if source else None
+
+
 def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:
     """The file's text and the table a dotted `key` names in it, which must hold a `value`."""
     text, parsed = _load(file)

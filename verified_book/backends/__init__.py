@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.metadata
 import os
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Backend:
     reason: str
     version: str | None = None
     device_name: str | None = None
+    recorded: str | None = None  # known from this machine's records of this date, its library not loaded
 
     @property
     def library(self) -> str:
@@ -129,6 +131,7 @@ class Adapter:
     lacking: ClassVar[dict[str, str]] = {}  # why the library lacks a feature, in its own words
     shape_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)  # what a mismatched matmul raises
     splits_copies: ClassVar[bool] = False  # a bandwidth probe spreads this library's copies over threads itself
+    distribution: ClassVar[str | None] = None  # the library's package on PyPI, where it is not `library`
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -139,6 +142,15 @@ class Adapter:
     def detect(cls) -> list[Backend]:
         """Every backend of this library, available or not, with the reason."""
         raise NotImplementedError
+
+    @classmethod
+    def installed_version(cls) -> str | None:
+        """The version of the library installed here, read from its package's metadata without importing
+        it; None where it is not installed."""
+        try:
+            return importlib.metadata.version(cls.distribution or cls.library)
+        except importlib.metadata.PackageNotFoundError:
+            return None
 
     @classmethod
     def marker_for(cls, place: str) -> str:

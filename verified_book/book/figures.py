@@ -118,15 +118,13 @@ def as_number(value: Any) -> Fraction | float | None:
         return value
     if isinstance(value, int):
         return Fraction(value)
-    try:
+    if type(value).__module__.partition(".")[0] == "sympy":  # asked of its type: no claim's value loads sympy
         import sympy
 
         if isinstance(value, sympy.Basic):
             if value.is_Rational:
                 return Fraction(int(value.p), int(value.q))
             value = float(value)
-    except ImportError:
-        pass
     item = getattr(value, "item", None)
     if callable(item) and not isinstance(value, (float, int)):
         value = item()

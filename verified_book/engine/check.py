@@ -331,6 +331,8 @@ def stale_message(binding: Binding, outcome: Outcome) -> str:
     """The compiler-style line for a stale figure: where, which claim, printed, computed, from what."""
     stated = f" (stated as {binding.stated!r})" if binding.stated != binding.text else ""
     on = "in exact arithmetic" if outcome.backend == NO_BACKEND.name else f"on {outcome.computed_on}"
+    if outcome.recorded:
+        on += f" (this machine's record of {outcome.recorded})"
     line = (
         f"{binding.where}: figure {binding.text}{stated} ({outcome.claim.id}) is stale {on}: "
         f"computed {show(outcome.value)}"
@@ -383,6 +385,10 @@ class Verifier:
         self._outcomes: dict[tuple[str, str], Outcome] = {}
         self.judged: dict[tuple[str, str], Outcome] = {}
         self.prior: Prior | None = None  # where an earlier answer may be at hand (the helper working ahead)
+        #: the outcomes taken from this machine's records, which this run judges against without computing
+        #: (`--changed`, see verified_book.engine.recorded)
+        self.recorded: dict[tuple[str, str], Outcome] = {}
+        self._live: Callable[[str], Backend] | None = getattr(backends, "live", None)
 
     def backends_for(self, claim: Claim) -> list[Backend]:
         """The backends a claim is computed on, available or not (absent ones are skipped)."""
@@ -395,7 +401,12 @@ class Verifier:
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
         key = (claim.id, backend.name)
+        if key not in self._outcomes and key in self.recorded:
+            self._outcomes[key] = self.recorded[key]
         if key not in self._outcomes:
+            if backend.recorded is not None and backend.available and self._live is not None:
+                # known from the records, and this check must compute on it: its library loads now
+                backend = self._live(backend.name)
             if not backend.available:
                 self._outcomes[key] = Outcome(
                     claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}"
@@ -496,8 +507,10 @@ class Verifier:
                 )
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
-            seconds.setdefault(claim_id, {})[backend_name] = round(self._outcomes[(claim_id, backend_name)].seconds, 4)
-            dates.setdefault(claim_id, {})[backend_name] = run.get("date") or now()
+            outcome = self._outcomes[(claim_id, backend_name)]
+            seconds.setdefault(claim_id, {})[backend_name] = round(outcome.seconds, 4)
+            # a value taken from a record keeps the date it was computed on; its figures are judged anew
+            dates.setdefault(claim_id, {})[backend_name] = outcome.recorded or run.get("date") or now()
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
                 claims[claim_id] = self.claim_meta(self.registry[claim_id]).model_copy(update={"skipped": reason})

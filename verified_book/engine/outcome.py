@@ -29,6 +29,7 @@ class Outcome:
     seconds: float = 0.0
     broken: environment.Broken | None = None  # what the environment lost, where the status is BROKEN
     version: str | None = None  # the backend's library version, where it computed the value
+    recorded: str | None = None  # the date of the record the value was taken from, where this run did not compute it
 
     @property
     def computed_on(self) -> str:

@@ -8,8 +8,11 @@ computes anything. A check is a (claim, backend) pair; a figure is checked where
   read anything: it is selected too, and the run says how many were selected for that reason.
 - `--changed`: the checks whose record no longer speaks for the book: no record, the claim's code or an
   input changed (`provenance.outdated_reason`), the library's version moved, a figure's printed text or
-  place moved, or the record did not hold (stale, failed). Every other record is unchanged: not rerun,
-  and reported as such with its date and status, never as verified now.
+  place moved, or the record did not hold (stale, failed). Where only the figures moved (or the record
+  was stale), the recorded value still stands: the figures are judged again against it and nothing is
+  computed (`verified_book.engine.recorded`), and the records keep the date the value was computed on.
+  Every other record is unchanged: not rerun, and reported as such with its date and status, never as
+  verified now.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Any, Iterable, Mapping
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
+from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.records.record import ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import Status
@@ -70,10 +75,17 @@ class Selection:
     unknown: int = 0  # claims selected because what they read is not known here
     snippets: set[str] = field(default_factory=set)  # snippet file names to run
     notes: list[str] = field(default_factory=list)
+    #: (claim, backend) -> the outcome its record keeps, for each check whose recorded value still stands
+    reusable: dict[tuple[str, str], Outcome] = field(default_factory=dict)
 
     @property
     def claims(self) -> set[str]:
         return {c for c, _ in self.pairs}
+
+    @property
+    def rejudged(self) -> dict[tuple[str, str], Outcome]:
+        """The checks the run judges again against their recorded values, computing nothing."""
+        return {key: self.reusable[key] for key in self.pairs if key in self.reusable}
 
     def keeps(self, claim_id: str, backend: str | None = None) -> bool:
         """Whether the run checks this claim (on this backend; on any, for a figure)."""
@@ -83,14 +95,23 @@ class Selection:
 
     def lines(self) -> list[str]:
         """What the run says of its selection, after its summary."""
+        rejudged = self.rejudged
         out = [
-            f"{self.how}: {len(self.pairs)} claim × backend checks rerun"
+            f"{self.how}: {len(self.pairs) - len(rejudged)} claim × backend checks rerun"
             + (
                 f" ({self.unknown} claims with no usable record here, so what they read is not known: selected too)"
                 if self.unknown
                 else ""
             )
         ]
+        if rejudged:
+            dates = sorted({o.recorded or "" for o in rejudged.values()})
+            span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+            out.append(
+                f"{self.how}: {len(rejudged)} checks judged again against the values this machine's records keep "
+                f"(computed {span}; the claim's code, its inputs and the library's version unchanged): "
+                "nothing computed for them"
+            )
         out += self.notes
         if self.unchanged:
             by_status: dict[str, int] = {}
@@ -113,7 +134,11 @@ class Selection:
 
     def detail(self) -> list[str]:
         """One line per check: rerun and why, or unchanged with its recorded status and date."""
-        out = [f"  rerun     {c}[{b}]: {self.why.get((c, b), '')}" for c, b in sorted(self.pairs)]
+        rejudged = self.rejudged
+        out = [
+            f"  {'rejudged' if (c, b) in rejudged else 'rerun':<9} {c}[{b}]: {self.why.get((c, b), '')}"
+            for c, b in sorted(self.pairs)
+        ]
         out += [
             f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
             for (c, b), (status, date) in sorted(self.unchanged.items())
@@ -129,10 +154,9 @@ def _figures_recorded(record: Record) -> set[tuple[str, int, str | None]]:
     return {(f.file, f.line, f.printed) for f in record.figures or ()}
 
 
-def changed_why(
-    claim: Claim, meta: ClaimMeta | None, record: Record | None, bindings: list[Binding], version_now: str | None
-) -> str | None:
-    """Why a check must be rerun by `--changed`; None where its record still speaks for the book."""
+def value_why(claim: Claim, meta: ClaimMeta | None, record: Record | None, version_now: str | None) -> str | None:
+    """Why a check's recorded value no longer speaks for the book (no record, its claim's code or an input
+    changed, the library's version moved); None where computing again here would give it back."""
     if record is None:
         return "no record on this machine"
     outdated = outdated_reason(claim, meta, record)
@@ -140,6 +164,16 @@ def changed_why(
         return outdated
     if record.version != version_now:
         return f"recorded on {record.version or 'no library'}; this machine has {version_now or 'none'} now"
+    return None
+
+
+def changed_why(
+    claim: Claim, meta: ClaimMeta | None, record: Record | None, bindings: list[Binding], version_now: str | None
+) -> str | None:
+    """Why a check must be checked again by `--changed`; None where its record still speaks for the book."""
+    why = value_why(claim, meta, record, version_now)
+    if why or record is None:
+        return why
     now, then = _figures_now(bindings), _figures_recorded(record)
     if now != then:
         moved = sorted(now - then) or sorted(then - now)
@@ -168,6 +202,11 @@ def select_changed(
         record = (results.records.get(claim_id) or {}).get(backend) if results is not None else None
         meta = results.claims.get(claim_id) if results is not None else None
         why = changed_why(claim, meta, record, bindings.get(claim_id, []), versions.get(backend))
+        if record is not None and results is not None:
+            date = results.date_of(claim_id, backend)
+            if date and not value_why(claim, meta, record, versions.get(backend)) and not why_not_reused(claim, record):
+                seconds = results.run.seconds.get(claim_id, {}).get(backend, 0.0)
+                selection.reusable[(claim_id, backend)] = recorded_outcome(claim, backend, record, date, seconds)
         if why is None and record is not None and results is not None:
             selection.unchanged[(claim_id, backend)] = (str(record.status), results.date_of(claim_id, backend))
         else:
@@ -249,7 +288,9 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
             if (claim_id, backend) not in selection.pairs:
                 selection.unchanged.pop((claim_id, backend), None)
                 selection.pairs.add((claim_id, backend))
-                selection.why[(claim_id, backend)] = "rerun with its claim's other backends (a figure is judged on all)"
+                selection.why[(claim_id, backend)] = (
+                    "checked with its claim's other backends (a figure is judged on each)"
+                )
 
 
 def narrow(
@@ -271,10 +312,12 @@ def narrow(
         results: ResultsFile | None = read(results_path) if results_path.is_file() else None
     except ResultsError:
         results = None
+    if changed and results is not None and hasattr(verifier.backends, "assume"):
+        verifier.backends.assume(assumed_backends(results))  # no library loads for a check left as recorded
     everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry}
     pairs = [(c, b) for c, names in everywhere.items() for b in names]
     if changed:
-        versions = {name: b.version for name, b in verifier.backends.items()}
+        versions = {name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends}
         selection = select_changed(results, registry, verifier.bindings, pairs, versions)
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
         showing: dict[str, list[Path]] = {}
@@ -290,6 +333,7 @@ def narrow(
             selection.why.pop(key, None)
         selection.how = f"--changed {reading.how}"
     _whole_claims(selection, everywhere)
+    verifier.recorded.update(selection.rejudged)
     kept: list[Any] = []
     dropped: list[Any] = []
     for item in items:

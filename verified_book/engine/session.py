@@ -50,6 +50,7 @@ class Backends(Mapping[str, backends_mod.Backend]):
         self._names = tuple(names)  # the backends the book declares (book.toml's `backends`), all by default
         self._found: dict[str, backends_mod.Backend] = {}
         self._libraries: set[str] = set()
+        self._assumed: dict[str, backends_mod.Backend] = {}  # known from this machine's records, not loaded
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -61,6 +62,12 @@ class Backends(Mapping[str, backends_mod.Backend]):
         return name in self._names
 
     def __getitem__(self, name: str) -> backends_mod.Backend:
+        if name in self._assumed and name.split(":")[0] not in self._libraries:
+            return self._assumed[name]
+        return self.live(name)
+
+    def live(self, name: str) -> backends_mod.Backend:
+        """The backend as its library finds it now, the library loaded if it was not."""
         if name not in self._names:
             raise KeyError(name)
         library = name.split(":")[0]
@@ -69,9 +76,18 @@ class Backends(Mapping[str, backends_mod.Backend]):
             self._found.update({b.name: b for b in backends_mod.ADAPTERS[library].detect()})
         return self._found[name]
 
+    def assume(self, recorded: Mapping[str, backends_mod.Backend]) -> None:
+        """Take backends as this machine's records found them (`engine.recorded.assumed_backends`), so that
+        asking for one loads no library; a check that must compute on one loads it (`live`)."""
+        self._assumed.update({name: b for name, b in recorded.items() if name in self._names})
+
     def detected(self) -> dict[str, backends_mod.Backend]:
         """The backends of the libraries detected so far, in the order of NAMES."""
         return {name: self._found[name] for name in self._names if name in self._found}
+
+    def known(self) -> dict[str, backends_mod.Backend]:
+        """The backends detected so far or known from this machine's records, in the order of NAMES."""
+        return {name: self[name] for name in self._names if name in self._found or name in self._assumed}
 
     def undetected(self) -> list[str]:
         """The backend names whose library this run has not loaded."""

@@ -383,8 +383,12 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 def backend_lines(run: Session, every: bool = False) -> list[str]:
     """What the run's libraries found on this machine; `every` detects the libraries no selected claim loaded."""
-    found = {name: run.backends[name] for name in run.backends} if every else run.backends.detected()
-    present = ", ".join(f"{b.name} {b.version}" for b in found.values() if b.available)
+    found = {name: run.backends[name] for name in run.backends} if every else run.backends.known()
+    present = ", ".join(
+        f"{b.name} {b.version}" + (" (as recorded; not loaded)" if b.recorded else "")
+        for b in found.values()
+        if b.available
+    )
     absent = "; ".join(f"{b.name}: {b.reason}" for b in found.values() if not b.available)
     unloaded = [name for name in run.backends if name not in found]
     return [
@@ -695,7 +699,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "os": run.machine.info.get("os"),
         "driver": run.machine.info.get("driver"),
         "versions": {k: run.machine.info.get(k) for k in ("python", *machine_mod.VERSIONED)},
-        "backends": {b.name: (b.version if b.available else None) for b in run.backends.detected().values()},
+        "backends": {b.name: (b.version if b.available else None) for b in run.backends.known().values()},
     }
     broken = run.broken()
     if broken:  # contribute refuses a run whose environment broke; a later sound run clears it
@@ -869,7 +873,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = state(config)
-    absent = {name for name, b in run.backends.detected().items() if not b.available}
+    absent = {name for name, b in run.backends.known().items() if not b.available}
     statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
     tally = run.tally
     table = summary_table(statuses, tally.selected)

@@ -39,6 +39,7 @@ from verified_book.records.record import (
     SLUG_PATTERN,
     VOLATILE,
     ClaimMeta,
+    Exact,
     Machine,
     Measured,
     Record,
@@ -113,14 +114,31 @@ def to_json(value: Any) -> Any:
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return to_json(tolist())
-    try:
+    if type(value).__module__.partition(".")[0] == "sympy":  # asked of its type: no other value loads sympy
         import sympy
 
         if isinstance(value, sympy.Basic):
             return to_json(Fraction(int(value.p), int(value.q))) if value.is_Rational else float(value)
-    except ImportError:
-        pass
     return str(value)
+
+
+def from_json(value: Any) -> Any:
+    """A recorded value back as the engine had it: exact fractions exact, `inf`/`nan` as floats."""
+    if isinstance(value, Exact):
+        try:
+            return Fraction(value.exact)
+        except (ValueError, ZeroDivisionError):
+            return value.float
+    if isinstance(value, dict) and isinstance(value.get("exact"), str):  # an input's value, kept as JSON
+        try:
+            return Fraction(value["exact"])
+        except (ValueError, ZeroDivisionError):
+            return value.get("float")
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    if isinstance(value, str) and value.strip().lower() in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
 
 
 def _typed(model: Any, value: Any, where: str) -> Any:

@@ -27,17 +27,17 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
 from verified_book.book.bindings import BINDING, Binding, Page
 from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.recorded import recorded_reads
 from verified_book.errors import Problem
 from verified_book.records.conditions import contended
-from verified_book.records.record import ClaimMeta, DataInput, Exact, FigureVerdict, Record
-from verified_book.records.results import ResultsFile
+from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
+from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import (
     BROKEN_BINDING,
     CONTENDED,
@@ -76,25 +76,6 @@ def short(value: Any, limit: int = MAX_TEXT) -> str:
 
 # ---------------------------------------------------------------------------
 # Values and statuses as recorded
-
-
-def from_json(value: Any) -> Any:
-    """A recorded value back as the engine had it: exact fractions exact, `inf`/`nan` as floats."""
-    if isinstance(value, Exact):
-        try:
-            return Fraction(value.exact)
-        except (ValueError, ZeroDivisionError):
-            return value.float
-    if isinstance(value, dict) and isinstance(value.get("exact"), str):  # an input's value, kept as JSON
-        try:
-            return Fraction(value["exact"])
-        except (ValueError, ZeroDivisionError):
-            return value.get("float")
-    if isinstance(value, list):
-        return [from_json(v) for v in value]
-    if isinstance(value, str) and value.strip().lower() in ("inf", "-inf", "nan"):
-        return float(value)
-    return value
 
 
 def show_value(value: Any) -> str:
@@ -298,24 +279,6 @@ def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backen
         )
         return Measurement(status=verdict.status, message=note, rejudged=True, **base)
     return Measurement(status=status_of(raw_status), message=message, **base)
-
-
-def recorded_reads(record: Record) -> list[inputs.Read]:
-    """The data inputs a record names, as the engine read them: enough to tell what a figure that held
-    is evidence of (a transcription, another machine's measurement) without computing anything."""
-    reads: list[inputs.Read] = []
-    for entry in record.inputs or []:
-        if isinstance(entry, DataInput):
-            reads.append(
-                inputs.Input(
-                    entry.file,
-                    entry.key,
-                    from_json(entry.value),
-                    entry.line or 0,
-                    measured_on=inputs.measured_on(entry.file, entry.key),
-                )
-            )
-    return reads
 
 
 def claim_source(claim: Claim | None, metas: Iterable[ClaimMeta]) -> str | None:
