@@ -84,8 +84,12 @@ def _read_uncached(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     namespace = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types.ModuleType("_"))
+    targets = (namespace.get(name) for name in sorted(names))
     named = tuple(
-        target for name in sorted(names) if inspect.isfunction(target := namespace.get(name)) or inspect.isclass(target)
+        target
+        for target in targets
+        # a module is neither; asked first, since asking a lazily imported one anything else imports it
+        if not isinstance(target, types.ModuleType) and (inspect.isfunction(target) or inspect.isclass(target))
     )
     return source, named
 

@@ -314,10 +314,15 @@ def narrow(
         results = None
     if changed and results is not None and hasattr(verifier.backends, "assume"):
         verifier.backends.assume(assumed_backends(results))  # no library loads for a check left as recorded
-    everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry}
+    in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
+        item.binding.claim_id for item in items if hasattr(item, "binding")
+    }  # what the run's items check: a page's run speaks of that page's claims only
+    everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry if c.id in in_run}
     pairs = [(c, b) for c, names in everywhere.items() for b in names]
     if changed:
-        versions = {name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends}
+        versions = {
+            name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends
+        }
         selection = select_changed(results, registry, verifier.bindings, pairs, versions)
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
         showing: dict[str, list[Path]] = {}
