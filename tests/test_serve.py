@@ -7,6 +7,7 @@ reads the marks from the HTML it serves.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -157,6 +158,35 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
         p.startswith("pages/index.md:5: figure 65504 (half.max) is stale in exact arithmetic: computed 4,292,870,144")
         for p in report.problems
     ), report.problems
+
+
+def test_a_page_edit_writes_the_records_of_its_figures_claims_only_and_keeps_them(
+    book: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved page's records are merged from a thread while the page shows; the next look at the disk waits
+    for them, and only the records of the claims whose figures were judged again are written."""
+    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    asked: list[list[tuple[str, str]]] = []
+    results = engine.session.verifier.results
+
+    def recorded(*args: Any, only: Any = None, **kwargs: Any) -> Any:
+        asked.append(sorted(only) if only is not None else [])
+        return results(*args, only=only, **kwargs)
+
+    monkeypatch.setattr(engine.session.verifier, "results", recorded)
+    page = book / "pages" / "index.md"
+    page.write_text(page.read_text().replace("[65504](claim:half.max)", "[65505](claim:half.max)", 1))
+    os.utime(page, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    engine.apply(engine.changed())
+    held = {c for c, _ in engine.session.verifier.judged}  # the measured half.sum_ms was not asked for
+    claims_on_page = {b.claim_id for b in engine.session.book.bindings() if b.file == "pages/index.md"} & held
+    assert asked and {c for c, _ in asked[-1]} == claims_on_page
+    assert engine.merged is not None and engine.merged.records["half.max"]["none"].status == "stale"  # shown now
+    assert engine.changed() == []  # waits for the thread; the file it wrote is not a change
+    on_disk = json.loads(engine.results_path.read_text())
+    assert on_disk["records"]["half.max"]["none"]["figures"][0]["printed"] == "65505"
+    assert engine.unkept is None
 
 
 def _free_port() -> int:

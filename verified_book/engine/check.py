@@ -476,15 +476,22 @@ class Verifier:
         )
 
     def results(
-        self, slug: str, run: dict[str, Any], outputs: dict[str, SnippetOutput], not_here: dict[str, str] | None = None
+        self,
+        slug: str,
+        run: dict[str, Any],
+        outputs: dict[str, SnippetOutput],
+        not_here: dict[str, str] | None = None,
+        only: Iterable[tuple[str, str]] | None = None,
     ) -> ResultsFile:
-        """Every (claim, backend) judged in this run, as a results file to merge; `not_here` gives the
-        reason for each claim this run selected but could not compute on any backend here."""
+        """Every (claim, backend) judged in this run (or those of them in `only`), as a results file to
+        merge; `not_here` gives the reason for each claim this run selected but could not compute on any
+        backend here."""
         records: dict[str, dict[str, Record]] = {}
         claims: dict[str, ClaimMeta] = {}
         seconds: dict[str, dict[str, float]] = {}
         dates: dict[str, dict[str, str]] = {}
-        for claim_id, backend_name in sorted(self.judged):
+        keys = sorted(self.judged) if only is None else sorted(set(only) & set(self.judged))
+        for claim_id, backend_name in keys:
             claim = self.registry[claim_id]
             backend = self.backends.get(backend_name, NO_BACKEND)
             if not backend.available:  # an absent backend leaves no record; the run header lists what is absent

@@ -24,6 +24,7 @@ file:line for every figure that is stale or failed.
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import importlib.metadata
 import os
@@ -182,6 +183,8 @@ class Engine:
         self.merged: ResultsFile | None = None
         self.commit = commit_of(book.root, (self.session.results_dir, book.results))
         self._own: dict[Path, tuple[int, int]] = {}  # files this process wrote, as it left them
+        self._writer: threading.Thread | None = None  # writing the last change's records, while its page shows
+        self.unkept: str | None = None  # why the last records written were not kept, where they were not
         self._topics_roots = sorted({t.split(".")[0] for t in book.topics})
         self.files = self.scan()
 
@@ -213,6 +216,7 @@ class Engine:
 
     def changed(self) -> list[Path]:
         """The files saved, made or removed since the last look, less what this process wrote itself."""
+        self.written()
         files = self.scan()
         paths = sorted(p for p in set(files) | set(self.files) if files.get(p) != self.files.get(p))
         self.files = files
@@ -366,7 +370,8 @@ class Engine:
         ]
         self._judge(bindings, report)
         report.pages |= {str(p.relative_to(root)) for p in pages}
-        self.write()
+        claims = {b.claim_id for b in bindings} | {c for c, _ in report.recomputed}
+        self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report
 
     def _reread(self, path: Path) -> None:
@@ -405,8 +410,11 @@ class Engine:
 
     # -- the records
 
-    def write(self) -> None:
-        """This machine's records of every value held, merged into its results file as a run merges them."""
+    def write(self, keys: Iterable[Key] | None = None, *, wait: bool = True) -> None:
+        """This machine's records of the values held (those of `keys`, or all), merged into its results file
+        as a run merges them. With `wait` false the file is written by a thread while the page is shown:
+        `merged` holds the records at once, and the next look at the disk (`changed`) waits for the file."""
+        self.written()
         session = self.session
         header = {
             "date": now(),
@@ -415,10 +423,29 @@ class Engine:
             "os": session.machine.info.get("os"),
             "backends": {b.name: (b.version if b.available else None) for b in session.backends.detected().values()},
         }
-        update = session.verifier.results(session.machine.slug, header, {}, {})
-        self.merged = merge_into(self.results_path, update)
+        update = session.verifier.results(session.machine.slug, header, {}, {}, only=keys)
+        if wait or self.merged is None:
+            self._merge(update)
+            return
+        self.merged.merge(copy.deepcopy(update))  # what the file will hold, for the page shown now
+        self._writer = threading.Thread(target=self._merge, args=(update,), name="verified-book-serve-records")
+        self._writer.start()
+
+    def _merge(self, update: ResultsFile) -> None:
+        try:
+            self.merged = merge_into(self.results_path, update)
+        except Exception as e:  # noqa: BLE001 - the preview goes on, and says the records were not kept
+            self.unkept = f"{self.results_path}: this change's records were not written: {type(e).__name__}: {e}"
+            print(f"verified-book serve: {self.unkept}", file=sys.stderr, flush=True)
+            return
         stat = self.results_path.stat()
         self._own[self.results_path] = (stat.st_mtime_ns, stat.st_size)
+
+    def written(self) -> None:
+        """Wait until the records of the last change are in the results file."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
 
 
 # ---------------------------------------------------------------------------
@@ -546,10 +573,11 @@ def serve(book: BookConfig, args: list[str]) -> int:
         pass
     finally:
         server.shutdown()
+        engine.written()
         import shutil
 
         shutil.rmtree(site_dir, ignore_errors=True)
-    return 0
+    return 1 if engine.unkept else 0
 
 
 def say(report: Report, what: str) -> None:
