@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
-
-import sympy
+from typing import TYPE_CHECKING
 
 from verified_book.authoring.inputs import exact, given, vendor
+from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, claim
 from verified_book.backends import Backend
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_import("sympy")  # loaded by the first claim that computes with it
 
 FORMATS = "formats.toml"
 PRINTED_ON = "example_author"  # no profile matches it: the printed timing is compared nowhere
