@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,12 +56,16 @@ def _results(pytester: pytest.Pytester) -> tuple[Path, dict]:
     return path, json.loads(path.read_text())
 
 
+FIGURE_ITEM = re.compile(r"page\.md::line [^(]*\(([a-z0-9_.:]+)\)")  # the figure item's name, as -v shows it
+
+
 def _figures_run(result: pytest.RunResult) -> set[str]:
-    """The claims whose figures the run checked, from the -v lines."""
+    """The claims whose figures the run checked, from the -v lines (not the summary's, whose message follows)."""
     return {
-        line.split("(")[-1].split(")")[0].replace("::", ".")
+        found[1].replace("::", ".")
         for line in result.outlines
-        if "page.md::line" in line and ("PASSED" in line or "FAILED" in line)
+        if line.startswith("book/page.md::") and ("PASSED" in line or "FAILED" in line)
+        if (found := FIGURE_ITEM.search(line))
     }
 
 
