@@ -167,13 +167,9 @@ def value_why(claim: Claim, meta: ClaimMeta | None, record: Record | None, versi
     return None
 
 
-def changed_why(
-    claim: Claim, meta: ClaimMeta | None, record: Record | None, bindings: list[Binding], version_now: str | None
-) -> str | None:
-    """Why a check must be checked again by `--changed`; None where its record still speaks for the book."""
-    why = value_why(claim, meta, record, version_now)
-    if why or record is None:
-        return why
+def figures_why(record: Record, bindings: list[Binding]) -> str | None:
+    """Why a record whose value still stands must be judged again: a figure's text or place moved, or the
+    record did not hold; None where it speaks for the book as it is."""
     now, then = _figures_now(bindings), _figures_recorded(record)
     if now != then:
         moved = sorted(now - then) or sorted(then - now)
@@ -201,17 +197,18 @@ def select_changed(
             continue
         record = (results.records.get(claim_id) or {}).get(backend) if results is not None else None
         meta = results.claims.get(claim_id) if results is not None else None
-        why = changed_why(claim, meta, record, bindings.get(claim_id, []), versions.get(backend))
-        if record is not None and results is not None:
+        why = value_why(claim, meta, record, versions.get(backend))
+        if record is not None and results is not None and why is None:
             date = results.date_of(claim_id, backend)
-            if date and not value_why(claim, meta, record, versions.get(backend)) and not why_not_reused(claim, record):
+            if date and not why_not_reused(claim, record):
                 seconds = results.run.seconds.get(claim_id, {}).get(backend, 0.0)
                 selection.reusable[(claim_id, backend)] = recorded_outcome(claim, backend, record, date, seconds)
-        if why is None and record is not None and results is not None:
-            selection.unchanged[(claim_id, backend)] = (str(record.status), results.date_of(claim_id, backend))
-        else:
-            selection.pairs.add((claim_id, backend))
-            selection.why[(claim_id, backend)] = why or ""
+            why = figures_why(record, bindings.get(claim_id, []))
+            if why is None:
+                selection.unchanged[(claim_id, backend)] = (str(record.status), date)
+                continue
+        selection.pairs.add((claim_id, backend))
+        selection.why[(claim_id, backend)] = why or ""
     return selection
 
 
