@@ -147,6 +147,45 @@ def test_a_helper_that_dies_costs_only_time(tmp_path: Path) -> None:
     assert tally.ok, str(tally)
 
 
+COLLECTING = """
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    from verified_book.integration.pytest_plugin import state
+
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(session):
+        with (Path(__file__).parent / "runs.jsonl").open("a") as f:
+            f.write(json.dumps({"name": "collecting", "helper": state(session.config).ahead is not None}) + "\\n")
+"""
+
+
+@pytest.mark.slow  # runs with their helper process
+@pytest.mark.parametrize(
+    ("args", "before_collection", "helper_computes"),
+    [
+        pytest.param((), True, True, id="the whole book"),
+        pytest.param(("-m", "not slow"), True, True, id="a mark expression that keeps the helper's claims"),
+        pytest.param(("-m", "exact or measured"), False, False, id="a mark expression that drops them"),
+        pytest.param(("-k", "heavy"), False, True, id="-k, which only collection can judge"),
+        pytest.param(("book/page.md",), False, True, id="a page that prints a helper's figure"),
+    ],
+)
+def test_the_helper_starts_before_collection_where_the_arguments_alone_select_its_work(
+    tmp_path: Path, log: Path, args: tuple[str, ...], before_collection: bool, helper_computes: bool
+) -> None:
+    book = sample(tmp_path / "book")
+    book.conftest(COLLECTING)
+    run = book.run(*args)
+    assert run.ret == 0, run.output[-3000:]
+    done = logs(book)
+    assert done["collecting"]["helper"] is before_collection
+    assert ("heavy" in done and done["heavy"]["pid"] != os.getpid()) is helper_computes, done
+
+
 @pytest.mark.slow  # a run with its helper process
 def test_a_selection_without_ahead_work_stops_the_helper_and_waits_for_nothing(tmp_path: Path, log: Path) -> None:
     book = sample(tmp_path / "book")

@@ -1,10 +1,13 @@
 """Work done ahead: by a helper process that starts with the run, while the run starts.
 
 Some claims import a library nothing else in a run needs: transformers takes seconds to load,
-and torch's forward mode loads torch's compiler; a snippet may import the same. A book lists
-them in `book.toml` (`ahead`: claim ids or fnmatch patterns, and snippet file names, which
-end in `.py`). On a machine with a core to spare, a plain run (not under xdist, whose workers
-share the cores already) starts one helper as soon as the book is open. The helper opens the
+and torch's forward mode, its optimizers and its GradScaler load torch's compiler; a snippet
+may import the same. A book lists them in `book.toml` (`ahead`: claim ids or fnmatch patterns,
+and snippet file names, which end in `.py`). On a machine with a core to spare, a plain run
+(not under xdist, whose workers share the cores already) starts one helper as soon as the book
+is open where its arguments alone select that work (`selects_ahead_work` in the pytest
+plugin), else once collection shows it selected some of it, and stops one that collection
+shows it does not need. The helper opens the
 same book, computes those claims on this machine's CPU backends with the engine's own
 `evaluate`, runs those snippets as the default run does (`run_in_process_or_as_script`), and
 when it exits hands back each outcome (the value or the failure, the inputs it read, the

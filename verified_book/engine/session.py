@@ -169,8 +169,8 @@ class Session:
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
         self.output_blocks: BookOutputs = book_outputs()
-        # the helper's work, checked now (a stale entry is a load error); the helper starts once the run
-        # knows it selected some of it
+        # the helper's work, checked now (a stale entry is a load error); the helper starts at session start
+        # where the run's arguments select all of it, else once the run knows it selected some of it
         self.ahead_claims: dict[str, Claim] = {}
         self.ahead_snippets: set[Path] = set()
         if ahead and book.ahead:
@@ -235,12 +235,20 @@ class Session:
         self.ahead_snippets = set(snippets)
 
     def start_ahead(self) -> ahead_mod.Ahead:
-        """Start the helper on the work `_plan_ahead` found; the verifier takes its outcomes."""
-        ahead = ahead_mod.Ahead(self.root)
-        ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
-        self.ahead = ahead
-        self.verifier.prior = ahead.take
-        return ahead
+        """Start the helper on the work `_plan_ahead` found, where it is not running already; the verifier
+        takes its outcomes."""
+        if self.ahead is None:
+            self.ahead = ahead_mod.Ahead(self.root)
+            self.ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
+        self.verifier.prior = self.ahead.take
+        return self.ahead
+
+    def drop_ahead(self) -> None:
+        """Stop a helper started before the selection was known, where the selection holds none of its work."""
+        if self.ahead is not None:
+            self.ahead.cancel()
+            self.ahead = None
+        self.verifier.prior = None
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""

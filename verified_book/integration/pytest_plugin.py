@@ -25,6 +25,7 @@ from verified_book.integration import hookspecs
 from verified_book.engine import machine as machine_mod
 from verified_book.engine import offline
 from verified_book.engine import selection as selection_mod
+from verified_book.engine import ahead as ahead_mod
 from verified_book.engine import environment
 from verified_book.errors import BookError
 from verified_book.book.bindings import Binding, Book, Page, binding_hint, book_pages, generated, read_page
@@ -276,8 +277,48 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
+    run = config.stash[STATE]
+    if ahead and selects_ahead_work(config, run):
+        run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
     if not config.option.collectonly:
         _take_run_lock(config, book)
+
+
+#: the options that narrow a run to part of what its paths collect; `-m` is judged on its own
+NARROWING = ("keyword", "deselect", "lf", "claims_changed", "claims_reading")
+
+
+def selects_ahead_work(config: pytest.Config, run: Session) -> bool:
+    """Whether the run's arguments alone select the helper's claims, before anything is collected: book.toml
+    named whole (or a folder that holds it), no option that narrows the selection, and a `-m` expression (the
+    ini's included) that keeps some of those claims on a CPU backend. `verify` runs so; `pytest book/index.md`
+    does not, and its helper starts, if at all, once collection shows it selected some of that work."""
+    if not run.ahead_claims or any(getattr(config.option, name, None) for name in NARROWING):
+        return False
+    claims_file = (run.root / FILE_NAME).resolve()
+    here = config.invocation_params.dir
+    named = False
+    for arg in config.args:
+        path, _, node = arg.partition("::")
+        target = (here / path).resolve()
+        named = named or (
+            not node and (target == claims_file or (target.is_dir() and claims_file.is_relative_to(target)))
+        )
+    if not named:
+        return False
+    markexpr = config.getoption("markexpr", "") or ""
+    if not markexpr:
+        return True
+    from _pytest.mark import MarkMatcher
+    from _pytest.mark.expression import Expression
+
+    expression = Expression.compile(markexpr)
+    return any(
+        expression.evaluate(MarkMatcher.from_markers([m.mark for m in marks(run, claim, name)]))
+        for claim in run.ahead_claims.values()
+        for name in claim.backends or backends_mod.NAMES
+        if ahead_mod.on_cpu(backends_mod.Backend(name, available=False, reason="not yet detected"))
+    )
 
 
 def _take_run_lock(config: pytest.Config, book: BookConfig) -> None:
@@ -836,11 +877,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         used = {b for _, b in tally.selected}
         run.verifier.backends = {name: run.verifier.backends[name] for name in run.verifier.backends if name in used}
     if not (run.ahead_claims or run.ahead_snippets):
+        run.drop_ahead()
         return
     # the helper's work comes after everything else untimed, and the timed items last, alone; the helper
-    # starts only where the selection holds some of its work
+    # runs only where the selection holds some of its work
     tier = {item: 1 if done_ahead(run, item) else 2 if run.runs_alone(item.nodeid) else 0 for item in items}
     if 1 not in tier.values():
+        run.drop_ahead()
         return
     run.start_ahead()
     items.sort(key=tier.__getitem__)
