@@ -8,14 +8,15 @@ items that time the machine (those the xdist scheduler holds back to run alone, 
 `verified_book.integration.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
 What lies between the items' own durations is pytest's per-item work. The file is written
-when pytest unconfigures; the benchmark adds the moments it launched the command and saw
-it exit.
+when pytest unconfigures, with the modules the run imported; the benchmark adds the moments it
+launched the command and saw it exit.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -74,4 +75,7 @@ class Phases:
             row["seconds"] += seconds
             if len(row["slowest"]) < SLOWEST:
                 row["slowest"].append([nodeid, round(seconds, 3)])
-        self.out.write_text(json.dumps({"stamps": self.stamps, "items": totals}, indent=1), encoding="utf-8")
+        loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors
+        self.out.write_text(
+            json.dumps({"stamps": self.stamps, "items": totals, "modules": loaded}, indent=1), encoding="utf-8"
+        )

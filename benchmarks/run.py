@@ -228,7 +228,7 @@ def run_one_page(rounds: int = 3) -> dict[str, Any]:
         )
         runs.append((time.perf_counter() - start, done.returncode))
     seconds = sorted(s for s, _ in runs)
-    libraries = libraries_floor(rounds)
+    libraries = libraries_floor(page_imports(), rounds)
     median = seconds[len(seconds) // 2]
     return {
         "page": ONE_PAGE,
@@ -284,18 +284,31 @@ def run_page_edit(rounds: int = 3) -> dict[str, Any]:
     }
 
 
-#: what a check of ONE_PAGE imports of others' code: pytest, and each library its claims compute on here
-#: (the page's format tables are read from every backend's finfo; its derived values are sympy's)
-ONE_PAGE_LIBRARIES = ("pytest", "numpy", "ml_dtypes", "sympy", "torch", "mlx.core", "jax")
+#: the others' code whose import a page check may pay for: pytest, and each library a claim may compute with
+LIBRARIES = ("pytest", "numpy", "ml_dtypes", "sympy", "torch", "mlx.core", "jax", "transformers", "gguf")
 
 
-def libraries_floor(rounds: int = 3) -> dict[str, Any]:
-    """The seconds a fresh interpreter takes to import ONE_PAGE_LIBRARIES (those installed) and nothing
-    else: the part of the one-page check that is the libraries' own start-up, not the engine's."""
-    import importlib.util
+def page_imports() -> list[str]:
+    """LIBRARIES that a check of ONE_PAGE imports here, read off one untimed run of it."""
+    with tempfile.TemporaryDirectory(prefix="page-imports-") as folder:
+        out = Path(folder) / "phases.json"
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+            phases_plugin.OUT_ENV: str(out),
+        }
+        check = [bin_of("python"), "-m", "pytest", ONE_PAGE, "-q", "-p", "no:cacheprovider", "--no-results"]
+        subprocess.run([*check, "-p", "benchmarks.phases"], cwd=ROOT, env=env, capture_output=True, timeout=600)
+        if not out.exists():
+            raise RuntimeError(f"the check of {ONE_PAGE} wrote no {phases_plugin.OUT_ENV} file")
+        loaded = set(json.loads(out.read_text(encoding="utf-8"))["modules"])
+    return [name for name in LIBRARIES if name in loaded]
 
-    present = [name for name in ONE_PAGE_LIBRARIES if importlib.util.find_spec(name.split(".")[0]) is not None]
-    code = "import " + ", ".join(present)
+
+def libraries_floor(imports: list[str], rounds: int = 3) -> dict[str, Any]:
+    """The seconds a fresh interpreter takes to import `imports` and nothing else: the part of the one-page
+    check that is the libraries' own start-up, not the engine's."""
+    code = "import " + ", ".join(imports)
     each = []
     for _ in range(rounds):
         seconds, status, tail = timed([bin_of("python"), "-c", code], ROOT, timeout=600)
@@ -303,7 +316,7 @@ def libraries_floor(rounds: int = 3) -> dict[str, Any]:
             raise RuntimeError(f"{code!r} exited {status}: {tail}")
         each.append(seconds)
     median = sorted(each)[len(each) // 2]
-    return {"imports": present, "seconds": round(median, 2), "rounds": [round(s, 2) for s in each]}
+    return {"imports": imports, "seconds": round(median, 2), "rounds": [round(s, 2) for s in each]}
 
 
 def run_snippets() -> dict[str, Any]:

@@ -148,7 +148,11 @@ def test_with_nothing_timed_it_is_plain_load_scheduling() -> None:
         ("book/hardware.md::line 12: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
         ("book/hardware.md::line 12: (3.35) (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
         ("book/hardware.md::every number is bound", None),
+        ("examples/minimal/book.toml::half.of_ten[none]", "half.of_ten"),
+        ("book/hardware.md::line 12, column 40: 3.35 (hardware.h200.bandwidth)", "hardware.h200.bandwidth"),
         ("tests/test_render.py::test_plots_are_drawn", None),
+        ("tests/test_record.py::test_the_schema_takes_a_committed_file[cpu-x86_64-2c.json]", None),
+        ("tests/test_x.py::test_y[a (b)]", None),
     ],
 )
 def test_the_claim_of_an_item_is_read_back_from_its_node_id(nodeid: str, claim: str | None) -> None:

@@ -349,8 +349,10 @@ def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool
     return backend == backends_mod.NO_BACKEND.name or backend in profile.backends
 
 
-CASE_ID = re.compile(r"::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")  # book.toml::<claim>[<backend>]
-FIGURE_NAME = re.compile(r"\((?P<claim>[a-z0-9_.]+)\)$")  # line N: <printed> (<claim>)
+# a claim item, <root>/book.toml::<claim>[<backend>], and a figure item, <page>.md::line N: <printed> (<claim>);
+# a parametrized test elsewhere (tests/test_x.py::test_y[z]) is neither
+CASE_ID = re.compile(rf"(?:^|/){re.escape(FILE_NAME)}::(?P<claim>[a-z0-9_.]+)\[[^\[\]]+\]$")
+FIGURE_NAME = re.compile(r"\.md::line \d+(?:, column \d+)?: .* \((?P<claim>[a-z0-9_.]+)\)$")
 
 
 def case_id(claim: Claim, backend: str) -> str:
