@@ -215,6 +215,13 @@ def test_each_ahead_entry_that_names_nothing_usable_fails_the_run_at_its_line(tm
         "book.toml:9: [book] ahead names 'timer.py', which prints a measured figure: a snippet that times the "
         "machine runs alone" in run.output
     )
+    (book.root / "book.toml").write_text((book.root / "book.toml").read_text().replace('"haevy.*"', '"work.*"'))
+    run = book.run()
+    assert (
+        "book.toml:8: [book] ahead names 'work.*', which matches work.timed, a measured claim: a claim that times "
+        "the machine runs alone" in run.output
+    )
+    assert "timed" in logs(book) and logs(book)["timed"]["pid"] == os.getpid(), "the run timed it itself"
 
 
 @pytest.mark.parametrize("value", ['"heavy.*"', "[1]", '[""]'])

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, KeysView
 
-from verified_book.authoring.registry import Claim, Registry
+from verified_book.authoring.registry import Claim, Kind, Registry
 from verified_book.backends import Backend
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.snippet_run import SnippetRun
@@ -48,11 +48,20 @@ def is_snippet(entry: str) -> bool:
 
 
 def matching(patterns: Iterable[str], registry: Registry) -> tuple[list[Claim], list[str]]:
-    """The claims `patterns` name, and each pattern that names none (a stale entry in book.toml)."""
+    """The claims `patterns` name that the helper may compute, and each pattern that names none (a stale
+    entry in book.toml). A measured claim is never done ahead: it times the machine, so it runs alone."""
     patterns = [p for p in patterns if not is_snippet(p)]
-    claims = [c for c in registry if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    claims = [
+        c for c in registry if c.kind is not Kind.MEASURED and any(fnmatch.fnmatchcase(c.id, p) for p in patterns)
+    ]
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(c.id, p) for c in registry)]
     return claims, unmatched
+
+
+def timed_matches(patterns: Iterable[str], registry: Registry) -> list[tuple[str, Claim]]:
+    """Each (pattern, measured claim) pair where an `ahead` entry names a claim that times the machine."""
+    patterns = [p for p in patterns if not is_snippet(p)]
+    return [(p, c) for p in patterns for c in registry if c.kind is Kind.MEASURED and fnmatch.fnmatchcase(c.id, p)]
 
 
 def on_cpu(backend: Backend) -> bool:
