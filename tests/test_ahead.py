@@ -218,9 +218,13 @@ def test_each_ahead_entry_that_names_nothing_usable_fails_the_run_at_its_line(tm
     (book.root / "book.toml").write_text((book.root / "book.toml").read_text().replace('"haevy.*"', '"work.*"'))
     run = book.run()
     assert (
-        "book.toml:8: [book] ahead names 'work.*', which matches work.timed, a measured claim: a claim that times "
-        "the machine runs alone" in run.output
+        "book.toml:8: [book] ahead names 'work.*', which matches only measured claims (work.timed): a claim that "
+        "times the machine runs alone" in run.output
     )
+    (book.root / "book.toml").write_text((book.root / "book.toml").read_text().replace('"work.*"', '"*"'))
+    run = book.run("-m", "not slow")
+    assert "ahead names '*'" not in run.output, "an entry that names other claims too only leaves the measured out"
+    assert logs(book)["heavy"]["pid"] != os.getpid() and logs(book)["timed"]["pid"] == os.getpid()
     assert "timed" in logs(book) and logs(book)["timed"]["pid"] == os.getpid(), "the run timed it itself"
 
 

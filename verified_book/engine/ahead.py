@@ -58,10 +58,14 @@ def matching(patterns: Iterable[str], registry: Registry) -> tuple[list[Claim], 
     return claims, unmatched
 
 
-def timed_matches(patterns: Iterable[str], registry: Registry) -> list[tuple[str, Claim]]:
-    """Each (pattern, measured claim) pair where an `ahead` entry names a claim that times the machine."""
-    patterns = [p for p in patterns if not is_snippet(p)]
-    return [(p, c) for p in patterns for c in registry if c.kind is Kind.MEASURED and fnmatch.fnmatchcase(c.id, p)]
+def only_timed(patterns: Iterable[str], registry: Registry) -> list[tuple[str, list[Claim]]]:
+    """Each `ahead` entry that names claims, all of them measured: nothing the helper may do."""
+    found = []
+    for p in (p for p in patterns if not is_snippet(p)):
+        named = [c for c in registry if fnmatch.fnmatchcase(c.id, p)]
+        if named and all(c.kind is Kind.MEASURED for c in named):
+            found.append((p, named))
+    return found
 
 
 def on_cpu(backend: Backend) -> bool:

@@ -223,8 +223,9 @@ class Session:
 
         for pattern in unmatched:
             problem(pattern, "which matches no claim")
-        for pattern, timed in ahead_mod.timed_matches(self.book_config.ahead, REGISTRY):
-            problem(pattern, f"which matches {timed.id}, a measured claim: a claim that times the machine runs alone")
+        for pattern, timed in ahead_mod.only_timed(self.book_config.ahead, REGISTRY):
+            named = ", ".join(c.id for c in timed[:3]) + (f" and {len(timed) - 3} more" if len(timed) > 3 else "")
+            problem(pattern, f"which matches only measured claims ({named}): a claim that times the machine runs alone")
         snippets = []
         for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
             if not path.is_file():
