@@ -101,21 +101,25 @@ def bin_of(name: str) -> str:
     return str(local) if local.exists() else (shutil.which(name) or name)
 
 
+def phases_env(phases_file: Path) -> dict[str, str]:
+    """This environment, with the project importable and `benchmarks/phases.py` told where to write."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        phases_plugin.OUT_ENV: str(phases_file),
+    }
+
+
 def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """`python3 run.py ARGS` with `benchmarks/phases.py` loaded: the finished process, and its seconds,
     exit status and command, with where its seconds went where the run recorded them (see `phases`)."""
     with tempfile.TemporaryDirectory(prefix="phases-") as folder:
         phases_file = Path(folder) / "phases.json"
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
-            phases_plugin.OUT_ENV: str(phases_file),
-        }
         launched = time.time()
         proc = subprocess.run(
             [sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"],
             cwd=ROOT,
-            env=env,
+            env=phases_env(phases_file),
             capture_output=True,
             text=True,
             timeout=3600,
@@ -292,13 +296,10 @@ def page_imports() -> list[str]:
     """LIBRARIES that a check of ONE_PAGE imports here, read off one untimed run of it."""
     with tempfile.TemporaryDirectory(prefix="page-imports-") as folder:
         out = Path(folder) / "phases.json"
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
-            phases_plugin.OUT_ENV: str(out),
-        }
         check = [bin_of("python"), "-m", "pytest", ONE_PAGE, "-q", "-p", "no:cacheprovider", "--no-results"]
-        subprocess.run([*check, "-p", "benchmarks.phases"], cwd=ROOT, env=env, capture_output=True, timeout=600)
+        subprocess.run(
+            [*check, "-p", "benchmarks.phases"], cwd=ROOT, env=phases_env(out), capture_output=True, timeout=600
+        )
         if not out.exists():
             raise RuntimeError(f"the check of {ONE_PAGE} wrote no {phases_plugin.OUT_ENV} file")
         loaded = set(json.loads(out.read_text(encoding="utf-8"))["modules"])

@@ -133,13 +133,14 @@ def plan_lines(marker: str, book: Book) -> list[str]:
     return lines
 
 
-def _pair_selected(expression: Any, run: Session, claim: Claim, backend: str, item: pytest.Item) -> bool:
-    """Whether `-m`'s expression selects a figure's check on one backend: the item's own marks, with the
-    backend, kind and hardware marks of that (claim, backend) alone instead of those of all its backends."""
+def _pair_selected(expression: Any, run: Session, claim: Claim, backend: str, item: pytest.Item | None = None) -> bool:
+    """Whether `-m`'s expression selects a claim's check on one backend: the backend, kind and hardware marks
+    of that (claim, backend), with a figure item's own other marks (not those of all its backends)."""
     from _pytest.mark import MarkMatcher
 
     family = {*BACKEND_MARKERS, *machine_mod.profiles(), *(k.value for k in Kind), "measured"}
-    found = [m.mark for m in marks(run, claim, backend)] + [m for m in item.iter_markers() if m.name not in family]
+    others = [m for m in item.iter_markers() if m.name not in family] if item is not None else []
+    found = [m.mark for m in marks(run, claim, backend)] + others
     return bool(expression.evaluate(MarkMatcher.from_markers(found)))
 
 
@@ -297,24 +298,22 @@ def selects_ahead_work(config: pytest.Config, run: Session) -> bool:
         return False
     claims_file = (run.root / FILE_NAME).resolve()
     here = config.invocation_params.dir
-    named = False
-    for arg in config.args:
+
+    def names_claims_file(arg: str) -> bool:
         path, _, node = arg.partition("::")
         target = (here / path).resolve()
-        named = named or (
-            not node and (target == claims_file or (target.is_dir() and claims_file.is_relative_to(target)))
-        )
-    if not named:
+        return not node and (target == claims_file or (target.is_dir() and claims_file.is_relative_to(target)))
+
+    if not any(names_claims_file(arg) for arg in config.args):
         return False
     markexpr = config.getoption("markexpr", "") or ""
     if not markexpr:
         return True
-    from _pytest.mark import MarkMatcher
     from _pytest.mark.expression import Expression
 
     expression = Expression.compile(markexpr)
     return any(
-        expression.evaluate(MarkMatcher.from_markers([m.mark for m in marks(run, claim, name)]))
+        _pair_selected(expression, run, claim, name)
         for claim in run.ahead_claims.values()
         for name in claim.backends or backends_mod.NAMES
         if ahead_mod.on_cpu(backends_mod.Backend(name, available=False, reason="not yet detected"))
@@ -877,7 +876,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         used = {b for _, b in tally.selected}
         run.verifier.backends = {name: run.verifier.backends[name] for name in run.verifier.backends if name in used}
     if not (run.ahead_claims or run.ahead_snippets):
-        run.drop_ahead()
         return
     # the helper's work comes after everything else untimed, and the timed items last, alone; the helper
     # runs only where the selection holds some of its work
