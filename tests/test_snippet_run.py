@@ -4,6 +4,7 @@ it."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -44,6 +45,7 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
 
         torch.set_default_dtype(torch.float64)
         torch.set_grad_enabled(False)
+        torch.use_deterministic_algorithms(True, warn_only=True)
         torch.manual_seed(123)
         np.seterr(all="raise")
         np.random.seed(5)
@@ -64,6 +66,7 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
         torch.random.get_rng_state().clone(),
         np.geterr(),
         np.random.get_state()[1].copy(),
+        (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
     )
 
     done = run_in_process(snippet)
@@ -74,9 +77,29 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
     assert torch.get_default_dtype() == before[3] and torch.is_grad_enabled() == before[4]
     assert torch.equal(torch.random.get_rng_state(), before[5])
     assert np.geterr() == before[6] and (np.random.get_state()[1] == before[7]).all()
+    assert (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) == (
+        before[8]
+    )
     assert "SNIPPET_WAS_HERE" not in os.environ and "helper_beside" not in sys.modules
     written = sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__")  # as a script run leaves it
     assert written == ["helper_beside.py", "meddles.py"], "the snippet wrote beside itself, not in its working folder"
+
+
+def test_putting_torch_back_loads_nothing_the_snippet_did_not(tmp_path: Path) -> None:
+    """Setting torch's deterministic mode, even to what it was, imports its compiler (a second or more, inside the
+    timed items of a run): a snippet that left the mode alone must not pay for it. A fresh interpreter, since this
+    one may have loaded the compiler already."""
+    snippet = write(tmp_path, "plain.py", "import torch\nprint(torch.ones(2).sum().item())\n")
+    probe = (
+        "import sys, torch\nfrom pathlib import Path\n"
+        "from verified_book.engine.snippet_run import run_in_process\n"
+        f"done = run_in_process(Path({str(snippet)!r}))\n"
+        "assert done.exit_status == 0, done.stderr\n"
+        "print(sorted(m for m in ('torch._dynamo', 'torch._inductor') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", f"restoring torch's settings loaded {proc.stdout.strip()}"
 
 
 def test_a_crash_is_an_exit_status_with_the_scripts_own_traceback(tmp_path: Path) -> None:

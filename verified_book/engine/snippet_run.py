@@ -234,7 +234,7 @@ def _save_torch(torch: Any) -> Callable[[], None]:
         torch.get_float32_matmul_precision(),
         torch.get_num_threads(),
         torch.random.get_rng_state(),
-        torch.are_deterministic_algorithms_enabled(),
+        (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
     )
     # CUDA's generators only where CUDA is already initialised: saving them must not start it
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
@@ -247,7 +247,12 @@ def _save_torch(torch: Any) -> Callable[[], None]:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.random.set_rng_state(rng)
-        torch.use_deterministic_algorithms(deterministic)
+        # setting the mode at all imports torch's compiler (torch._dynamo, torch._inductor: a second or more),
+        # so it is set only where the snippet changed it
+        if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) != (
+            deterministic
+        ):
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
         if cuda_rng is not None:
             torch.cuda.set_rng_state_all(cuda_rng)
 
