@@ -72,6 +72,11 @@ def wait(condition: Callable[[], bool], limit: float, poll: float = 0.02) -> flo
     return None
 
 
+def seconds_text(seconds: float | None) -> str:
+    """A wait as the round lines print it: milliseconds' precision, or that the limit passed first."""
+    return "not within the limit" if seconds is None else f"{seconds:.3f} s"
+
+
 def save(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, f"{path}: {old!r} not found"
@@ -159,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             save(page, new, old)
             back = wait(lambda: marks(PAGE) == before, 30)
             print(
-                f"  round {n + 1}: page edit {page_times[-1]} s to stale ({PAGE}: {text} -> {wrong}, {claim_id}), "
-                f"{back} s back to verified",
+                f"  round {n + 1}: page edit {seconds_text(page_times[-1])} to stale "
+                f"({PAGE}: {text} -> {wrong}, {claim_id}), {seconds_text(back)} back to verified",
                 flush=True,
             )
 
@@ -182,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             save(data, DATA_TO, DATA_FROM)
             back = wait(lambda: all(marks(p) == first[p] for p in pages), 60)
             print(
-                f"  round {n + 1}: data edit {data_times[-1]} s ({touched[-1]} figures touched), {back} s back",
+                f"  round {n + 1}: data edit {seconds_text(data_times[-1])} ({touched[-1]} figures touched), "
+                f"{seconds_text(back)} back",
                 flush=True,
             )
             print("    serve: " + said.strip(), flush=True)
