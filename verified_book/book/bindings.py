@@ -329,11 +329,15 @@ class Allowance:
     files: tuple[str, ...]
     line: int
 
+    def applies_to(self, file: str) -> bool:
+        """Whether the entry's `files` take this page (no `files`: refused, see Book.allowlist_problems)."""
+        return any(fnmatch.fnmatch(file, f) for f in self.files or ("*",))
+
     def covers(self, item: Unbound, source_line: str) -> bool:
-        if not any(
-            fnmatch.fnmatch(item.file, f) for f in self.files or ("*",)
-        ):  # no `files`: refused, see Book.allowlist_problems
-            return False
+        return self.applies_to(item.file) and self.spans(item, source_line)
+
+    def spans(self, item: Unbound, source_line: str) -> bool:
+        """Whether a match of the pattern on the item's line holds the whole number."""
         start = item.column - 1
         return any(m.start() <= start and start + len(item.text) <= m.end() for m in self.pattern.finditer(source_line))
 
@@ -503,9 +507,10 @@ class Book:
         out = []
         for page in self.pages:
             lines = lines_cache.setdefault(page.file, (self.root / page.file).read_text(encoding="utf-8").splitlines())
+            here = [a for a in self.allowlist if a.applies_to(page.file)]
             for item in page.unbound:
                 source = lines[item.line - 1]
-                allowance = next((a for a in self.allowlist if a.covers(item, source)), None)
+                allowance = next((a for a in here if a.spans(item, source)), None)
                 out.append((item, allowance))
         return out
 

@@ -8,6 +8,7 @@ connects them to pytest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 from collections import Counter
 import os
@@ -70,7 +71,15 @@ RunState = Session  # the run's engine state, as the plugin's fixtures and hooks
 
 def marks(run: Session, claim: Claim, backend: str) -> list[pytest.MarkDecorator]:
     """The pytest marks of one (claim, backend): its kind, its backend's, the machines it applies on."""
-    return [getattr(pytest.mark, n) for n in sorted(run.mark_names(claim, backend))]
+    return [_mark(n) for n in sorted(run.mark_names(claim, backend))]
+
+
+@functools.cache
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One decorator a name, shared by every item: `pytest.mark.<name>` (and `add_marker` given a name) checks the
+    name and builds a decorator on each access, and a book's collection asks some fifty thousand times. A
+    decorator is immutable, and every name here is one this plugin registers at configure."""
+    return getattr(pytest.mark, name)
 
 
 def done_ahead(run: Session, item: pytest.Item) -> bool:
@@ -541,7 +550,7 @@ class BookPage(pytest.File):
                 for b in backends_used:
                     names.update(run.mark_names(claim, b))
                 for n in sorted(names):
-                    item.add_marker(n)
+                    item.add_marker(_mark(n))
                 skip = run.hardware_skip(claim)
                 if skip:
                     item.add_marker(pytest.mark.skip(reason=skip))
@@ -657,7 +666,7 @@ class SnippetFile(pytest.File):
             # a reader runs a snippet on any machine: `-m <machine>` runs it too, and its output is
             # recorded in that machine's results file beside the claims
             for name in ("cpu", *machine_mod.profiles()):
-                item.add_marker(name)
+                item.add_marker(_mark(name))
             yield item
 
 
