@@ -501,11 +501,11 @@ class Book:
             out.setdefault(b.claim_id, []).append(b)
         return out
 
-    def unbound(self) -> list[tuple[Unbound, Allowance | None]]:
-        """Every unbound number with the allow-list entry that excuses it, if one does."""
+    def unbound(self, page_file: str | None = None) -> list[tuple[Unbound, Allowance | None]]:
+        """Every unbound number (of one page, given its file) with the allow-list entry that excuses it, if one does."""
         lines_cache: dict[str, list[str]] = {}
         out = []
-        for page in self.pages:
+        for page in self.pages if page_file is None else [p for p in self.pages if p.file == page_file]:
             lines = lines_cache.setdefault(page.file, (self.root / page.file).read_text(encoding="utf-8").splitlines())
             here = [a for a in self.allowlist if a.applies_to(page.file)]
             for item in page.unbound:

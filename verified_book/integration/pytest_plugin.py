@@ -631,8 +631,8 @@ class UnboundItem(BookItem):
         lines = [
             f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
             f"or add it to {allowlist} with a reason\n    {u.context}"
-            for u, allowed in run.book.unbound()
-            if u.file == self.page.file and allowed is None
+            for u, allowed in run.book.unbound(self.page.file)
+            if allowed is None
         ]
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
         if lines:
