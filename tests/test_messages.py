@@ -125,3 +125,63 @@ def test_an_input_is_placed_at_its_value_and_a_source_that_disagrees_is_flagged(
         "data/hw.toml:3: memory_bandwidth: value = 280, but its source says 273 GB/s ('datasheet: 273 GB/s'); "
         "correct one of them"
     ]
+
+
+SPARK_CLAIM = '''
+from fractions import Fraction
+from verified_book.authoring.inputs import exact, vendor
+from verified_book.authoring.registry import claim
+
+@claim("spark.bandwidth", kind="quoted", citation="the vendor's datasheet")
+def bandwidth():
+    """The datasheet's memory bandwidth, GB/s."""
+    return exact(vendor("spark.toml", "memory_bandwidth"))
+'''
+
+
+def test_a_page_checked_alone_says_what_kept_the_book_from_loading_once(book: pytest.Pytester) -> None:
+    """book.toml's load check is not collected when a page is named: the page brings its own where the book has a
+    problem, so a source that disagrees with its value fails the page even where the figure agrees with the
+    value; with several pages and book.toml the run reports it once."""
+    (book.path / "book" / "page.md").write_text("The Spark reads [280](claim:spark.bandwidth) GB/s.\n")
+    (book.path / "book" / "other.md").write_text("Ceiling [16.6](claim:arith.ratio).\n")
+    (book.path / "sample_claims" / "spark.py").write_text(SPARK_CLAIM)
+    (book.path / "data" / "spark.toml").write_text(
+        '[memory_bandwidth]\nvalue = 280\nunit = "GB/s"\nsource = "datasheet: memory bandwidth 273 GB/s"\n'
+    )
+    said = "data/spark.toml:2: memory_bandwidth: value = 280, but its source says 273 GB/s"
+    for args, where in [
+        (["book/page.md"], "book/page.md"),
+        (["book/other.md", "book/page.md"], "book/other.md"),
+        (["book/page.md", "book.toml"], "book.toml"),
+    ]:
+        with REGISTRY.isolated():
+            result = book.runpytest_inprocess(*args)
+        assert result.ret == 1, args
+        out = result.stdout.str()
+        assert out.count(said) == 1 and f"FAILED {where}::every topic module loads" in out, (args, out)
+        assert "line 1: 280 (spark.bandwidth)" not in out.split("short test summary")[1], "the figure agrees"
+
+    (book.path / "data" / "spark.toml").write_text(
+        '[memory_bandwidth]\nvalue = 280\nunit = "GB/s"\nsource = "datasheet: memory bandwidth 280 GB/s"\n'
+    )
+    with REGISTRY.isolated():
+        result = book.runpytest_inprocess("book/page.md", "--collect-only", "-q")
+    assert "every topic module loads" not in result.stdout.str(), "a book that loads adds no item to its pages"
+
+
+def test_a_figure_of_an_unknown_claim_says_which_topic_module_did_not_load(book: pytest.Pytester) -> None:
+    """A module that does not import leaves its claims unknown: the page's figures say why, not only "did you
+    mean"; the module that imports it fails too, so the run counts two problems."""
+    (book.path / "sample_claims" / "broken.py").write_text("x = (\n")
+    (book.path / "sample_claims" / "arith.py").write_text("import sample_claims.broken\n" + CLAIMS)
+    (book.path / "book" / "page.md").write_text("Ceiling [16.6](claim:arith.ratio).\n")
+    with REGISTRY.isolated():
+        result = book.runpytest_inprocess("book/page.md")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*book/page.md:1: figure 16.6 binds to unknown claim 'arith.ratio'; the book's claims did not all load "
+            "(2 problems in its topic modules, the first: sample_claims/broken.py:1: *SyntaxError*"
+        ]
+    )

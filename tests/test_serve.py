@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine import check
 from verified_book.engine.config import read_config, snapshot
@@ -158,6 +159,25 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
         p.startswith("pages/index.md:5: figure 65504 (half.max) is stale in exact arithmetic: computed 4,292,870,144")
         for p in report.problems
     ), report.problems
+
+
+def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path) -> None:
+    data = book / "book_claims" / "data" / "formats.toml"
+    data.write_text(
+        data.read_text()
+        .replace("value = 5\n", 'value = 5\nunit = "bits"\n')
+        .replace("a 5-bit exponent field", "an exponent field of 5 bits")
+    )
+    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    data.write_text(data.read_text().replace("value = 5\n", "value = 6\n"))
+    os.utime(data, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    report = engine.apply(engine.changed())
+    shown = f"{inputs.SHOWN_AS}/formats.toml:7: fp16_exponent_bits: value = 6, but its source says 5 bits"
+    assert [p for p in report.problems if "its source says" in p] == [
+        f"{shown} ('IEEE 754-2019, table 3.5: binary16 has an exponent field of 5 bits'); correct one of them"
+    ]
+    assert f"\n  {shown}" in report.line()  # the terminal's line for the save says it
 
 
 def test_a_page_edit_writes_the_records_of_its_figures_claims_only_and_keeps_them(

@@ -475,7 +475,7 @@ class ClaimsFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         run = state(self.config)
-        yield TopicsItem.from_parent(self, name="every topic module loads")
+        yield TopicsItem.from_parent(self, name=TopicsItem.NAME)
         for claim in REGISTRY:
             for backend in run.verifier.backends_for(claim):
                 item = ClaimItem.from_parent(self, name=case_id(claim, backend.name), claim=claim, backend=backend)
@@ -493,11 +493,14 @@ class ClaimsFile(pytest.File):
 
 class TopicsItem(pytest.Item):
     """A topic module that fails to import, or declares a bad claim, fails here and only here; so does
-    an allow-list entry that excuses nothing."""
+    a data file whose `source` states another number than its `value`, and an allow-list entry that
+    excuses nothing. book.toml always holds one; a page holds one where the book has such a problem,
+    so that checking the page alone says so too, and the run keeps one of them (`keep_one_load_check`)."""
+
+    NAME = "every topic module loads"
 
     def runtest(self) -> None:
-        run = state(self.config)
-        errors = [*map(str, run.load_errors), *(message for page, message in run.allowlist_problems() if page is None)]
+        errors = book_problems(state(self.config))
         if errors:
             raise BookFailure("\n".join(errors))
 
@@ -525,11 +528,28 @@ class ClaimItem(pytest.Item):
         return Path(self.claim.defined_in), self.claim.defined_line - 1, f"claim {self.claim.id} on {self.backend.name}"
 
 
+def book_problems(run: Session) -> list[str]:
+    """What keeps the book from loading cleanly, one message each: a topic module, a data file, the allow-list."""
+    return [*map(str, run.load_errors), *(message for page, message in run.allowlist_problems() if page is None)]
+
+
+def keep_one_load_check(items: list[pytest.Item]) -> None:
+    """Of the load checks collected (book.toml's, and each page's where the book has a problem), keep book.toml's,
+    or else the first page's: the same messages once."""
+    checks = [item for item in items if isinstance(item, TopicsItem)]
+    if len(checks) > 1:
+        kept = next((c for c in checks if isinstance(c.parent, ClaimsFile)), checks[0])
+        items[:] = [item for item in items if not isinstance(item, TopicsItem) or item is kept]
+
+
 class BookPage(pytest.File):
-    """A page of the book: one item per bound figure, plus the unbound-number check."""
+    """A page of the book: one item per bound figure, plus the unbound-number check, and the book's load
+    check where the book has a problem (a page checked alone still says that a topic module failed)."""
 
     def collect(self) -> Iterator[pytest.Item]:
         run = state(self.config)
+        if book_problems(run):
+            yield TopicsItem.from_parent(self, name=TopicsItem.NAME)
         rel = str(self.path.relative_to(run.root))
         page = next((p for p in run.book.pages if p.file == rel), None) or Page(rel)
         for binding in page.malformed:
@@ -589,9 +609,17 @@ class FigureItem(BookItem):
             near = REGISTRY.near(self.binding.claim_id)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
+            # a topic module that does not import, or a claim it declares badly, leaves claims unknown
+            unloaded = [p for p in run.load_errors if ".py:" in p.where]
+            said = (
+                f"; the book's claims did not all load ({len(unloaded)} problem{'s' if len(unloaded) > 1 else ''} "
+                f"in its topic modules, the first: {unloaded[0]})"
+                if unloaded
+                else ""
+            )
             raise BookFailure(
                 f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
-                f"{self.binding.claim_id!r}{hint}"
+                f"{self.binding.claim_id!r}{hint}{said}"
             )
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
@@ -841,6 +869,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     any of them is selected; under `-m` it then checks only the backends the expression selects (on
     `-m rtx5080`, those the profile lists), and the run computes on no other backend."""
     run = state(config)
+    keep_one_load_check(items)
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         narrowed, items[:], dropped = selection_mod.narrow(
             items,

@@ -338,6 +338,9 @@ class Engine:
                 data_now[(file, data_key)] = to_json(inputs.current(file, data_key))
             except inputs.InputError:
                 data_now[(file, data_key)] = GONE
+        if data:  # a saved `source` that states another number than its `value`, as a run's load check says
+            saved = {f"{inputs.SHOWN_AS}/{file}" for file in data_rel}
+            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in saved]
         measured_ids = {c.id for c in REGISTRY if c.kind is Kind.MEASURED}
         decided = plan(
             self.known,
