@@ -91,6 +91,21 @@ def test_reading_selects_the_claims_that_read_the_input_and_their_figures(book: 
     stale.stdout.fnmatch_lines(["*figure 16.6 (spark.ceiling) is stale in exact arithmetic: computed 17.07*"])
 
 
+def test_reading_and_changed_leave_the_tests_of_anything_but_the_book(book: pytest.Pytester) -> None:
+    """An author's `--reading` or `--changed` from the root selects among the book's checks: the project's other
+    tests, which the ini's testpaths collect too, read no record and are deselected; a plain run runs them."""
+    book.makeini("[pytest]\ntestpaths = book.toml book tests\naddopts = -p no:cacheprovider -ra\n")
+    (book.path / "tests").mkdir()
+    (book.path / "tests" / "test_engine_own.py").write_text("def test_the_engine_itself():\n    pass\n")
+    plain = run(book, "-v")
+    assert plain.ret == 0 and "tests/test_engine_own.py::test_the_engine_itself PASSED" in plain.stdout.str()
+    for narrowed in (["--reading", "hardware/dgx_spark.toml:memory_bandwidth"], ["--changed"]):
+        result = run(book, "-v", *narrowed)
+        assert result.ret == 0, result.stdout.str()
+        assert "test_the_engine_itself" not in result.stdout.str(), narrowed
+        assert re.search(r"\b\d+ deselected", result.stdout.str()), narrowed
+
+
 def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_date(book: pytest.Pytester) -> None:
     assert run(book).ret == 0
     path, first = _results(book)

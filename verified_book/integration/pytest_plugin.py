@@ -871,8 +871,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     run = state(config)
     keep_one_load_check(items)
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
+        # they select among the book's checks: a test of anything else (the engine's own) reads no record
+        others = [item for item in items if not isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))]
         narrowed, items[:], dropped = selection_mod.narrow(
-            items,
+            [item for item in items if isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))],
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
             results_path=run.results_dir / f"{run.machine.slug}.json",
@@ -881,7 +883,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             outputs=run.output_blocks,
         )
         config.stash[NARROWED] = narrowed
-        config.hook.pytest_deselected(items=dropped)
+        config.hook.pytest_deselected(items=[*dropped, *others])
     markexpr = config.getoption("markexpr", "") or ""
     expression = None
     if markexpr:
