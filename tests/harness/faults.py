@@ -20,6 +20,7 @@ import sys
 import textwrap
 import threading
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -51,11 +52,41 @@ results = "results"
 PROFILES = Path(__file__).resolve().parents[2] / "claims" / "data" / "hardware"
 
 
+#: the vendors' figures the sample pages print (copies of the book's sentences, frozen as written): a sample's
+#: profiles state these, so a test of the engine does not move when the book's own data does
+SAMPLE_FIGURES = {
+    ("dgx_spark", "memory_capacity"): 128,
+    ("dgx_spark", "memory_bandwidth"): 273,
+    ("ryzen_ai_max", "memory_bandwidth"): 256,
+    ("m4_max", "memory_bandwidth"): 546,
+    ("rtx5090", "memory_bandwidth"): 1792,
+}
+
+
 def copy_profiles(data: Path) -> None:
-    """Give a sample book the main book's hardware profiles, so its hardware markers mean the same."""
+    """Give a sample book the main book's hardware profiles, so its hardware markers mean the same, with the
+    figures its pages print (`SAMPLE_FIGURES`)."""
     (data / "hardware").mkdir(parents=True, exist_ok=True)
     for profile in PROFILES.glob("*.toml"):
         (data / "hardware" / profile.name).write_text(profile.read_text(encoding="utf-8"), encoding="utf-8")
+    for (machine, key), value in SAMPLE_FIGURES.items():
+        pin(data / "hardware" / f"{machine}.toml", key, value)
+
+
+def pin(path: Path, key: str, value: int) -> None:
+    """Set a data table's `value`, and the same number where its `source` states it with its unit."""
+    text = path.read_text(encoding="utf-8")
+    entry = tomllib.loads(text)[key]
+    old, unit = entry["value"], entry["unit"]
+    if old == value:
+        return
+    head = text.index(f"[{key}]\n")
+    end = text.find("\n[", head + 1)
+    end = len(text) if end < 0 else end
+    section = text[head:end].replace(f"value = {old}\n", f"value = {value}\n")
+    for stated in (f"{old:,} {unit}", f"{old} {unit}"):
+        section = section.replace(stated, f"{value:,} {unit}")
+    path.write_text(text[:head] + section + text[end:], encoding="utf-8")
 
 
 def pytester_book(pytester: Any, package: str = "sample_claims") -> Path:
