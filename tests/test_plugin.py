@@ -303,3 +303,15 @@ def test_a_page_of_exact_claims_imports_no_backend_library(book: pytest.Pytester
     names, done = _imports(book, "book/page.md")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "torch" in _top_level(names), "the page's square is computed on torch too"
+
+
+def test_a_keyword_naming_a_line_as_the_item_reads_is_told_the_word_it_answers_to(book: pytest.Pytester) -> None:
+    result = run(book, "-k", "line 1 and ratio")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*-k 'line 1 and ratio' does not parse (at column 6: *): a figure's item answers to the word line_N*"
+            "try -k 'line_1 and ratio'"
+        ]
+    )
+    assert run(book, "-k", "line_1 and ratio").ret == 0

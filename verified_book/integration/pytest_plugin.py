@@ -12,6 +12,7 @@ import functools
 import gc
 from collections import Counter
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -254,6 +255,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     for marker, name in machine_mod.profile_names(book.data / book.hardware).items():
         config.addinivalue_line("markers", f"{marker}: applies on {name}")
+    keyword_hint(config.getoption("keyword", "") or "")
+
+
+def keyword_hint(expression: str) -> None:
+    """Refuse a `-k` that names a figure's line as its item's name reads (`line 254`), saying the word it
+    answers to: pytest alone says only that the expression does not parse."""
+    spelled = re.sub(r"\bline (\d+)\b", r"line_\1", expression)
+    if spelled == expression:
+        return
+    from _pytest.mark.expression import Expression
+
+    try:
+        Expression.compile(expression)
+    except SyntaxError as e:  # what pytest's expression parser raises
+        raise pytest.UsageError(
+            f"-k {expression!r} does not parse (at column {e.offset}: {e.msg}): a figure's item answers to the "
+            f"word line_N, since -k cannot take the spaces and colons of its name; try -k {spelled!r}"
+        ) from None
 
 
 @pytest.hookimpl(tryfirst=True)
