@@ -265,6 +265,17 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
         assert said(start, r"pages/index.md:5: figure 65505 \(half.max\) is stale")
 
         start = len(lines)
+        page.write_text(page.read_text().replace("[65505](claim:half.max)", "[65505](claim:half.maxx)"))
+        wait(lambda: said(start, r"pages/index.md saved: .*1 failed"), "no line for the figure of an unknown claim")
+        time.sleep(0.5)  # the page's render, which would log its own line for the figure
+        named = [line for line in lines[start:] if "half.maxx" in line]
+        assert named == [
+            "  pages/index.md:5: figure 65505 binds to unknown claim 'half.maxx'; did you mean half.max, half.sum_ms?\n"
+        ], named
+        page.write_text(page.read_text().replace("[65505](claim:half.maxx)", "[65505](claim:half.max)"))
+        wait(lambda: ("half.max", "stale") in marks(), "the figure's claim never came back")
+
+        start = len(lines)
         data = root / "book_claims" / "data" / "formats.toml"
         data.write_text(data.read_text().replace("value = 10", "value = 11"))  # the mantissa: four claims read it
         wait(lambda: ("half.eps", "stale") in marks(), "the data edit never showed")

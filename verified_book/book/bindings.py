@@ -20,7 +20,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.errors import BookError, Problem
@@ -318,6 +318,13 @@ def _near_misses(raw: str, text: str) -> list[re.Match[str]]:
             continue
         out.append(miss)
     return out
+
+
+def unknown_claim(binding: Binding, near: Sequence[str]) -> str:
+    """What a figure bound to no known claim says, wherever it is judged (a run, serve, the site): the id, and the
+    ids it may have meant."""
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"figure {binding.text} binds to unknown claim {binding.claim_id!r}{hint}"
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.root = Path(config.config_file_path or ".").resolve().parent
         self.docs = Path(config.docs_dir).resolve()
         self.problems: list[Problem] = []
+        self.said_elsewhere: frozenset[str] = frozenset()  # places whose problem the caller reports itself (serve)
         self.unverified: list[str] = []
         self.figures = 0
         self.rendered: dict[str, render.RenderedPage] = {}
@@ -172,7 +173,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def _problem(self, problem: Problem) -> None:
         self.problems.append(problem)
-        log.warning(str(problem))
+        if problem.where not in self.said_elsewhere:
+            log.warning(str(problem))
 
     def on_env(self, env: jinja2.Environment, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
         """Keep the theme's compiled templates between builds, in `.cache/jinja/` at the book's root.

@@ -30,7 +30,16 @@ from verified_book.engine import selection as selection_mod
 from verified_book.engine import ahead as ahead_mod
 from verified_book.engine import environment
 from verified_book.errors import BookError
-from verified_book.book.bindings import Binding, Book, Page, binding_hint, book_pages, generated, read_page
+from verified_book.book.bindings import (
+    Binding,
+    Book,
+    Page,
+    binding_hint,
+    book_pages,
+    generated,
+    read_page,
+    unknown_claim,
+)
 from verified_book.engine.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.engine.provenance import commit_of
@@ -625,8 +634,6 @@ class FigureItem(BookItem):
         run = state(self.config)
         claim = REGISTRY.get(self.binding.claim_id)
         if claim is None:
-            near = REGISTRY.near(self.binding.claim_id)
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
             run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
             # a topic module that does not import, or a claim it declares badly, leaves claims unknown
             unloaded = [p for p in run.load_errors if ".py:" in p.where]
@@ -637,8 +644,7 @@ class FigureItem(BookItem):
                 else ""
             )
             raise BookFailure(
-                f"{self.binding.where}: figure {self.binding.text} binds to unknown claim "
-                f"{self.binding.claim_id!r}{hint}{said}"
+                f"{self.binding.where}: {unknown_claim(self.binding, REGISTRY.near(self.binding.claim_id))}{said}"
             )
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]

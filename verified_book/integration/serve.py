@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
-from verified_book.book.bindings import Binding, read_page
+from verified_book.book.bindings import Binding, read_page, unknown_claim
 from verified_book.engine.check import Outcome, judge
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
@@ -268,9 +268,10 @@ class Engine:
         """A figure's status against the values held, and the lines for what is wrong with it.
         A figure of a claim held nowhere (a measured one not asked for) is `not here`."""
         claim = REGISTRY.get(binding.claim_id)
-        if binding.error or claim is None:
-            why = binding.error or f"names no claim {binding.claim_id!r}"
-            return Status.FAILED.value, [f"{binding.where}: figure {binding.text}: {why}"]
+        if binding.error:
+            return Status.FAILED.value, [f"{binding.where}: figure {binding.text}: {binding.error}"]
+        if claim is None:
+            return Status.FAILED.value, [f"{binding.where}: {unknown_claim(binding, REGISTRY.near(binding.claim_id))}"]
         verifier = self.session.verifier
         outcomes = [verifier._outcomes.get((claim.id, b.name)) for b in verifier.backends_for(claim)]
         held: list[Outcome] = [o for o in outcomes if o is not None]
@@ -485,12 +486,22 @@ class Site:
         build(config, serve_url=self.url)
         state["config"] = config
 
-    def render(self, pages: Iterable[str], results: ResultsFile | None, results_path: Path, engine: Engine) -> None:
-        """Render `pages` (relative to the book's root) again with this machine's records as they are now."""
+    def render(
+        self,
+        pages: Iterable[str],
+        results: ResultsFile | None,
+        results_path: Path,
+        engine: Engine,
+        said: frozenset[str] = frozenset(),
+    ) -> None:
+        """Render `pages` (relative to the book's root) again with this machine's records as they are now. The
+        figures at `said` (file:line) have their problem on serve's own line already: the render does not log it
+        again."""
         from mkdocs.commands.build import _build_page, _populate_page
 
         config, files = self.state["config"], self.state["files"]
         plugin = config.plugins["verified-book"]
+        plugin.problems, plugin.said_elsewhere = [], said  # this render's own, not every render's since the start
         if results is not None:
             shown = self.book.shown(results_path)
             names = [name for name, where in plugin.local.items() if where == shown]
@@ -500,16 +511,19 @@ class Site:
                 plugin.results[name] = results
         plugin._verdicts = {}  # the records are new: each is judged afresh
         doc_files = files.documentation_pages()
-        for rel in sorted(pages):
-            path = (self.book.root / rel).resolve()
-            file = next((f for f in doc_files if f.abs_src_path and Path(f.abs_src_path).resolve() == path), None)
-            if file is None or file.page is None:
-                continue
-            page = engine.page(rel)
-            if page is not None:
-                plugin._pages[path] = page
-            _populate_page(file.page, config, files)
-            _build_page(file.page, config, doc_files, self.state["nav"], self.state["env"])
+        try:
+            for rel in sorted(pages):
+                path = (self.book.root / rel).resolve()
+                file = next((f for f in doc_files if f.abs_src_path and Path(f.abs_src_path).resolve() == path), None)
+                if file is None or file.page is None:
+                    continue
+                page = engine.page(rel)
+                if page is not None:
+                    plugin._pages[path] = page
+                _populate_page(file.page, config, files)
+                _build_page(file.page, config, doc_files, self.state["nav"], self.state["env"])
+        finally:
+            plugin.said_elsewhere = frozenset()
 
 
 def serve(book: BookConfig, args: list[str]) -> int:
@@ -541,7 +555,8 @@ def serve(book: BookConfig, args: list[str]) -> int:
         if report.rebuild:
             site.build()
         elif report.pages:
-            site.render(report.pages, engine.merged, engine.results_path, engine)
+            failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED.value)
+            site.render(report.pages, engine.merged, engine.results_path, engine, said=failed)
         if report.what:
             print(report.line(), flush=True)
 

@@ -29,7 +29,7 @@ from markupsafe import Markup, escape
 
 from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
-from verified_book.book.bindings import BINDING, Binding, Page
+from verified_book.book.bindings import BINDING, Binding, Page, unknown_claim
 from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import outdated_reason
@@ -720,9 +720,7 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
         return render_error(b.text if b.claim_id else "broken figure", b.error, b.claim_id, in_code)
     claim = context.claims(b.claim_id)
     if claim is None:
-        near = list(context.near(b.claim_id))
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
-        message = f"figure {b.text} binds to unknown claim {b.claim_id!r}{hint}"
+        message = unknown_claim(b, list(context.near(b.claim_id)))
         out.problems.append(Problem(b.where, message))
         return render_error(b.text, message, b.claim_id, in_code)
     view = figure_view(b, claim, context.results)
