@@ -252,3 +252,14 @@ def test_the_wheel_with_the_book_extra_starts_verifies_and_builds_a_book_outside
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     counts = marks_by_page(made / "site", made)
     assert all(bound == marked and bound > 0 for bound, marked in counts.values()), counts
+
+
+def test_init_says_to_change_folder_only_where_the_book_is_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert cli.main(["init"]) == 0
+    assert "  cd " not in capsys.readouterr().out, "the book is in this folder already"
+    assert cli.main(["init", str(tmp_path / "there")]) == 0
+    assert f"  cd {tmp_path / 'there'}\n" in capsys.readouterr().out

@@ -405,8 +405,8 @@ def init(args: list[str]) -> int:
     print(
         f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
         f"and their data (book_claims/data/); {len(files)} files.\n"
-        f"  cd {shown}\n"
-        "  pytest                  # verify every figure on the backends book.toml declares\n"
+        + (f"  cd {shown}\n" if shown != "." else "")
+        + "  pytest                  # verify every figure on the backends book.toml declares\n"
         "  mkdocs build --strict   # the site, each figure marked with what the runs found"
     )
     return 0
