@@ -10,6 +10,7 @@ from typing import Iterator
 import pytest
 
 from verified_book.authoring import inputs
+from verified_book.engine.config import ConfigError, read_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,3 +97,28 @@ def test_get_sees_an_override(data: Path) -> None:
     with inputs.overridden("models/m/config.json", "num_layers", 37), inputs.recording() as reads:
         assert inputs.model_config("m").get("num_layers") == 37
     assert [(i.key, i.value) for i in reads] == [("num_layers", 37)]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where", "what"),
+    [
+        ("spark.toml", "[bandwidth]\nvalue = 27 3\n", "data/spark.toml:2:12", "Expected newline or end of document"),
+        ("models/m/config.json", '{\n  "hidden_size": 4096,\n}\n', "data/models/m/config.json:3:1", "Expecting"),
+    ],
+)
+def test_a_data_file_that_does_not_parse_is_placed_at_its_line_and_column(
+    data: Path, name: str, text: str, where: str, what: str
+) -> None:
+    """An author mends a file at the place the parser stopped: the message says it as a compiler would."""
+    (data / name).write_text(text)
+    with pytest.raises(inputs.InputError) as caught:
+        inputs.table(name) if name.endswith(".toml") else inputs.model_config("m")
+    assert str(caught.value).startswith(f"{where}: does not parse: {what}"), str(caught.value)
+
+
+def test_a_book_toml_that_does_not_parse_is_placed_at_its_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "book.toml").write_text('[book]\ntitle = "A book\n')
+    with pytest.raises(ConfigError) as caught:
+        read_config(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'book.toml'}:2:"), str(caught.value)
+    assert "does not parse: " in str(caught.value) and "(at line" not in str(caught.value)

@@ -63,6 +63,14 @@ def test_a_data_file_recomputes_exactly_the_claims_whose_value_read_there_change
     assert plan(KNOWN, Changes(data=frozenset({"formats.toml"})), gone).recompute == {("a.max", "none")}
 
 
+def test_a_claim_that_failed_runs_again_at_the_next_data_save() -> None:
+    """A claim that failed on bad data read nothing to go by: any data file saved may be its mend."""
+    known = {**KNOWN, ("a.bits", "none"): Known("c1", (), failed=True)}
+    same = {("formats.toml", "bits"): 10, ("formats.toml", "exponent"): 5}
+    assert plan(known, Changes(data=frozenset({"formats.toml"})), same).recompute == {("a.bits", "none")}
+    assert plan(known, Changes(pages=frozenset({"book/a.md"})), {}).recompute == set()
+
+
 def test_a_claim_module_recomputes_the_claims_whose_fingerprint_changed_and_names_new_and_gone() -> None:
     codes = {**CODES, "a.eps": "c2'", "a.new": "c9"}
     del codes["a.bits"]
@@ -159,6 +167,24 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
         p.startswith("pages/index.md:5: figure 65504 (half.max) is stale in exact arithmetic: computed 4,292,870,144")
         for p in report.problems
     ), report.problems
+
+
+def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them(book: Path) -> None:
+    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    data = book / "book_claims" / "data" / "formats.toml"
+    good = data.read_text()
+
+    def save(text: str) -> Any:
+        data.write_text(text)
+        os.utime(data, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        return engine.apply(engine.changed())
+
+    broken = save(good + "value = = 3\n")
+    assert set(broken.figures.values()) == {"failed"} and broken.recomputed, broken.line()
+    mended = save(good)
+    assert sorted(mended.recomputed) == sorted(broken.recomputed), mended.line()
+    assert "failed" not in mended.figures.values() and mended.figures, mended.line()
 
 
 def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path) -> None:

@@ -8,6 +8,7 @@ what, and where it helps, the remedy, so no caller splits a message back apart.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -30,3 +31,15 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" + (f"; {self.remedy}" if self.remedy else "")
+
+
+def unparsable(path: str, error: ValueError) -> Problem:
+    """A data or config file that does not parse, placed as a compiler places it (`file:line:column`): tomllib
+    (before Python 3.14) says its line and column only in its text, json in attributes."""
+    lineno, colno, message = getattr(error, "lineno", None), getattr(error, "colno", None), getattr(error, "msg", None)
+    if lineno is None:
+        found = re.fullmatch(r"(?s)(.*) \(at line (\d+), column (\d+)\)", str(error))
+        if found:
+            message, lineno, colno = found[1], int(found[2]), int(found[3])
+    where = f"{path}:{lineno}:{colno}" if lineno is not None else path
+    return Problem(where, f"does not parse: {message or error}")

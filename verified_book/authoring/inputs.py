@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from verified_book.errors import BookError, Problem
+from verified_book.errors import BookError, Problem, unparsable
 
 DATA_DIR = Path("data")
 SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
@@ -153,7 +153,7 @@ def _load(file: str) -> tuple[str, Any]:
         try:
             parsed = tomllib.loads(text) if file.endswith(".toml") else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"{SHOWN_AS}/{file}: does not parse: {e}") from None
+            raise InputError(str(unparsable(f"{SHOWN_AS}/{file}", e))) from None
         _cache[file] = (text, parsed)
     return _cache[file]
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from verified_book.errors import BookError, Problem
+from verified_book.errors import BookError, Problem, unparsable
 
 FILE_NAME = "book.toml"
 
@@ -106,7 +106,7 @@ def read_config(root: Path) -> BookConfig:
     try:
         table = tomllib.loads(text).get("book", {})
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: does not parse: {e}") from None
+        raise ConfigError(str(unparsable(str(path), e))) from None
     unknown = sorted(set(table) - set(DEFAULTS))
     if unknown:
         raise ConfigError(

@@ -43,7 +43,7 @@ from verified_book.engine.check import Outcome, judge
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
 from verified_book.records.results import ResultsFile, merge_into, now, to_json
-from verified_book.vocabulary import Status, worst
+from verified_book.vocabulary import OutcomeStatus, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
 GONE = object()  # what `plan` is told of a data key that is no longer there
@@ -58,6 +58,7 @@ class Known:
     library: str | None = None  # the library of its backend, None for the arithmetic kinds
     version: str | None = None  # that library's version when it ran
     measured: bool = False
+    failed: bool = False  # it did not compute: what it would read is not known, so any data saved may mend it
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ def plan(
             and changes.versions[held.library] != held.version
         ):
             due(key, f"{held.library} is {changes.versions[held.library]} now, was {held.version}")
+        if held.failed and changes.data:
+            due(key, "it failed, and data was saved since")
         if held.measured and changes.measure:
             due(key, "measured claims asked for")
     if changes.codes is not None:
@@ -255,6 +258,7 @@ class Engine:
             backend.library if claim.needs_backend else None,
             backend.version if claim.needs_backend else None,
             claim.kind is Kind.MEASURED,
+            outcome.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN),
         )
 
     def _forget(self, claim_id: str) -> None:
