@@ -7,7 +7,9 @@ ends, and adds up each item's setup, call and teardown under one of three headin
 items that time the machine (those the xdist scheduler holds back to run alone, see
 `verified_book.integration.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
-What lies between the items' own durations is pytest's per-item work. The file is written
+What lies between the items' own durations is pytest's per-item work. The first book item
+that takes a claim from the helper process (book.toml's `ahead`) waits for it to exit: that
+wait is written apart (`helper_wait`, null where no helper ran). The file is written
 when pytest unconfigures, with the modules the run imported; the benchmark adds the moments it
 launched the command and saw it exit.
 """
@@ -68,6 +70,8 @@ class Phases:
         return "machinery"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from verified_book.integration.pytest_plugin import state
+
         totals: dict[str, dict[str, Any]] = {h: {"items": 0, "seconds": 0.0, "slowest": []} for h in HEADINGS}
         for nodeid, seconds in sorted(self.items.items(), key=lambda kv: -kv[1]):
             row = totals[self.heading(nodeid)]
@@ -76,6 +80,6 @@ class Phases:
             if len(row["slowest"]) < SLOWEST:
                 row["slowest"].append([nodeid, round(seconds, 3)])
         loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors
-        self.out.write_text(
-            json.dumps({"stamps": self.stamps, "items": totals, "modules": loaded}, indent=1), encoding="utf-8"
-        )
+        ahead = state(config).ahead
+        recorded = {"stamps": self.stamps, "items": totals, "modules": loaded, "helper_wait": ahead and ahead.waited}
+        self.out.write_text(json.dumps(recorded, indent=1), encoding="utf-8")

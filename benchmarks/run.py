@@ -199,13 +199,16 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
     """
     stamps, items = recorded["stamps"], recorded["items"]
     between = (stamps["session_finish"] - stamps["collected"]) - sum(row["seconds"] for row in items.values())
+    waited = recorded.get("helper_wait") or 0.0  # inside a book item's call: counted there by pytest
     parts = {
         "start_up": stamps["session_start"] - launched,
         "collection": stamps["collected"] - stamps["session_start"],
         **{f"{name}_items": row["seconds"] for name, row in items.items()},
+        "waiting_for_helper": waited,
         "between_items": between,
         "close": ended - stamps["session_finish"],
     }
+    parts["book_items"] -= waited
     shared = parts["book_items"] + parts["machinery_items"] + between
     floor = ended - launched - shared + shared / max(cores, 1)
     return {

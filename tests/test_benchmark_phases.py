@@ -52,6 +52,21 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
     assert [s for _, s in slowest] == sorted((s for _, s in slowest), reverse=True)
     stamps = recorded["stamps"]
     assert stamps["session_start"] <= stamps["collected"] <= stamps["session_finish"]
+    assert recorded["helper_wait"] is None, "the sample book names no work for a helper"
+
+
+def test_the_wait_for_the_helper_is_written_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book = faults.SampleBook(tmp_path / "phases")
+    book.claims("work", CLAIMS)
+    book.page("page.md", "One is [1](claim:work.plain.1).\n")
+    with (book.root / "book.toml").open("a") as f:
+        f.write('ahead = ["work.plain.*"]\n')
+    out = tmp_path / "phases.json"
+    monkeypatch.setenv(phases_plugin.OUT_ENV, str(out))
+    run = book.run("-p", "benchmarks.phases", "--no-results", "-m", "not slow")
+    assert run.ret == 0 and "ahead: 2 claims computed by a helper process" in run.output, run.output[-2000:]
+    waited = json.loads(out.read_text(encoding="utf-8"))["helper_wait"]
+    assert isinstance(waited, float) and waited >= 0.0
 
 
 def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
@@ -70,12 +85,18 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
         "timed_items": 10.0,
         "book_items": 8.0,
         "machinery_items": 6.0,
+        "waiting_for_helper": 0.0,
         "between_items": 2.0,
         "close": 1.0,
     }
     # 32 s in all; 8 + 6 + 2 could be shared by two cores: 32 − 16 + 8
     assert out["floor_seconds"] == 24.0
     assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1)["floor_seconds"] == 32.0
+
+    # 3 s of the book items' 8 were one item waiting idle for the helper: told apart, and not shared out
+    waited = bench.phases({**recorded, "helper_wait": 3.0}, launched=100.0, ended=132.0, cores=2)
+    assert waited["seconds"]["book_items"] == 5.0 and waited["seconds"]["waiting_for_helper"] == 3.0
+    assert waited["floor_seconds"] == 25.5  # 32 − 13 + 6.5
 
 
 def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkeypatch: pytest.MonkeyPatch) -> None:

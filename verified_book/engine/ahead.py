@@ -29,6 +29,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable, KeysView
 
@@ -88,6 +89,7 @@ class Ahead:
     def __init__(self, root: Path) -> None:
         self.snippets: set[Path] = set()
         self.problem: str | None = None  # why the helper's outcomes are not used, once it has exited
+        self.waited = 0.0  # seconds this process stood idle waiting for the helper to exit
         self._outcomes: dict[tuple[str, str], Outcome] | None = None
         self._runs: dict[Path, SnippetRun] = {}
         self._claims: dict[str, Claim] = {}
@@ -138,7 +140,9 @@ class Ahead:
         if self._outcomes is not None:
             return self._outcomes
         assert self._process is not None
+        started = time.perf_counter()
         code = self._process.wait()
+        self.waited = time.perf_counter() - started
         folder = Path(self._folder.name)
         self._outcomes = {}
         if code != 0:
