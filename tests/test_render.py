@@ -17,6 +17,7 @@ from verified_book.book.bindings import Book, read_page
 from verified_book.book.figures import parse
 from verified_book.engine import provenance
 from verified_book.engine.provenance import code_fingerprint
+from verified_book.errors import Problem
 from verified_book.records.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
@@ -267,6 +268,20 @@ def test_unknown_and_malformed_bindings_are_problems_with_place(tmp_path: Path) 
     filled, _ = render.fill(rendered.markdown, rendered, "p.md")
     assert "](claim:" not in filled and 'href="claim:' not in filled
     assert filled.count('data-status="error"') == 2
+
+
+def test_a_figure_of_an_unknown_claim_says_which_topic_module_did_not_load(tmp_path: Path) -> None:
+    """The site's panel says what a run and serve say: the claim is unknown because its module failed."""
+    text = "# P\n\nA [16.6](claim:t.ratio) here.\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    failed = Problem("book_claims/t.py:3", "book_claims.t does not import: SyntaxError: invalid syntax")
+    ctx = dataclasses.replace(context({}), load_errors=[Problem("book.toml:2", "not a module's"), failed])
+    (problem,) = render.render_markdown(text, page, ctx).problems
+    assert str(problem) == (
+        "p.md:3: figure 16.6 binds to unknown claim 't.ratio'; the book's claims did not all load (1 problem in "
+        f"its topic modules, the first: {failed})"
+    )
 
 
 def test_a_figure_in_a_heading_leaves_a_clean_title_and_anchor(tmp_path: Path) -> None:

@@ -187,6 +187,35 @@ def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them
     assert "failed" not in mended.figures.values() and mended.figures, mended.line()
 
 
+def test_a_claim_module_that_stops_importing_says_why_its_figures_fail_and_mending_it_recomputes_them(
+    book: Path,
+) -> None:
+    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    topic = book / "book_claims" / "topics" / "half.py"
+    good = topic.read_text()
+
+    def save(text: str) -> Any:
+        topic.write_text(text)
+        os.utime(topic, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        return engine.apply(engine.changed())
+
+    broken = save(good + "\nx = (\n")
+    assert set(broken.figures.values()) == {"failed"} and broken.recomputed == [], broken.line()
+    cause = (
+        f"the first: book_claims/topics/half.py:{len(good.splitlines()) + 2}: book_claims.topics.half does not import"
+    )
+    assert broken.problems and all(
+        "binds to unknown claim" in p
+        and "the book's claims did not all load (1 problem in its topic modules" in p
+        and cause in p
+        for p in broken.problems
+    ), broken.problems
+    mended = save(good)
+    assert "failed" not in mended.figures.values() and mended.recomputed, mended.line()
+    assert mended.problems == []
+
+
 def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path) -> None:
     data = book / "book_claims" / "data" / "formats.toml"
     data.write_text(

@@ -320,11 +320,19 @@ def _near_misses(raw: str, text: str) -> list[re.Match[str]]:
     return out
 
 
-def unknown_claim(binding: Binding, near: Sequence[str]) -> str:
-    """What a figure bound to no known claim says, wherever it is judged (a run, serve, the site): the id, and the
-    ids it may have meant."""
+def unknown_claim(binding: Binding, near: Sequence[str], load_errors: Sequence[Problem] = ()) -> str:
+    """What a figure bound to no known claim says, wherever it is judged (a run, serve, the site): the id, the
+    ids it may have meant, and, where a topic module did not load (`load_errors` placed in a `.py` file), that
+    its claims are unknown for that reason."""
     hint = f"; did you mean {', '.join(near)}?" if near else ""
-    return f"figure {binding.text} binds to unknown claim {binding.claim_id!r}{hint}"
+    unloaded = [p for p in load_errors if ".py:" in p.where]
+    why = (
+        f"; the book's claims did not all load ({len(unloaded)} problem{'s' if len(unloaded) > 1 else ''} "
+        f"in its topic modules, the first: {unloaded[0]})"
+        if unloaded
+        else ""
+    )
+    return f"figure {binding.text} binds to unknown claim {binding.claim_id!r}{hint}{why}"
 
 
 @dataclass(frozen=True)

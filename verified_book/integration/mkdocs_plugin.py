@@ -99,7 +99,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._read_results()
         if self._drawing is not None:  # it draws while the topics load, which it does not need
             self._drawing.give(self.results)
-        for line in open_book(self.book_config):
+        load_errors = open_book(self.book_config)
+        for line in load_errors:
             self._problem(line)
         if generates_plots:
             self._plots_function()  # a `plots` that names no function fails the build here, not at its page
@@ -112,7 +113,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
         self.context = render.Context(
-            self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet, self._included
+            self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet, self._included, load_errors
         )
         self._add_assets(config)
         self._add_to_nav(config)

@@ -635,17 +635,8 @@ class FigureItem(BookItem):
         claim = REGISTRY.get(self.binding.claim_id)
         if claim is None:
             run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
-            # a topic module that does not import, or a claim it declares badly, leaves claims unknown
-            unloaded = [p for p in run.load_errors if ".py:" in p.where]
-            said = (
-                f"; the book's claims did not all load ({len(unloaded)} problem{'s' if len(unloaded) > 1 else ''} "
-                f"in its topic modules, the first: {unloaded[0]})"
-                if unloaded
-                else ""
-            )
-            raise BookFailure(
-                f"{self.binding.where}: {unknown_claim(self.binding, REGISTRY.near(self.binding.claim_id))}{said}"
-            )
+            near = REGISTRY.near(self.binding.claim_id)
+            raise BookFailure(f"{self.binding.where}: {unknown_claim(self.binding, near, run.load_errors)}")
         verdicts = run.verifier.judge_everywhere(self.binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
         run.tally.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value

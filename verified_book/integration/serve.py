@@ -42,6 +42,7 @@ from verified_book.book.bindings import Binding, read_page, unknown_claim
 from verified_book.engine.check import Outcome, judge
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
+from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile, merge_into, now, to_json
 from verified_book.vocabulary import OutcomeStatus, Status, worst
 
@@ -188,6 +189,7 @@ class Engine:
         self._own: dict[Path, tuple[int, int]] = {}  # files this process wrote, as it left them
         self._writer: threading.Thread | None = None  # writing the last change's records, while its page shows
         self.unkept: str | None = None  # why the last records written were not kept, where they were not
+        self.topic_errors: list[Problem] = list(self.session.load_errors)  # since the topics were last loaded
         self._topics_roots = sorted({t.split(".")[0] for t in book.topics})
         self.files = self.scan()
 
@@ -275,7 +277,8 @@ class Engine:
         if binding.error:
             return Status.FAILED.value, [f"{binding.where}: figure {binding.text}: {binding.error}"]
         if claim is None:
-            return Status.FAILED.value, [f"{binding.where}: {unknown_claim(binding, REGISTRY.near(binding.claim_id))}"]
+            said = unknown_claim(binding, REGISTRY.near(binding.claim_id), self.topic_errors)
+            return Status.FAILED.value, [f"{binding.where}: {said}"]
         verifier = self.session.verifier
         outcomes = [verifier._outcomes.get((claim.id, b.name)) for b in verifier.backends_for(claim)]
         held: list[Outcome] = [o for o in outcomes if o is not None]
@@ -399,7 +402,8 @@ class Engine:
             del sys.modules[name]
         importlib.invalidate_caches()
         REGISTRY.clear()
-        for line in open_book(self.book):
+        self.topic_errors = open_book(self.book)
+        for line in self.topic_errors:
             print(f"verified-book serve: {line}", flush=True)
         return {claim.id: code_fingerprint(claim) for claim in REGISTRY}
 
@@ -514,6 +518,7 @@ class Site:
             for name in names:
                 plugin.results[name] = results
         plugin._verdicts = {}  # the records are new: each is judged afresh
+        plugin.context.load_errors = engine.topic_errors  # as the claim modules were last loaded
         doc_files = files.documentation_pages()
         try:
             for rel in sorted(pages):

@@ -575,6 +575,7 @@ class Context:
     quiet: Collection[str] = ()  # fleet machines not reported within the site's window
     #: an included file's text by the path its include names, or None where there is none to read
     include: Callable[[str], str | None] = lambda _: None
+    load_errors: Sequence[Problem] = ()  # what kept the book's topics from loading: why a claim may be unknown
 
 
 @dataclass
@@ -720,7 +721,7 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
         return render_error(b.text if b.claim_id else "broken figure", b.error, b.claim_id, in_code)
     claim = context.claims(b.claim_id)
     if claim is None:
-        message = unknown_claim(b, list(context.near(b.claim_id)))
+        message = unknown_claim(b, list(context.near(b.claim_id)), context.load_errors)
         out.problems.append(Problem(b.where, message))
         return render_error(b.text, message, b.claim_id, in_code)
     view = figure_view(b, claim, context.results)
