@@ -83,6 +83,8 @@ def test_reading_selects_the_claims_that_read_the_input_and_their_figures(book: 
     first.stdout.fnmatch_lines(["*4 claims with no usable record here, so what they read is not known: selected too*"])
     key = run(book, "-v", "--reading", "hardware/dgx_spark.toml:memory_bandwidth")
     assert _figures_run(key) == {"spark.ceiling"}, key.stdout.str()
+    # what it selects is arithmetic: the backends are taken as the records found them, no library detected
+    key.stdout.fnmatch_lines(["backends: numpy * (as recorded; not loaded)"])
     whole = run(book, "-v", "--reading", "data/hardware/dgx_spark.toml")
     assert _figures_run(whole) == {"spark.ceiling", "spark.capacity"}
     _set_bandwidth(book, 280)
@@ -93,17 +95,28 @@ def test_reading_selects_the_claims_that_read_the_input_and_their_figures(book: 
 
 def test_reading_and_changed_leave_the_tests_of_anything_but_the_book(book: pytest.Pytester) -> None:
     """An author's `--reading` or `--changed` from the root selects among the book's checks: the project's other
-    tests, which the ini's testpaths collect too, read no record and are deselected; a plain run runs them."""
+    tests, which the ini's testpaths collect too, are not even imported; named on the command line, they are
+    collected and deselected, since they read no record; a plain run runs them."""
     book.makeini("[pytest]\ntestpaths = book.toml book tests\naddopts = -p no:cacheprovider -ra\n")
     (book.path / "tests").mkdir()
-    (book.path / "tests" / "test_engine_own.py").write_text("def test_the_engine_itself():\n    pass\n")
+    imported = book.path / "imported.log"
+    (book.path / "tests" / "test_engine_own.py").write_text(
+        f"with open({str(imported)!r}, 'a') as log:\n    log.write('imported\\n')\n\n\n"
+        "def test_the_engine_itself():\n    pass\n"
+    )
     plain = run(book, "-v")
     assert plain.ret == 0 and "tests/test_engine_own.py::test_the_engine_itself PASSED" in plain.stdout.str()
+    assert imported.read_text() == "imported\n"
     for narrowed in (["--reading", "hardware/dgx_spark.toml:memory_bandwidth"], ["--changed"]):
+        imported.write_text("")
         result = run(book, "-v", *narrowed)
         assert result.ret == 0, result.stdout.str()
         assert "test_the_engine_itself" not in result.stdout.str(), narrowed
-        assert re.search(r"\b\d+ deselected", result.stdout.str()), narrowed
+        assert imported.read_text() == "", f"{narrowed} imported the engine's tests"
+        named = run(book, "-v", *narrowed, "book.toml", "book", "tests/test_engine_own.py")
+        assert named.ret == 0 and "test_the_engine_itself" not in named.stdout.str(), named.stdout.str()
+        assert re.search(r"\b\d+ deselected", named.stdout.str()), narrowed
+        assert imported.read_text() == "imported\n", "a test named on the command line is collected, then deselected"
 
 
 def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_date(book: pytest.Pytester) -> None:

@@ -290,6 +290,26 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
                 )
 
 
+def recorded(results_path: Path) -> ResultsFile | None:
+    """This machine's results file as `--changed` and `--reading` select from it; None where there is none to
+    read (a file that does not parse selects as no records: everything is checked)."""
+    from verified_book.records.results import ResultsError, read
+
+    try:
+        return read(results_path) if results_path.is_file() else None
+    except ResultsError:
+        return None
+
+
+def assume_recorded_backends(backends: Any, results_path: Path) -> None:
+    """Before collection, for `--changed` and `--reading`: the backends as this machine's records found them
+    (`assumed_backends`), so that collecting the book's checks loads no array library; a check the selection
+    keeps loads its library when it computes."""
+    results = recorded(results_path)
+    if results is not None:
+        backends.assume(assumed_backends(results))
+
+
 def narrow(
     items: list[Any],
     *,
@@ -303,14 +323,7 @@ def narrow(
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
     (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""
-    from verified_book.records.results import ResultsError, read
-
-    try:
-        results: ResultsFile | None = read(results_path) if results_path.is_file() else None
-    except ResultsError:
-        results = None
-    if changed and results is not None and hasattr(verifier.backends, "assume"):
-        verifier.backends.assume(assumed_backends(results))  # no library loads for a check left as recorded
+    results = recorded(results_path)
     in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only

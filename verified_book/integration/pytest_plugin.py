@@ -316,6 +316,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
     run = config.stash[STATE]
+    if config.getoption("claims_changed") or config.getoption("claims_reading"):
+        selection_mod.assume_recorded_backends(run.backends, run.results_dir / f"{run.machine.slug}.json")
     if ahead and selects_ahead_work(config, run):
         run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
     if not config.option.collectonly:
@@ -479,6 +481,21 @@ def backend_lines(run: Session, every: bool = False) -> list[str]:
 def claims_run(request: pytest.FixtureRequest) -> Session:
     """The run's engine state: verifier, book, machine, backends."""
     return state(request.config)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `--changed` or `--reading` with no path named (the ini's testpaths), collect only the book:
+    those options select among its checks and deselect anything else, so the engine's own tests are not
+    even imported. A path named on the command line is collected as pytest would, and deselected."""
+    if not (config.getoption("claims_changed") or config.getoption("claims_reading")):
+        return None
+    if config.args_source is not pytest.Config.ArgsSource.TESTPATHS or STATE not in config.stash:
+        return None
+    run = state(config)
+    book = (run.root / FILE_NAME, run.book_dir, run.snippets_dir)
+    if any(collection_path.is_relative_to(p) or p.is_relative_to(collection_path) for p in book):
+        return None
+    return True
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
