@@ -55,6 +55,7 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
     assert recorded["helper_wait"] is None, "the sample book names no work for a helper"
 
 
+@pytest.mark.slow  # a run with its helper process
 def test_the_wait_for_the_helper_is_written_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     book = faults.SampleBook(tmp_path / "phases")
     book.claims("work", CLAIMS)
