@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -169,17 +169,28 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
     ), report.problems
 
 
-def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them(book: Path) -> None:
+def started(book: Path) -> Engine:
+    """serve's engine on the sample book, every claim computed once."""
     engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
     engine.start()
-    data = book / "book_claims" / "data" / "formats.toml"
-    good = data.read_text()
+    return engine
+
+
+def saving(engine: Engine, path: Path) -> Callable[[str], Any]:
+    """Saving `path` with a text, as an editor does (a new mtime even on a coarse clock): the engine's report."""
 
     def save(text: str) -> Any:
-        data.write_text(text)
-        os.utime(data, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        path.write_text(text)
+        os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
         return engine.apply(engine.changed())
 
+    return save
+
+
+def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them(book: Path) -> None:
+    data = book / "book_claims" / "data" / "formats.toml"
+    good = data.read_text()
+    save = saving(started(book), data)
     broken = save(good + "value = = 3\n")
     assert set(broken.figures.values()) == {"failed"} and broken.recomputed, broken.line()
     mended = save(good)
@@ -190,16 +201,9 @@ def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them
 def test_a_claim_module_that_stops_importing_says_why_its_figures_fail_and_mending_it_recomputes_them(
     book: Path,
 ) -> None:
-    engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})
-    engine.start()
     topic = book / "book_claims" / "topics" / "half.py"
     good = topic.read_text()
-
-    def save(text: str) -> Any:
-        topic.write_text(text)
-        os.utime(topic, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
-        return engine.apply(engine.changed())
-
+    save = saving(started(book), topic)
     broken = save(good + "\nx = (\n")
     assert set(broken.figures.values()) == {"failed"} and broken.recomputed == [], broken.line()
     cause = (
