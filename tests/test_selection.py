@@ -177,6 +177,32 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     assert after["run"]["dates"]["ryzen.ceiling"]["none"] == dates["ryzen.ceiling"]["none"]  # not rerun, date kept
 
 
+@pytest.mark.slow  # pytest and two xdist workers
+def test_under_xdist_changed_still_reports_each_record_it_leaves_unchanged(tmp_path: Path) -> None:
+    """The selection is made where the items are collected, in each worker: the controller, which prints the
+    summary, says it from what a worker hands back, with every record not rerun and its date."""
+    book = faults.SampleBook(tmp_path / "changed")
+    book.claims(
+        "work",
+        "from verified_book.authoring.registry import claim\n\n\n"
+        '@claim("work.plain.{i}", kind="exact", over={"i": (0, 1)})\n'
+        "def plain(i):\n    return i\n",
+    )
+    book.page("page.md", "Zero [0](claim:work.plain.0), one [1](claim:work.plain.1).\n")
+    assert book.run().ret == 0
+    (book.root / "book" / "page.md").write_text("Zero [0](claim:work.plain.0), one [1.0](claim:work.plain.1).\n")
+    parallel = book.run_apart("-n", "2", "-v", "--changed", absent=("torch", "mlx"))
+    assert parallel.ret == 0, parallel.output[-3000:]
+    for said in (
+        "--changed: 0 claim × backend checks rerun",
+        "--changed: 1 checks judged again against the values this machine's records keep",
+        "--changed: 1 records unchanged since this machine's last run and not checked now (1 verified; last checked",
+        "  rejudged  work.plain.1[none]: a figure's text or place changed since the record (book/page.md:1: 1.0)",
+        "  unchanged work.plain.0[none]: verified as of ",
+    ):
+        assert said in parallel.output, (said, parallel.output[-3000:])
+
+
 def test_the_default_run_stays_complete(book: pytest.Pytester) -> None:
     run(book)
     assert _figures_run(run(book, "-v")) == {"spark.ceiling", "spark.capacity", "ryzen.ceiling", "lib.square"}

@@ -93,10 +93,10 @@ class Selection:
             return claim_id in self.claims
         return (claim_id, backend) in self.pairs
 
-    def lines(self) -> list[str]:
-        """What the run says of its selection, after its summary."""
+    def said(self) -> Said:
+        """What the run says of this selection once it ends (`Said`)."""
         rejudged = self.rejudged
-        out = [
+        head = [
             f"{self.how}: {len(self.pairs) - len(rejudged)} claim × backend checks rerun"
             + (
                 f" ({self.unknown} claims with no usable record here, so what they read is not known: selected too)"
@@ -107,17 +107,40 @@ class Selection:
         if rejudged:
             dates = sorted({o.recorded or "" for o in rejudged.values()})
             span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-            out.append(
+            head.append(
                 f"{self.how}: {len(rejudged)} checks judged again against the values this machine's records keep "
                 f"(computed {span}; the claim's code, its inputs and the library's version unchanged): "
                 "nothing computed for them"
             )
-        out += self.notes
-        if self.unchanged:
+        rerun = [
+            f"  {'rejudged' if (c, b) in rejudged else 'rerun':<9} {c}[{b}]: {self.why.get((c, b), '')}"
+            for c, b in sorted(self.pairs)
+        ]
+        return Said(self.how, head + self.notes, rerun, dict(self.unchanged))
+
+
+@dataclass
+class Said:
+    """What a narrowed run says of its selection after its summary: made where the items were collected
+    (this process, or each xdist worker, which hands it to its controller as JSON) and said where the
+    summary is printed, every record not rerun listed as unchanged with its recorded status and date."""
+
+    how: str
+    head: list[str]  # the checks rerun, those judged again from their records, and the selection's notes
+    rerun: list[str]  # one line a check rerun or judged again, and why (with -v)
+    #: (claim, backend) -> (status, date) of each record not rerun
+    unchanged: dict[tuple[str, str], tuple[str, str | None]]
+
+    def lines(self, judged: Iterable[tuple[str, str]] = (), verbose: bool = False) -> list[str]:
+        """The lines to print; a check in `judged` (the run judged it after all) is not called unchanged."""
+        judged = set(judged)
+        unchanged = {key: value for key, value in self.unchanged.items() if key not in judged}
+        out = list(self.head)
+        if unchanged:
             by_status: dict[str, int] = {}
-            for status, _ in self.unchanged.values():
+            for status, _ in unchanged.values():
                 by_status[status] = by_status.get(status, 0) + 1
-            dates = sorted(d for _, d in self.unchanged.values() if d)
+            dates = sorted(d for _, d in unchanged.values() if d)
             span = (
                 f"last checked {dates[0]}"
                 if dates and dates[0] == dates[-1]
@@ -127,23 +150,29 @@ class Selection:
             )
             counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
             out.append(
-                f"{self.how}: {len(self.unchanged)} records unchanged since this machine's last run and "
+                f"{self.how}: {len(unchanged)} records unchanged since this machine's last run and "
                 f"not checked now ({counts}; {span}): they keep their recorded status and date"
             )
+        if verbose:
+            out += self.rerun
+            out += [
+                f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
+                for (c, b), (status, date) in sorted(unchanged.items())
+            ]
         return out
 
-    def detail(self) -> list[str]:
-        """One line per check: rerun and why, or unchanged with its recorded status and date."""
-        rejudged = self.rejudged
-        out = [
-            f"  {'rejudged' if (c, b) in rejudged else 'rerun':<9} {c}[{b}]: {self.why.get((c, b), '')}"
-            for c, b in sorted(self.pairs)
-        ]
-        out += [
-            f"  unchanged {c}[{b}]: {status} as of {date or 'an undated run'}"
-            for (c, b), (status, date) in sorted(self.unchanged.items())
-        ]
-        return out
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "head": self.head,
+            "rerun": self.rerun,
+            "unchanged": [[c, b, status, date] for (c, b), (status, date) in sorted(self.unchanged.items())],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Said:
+        unchanged = {(c, b): (status, date) for c, b, status, date in data["unchanged"]}
+        return cls(data["how"], list(data["head"]), list(data["rerun"]), unchanged)
 
 
 def _figures_now(bindings: Iterable[Binding]) -> set[tuple[str, int, str | None]]:

@@ -72,7 +72,7 @@ from verified_book.vocabulary import NO_BACKEND_NAME
 STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
-NARROWED = pytest.StashKey[selection_mod.Selection]()
+NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
 
@@ -799,6 +799,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller prints the summary from these
         workeroutput["claims_tally"] = run.own_tally().to_json()
+        if NARROWED in session.config.stash:
+            workeroutput["claims_narrowed"] = session.config.stash[NARROWED].to_json()
     if session.config.getoption("claims_no_results") or not (run.verifier.judged or run.outputs):
         return
     commit, dirty = commit_of(run.root, (run.results_dir, run.book_config.results))
@@ -878,6 +880,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         run.tally.lost_workers.append(f"{node.gateway.id} ({why})")
     if "claims_tally" in output:
         run.tally.merge(Tally.from_json(output["claims_tally"]))
+    if "claims_narrowed" in output and NARROWED not in node.config.stash:  # every worker narrowed alike
+        node.config.stash[NARROWED] = selection_mod.Said.from_json(output["claims_narrowed"])
 
 
 # The statuses the summary counts, in the order of its columns (the vocabulary's); a status a run
@@ -915,7 +919,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             verifier=run.verifier,
             outputs=run.output_blocks,
         )
-        config.stash[NARROWED] = narrowed
+        config.stash[NARROWED] = narrowed.said()
         config.hook.pytest_deselected(items=[*dropped, *others])
     markexpr = config.getoption("markexpr", "") or ""
     expression = None
@@ -1005,10 +1009,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         )
     _say_what_was_rewritten(terminalreporter, config)
     if NARROWED in config.stash:
-        narrowed = config.stash[NARROWED]
-        for key in statuses:
-            narrowed.unchanged.pop(key, None)  # judged now after all: not reported as unchanged
-        for line in narrowed.lines() + (narrowed.detail() if config.getoption("verbose") > 0 else []):
+        for line in config.stash[NARROWED].lines(judged=statuses, verbose=config.getoption("verbose") > 0):
             terminalreporter.write_line(line)
     if not table:
         _say_what_was_lost(terminalreporter, run)
