@@ -28,7 +28,7 @@ from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.records.record import ClaimMeta, DataInput, Record
-from verified_book.records.results import ResultsFile
+from verified_book.records.results import ResultsError, ResultsFile, read
 from verified_book.vocabulary import Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
@@ -322,19 +322,16 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
 def recorded(results_path: Path) -> ResultsFile | None:
     """This machine's results file as `--changed` and `--reading` select from it; None where there is none to
     read (a file that does not parse selects as no records: everything is checked)."""
-    from verified_book.records.results import ResultsError, read
-
     try:
         return read(results_path) if results_path.is_file() else None
     except ResultsError:
         return None
 
 
-def assume_recorded_backends(backends: Any, results_path: Path) -> None:
+def assume_recorded_backends(backends: Any, results: ResultsFile | None) -> None:
     """Before collection, for `--changed` and `--reading`: the backends as this machine's records found them
     (`assumed_backends`), so that collecting the book's checks loads no array library; a check the selection
     keeps loads its library when it computes."""
-    results = recorded(results_path)
     if results is not None:
         backends.assume(assumed_backends(results))
 
@@ -344,7 +341,7 @@ def narrow(
     *,
     changed: bool,
     readings: list[str],
-    results_path: Path,
+    results: ResultsFile | None,
     registry: Registry,
     verifier: Any,
     outputs: Any,
@@ -352,7 +349,6 @@ def narrow(
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
     (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""
-    results = recorded(results_path)
     in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only

@@ -46,7 +46,7 @@ from verified_book.engine.provenance import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.records.record import OutputCheck, SnippetOutput
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
-from verified_book.records.results import ResultsError, dumps, merge_into, now
+from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.engine.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.engine.session import (  # noqa: F401  (the engine's helpers, named here as before)
     CASE_ID,
@@ -73,6 +73,7 @@ STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
 NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
+RECORDED = pytest.StashKey[ResultsFile | None]()  # this machine's records, read once for --changed or --reading
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
 
@@ -317,7 +318,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(str(e)) from None
     run = config.stash[STATE]
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        selection_mod.assume_recorded_backends(run.backends, run.results_dir / f"{run.machine.slug}.json")
+        config.stash[RECORDED] = selection_mod.recorded(run.results_dir / f"{run.machine.slug}.json")
+        selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
     if ahead and selects_ahead_work(config, run):
         run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
     if not config.option.collectonly:
@@ -914,7 +916,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             [item for item in items if isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))],
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
-            results_path=run.results_dir / f"{run.machine.slug}.json",
+            results=config.stash[RECORDED],
             registry=REGISTRY,
             verifier=run.verifier,
             outputs=run.output_blocks,
