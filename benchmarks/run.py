@@ -68,7 +68,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 try:  # imported as benchmarks.run (the tests), or run as a script, whose folder Python puts first on the path
     from benchmarks import phases as phases_plugin
@@ -237,9 +237,8 @@ def run_one_page(rounds: int = 3) -> dict[str, Any]:
             timeout=600,
         )
         runs.append((time.perf_counter() - start, done.returncode))
-    seconds = sorted(s for s, _ in runs)
     libraries = libraries_floor(page_imports(), rounds)
-    median = seconds[len(seconds) // 2]
+    median = median_seconds(s for s, _ in runs)
     return {
         "page": ONE_PAGE,
         "seconds": round(median, 2),
@@ -255,41 +254,18 @@ PAGE_EDIT = ("[65,504](claim:formats.finfo.fp16.max)", "[65,505](claim:formats.f
 
 
 def run_page_edit(rounds: int = 3) -> dict[str, Any]:
-    """The author's loop on ONE_PAGE: a run records the page's checks (in a temporary results folder), one
-    figure is printed wrong, and `pytest ONE_PAGE --changed` answers in a fresh interpreter each round,
-    judging the edited figure against the values the records keep; the median is judged. The page is put
-    back as it was, whatever happens."""
-    page = ROOT / ONE_PAGE
-    text = page.read_text(encoding="utf-8")
+    """The author's loop on ONE_PAGE: one figure printed wrong, and `pytest ONE_PAGE --changed` judging it
+    against the values the records keep (`changed_after_edit`)."""
     old, new = PAGE_EDIT
-    if old not in text:
-        raise RuntimeError(f"{ONE_PAGE} no longer prints {old}: name another of its figures in PAGE_EDIT")
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="verified-book-page-edit-") as folder:
-        check = [bin_of("python"), "-m", "pytest", ONE_PAGE, "-q", "-p", "no:cacheprovider", "--results-dir", folder]
-        _, status, tail = timed(check, ROOT, timeout=600)
-        if status != 0:
-            raise RuntimeError(f"recording {ONE_PAGE} exited {status}: {tail}")
-        try:
-            page.write_text(text.replace(old, new, 1), encoding="utf-8")
-            for _ in range(rounds):
-                proc_start = time.perf_counter()
-                done = subprocess.run(
-                    [*check, "--changed", "--no-results"], cwd=ROOT, capture_output=True, text=True, timeout=600
-                )
-                runs.append(time.perf_counter() - proc_start)
-                if done.returncode != 1 or f"figure {new.split(']')[0][1:]} " not in done.stdout:
-                    raise RuntimeError(
-                        f"the edited figure was not reported stale (exit {done.returncode}): {done.stdout[-2000:]}"
-                    )
-        finally:
-            page.write_text(text, encoding="utf-8")
-    median = sorted(runs)[len(runs) // 2]
+    runs, stale = changed_after_edit(ONE_PAGE, [PAGE_EDIT], recorded=[ONE_PAGE], checked=[ONE_PAGE], rounds=rounds)
+    figure = f"figure {new.split(']')[0][1:]} "
+    if not any(figure in line for line in stale):
+        raise RuntimeError(f"the edited figure was not reported stale: {sorted(stale)}")
     return {
         "page": ONE_PAGE,
         "command": f"pytest {ONE_PAGE} --changed",
         "edit": f"{old} to {new}",
-        "seconds": round(median, 2),
+        "seconds": round(median_seconds(runs), 2),
         "rounds": [round(s, 2) for s in runs],
     }
 
@@ -301,35 +277,57 @@ DATA_EDIT = (
 )
 
 
+def run_data_edit(rounds: int = 3) -> dict[str, Any]:
+    """The author's loop on the whole book: one input of a data file changes, and `pytest --changed`, from the
+    root with no path as an author types it, computes the claims that read it and judges their figures
+    (`changed_after_edit`)."""
+    file, edits = DATA_EDIT
+    runs, stale = changed_after_edit(file, edits, recorded=["book.toml", "book"], checked=[], rounds=rounds)
+    return {
+        "file": file,
+        "command": "pytest --changed",
+        "edit": "; ".join(f"{old.strip()} to {new.strip()}" for old, new in edits),
+        "stale_figures": len(stale),
+        "seconds": round(median_seconds(runs), 2),
+        "rounds": [round(s, 2) for s in runs],
+    }
+
+
 STALE_FIGURE = re.compile(r"^(\S+\.md:\d+: figure .+?) is stale ", re.MULTILINE)  # a failure's first line
 
 
-def run_data_edit(rounds: int = 3) -> dict[str, Any]:
-    """The author's loop on the whole book: a run records the book's checks (in a temporary results folder),
-    one input of a data file changes, and `pytest --changed`, from the root with no path as an author types
-    it, answers in a fresh interpreter each round, computing the claims that read it and judging their
-    figures; the median is judged. The file is put back as it was, whatever happens."""
-    path = ROOT / DATA_EDIT[0]
+def changed_after_edit(
+    file: str, edits: Sequence[tuple[str, str]], *, recorded: list[str], checked: list[str], rounds: int
+) -> tuple[list[float], set[str]]:
+    """A run of `recorded` records its checks in a temporary results folder, `edits` are made to `file`, and
+    `pytest [checked] --changed` answers in a fresh interpreter each round: the seconds of each round, and the
+    stale figures the last one reported (one at least, and exit status 1, or the benchmark fails). The file is
+    put back as it was, whatever happens."""
+    path = ROOT / file
     text = path.read_text(encoding="utf-8")
     edited = text
-    for old, new in DATA_EDIT[1]:
+    for old, new in edits:
         if old not in edited:
-            raise RuntimeError(f"{DATA_EDIT[0]} no longer holds {old.strip()!r}: name another edit in DATA_EDIT")
+            raise RuntimeError(f"{file} no longer holds {old.strip()!r}: name another edit")
         edited = edited.replace(old, new, 1)
     runs: list[float] = []
     stale: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="verified-book-data-edit-") as folder:
+    with tempfile.TemporaryDirectory(prefix="verified-book-edit-") as folder:
         # one word: pytest would take a separate value for a path to find the book's root from
         base = [bin_of("python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--results-dir={folder}"]
-        _, status, tail = timed([*base, "book.toml", "book"], ROOT, timeout=900)
+        _, status, tail = timed([*base, *recorded], ROOT, timeout=900)
         if status != 0:
-            raise RuntimeError(f"recording the book exited {status}: {tail}")
+            raise RuntimeError(f"recording {' '.join(recorded)} exited {status}: {tail}")
         try:
             path.write_text(edited, encoding="utf-8")
             for _ in range(rounds):
                 proc_start = time.perf_counter()
                 done = subprocess.run(
-                    [*base, "--changed", "--no-results"], cwd=ROOT, capture_output=True, text=True, timeout=600
+                    [*base, *checked, "--changed", "--no-results"],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
                 )
                 runs.append(time.perf_counter() - proc_start)
                 stale = set(STALE_FIGURE.findall(done.stdout))
@@ -340,15 +338,13 @@ def run_data_edit(rounds: int = 3) -> dict[str, Any]:
                     )
         finally:
             path.write_text(text, encoding="utf-8")
-    median = sorted(runs)[len(runs) // 2]
-    return {
-        "file": DATA_EDIT[0],
-        "command": "pytest --changed",
-        "edit": "; ".join(f"{old.strip()} to {new.strip()}" for old, new in DATA_EDIT[1]),
-        "stale_figures": len(stale),
-        "seconds": round(median, 2),
-        "rounds": [round(s, 2) for s in runs],
-    }
+    return runs, stale
+
+
+def median_seconds(seconds: Iterable[float]) -> float:
+    """The seconds of the median round: the judged one (of an even count, the slower of the middle two)."""
+    ordered = sorted(seconds)
+    return ordered[len(ordered) // 2]
 
 
 #: the others' code whose import a page check may pay for: pytest, and each library a claim may compute with
@@ -379,8 +375,7 @@ def libraries_floor(imports: list[str], rounds: int = 3) -> dict[str, Any]:
         if status != 0:
             raise RuntimeError(f"{code!r} exited {status}: {tail}")
         each.append(seconds)
-    median = sorted(each)[len(each) // 2]
-    return {"imports": imports, "seconds": round(median, 2), "rounds": [round(s, 2) for s in each]}
+    return {"imports": imports, "seconds": round(median_seconds(each), 2), "rounds": [round(s, 2) for s in each]}
 
 
 def run_snippets() -> dict[str, Any]:
