@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from harness import faults
 
+from verified_book import backends
+from verified_book.engine import ahead as ahead_mod
+from verified_book.engine import machine
 from verified_book.engine.config import ConfigError, read_config
+from verified_book.integration import cli
 
 CLAIMS = '''\
 import json
@@ -186,12 +190,130 @@ def test_the_helper_starts_before_collection_where_the_arguments_alone_select_it
     assert ("heavy" in done and done["heavy"]["pid"] != os.getpid()) is helper_computes, done
 
 
+ON_A_CARD = '''\
+from verified_book.authoring.registry import claim
+
+
+@claim("heavy.on_a_card", kind="library", backends=("mlx:gpu",))
+def on_a_card(backend):
+    """A claim of the helper's, computed on a card only, where the helper never computes."""
+    return 1
+'''
+
+
 @pytest.mark.slow  # a run with its helper process
-def test_a_selection_without_ahead_work_stops_the_helper_and_waits_for_nothing(tmp_path: Path, log: Path) -> None:
+@pytest.mark.parametrize(
+    "selection",
+    [
+        pytest.param("light or timed", id="none of the helper's claims"),
+        pytest.param("card or light or timed", id="a helper's claim only on a card this machine lacks"),
+    ],
+)
+def test_a_selection_without_ahead_work_stops_the_helper_and_waits_for_nothing(
+    tmp_path: Path, log: Path, selection: str
+) -> None:
+    if any(b.available for b in backends.ADAPTERS["mlx"].detect() if b.name == "mlx:gpu"):
+        pytest.skip("this machine has MLX's GPU: heavy.on_a_card[mlx:gpu] is a check it runs")
     book = sample(tmp_path / "book")
-    run = book.run("-k", "light or timed")
+    book.claims("card", ON_A_CARD)
+    run = book.run("-k", selection)
     assert run.ret == 0, run.output[-3000:]
     assert set(logs(book)) == {"light", "timed"}
+
+
+AT_EXIT = '''\
+import atexit
+import json
+import os
+from pathlib import Path
+
+from verified_book.authoring.registry import claim
+
+LOG = Path(__file__).resolve().parent.parent / "runs.jsonl"
+
+
+def teardown():
+    with LOG.open("a") as f:
+        f.write(json.dumps({"name": "teardown", "pid": os.getpid()}) + "\\n")
+
+
+@claim("heavy.at_exit", kind="library", backends=("numpy",))
+def at_exit(backend):
+    """A claim that leaves work for its interpreter's teardown, as torch's operator registry does."""
+    atexit.register(teardown)
+    return 1
+'''
+
+
+@pytest.mark.slow  # a run with its helper process
+def test_the_helper_exits_once_its_outcomes_are_written_without_tearing_its_interpreter_down(
+    tmp_path: Path, log: Path
+) -> None:
+    book = sample(tmp_path / "book")
+    book.claims("at_exit", AT_EXIT)
+    run = book.run("-k", "at_exit or timed")
+    assert run.ret == 0, run.output[-3000:]
+    assert run.statuses()["heavy.at_exit"] == {"numpy": "verified"}, run.output[-3000:]
+    assert "ahead: 2 claims computed" in run.output
+    assert "teardown" not in logs(book), "the run waited for the helper's teardown"
+
+
+@pytest.mark.slow  # a run with its helper process
+def test_a_helper_started_before_pytest_is_the_one_the_run_takes_over(tmp_path: Path, log: Path) -> None:
+    book = sample(tmp_path / "book")
+    ahead_mod.start_early(book.root)  # as `verify` does
+    started = ahead_mod._EARLY[book.root.resolve()]
+    pid = started._process.pid if started._process else None
+    run = book.run("-m", "not slow")
+    assert run.ret == 0, run.output[-3000:]
+    assert "ahead: 1 claim computed and 1 snippet run by a helper process" in run.output
+    assert logs(book)["heavy"]["pid"] == pid, "the run took over the helper started before it"
+    assert not ahead_mod._EARLY and not started.running
+
+
+@pytest.mark.slow  # a run with its helper process
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("--no-ahead",), id="--no-ahead"),
+        pytest.param(("-k", "light or timed"), id="a selection without the helper's work"),
+    ],
+)
+def test_a_helper_started_before_pytest_that_the_run_does_not_want_is_stopped(
+    tmp_path: Path, log: Path, args: tuple[str, ...]
+) -> None:
+    book = sample(tmp_path / "book")
+    ahead_mod.start_early(book.root)
+    started = ahead_mod._EARLY[book.root.resolve()]
+    run = book.run(*args)
+    assert run.ret == 0, run.output[-3000:]
+    assert not ahead_mod._EARLY and not started.running
+    assert all(r.get("pid", os.getpid()) == os.getpid() for r in logs(book).values()), logs(book)
+
+
+@pytest.mark.parametrize(
+    ("args", "early"),
+    [
+        pytest.param([], True, id="verify"),
+        pytest.param(["-q", "--no-results"], True, id="options that narrow nothing"),
+        pytest.param(["-p", "benchmarks.phases"], True, id="a plugin loaded"),
+        pytest.param(["-p", "no:cacheprovider"], False, id="a plugin turned off"),
+        pytest.param(["-n", "2"], False, id="xdist"),
+        pytest.param(["--no-ahead"], False, id="--no-ahead"),
+        pytest.param(["-k", "heavy"], False, id="-k"),
+        pytest.param(["book/page.md"], False, id="a page"),
+    ],
+)
+def test_verify_starts_the_helper_before_pytest_only_where_its_arguments_select_the_whole_book(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], early: bool
+) -> None:
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 2)
+    book = read_config(sample(tmp_path / "book").root)
+    assert cli.starts_helper_early(book, args) is early
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 1)
+    assert not cli.starts_helper_early(book, args), "no core to spare"
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 2)
+    assert not cli.starts_helper_early(read_config(faults.SampleBook(tmp_path / "plain").root), args)
 
 
 @pytest.mark.slow  # a run with its helper process

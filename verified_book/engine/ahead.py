@@ -4,17 +4,22 @@ Some claims import a library nothing else in a run needs: transformers takes sec
 and torch's forward mode, its optimizers and its GradScaler load torch's compiler; a snippet
 may import the same. A book lists them in `book.toml` (`ahead`: claim ids or fnmatch patterns,
 and snippet file names, which end in `.py`). On a machine with a core to spare, a plain run
-(not under xdist, whose workers share the cores already) starts one helper as soon as the book
-is open where its arguments alone select that work (`selects_ahead_work` in the pytest
-plugin), else once collection shows it selected some of it, and stops one that collection
-shows it does not need. The helper opens the
-same book, computes those claims on this machine's CPU backends with the engine's own
-`evaluate`, runs those snippets as the default run does (`run_in_process_or_as_script`), and
-when it exits hands back each outcome (the value or the failure, the inputs it read, the
-seconds it took) and each snippet's run. Meanwhile the run imports its own backends, collects
-and checks everything else. Its items for the helper's work come after those, and the timed
-items, which must have the machine to themselves, wait until the helper has exited; a snippet
-that prints a measured figure is timed, so it is never done ahead.
+(not under xdist, whose workers share the cores already) starts one helper: `verified-book verify`
+before it imports pytest (`start_early`; the run takes it over), pytest as soon as the book is
+open where its arguments alone select that work (`selects_ahead_work` in the pytest plugin),
+else once collection shows it selected some of it; and the run stops one that collection
+shows it does not need: a check on a card, or on a library this machine lacks, is never the
+helper's (`computes_on`). The helper opens the same book, computes those claims on this
+machine's CPU backends with the engine's own `evaluate`, runs those snippets as the default
+run does (`run_in_process_or_as_script`), and when it exits hands back each outcome (the value
+or the failure, the inputs it read, the seconds it took) and each snippet's run. It exits as
+soon as that is written, skipping its interpreter's teardown: unregistering what torch and
+transformers registered takes over a second, for which the run would wait.
+
+Meanwhile the run imports its own backends, collects and checks everything else. Its items for
+the helper's work come after those, and the timed items, which must have the machine to
+themselves, wait until the helper has exited; a snippet that prints a measured figure is
+timed, so it is never done ahead.
 
 Nothing about a value changes with where it was computed: the same code, the same data, the
 same machine, in the same run. Where the helper fails, the run does its work itself and its
@@ -31,13 +36,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, KeysView
+from typing import TYPE_CHECKING, Iterable, KeysView
 
 from verified_book.authoring.registry import Claim, Kind, Registry
 from verified_book.backends import Backend
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.snippet_run import SnippetRun
 from verified_book.vocabulary import OutcomeStatus
+
+if TYPE_CHECKING:  # the run's CLI starts a helper before anything heavier than this module is imported
+    from verified_book.engine.snippet_run import SnippetRun
 
 RESULTS = "outcomes.pickle"
 OUTPUT = "output.txt"
@@ -72,6 +79,12 @@ def only_timed(patterns: Iterable[str], registry: Registry) -> list[tuple[str, l
 def on_cpu(backend: Backend) -> bool:
     """Whether a backend computes on the CPU: the helper makes no device context of its own."""
     return backend.device == "cpu"
+
+
+def computes_on(backend: Backend) -> bool:
+    """Whether the helper computes on a backend: one present on this machine, on its CPU. A check on any
+    other (a card, a library not installed) is not the helper's work, and nothing waits for it."""
+    return backend.available and on_cpu(backend)
 
 
 def snippet_paths(entries: Iterable[str], snippets_dir: Path) -> list[Path]:
@@ -115,7 +128,7 @@ class Ahead:
         return self._claims.keys()
 
     def covers(self, claim: Claim, backend: Backend) -> bool:
-        return claim.id in self.claim_ids and on_cpu(backend)
+        return claim.id in self.claim_ids and computes_on(backend)
 
     @property
     def running(self) -> bool:
@@ -179,6 +192,28 @@ class Ahead:
         self._folder.cleanup()
 
 
+#: helpers started before pytest was imported (`start_early`), by the resolved root of their book
+_EARLY: dict[Path, Ahead] = {}
+
+
+def start_early(root: Path) -> None:
+    """Start the helper of the book at `root` now, before pytest and the book's modules are imported: its
+    libraries then load while this process starts. `verified-book verify` does so where its arguments select
+    the whole book; the run takes it over (`adopt`) where it wants a helper, and stops it otherwise."""
+    _EARLY.setdefault(root.resolve(), Ahead(root))
+
+
+def adopt(root: Path) -> Ahead:
+    """The helper of the book at `root`: the one started early, else a new one."""
+    return _EARLY.pop(root.resolve(), None) or Ahead(root)
+
+
+def stop_early() -> None:
+    """Stop every helper started early that no run took over: its work is not wanted."""
+    while _EARLY:
+        _EARLY.popitem()[1].cancel()
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
@@ -215,7 +250,7 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     shipped: list[tuple[object, ...]] = []
     for claim in claims:
         for backend in backends_for(claim, here):
-            if not (backend.available and on_cpu(backend)):
+            if not computes_on(backend):
                 continue
             outcome = evaluate(claim, backend)
             if outcome.status == BROKEN:  # the run meets the same environment, and says what it lost
@@ -255,4 +290,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # Everything is handed back (written, then renamed). The interpreter's own teardown would now
+    # unregister every operator torch, its compiler and transformers registered, over a second in
+    # which the run stands waiting for this process to exit; nothing is left that needs it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

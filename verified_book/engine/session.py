@@ -241,7 +241,7 @@ class Session:
         """Start the helper on the work `_plan_ahead` found, where it is not running already; the verifier
         takes its outcomes."""
         if self.ahead is None:
-            self.ahead = ahead_mod.Ahead(self.root)
+            self.ahead = ahead_mod.adopt(self.root)
             self.ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
         self.verifier.prior = self.ahead.take
         return self.ahead
@@ -251,6 +251,7 @@ class Session:
         if self.ahead is not None:
             self.ahead.cancel()
             self.ahead = None
+        ahead_mod.stop_early()
         self.verifier.prior = None
 
     def _read_book(self) -> Book:

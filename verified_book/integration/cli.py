@@ -181,9 +181,39 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
 VERIFY_OPTIONS = ("-p", "no:cacheprovider", "--assert=plain")
 
 
+#: `verify` options that leave its selection whole and its run in one process: given no others, it starts the
+#: book's helper (`verified_book.engine.ahead`) before importing pytest, for the run to take over
+PLAIN_OPTIONS = frozenset({"-q", "--quiet", "-qq", "-v", "--verbose", "-vv", "--no-results", "-x", "--exitfirst"})
+
+
+def starts_helper_early(book: BookConfig, args: list[str]) -> bool:
+    """Whether `verify ARGS` will want the helper whatever it collects: the book lists `ahead` work, a core
+    is spare, and ARGS hold only `PLAIN_OPTIONS` and plugins to load (`-p NAME`, not `-p no:NAME`). With any
+    other argument the run decides, as `pytest` does, once it knows what it selected."""
+    from verified_book.engine.machine import usable_cpus
+
+    if not book.ahead or usable_cpus() < 2:
+        return False
+    rest = iter(args)
+    for arg in rest:
+        if arg == "-p":
+            if next(rest, "no:").startswith("no:"):
+                return False
+        elif arg not in PLAIN_OPTIONS:
+            return False
+    return True
+
+
 def verify(book: BookConfig, args: list[str]) -> int:
+    from verified_book.engine import ahead
+
     outcome = _Outcome()
-    tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
+    if starts_helper_early(book, args):
+        ahead.start_early(book.root)
+    try:
+        tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
+    finally:
+        ahead.stop_early()  # one the run never took over (it stopped before its session began)
     if tested == INTERRUPTED:
         print(
             "verified-book: interrupted; the records judged so far are kept"

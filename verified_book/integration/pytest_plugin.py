@@ -94,15 +94,18 @@ def _mark(name: str) -> pytest.MarkDecorator:
 
 
 def done_ahead(run: Session, item: pytest.Item) -> bool:
-    """Whether an item's work is the helper's: a claim it computes, a figure of one, a snippet it runs."""
+    """Whether an item's work is the helper's: a claim it computes on a backend it computes on, a figure of
+    one, a snippet it runs."""
     if isinstance(item, SnippetItem):
         return item.runner is shared_run and item.path in run.ahead_snippets
-    claim = (
-        item.claim
-        if isinstance(item, ClaimItem)
-        else (REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None)
+    if isinstance(item, ClaimItem):
+        return item.claim.id in run.ahead_claims and ahead_mod.computes_on(item.backend)
+    claim = REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None
+    return (
+        claim is not None
+        and claim.id in run.ahead_claims
+        and any(ahead_mod.computes_on(b) for b in run.verifier.backends_for(claim))
     )
-    return claim is not None and claim.id in run.ahead_claims
 
 
 def plan_of(profile: machine_mod.Profile, book: Book) -> dict[str, list[tuple[Claim, list[str]]]]:
@@ -322,6 +325,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
     if ahead and selects_ahead_work(config, run):
         run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
+    elif not ahead:
+        ahead_mod.stop_early()  # a helper `verify` started is not this run's (xdist, --no-ahead, --collect-only)
     if not config.option.collectonly:
         _take_run_lock(config, book)
 
@@ -409,6 +414,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     ahead = config.stash[STATE].ahead if STATE in config.stash else None
     if ahead is not None:
         ahead.cancel()
+    ahead_mod.stop_early()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
     if REOPEN in config.stash:
