@@ -81,6 +81,13 @@ def on_cpu(backend: Backend) -> bool:
     return backend.device == "cpu"
 
 
+def core_to_spare() -> bool:
+    """Whether this process may run on a second CPU, for the helper to use while the run uses the first."""
+    from verified_book.engine.machine import usable_cpus
+
+    return usable_cpus() >= 2
+
+
 def computes_on(backend: Backend) -> bool:
     """Whether the helper computes on a backend: one present on this machine, on its CPU. A check on any
     other (a card, a library not installed) is not the helper's work, and nothing waits for it."""

@@ -190,9 +190,9 @@ def starts_helper_early(book: BookConfig, args: list[str]) -> bool:
     """Whether `verify ARGS` will want the helper whatever it collects: the book lists `ahead` work, a core
     is spare, and ARGS hold only `PLAIN_OPTIONS` and plugins to load (`-p NAME`, not `-p no:NAME`). With any
     other argument the run decides, as `pytest` does, once it knows what it selected."""
-    from verified_book.engine.machine import usable_cpus
+    from verified_book.engine.ahead import core_to_spare
 
-    if not book.ahead or usable_cpus() < 2:
+    if not book.ahead or not core_to_spare():
         return False
     rest = iter(args)
     for arg in rest:

@@ -302,8 +302,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         plain
         and not config.getoption("claims_no_ahead")
         and not config.option.collectonly
-        and machine_mod.usable_cpus() >= 2
-    )  # a core to spare (xdist's workers share the cores already)
+        and ahead_mod.core_to_spare()
+    )  # xdist's workers share the cores already
 
     def machine_info(info: dict[str, Any]) -> dict[str, Any] | None:
         replaced: dict[str, Any] | None = config.hook.pytest_claims_machine_info(machine_info=info)
