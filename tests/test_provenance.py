@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import json
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import pytest
 from harness import faults
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import REGISTRY
+from verified_book.authoring.registry import REGISTRY, Registry
 from verified_book.engine import provenance
 from verified_book.engine.config import open_book, read_config, snapshot
 from verified_book.records.record import ClaimMeta, Record
@@ -375,3 +377,46 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
     assert outdated() == "computed from what book/snippets/s.py printed ('1.25'); the snippet has changed since"
     snippet.unlink()
     assert outdated() == "computed from what book/snippets/s.py printed; the book has no such snippet now"
+
+
+PLACED = """\
+import functools
+from verified_book.authoring.registry import Registry, claim
+
+PLACED = Registry()
+
+
+def traced(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+
+    return wrapper
+
+
+@claim("placed.plain", kind="exact", registry=PLACED)
+def plain():
+    return 1
+
+
+@claim("placed.wrapped", kind="exact", registry=PLACED)
+@traced
+def wrapped():
+    return 2
+"""
+
+
+def test_a_claim_is_placed_at_its_first_decorator_as_inspect_reads_it_wrapped_or_not(tmp_path: Path) -> None:
+    """`defined_at`'s line comes off the code object; it must be the line `inspect` finds by reading the
+    source, for a plain function and for one another decorator wraps."""
+    (tmp_path / "placed.py").write_text(PLACED)
+    spec = importlib.util.spec_from_file_location("placed", tmp_path / "placed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    placed: Registry = module.PLACED
+    lines = PLACED.splitlines()
+    for claim_id in ("placed.plain", "placed.wrapped"):
+        claim = placed[claim_id]
+        assert lines[claim.defined_line - 1].startswith(f'@claim("{claim_id}"'), claim.defined_at
+        assert claim.defined_line == inspect.getsourcelines(claim.compute)[1]

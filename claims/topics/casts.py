@@ -49,8 +49,7 @@ def nearest(value: float, fmt: Format) -> float:
     exponent = max(exponent, 1 - fmt.bias)
     quantum = Fraction(2) ** (exponent - fmt.mantissa)
     rounded = round(a / quantum) * quantum  # Fraction.__round__ breaks ties to even
-    largest = fmt.largest()
-    if rounded > Fraction(int(largest.p), int(largest.q)):
+    if rounded > fmt.largest():
         if fmt.specials != "ieee":
             raise ValueError(f"{fmt.label} has no inf; {value!r} overflows it")
         return sign * math.inf

@@ -1,7 +1,7 @@
 """Number formats: what the bits of each floating-point format buy, derived and as libraries report it.
 
 Each format is a bit layout (sign, exponent, mantissa) with a bias and a rule for its
-top exponent code. From the layout alone, exactly (sympy): the step above 1.0 is
+top exponent code. From the layout alone, exactly (Python's Fraction): the step above 1.0 is
 2^-mantissa, the smallest normal is 2^(1 - bias), and the largest finite value
 depends on what the top exponent code is spent on:
 
@@ -19,17 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from verified_book.authoring.inputs import GIVEN, given, table
-from verified_book.authoring.lazy import lazy_import
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
 from verified_book.backends import Backend
-
-if TYPE_CHECKING:
-    import sympy
-else:
-    sympy = lazy_import("sympy")  # loaded by the first claim that computes with it
 
 
 @dataclass(frozen=True)
@@ -85,17 +79,17 @@ class Format:
             return int(given(f"formats.{self.id}.storage_bits"))
         return self.bits
 
-    def eps(self) -> sympy.Rational:
-        return sympy.Rational(1, 2**self.mantissa)
+    def eps(self) -> Fraction:
+        return Fraction(1, 2**self.mantissa)
 
-    def smallest_normal(self) -> sympy.Rational:
-        return sympy.Integer(2) ** (1 - self.bias)
+    def smallest_normal(self) -> Fraction:
+        return Fraction(2) ** (1 - self.bias)
 
-    def smallest_subnormal(self) -> sympy.Rational:
+    def smallest_subnormal(self) -> Fraction:
         return self.smallest_normal() * self.eps()
 
-    def largest(self) -> sympy.Rational:
-        two = sympy.Integer(2)
+    def largest(self) -> Fraction:
+        two = Fraction(2)
         if self.specials == "ieee":
             emax = 2**self.exponent - 2 - self.bias
             return (2 - two**-self.mantissa) * two**emax
@@ -104,7 +98,7 @@ class Format:
             return (2 - 2 * two**-self.mantissa) * two**emax
         return (2 - two**-self.mantissa) * two**emax  # "none": every code is a number
 
-    def derived(self, field: str) -> sympy.Rational:
+    def derived(self, field: str) -> Fraction:
         return {
             "eps": self.eps,
             "max": self.largest,
@@ -163,7 +157,7 @@ def _finfo_field(info: Any, field: str) -> float:
     kind="exact",
     over={"fmt": list(FORMATS.values()), "field": ("eps", "max", "smallest_normal", "smallest_subnormal")},
 )
-def derived_field(fmt: Format, field: str) -> sympy.Rational:
+def derived_field(fmt: Format, field: str) -> Fraction:
     """A format's eps, largest value or smallest normal, derived exactly from its bit layout."""
     return fmt.derived(field)
 
@@ -189,7 +183,7 @@ def layout_part(fmt: Format, part: str) -> Any:
         return fmt.bits
     if part == "bias":
         return fmt.bias
-    return sympy.Rational(fmt.storage_bits, 8)
+    return Fraction(fmt.storage_bits, 8)
 
 
 @claim(
@@ -201,7 +195,7 @@ def finfo_field(backend: Backend, fmt: Format, field: str) -> float:
     """What a library's finfo reports for a format, which must equal the bit-layout derivation."""
     value = _finfo_field(finfo(backend, fmt), field)
     derived = fmt.derived(field)
-    if Fraction(value) != Fraction(int(derived.p), int(derived.q)):
+    if Fraction(value) != derived:
         raise InvariantFailed(
             f"{backend.name} reports {field} = {value!r} for {fmt.label}; the bit layout "
             f"{fmt.sign, fmt.exponent, fmt.mantissa} with bias {fmt.bias} gives {derived} = {float(derived)!r}"

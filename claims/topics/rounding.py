@@ -101,8 +101,7 @@ def statistics(backend: Backend, row_id: str) -> tuple[float, int, bool]:
 
 def flush_threshold(fmt: Format) -> Fraction:
     """Half the smallest subnormal: values at or below it round to zero (the tie goes to even, zero)."""
-    sub = fmt.smallest_subnormal()
-    return Fraction(int(sub.p), int(sub.q)) / 2
+    return fmt.smallest_subnormal() / 2
 
 
 def _check_zeros(backend: Backend, row: Row, weights: np.ndarray, zeros: int) -> None:

@@ -239,7 +239,7 @@ def small_terms_sum() -> Fraction:
 @claim("stability.order.small_term_over_step", kind="exact")
 def small_term_over_step() -> Fraction:
     """The example's small term, 2^-24, over FP32's step at 1.0 (its eps, from the layout)."""
-    return Fraction(SMALL_TERM) / Fraction(str(FORMATS["fp32"].eps()))
+    return Fraction(SMALL_TERM) / FORMATS["fp32"].eps()
 
 
 @claim("stability.order.{direction}", kind="library", over={"direction": ("large_first", "small_first")})

@@ -7,6 +7,7 @@ connects them to pytest.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import gc
@@ -269,6 +270,19 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, name in machine_mod.profile_names(book.data / book.hardware).items():
         config.addinivalue_line("markers", f"{marker}: applies on {name}")
     keyword_hint(config.getoption("keyword", "") or "")
+    exempt_at_exit()
+
+
+@functools.cache  # once a process: pytester's in-process runs configure again
+def exempt_at_exit() -> None:
+    """Exempt whatever is alive when the process exits from the interpreter's last garbage collections.
+
+    Those passes walk every object the libraries made: with torch loaded they cost half a second of a
+    one-page check, after the run has said all it had to say. Registered now, ahead of the handlers
+    the libraries register as they load, it runs after them, so every exit handler still runs and
+    objects still go by reference counting; only cycles left at exit stay, which the process's end
+    returns with the rest of its memory."""
+    atexit.register(gc.freeze)
 
 
 def keyword_hint(expression: str) -> None:
