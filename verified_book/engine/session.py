@@ -12,6 +12,7 @@ torch, mlx or jax, and the machine's fingerprint reads torch's device only where
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class Backends(Mapping[str, backends_mod.Backend]):
         if library not in self._libraries:
             self._libraries.add(library)
             self._found.update({b.name: b for b in backends_mod.ADAPTERS[library].detect()})
+            # what the import made lives as long as the process: torch's hundreds of thousands of objects
+            # would otherwise be walked again by every full collection, pytest's two at its end included
+            gc.freeze()
         return self._found[name]
 
     def assume(self, recorded: Mapping[str, backends_mod.Backend]) -> None:
