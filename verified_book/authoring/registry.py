@@ -7,6 +7,7 @@ expected values, and they live in the book, not here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import itertools
@@ -166,8 +167,13 @@ def use_root(root: Path) -> None:
 
 
 def _relative(path: str) -> str:
+    return _relative_to(path, ROOT)
+
+
+@functools.cache  # a topic module declares dozens of claims; its path is resolved once
+def _relative_to(path: str, root: Path) -> str:
     try:
-        return str(Path(path).resolve().relative_to(ROOT))
+        return str(Path(path).resolve().relative_to(root))
     except ValueError:
         return path
 
