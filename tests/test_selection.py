@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 from harness import faults
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verified_book.authoring import inputs
+from verified_book.engine.selection import ReadingError, checked_reading
 
 pytest_plugins = ["pytester"]
 
@@ -91,6 +98,72 @@ def test_reading_selects_the_claims_that_read_the_input_and_their_figures(book: 
     stale = run(book, "-v", "--reading", "hardware/dgx_spark.toml:memory_bandwidth")
     assert stale.ret == 1 and _figures_run(stale) == {"spark.ceiling"}
     stale.stdout.fnmatch_lines(["*figure 16.6 (spark.ceiling) is stale in exact arithmetic: computed 17.07*"])
+
+
+def test_a_mistyped_reading_is_refused_naming_what_is_near_with_records_or_without(book: pytest.Pytester) -> None:
+    """Records can only say that no claim read a name that is not there: the run would check nothing, or, on a
+    machine with no records yet, everything. The name is looked up in the data instead."""
+    refused = {
+        "hardware/dgx_spark.toml:bandwidth": "ERROR: --reading hardware/dgx_spark.toml:bandwidth: "
+        "data/hardware/dgx_spark.toml has no key 'bandwidth'; did you mean 'memory_bandwidth'?",
+        "hardware/dgx.toml": "ERROR: --reading hardware/dgx.toml: data/hardware/dgx.toml is no data file of the "
+        "book; expected a file relative to data/; did you mean hardware/dgx_spark.toml?",
+        "hardware/dgx_spark.toml:memory_bandwidth.value": "ERROR: --reading hardware/dgx_spark.toml:memory_bandwidth"
+        ".value: 'memory_bandwidth' is one entry of data/hardware/dgx_spark.toml (its value, unit and source), "
+        "read whole; name it as hardware/dgx_spark.toml:memory_bandwidth",
+    }
+    for records in ("none yet", "a full run's"):
+        if records == "a full run's":
+            assert run(book).ret == 0
+        for argument, said in refused.items():
+            result = run(book, "--reading", argument)
+            assert result.ret == pytest.ExitCode.USAGE_ERROR, (records, argument, result.stdout.str())
+            assert said in result.stderr.str(), (records, result.stderr.str())
+            assert "passed" not in result.stdout.str(), "nothing is checked"
+
+
+@contextlib.contextmanager
+def _the_book_s_data() -> Iterator[None]:
+    previous = inputs.DATA_DIR, inputs.SHOWN_AS
+    inputs.use_data_dir(Path(__file__).resolve().parent.parent / "claims" / "data", "claims/data")
+    try:
+        yield
+    finally:
+        inputs.use_data_dir(*previous)
+
+
+def _names(node: Any, prefix: str = "") -> Iterator[str]:
+    """Every key a reading may name in a parsed TOML file: each table, down to an entry (a table with a value);
+    a quoted key holding a dot is no input's, since a claim names its entry by a dotted path."""
+    for key, value in node.items():
+        if isinstance(value, dict) and "." not in key:
+            yield prefix + key
+            if "value" not in value:
+                yield from _names(value, f"{prefix}{key}.")
+
+
+with _the_book_s_data():
+    READABLE = sorted(
+        f"{file}:{name}"
+        for file in inputs.data_files()
+        for name in (inputs.table(file) if file.endswith(".json") else _names(inputs.table(file)))
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(READABLE), st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=6))
+def test_every_key_of_the_book_s_data_is_a_reading_and_a_key_beside_one_is_refused(name: str, extra: str) -> None:
+    file, _, key = name.partition(":")
+    with _the_book_s_data():
+        assert checked_reading(name).key == key
+        assert checked_reading(f"claims/data/{name}").file == file
+        for typo in (f"{name}{extra}", f"{file}x:{key}"):
+            if typo.partition(":")[0] in inputs.data_files() and typo in READABLE:
+                continue
+            with pytest.raises(ReadingError) as refused:
+                checked_reading(typo)
+            assert str(refused.value).startswith(f"--reading {typo}: ")
+            assert "claims/data/" in str(refused.value)
 
 
 def test_reading_and_changed_leave_the_tests_of_anything_but_the_book(book: pytest.Pytester) -> None:

@@ -17,6 +17,7 @@ computes anything. A check is a (claim, backend) pair; a figure is checked where
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -27,6 +28,7 @@ from verified_book.book.bindings import Binding
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
+from verified_book.errors import BookError
 from verified_book.records.record import ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsError, ResultsFile, read
 from verified_book.vocabulary import Status
@@ -61,6 +63,64 @@ def parse_reading(text: str) -> Reading:
             path = path[len(prefix) :]
             break
     return Reading(path, key or None)
+
+
+class ReadingError(BookError):
+    """A `--reading` argument that names no data file of the book, or no key in the file it names."""
+
+
+def checked_reading(text: str) -> Reading:
+    """`parse_reading`, with its file and key looked up in the book's data as it is now.
+
+    Records can only say that no claim read a mistyped name: the run would then check nothing, or,
+    on a machine with no records yet, everything. The name is checked instead, and what is near it said.
+    """
+    reading = parse_reading(text)
+    files = [Path(f).as_posix() for f in inputs.data_files()]
+    if reading.file not in files:
+        # by stem alone: a shared folder and suffix would make every file look near
+        stems = {Path(f).stem for f in files}
+        near_stems = difflib.get_close_matches(Path(reading.file).stem, sorted(stems), n=3, cutoff=0.5)
+        near = [f for stem in near_stems for f in files if Path(f).stem == stem]
+        raise ReadingError(
+            f"--reading {text}: {inputs.SHOWN_AS}/{reading.file} is no data file of the book; expected a file "
+            f"relative to {inputs.SHOWN_AS}/"
+            + (f"; did you mean {' or '.join(near)}?" if near else f", one of: {', '.join(files)}")
+        )
+    if reading.key is None:
+        return reading
+    try:
+        node: Any = inputs.table(reading.file)
+    except inputs.InputError as e:
+        raise ReadingError(f"--reading {text}: {e}") from None
+    # a JSON config's keys are read whole (`model_config`); a TOML key is a dotted path of tables
+    parts = [reading.key] if reading.file.endswith(".json") else reading.key.split(".")
+    for depth, part in enumerate(parts):
+        if depth and isinstance(node, Mapping) and "value" in node:  # an entry is read whole, never its fields
+            entry = ".".join(parts[:depth])
+            raise ReadingError(
+                f"--reading {text}: {entry!r} is one entry of {inputs.SHOWN_AS}/{reading.file} (its value, unit "
+                f"and source), read whole; name it as {reading.file}:{entry}"
+            )
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+            continue
+        keys = sorted(map(str, node)) if isinstance(node, Mapping) else []
+        under = ".".join(parts[:depth])
+        place = f"{inputs.SHOWN_AS}/{reading.file}" + (f" under {under!r}" if under else "")
+        near = difflib.get_close_matches(part, keys, n=3, cutoff=0.5)
+        prefix = f"{under}." if under else ""
+        raise ReadingError(
+            f"--reading {text}: {place} has no key {part!r}"
+            + (
+                f"; did you mean {' or '.join(repr(prefix + k) for k in near)}?"
+                if near
+                else f"; its keys: {', '.join(keys)}"
+                if keys
+                else f"; {under!r} holds a value, not a table"
+            )
+        )
+    return reading
 
 
 @dataclass
@@ -99,7 +159,8 @@ class Selection:
         head = [
             f"{self.how}: {len(self.pairs) - len(rejudged)} claim × backend checks rerun"
             + (
-                f" ({self.unknown} claims with no usable record here, so what they read is not known: selected too)"
+                f" ({self.unknown} claims with no usable record here, so what they read is not known: selected too;"
+                " a full run on this machine records it)"
                 if self.unknown
                 else ""
             )

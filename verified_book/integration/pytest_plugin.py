@@ -334,6 +334,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
     run = config.stash[STATE]
+    try:
+        for text in config.getoption("claims_reading"):
+            selection_mod.checked_reading(text)
+    except selection_mod.ReadingError as e:
+        raise pytest.UsageError(str(e)) from None
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         config.stash[RECORDED] = selection_mod.recorded(run.results_dir / f"{run.machine.slug}.json")
         selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
