@@ -250,6 +250,21 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     assert after["run"]["dates"]["ryzen.ceiling"]["none"] == dates["ryzen.ceiling"]["none"]  # not rerun, date kept
 
 
+def test_changed_says_why_it_checks_everything_no_records_yet_or_records_that_do_not_read(
+    book: pytest.Pytester,
+) -> None:
+    first = run(book, "--changed")
+    assert first.ret == 0 and "--changed: this machine has no records yet: everything is checked" in first.stdout.str()
+    path, _ = _results(book)
+    path.write_text(path.read_text()[:200])
+    torn = run(book, "--changed")
+    assert torn.ret == 0
+    torn.stdout.fnmatch_lines([f"--changed: this machine's records do not read ({path}:*): everything is checked"])
+    assert "no records yet" not in torn.stdout.str()
+    (aside,) = path.parent.glob(f"{path.name}.corrupt-*")  # kept, and a new file holds this run's records
+    assert len(aside.read_text()) == 200 and _results(book)[1]["records"]
+
+
 @pytest.mark.slow  # pytest and two xdist workers
 def test_under_xdist_changed_still_reports_each_record_it_leaves_unchanged(tmp_path: Path) -> None:
     """The selection is made where the items are collected, in each worker: the controller, which prints the

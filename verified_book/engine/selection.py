@@ -276,11 +276,13 @@ def select_changed(
     bindings: Mapping[str, list[Binding]],
     pairs: Iterable[tuple[str, str]],
     versions: Mapping[str, str | None],
+    unrecorded: str = "this machine has no records yet",
 ) -> Selection:
-    """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book."""
+    """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book;
+    `unrecorded` says why there are no records, where `results` is None."""
     selection = Selection("--changed")
     if results is None:
-        selection.notes.append("--changed: this machine has no records yet: everything is checked")
+        selection.notes.append(f"--changed: {unrecorded}: everything is checked")
     for claim_id, backend in pairs:
         claim = registry.get(claim_id)
         if claim is None:
@@ -380,13 +382,16 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
                 )
 
 
-def recorded(results_path: Path) -> ResultsFile | None:
-    """This machine's results file as `--changed` and `--reading` select from it; None where there is none to
-    read (a file that does not parse selects as no records: everything is checked)."""
+def recorded(results_path: Path) -> tuple[ResultsFile | None, str]:
+    """This machine's results file as `--changed` and `--reading` select from it, or None and why there is
+    none to read. A file that does not read selects as no records (everything is checked); the run's
+    writing reports it and keeps it aside."""
+    if not results_path.is_file():
+        return None, "this machine has no records yet"
     try:
-        return read(results_path) if results_path.is_file() else None
-    except ResultsError:
-        return None
+        return read(results_path), ""
+    except ResultsError as e:
+        return None, f"this machine's records do not read ({str(e).splitlines()[0]})"
 
 
 def assume_recorded_backends(backends: Any, results: ResultsFile | None) -> None:
@@ -406,6 +411,7 @@ def narrow(
     registry: Registry,
     verifier: Any,
     outputs: Any,
+    unrecorded: str = "this machine has no records yet",
 ) -> tuple[Selection, list[Any], list[Any]]:
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
@@ -419,7 +425,7 @@ def narrow(
         versions = {
             name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends
         }
-        selection = select_changed(results, registry, verifier.bindings, pairs, versions)
+        selection = select_changed(results, registry, verifier.bindings, pairs, versions, unrecorded)
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
         showing: dict[str, list[Path]] = {}
         for path in snippets:

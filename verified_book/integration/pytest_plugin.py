@@ -75,6 +75,7 @@ LOCK = pytest.StashKey[conditions_mod.RunLock]()
 REOPEN = pytest.StashKey[Callable[[], None]]()
 NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
 RECORDED = pytest.StashKey[ResultsFile | None]()  # this machine's records, read once for --changed or --reading
+UNRECORDED = pytest.StashKey[str]()  # why RECORDED holds none: none yet, or a file that does not read
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
 
@@ -340,7 +341,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except selection_mod.ReadingError as e:
         raise pytest.UsageError(str(e)) from None
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        config.stash[RECORDED] = selection_mod.recorded(run.results_dir / f"{run.machine.slug}.json")
+        config.stash[RECORDED], config.stash[UNRECORDED] = selection_mod.recorded(
+            run.results_dir / f"{run.machine.slug}.json"
+        )
         selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
     if ahead and selects_ahead_work(config, run):
         run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
@@ -942,6 +945,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
             results=config.stash[RECORDED],
+            unrecorded=config.stash[UNRECORDED],
             registry=REGISTRY,
             verifier=run.verifier,
             outputs=run.output_blocks,
