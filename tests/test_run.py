@@ -296,3 +296,27 @@ def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_outpu
     assert (
         helped.returncode == 0 and "verified-book verify" in helped.stdout and helped.stdout.endswith("handler ran\n")
     )
+
+
+def test_verify_refused_by_pytest_builds_no_site_and_gives_no_verdict() -> None:
+    """A command line pytest refuses ran nothing: the site of the last run stays, no verdict line speaks of a
+    run that did not happen, and the error names the job the reader typed."""
+    index = ROOT / "site" / "index.html"
+    before = index.stat().st_mtime_ns if index.exists() else None
+    refusals = {
+        ("--reading", "hardware/dgx.toml"): "claims/data/hardware/dgx.toml is no data file of the book",
+        ("--no-such-option",): "verified-book verify: error: unrecognized arguments: --no-such-option",
+    }
+    for arguments, said in refusals.items():
+        refused = subprocess.run(
+            [sys.executable, "-m", "verified_book.integration.cli", "verify", *arguments],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode == 4, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert said in refused.stderr
+        assert "verified-book: nothing was checked (see the error above); the site is left as it was" in refused.stderr
+        assert "verified on" not in refused.stdout + refused.stderr and "Building documentation" not in refused.stderr
+        assert (index.stat().st_mtime_ns if index.exists() else None) == before

@@ -44,6 +44,7 @@ from verified_book.vocabulary import Status
 
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
+PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR: the command line was refused, nothing ran
 
 
 def _book() -> BookConfig:
@@ -109,11 +110,22 @@ class _Outcome:
         self.slug = run.machine.slug
 
 
-def pytest_run(args: list[str], outcome: _Outcome | None = None) -> int:
-    """pytest in this process; its exit code, with an interrupted run's as 130."""
+class _Named:
+    """A pytest plugin that names the job in pytest's usage line and errors: `verified-book verify: error: ...`,
+    not `pytest.main(): error: ...`, which names nothing the reader typed."""
+
+    def __init__(self, job: str) -> None:
+        self.prog = f"verified-book {job}"
+
+    def pytest_addoption(self, parser: Any) -> None:
+        parser.prog = self.prog
+
+
+def pytest_run(args: list[str], outcome: _Outcome | None = None, job: str = "test") -> int:
+    """pytest in this process, as the `job` the reader ran; its exit code, with an interrupted run's as 130."""
     import pytest
 
-    code = int(pytest.main(args, plugins=[outcome] if outcome else []))
+    code = int(pytest.main(args, plugins=[_Named(job), *([outcome] if outcome else [])]))
     return INTERRUPTED if code == PYTEST_INTERRUPTED else code
 
 
@@ -211,7 +223,7 @@ def verify(book: BookConfig, args: list[str]) -> int:
     if starts_helper_early(book, args):
         ahead.start_early(book.root)
     try:
-        tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome)
+        tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
     finally:
         ahead.stop_early()  # one the run never took over (it stopped before its session began)
     if tested == INTERRUPTED:
@@ -221,6 +233,9 @@ def verify(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return INTERRUPTED
+    if tested == PYTEST_USAGE_ERROR:  # pytest has said why; a site and a verdict would speak of no run
+        print("verified-book: nothing was checked (see the error above); the site is left as it was", file=sys.stderr)
+        return tested
     built = site(book, [])
     print(verdict(outcome, tested, built, book), flush=True)
     for line in outcome.broken:
@@ -338,7 +353,7 @@ def plan(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]])
+    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]], job="plan")
 
 
 def fault_table(book: BookConfig, args: list[str]) -> int:
