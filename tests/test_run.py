@@ -298,16 +298,23 @@ def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_outpu
     )
 
 
-def test_verify_refused_by_pytest_builds_no_site_and_gives_no_verdict() -> None:
-    """A command line pytest refuses ran nothing: the site of the last run stays, no verdict line speaks of a
-    run that did not happen, and the error names the job the reader typed."""
+def test_verify_that_ran_nothing_builds_no_site_and_gives_no_verdict() -> None:
+    """A command line pytest refuses, or one that selects nothing, runs nothing: the site of the last run stays,
+    no verdict line speaks of a run that did not happen, and an error names the job the reader typed."""
     index = ROOT / "site" / "index.html"
     before = index.stat().st_mtime_ns if index.exists() else None
+    nothing = "verified-book: nothing was checked (see the error above); the site is left as it was"
     refusals = {
-        ("--reading", "hardware/dgx.toml"): "claims/data/hardware/dgx.toml is no data file of the book",
-        ("--no-such-option",): "verified-book verify: error: unrecognized arguments: --no-such-option",
+        ("--reading", "hardware/dgx.toml"): ("claims/data/hardware/dgx.toml is no data file of the book", nothing, 4),
+        ("--no-such-option",): ("verified-book verify: error: unrecognized arguments: --no-such-option", nothing, 4),
+        ("-k", "no_such_check"): (
+            " deselected in ",
+            "verified-book: the arguments selected none of the book's checks, so nothing was checked; the site is "
+            "left as it was",
+            5,
+        ),
     }
-    for arguments, said in refusals.items():
+    for arguments, (said, then, code) in refusals.items():
         refused = subprocess.run(
             [sys.executable, "-m", "verified_book.integration.cli", "verify", *arguments],
             cwd=ROOT,
@@ -315,8 +322,7 @@ def test_verify_refused_by_pytest_builds_no_site_and_gives_no_verdict() -> None:
             text=True,
             timeout=120,
         )
-        assert refused.returncode == 4, refused.stdout[-2000:] + refused.stderr[-2000:]
-        assert said in refused.stderr
-        assert "verified-book: nothing was checked (see the error above); the site is left as it was" in refused.stderr
+        assert refused.returncode == code, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert said in refused.stdout + refused.stderr and then in refused.stderr
         assert "verified on" not in refused.stdout + refused.stderr and "Building documentation" not in refused.stderr
         assert (index.stat().st_mtime_ns if index.exists() else None) == before

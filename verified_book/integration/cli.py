@@ -45,6 +45,7 @@ from verified_book.vocabulary import Status
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
 PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR: the command line was refused, nothing ran
+PYTEST_NO_TESTS = 5  # pytest.ExitCode.NO_TESTS_COLLECTED: the arguments selected nothing, nothing ran
 
 
 def _book() -> BookConfig:
@@ -233,8 +234,16 @@ def verify(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return INTERRUPTED
-    if tested == PYTEST_USAGE_ERROR:  # pytest has said why; a site and a verdict would speak of no run
+    # nothing ran: a site and a verdict would speak of a run that did not happen
+    if tested == PYTEST_USAGE_ERROR:
         print("verified-book: nothing was checked (see the error above); the site is left as it was", file=sys.stderr)
+        return tested
+    if tested == PYTEST_NO_TESTS:
+        print(
+            "verified-book: the arguments selected none of the book's checks, so nothing was checked; the site is "
+            "left as it was",
+            file=sys.stderr,
+        )
         return tested
     built = site(book, [])
     print(verdict(outcome, tested, built, book), flush=True)
