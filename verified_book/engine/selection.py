@@ -35,6 +35,8 @@ from verified_book.vocabulary import Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
 NOT_HELD = (Status.STALE.value, Status.FAILED.value)
+#: why a narrowed run has no records of this machine, where it has no results file
+NO_RECORDS_YET = "this machine has no records yet"
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,7 @@ def select_changed(
     bindings: Mapping[str, list[Binding]],
     pairs: Iterable[tuple[str, str]],
     versions: Mapping[str, str | None],
-    unrecorded: str = "this machine has no records yet",
+    unrecorded: str = NO_RECORDS_YET,
 ) -> Selection:
     """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book;
     `unrecorded` says why there are no records, where `results` is None."""
@@ -387,7 +389,7 @@ def recorded(results_path: Path) -> tuple[ResultsFile | None, str]:
     none to read. A file that does not read selects as no records (everything is checked); the run's
     writing reports it and keeps it aside."""
     if not results_path.is_file():
-        return None, "this machine has no records yet"
+        return None, NO_RECORDS_YET
     try:
         return read(results_path), ""
     except ResultsError as e:
@@ -411,7 +413,7 @@ def narrow(
     registry: Registry,
     verifier: Any,
     outputs: Any,
-    unrecorded: str = "this machine has no records yet",
+    unrecorded: str = NO_RECORDS_YET,
 ) -> tuple[Selection, list[Any], list[Any]]:
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
