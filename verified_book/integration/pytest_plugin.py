@@ -243,8 +243,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE[:KEY]",
         action="append",
         default=[],
-        help="Check only the claims that read this data file (or this key of it), as this machine's records say, "
-        "and the figures bound to them; repeatable. Claims with no record here are checked too.",
+        help="Check only the claims that read this data file (relative to the book's data folder) or this key of "
+        "it, as this machine's records say, and the figures bound to them; repeatable. Claims with no record here "
+        "are checked too; a file or key the data does not hold is refused.",
     )
 
 
