@@ -277,6 +277,39 @@ def _free_port() -> int:
 MARK = re.compile(r'data-claim="([a-z0-9_.]+)" data-status="([a-z ]+)"')
 
 
+def test_an_address_the_preview_cannot_listen_on_is_said_with_what_to_change() -> None:
+    from verified_book.integration.serve import address_problem
+
+    assert address_problem("127.0.0.1", _free_port()) is None
+    assert address_problem("127.0.0.1", 70000) == "bind(): port must be 0-65535; choose a port with --port"
+    not_here = address_problem("192.0.2.1", _free_port())  # TEST-NET-1 (RFC 5737): no machine's own address
+    assert not_here is not None and not_here.endswith("; choose an address of this machine with --host")
+
+
+def test_an_address_in_use_is_said_at_once_before_anything_is_computed(tmp_path: Path) -> None:
+    root = tmp_path / "minimal"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        refused = subprocess.run(
+            [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    assert refused.returncode == 1, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert refused.stderr == (
+        f"verified-book serve: cannot listen on 127.0.0.1:{port}: Address already in use; another server holds it: "
+        "choose another port with --port\n"
+    )
+    assert "computing" not in refused.stdout, "nothing is computed for a preview that cannot be served"
+    assert not (root / "results").exists(), "nothing is written"
+
+
 @pytest.mark.slow
 def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Path) -> None:
     root = tmp_path / "minimal"

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import errno
 import importlib
 import importlib.metadata
+import ipaddress
 import os
+import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -544,6 +548,10 @@ def serve(book: BookConfig, args: list[str]) -> int:
     parser.add_argument("--poll", type=float, default=0.1, help="seconds between looks at the watched files")
     options = parser.parse_args(args)
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    problem = address_problem(options.host, options.port)
+    if problem:  # said at once, not after the book is computed
+        print(f"verified-book serve: cannot listen on {options.host}:{options.port}: {problem}", file=sys.stderr)
+        return 1
     started = time.perf_counter()
     print("verified-book serve: computing the book's claims ...", flush=True)
     engine = Engine(book, measured=options.measured)
@@ -601,10 +609,31 @@ def serve(book: BookConfig, args: list[str]) -> int:
     finally:
         server.shutdown()
         engine.written()
-        import shutil
-
         shutil.rmtree(site_dir, ignore_errors=True)
     return 1 if engine.unkept else 0
+
+
+def address_problem(host: str, port: int) -> str | None:
+    """Why the preview could not listen on host:port (in use, or not an address of this machine), and what
+    to do, or None.
+
+    Asked with a socket bound as the server binds its own (MkDocs's, which binds only once it starts serving,
+    after the book is computed)."""
+    try:
+        family = socket.AF_INET6 if isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address) else socket.AF_INET
+    except ValueError:  # a name, not an address
+        family = socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server's HTTPServer does
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"{e.strerror}; another server holds it: choose another port with --port"
+            return f"{e.strerror or e}; choose an address of this machine with --host"
+        except OverflowError as e:  # a port outside 0-65535
+            return f"{str(e).rstrip('.')}; choose a port with --port"
+    return None
 
 
 def say(report: Report, what: str) -> None:
