@@ -318,3 +318,25 @@ def test_contribute_into_a_folder_it_cannot_write_fails_and_keeps_the_file(tmp_p
     blocked.write_text("a file where the results folder should be\n")
     code = merge.main([str(mine), "--into", str(blocked)], book=read_config(ROOT))
     assert code != 0 and mine.read_bytes() == committed.read_bytes()
+
+
+def test_where_the_records_would_go_is_checked_before_anything_is_computed(tmp_path: Path) -> None:
+    """A --results-dir that cannot hold a folder, or a --machine no results file can carry, is refused at the
+    start: found at the end, the run's records would be lost."""
+    book = faults.SampleBook.basic(tmp_path / "book")
+    (book.root / "notes.txt").write_text("a file, not a folder\n")
+    refused = {
+        ("--results-dir", "notes.txt"): "ERROR: --results-dir notes.txt: is a file; expected a folder to write this "
+        "machine's <machine>.json in (made where missing)",
+        ("--results-dir", "notes.txt/records"): f"ERROR: --results-dir notes.txt/records: {book.root / 'notes.txt'} "
+        "is a file, so no folder can be made under it",
+        ("--machine", "../elsewhere"): "ERROR: --machine ../elsewhere: expected a safe machine name (lower-case "
+        "letters, digits, '-', '_'), starting with a letter or digit",
+    }
+    for arguments, said in refused.items():
+        run = book.run(*arguments)
+        assert run.ret == pytest.ExitCode.USAGE_ERROR and said in run.output, run.output[-3000:]
+        assert " passed" not in run.output and not book.results_dir.exists(), "nothing ran, nothing was written"
+    assert book.run("--no-results", "--results-dir", "notes.txt").ret == 0, "with no results written, no folder"
+    kept = book.run("--results-dir", "records/here", "--machine", "lab-2")
+    assert kept.ret == 0 and (book.root / "records" / "here" / "lab-2.json").is_file()

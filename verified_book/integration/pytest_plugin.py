@@ -45,9 +45,9 @@ from verified_book.engine.check import BROKEN, FAILED, SKIPPED
 from verified_book.vocabulary import KIND_MEANINGS, MEANINGS, Status, worst
 from verified_book.engine.provenance import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
-from verified_book.records.record import OutputCheck, SnippetOutput
+from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS, OutputCheck, SnippetOutput
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
-from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
+from verified_book.records.results import ResultsError, ResultsFile, dumps, folder_problem, merge_into, now
 from verified_book.engine.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.engine.session import (  # noqa: F401  (the engine's helpers, named here as before)
     CASE_ID,
@@ -304,10 +304,24 @@ def keyword_hint(expression: str) -> None:
         ) from None
 
 
+def _refused_options(config: pytest.Config) -> None:
+    """Options that name where the records go, checked before anything is computed: a run that could not
+    write its records would otherwise find so only at its end, and lose them."""
+    name = config.getoption("claims_machine")
+    if name is not None and not SLUG_PATTERN.match(name):
+        raise pytest.UsageError(f"--machine {name}: expected {SLUG_WORDS}, starting with a letter or digit")
+    folder = config.getoption("claims_results_dir")
+    if folder is not None and not config.getoption("claims_no_results"):
+        problem = folder_problem(Path(folder))
+        if problem:
+            raise pytest.UsageError(f"--results-dir {folder}: {problem}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Open the book: its claims, pages and machine (before pytest prints the run's header)."""
     config = session.config
+    _refused_options(config)
     book = read_config(Path(config.rootpath))
     if book.offline:
         offline.set_hub_offline()

@@ -44,6 +44,7 @@ SCHEMA_VERSION = 4
 BACKEND_NAMES = (vocabulary.NO_BACKEND_NAME, *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
+SLUG_WORDS = "a safe machine name (lower-case letters, digits, '-', '_')"  # what SLUG_PATTERN admits, said
 MARKER_PATTERN = re.compile(r"^[a-z0-9_]{1,60}$")
 OUTPUT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
 BOOK_PATH_PATTERN = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_][A-Za-z0-9_./-]{0,300}$")
@@ -161,7 +162,7 @@ BookPath = Annotated[
 Slug = Annotated[
     str,
     Field(pattern=SLUG_PATTERN.pattern),
-    _is("is not a safe machine name (lower-case letters, digits, '-', '_')", _matches(SLUG_PATTERN)),
+    _is(f"is not {SLUG_WORDS}", _matches(SLUG_PATTERN)),
 ]
 Status = Annotated[RecordedStatus, _is(f"is not one of {', '.join(RECORDED)}")]
 

@@ -600,6 +600,19 @@ def read_all(
     return out
 
 
+def folder_problem(folder: Path) -> str | None:
+    """Why no results file could be written in `folder`, found before a run computes anything; None where one
+    can (a missing folder is made when the file is written)."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file; expected a folder to write this machine's <machine>.json in (made where missing)"
+    existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, so no folder can be made under it"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} cannot be written to here"
+    return None
+
+
 def _atomic_write(path: Path, text: str) -> None:
     """Write beside the file and rename over it: a reader, or a crash, sees the old file or the new one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
