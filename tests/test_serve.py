@@ -187,6 +187,20 @@ def saving(engine: Engine, path: Path) -> Callable[[str], Any]:
     return save
 
 
+def test_a_page_added_or_removed_builds_the_site_whole_and_an_edited_one_only_itself(book: Path) -> None:
+    engine = started(book)
+    second = book / "pages" / "second.md"
+    added = saving(engine, second)("FP16 tops out at [65504](claim:half.max).\n")
+    assert added.rebuild and added.what == "pages/second.md saved" and not added.recomputed, added.line()
+    assert {b.where: status for b, status in added.figures.items()} == {"pages/second.md:1": "verified"}
+    edited = saving(engine, second)("FP16 tops out at [65505](claim:half.max).\n")
+    assert not edited.rebuild and edited.pages == {"pages/second.md"}, edited.line()
+    second.unlink()
+    removed = engine.apply(engine.changed())
+    assert removed.rebuild and removed.what == "pages/second.md removed" and not removed.figures, removed.line()
+    assert "pages/second.md" not in {p.file for p in engine.session.book.pages}
+
+
 def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them(book: Path) -> None:
     data = book / "book_claims" / "data" / "formats.toml"
     good = data.read_text()
@@ -337,10 +351,11 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
             time.sleep(0.05)
         raise AssertionError(f"{what}; serve said:\n{''.join(lines)[-4000:]}")
 
-    def marks() -> list[tuple[str, str]]:
+    def marks(page: str = "") -> list[tuple[str, str]]:
         try:
-            return MARK.findall(urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode())
-        except OSError:
+            served = urllib.request.urlopen(f"http://127.0.0.1:{port}/{page}", timeout=10)
+            return MARK.findall(served.read().decode())
+        except OSError:  # not served (yet, or any more): a 404 is an HTTPError, an OSError
             return []
 
     def said(start: int, pattern: str) -> str | None:
@@ -386,6 +401,18 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
         wait(lambda: ("half.sum_count", "stale") in marks(), "the claim module's edit never showed")
         line = said(start, r"half.py saved")
         assert line is not None and line.rstrip().endswith("1 (claim, backend) recomputed: half.sum_count"), line
+
+        start = len(lines)
+        second = root / "pages" / "second.md"
+        second.write_text("# Second\n\nFP16 tops out at [65504](claim:half.max), below [7](claim:half.nope).\n")
+        wait(lambda: ("half.max", "stale") in marks("second/"), "a new page was never served")
+        wait(lambda: said(start, r"pages/second.md saved: 2 figure"), "no line for the new page")
+        time.sleep(0.5)
+        named = [line for line in lines[start:] if "half.nope" in line]
+        assert len(named) == 1, f"the whole build logs nothing serve said: {named}"
+        second.unlink()
+        wait(lambda: said(start, r"pages/second.md removed: "), "no line for the page removed")
+        wait(lambda: marks("second/") == [], "the removed page is still served")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

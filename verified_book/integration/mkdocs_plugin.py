@@ -67,11 +67,12 @@ class ClaimsConfig(base.Config):
 class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     """Renders every bound figure from `results/`, and generates the machines and plots pages."""
 
+    said_elsewhere: frozenset[str] = frozenset()  # places whose problem the caller reports itself (serve)
+
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self.root = Path(config.config_file_path or ".").resolve().parent
         self.docs = Path(config.docs_dir).resolve()
         self.problems: list[Problem] = []
-        self.said_elsewhere: frozenset[str] = frozenset()  # places whose problem the caller reports itself (serve)
         self.unverified: list[str] = []
         self.figures = 0
         self.rendered: dict[str, render.RenderedPage] = {}
@@ -441,10 +442,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         )
         if self.unverified:
             log.debug("not yet verified:\n  " + "\n  ".join(self.unverified))
-        if self.problems:
+        unsaid = [p for p in self.problems if p.where not in self.said_elsewhere]
+        if unsaid:
             log.warning(
-                f"{len(self.problems)} problem(s) with the book's figures or results:\n  "
-                + "\n  ".join(str(p) for p in self.problems)
+                f"{len(unsaid)} problem(s) with the book's figures or results:\n  " + "\n  ".join(map(str, unsaid))
             )
         if self.config.on_missing == "fail" and self.unverified:
             raise PluginError(

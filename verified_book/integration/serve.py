@@ -152,7 +152,7 @@ class Report:
     problems: list[str] = field(default_factory=list)  # a line each, file:line first
     pages: set[str] = field(default_factory=set)  # pages (relative to the root) whose figures changed
     held_back: int = 0
-    rebuild: bool = False  # the whole site, not only `pages` (the site's config or another run's records)
+    rebuild: bool = False  # the whole site, not only `pages` (its config, another run's records, a page added or gone)
     restart: str | None = None  # why the process must start again
 
     def line(self) -> str:
@@ -325,9 +325,14 @@ class Engine:
             and any(p.is_relative_to(d) for d in (self.book.results, self.book.local_results) if d is not None)
         ]
         site = [p for p in paths if p.name == "mkdocs.yml"]
-        names = [self.book.shown(p) for p in paths if p in {*pages, *data, *code, *results, *site}]
-        said = (
-            ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + " saved" if names else ""
+        answered = [p for p in paths if p in {*pages, *data, *code, *results, *site}]
+        said = "; ".join(
+            ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
+            for verb, names in (
+                ("saved", [self.book.shown(p) for p in answered if p.exists()]),
+                ("removed", [self.book.shown(p) for p in answered if not p.exists()]),
+            )
+            if names
         )
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
         if not (pages or data or code or measure):
@@ -336,6 +341,9 @@ class Engine:
                 report.what += ": the site built again"
             return report
         verifier = self.session.verifier
+        had = {page.file for page in self.session.book.pages}
+        # a page added or removed changes the site's files and nav: MkDocs builds it whole again
+        report.rebuild = any((str(p.relative_to(root)) in had) != p.is_file() for p in pages)
         for path in pages:
             self._reread(path)
         if pages:
@@ -476,13 +484,15 @@ class Site:
         self.state: dict[str, Any] = {}
         self.url = f"http://{host}:{port}/"
 
-    def build(self) -> None:
-        """The whole site, as `mkdocs build` makes it, keeping what a page's rebuild needs."""
+    def build(self, said: frozenset[str] = frozenset()) -> None:
+        """The whole site, as `mkdocs build` makes it, keeping what a page's rebuild needs. The figures at
+        `said` (file:line) have their problem on serve's own line already: the build does not log it again."""
         from mkdocs.commands.build import build
         from mkdocs.config import load_config
 
         config = load_config(str(self.book.root / "mkdocs.yml"), site_dir=str(self.site_dir))
         config.site_url = self.url
+        config.plugins["verified-book"].said_elsewhere = said  # type: ignore[attr-defined]
         state = self.state
 
         class Keep:
@@ -569,10 +579,11 @@ def serve(book: BookConfig, args: list[str]) -> int:
             restart(engine)
         report = engine.apply(engine.changed(), measure=asked.is_set())
         asked.clear()
+        failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED.value)
         if report.rebuild:
-            site.build()
+            engine.written()  # the whole build reads the records from the results file
+            site.build(said=failed)
         elif report.pages:
-            failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED.value)
             site.render(report.pages, engine.merged, engine.results_path, engine, said=failed)
         if report.what:
             print(report.line(), flush=True)
