@@ -95,6 +95,19 @@ def test_measured_claims_rerun_only_when_asked() -> None:
     assert asked.recompute == {("a.ms", "numpy")} and asked.new == {"a.other"}
 
 
+def test_a_saved_snippet_holds_back_the_measured_claims_that_read_what_it_printed() -> None:
+    known = {
+        **KNOWN,
+        ("a.ms", "numpy"): Known("c5", (), "numpy", "2.1.0", measured=True, snippets=("book/snippets/t.py",)),
+    }
+    saved = plan(known, Changes(snippets=frozenset({"book/snippets/t.py"})), {}, measured={"a.ms"})
+    assert saved.recompute == set() and saved.held_back == {("a.ms", "numpy")}
+    assert saved.why[("a.ms", "numpy")] == "book/snippets/t.py changed"
+    assert plan(known, Changes(snippets=frozenset({"book/snippets/other.py"})), {}).held_back == set()
+    asked = plan(known, Changes(snippets=frozenset({"book/snippets/t.py"}), measure=True), {}, measured={"a.ms"})
+    assert asked.recompute == {("a.ms", "numpy")}
+
+
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[Path]:
     """A copy of examples/minimal, opened in this process and given back after."""
@@ -199,6 +212,50 @@ def test_a_page_added_or_removed_builds_the_site_whole_and_an_edited_one_only_it
     removed = engine.apply(engine.changed())
     assert removed.rebuild and removed.what == "pages/second.md removed" and not removed.figures, removed.line()
     assert "pages/second.md" not in {p.file for p in engine.session.book.pages}
+
+
+def test_a_saved_snippet_renders_the_pages_that_show_it_and_says_how_to_run_it(book: Path) -> None:
+    engine = started(book)
+    snippet = book / "pages" / "snippets" / "half_sum.py"
+    saved = saving(engine, snippet)(snippet.read_text() + "# what it adds, in words\n")
+    assert saved.what == "pages/snippets/half_sum.py saved" and not saved.recomputed and not saved.rebuild
+    assert saved.pages == {"pages/index.md"}, "the page that includes its code and shows its output"
+    assert saved.problems == [
+        "pages/snippets/half_sum.py: serve does not run snippets; `pytest pages/snippets/half_sum.py` runs it "
+        "and checks its output blocks"
+    ]
+
+
+def test_a_measured_figure_read_from_a_saved_snippet_is_not_held_until_measured_again_from_its_new_run(
+    book: Path,
+) -> None:
+    (book / "book_claims" / "topics" / "lab.py").write_text(
+        "from verified_book.authoring.registry import claim\n"
+        "from verified_book.engine.snippet_figures import snippet_figure\n\n\n"
+        '@claim("lab.ms", kind="measured", backends=("numpy",), printed_on="author_test_box", tolerance=0.5)\n'
+        "def ms(backend):\n"
+        '    """Milliseconds per call, as clock.py prints them here."""\n'
+        '    return snippet_figure("lab.ms")\n'
+    )
+    with (book / "book.toml").open("a") as toml:
+        toml.write('elsewhere = ["author_test_box"]\n')
+    snippet = book / "pages" / "snippets" / "clock.py"
+    snippet.write_text('print("took 0.500 ms a call")\n')
+    block = "```output clock.py varies=1\ntook [0.500](claim:lab.ms) ms a call\n```\n"
+    (book / "pages" / "lab.md").write_text("# Lab\n\n" + block)
+    engine = Engine(read_config(book), measured=True, machine_info=lambda info: {**info, "slug": "serve-test"})
+    engine.start()
+    key = ("lab.ms", "numpy")
+    assert engine.known[key].snippets == ("pages/snippets/clock.py",)
+    assert engine.session.verifier._outcomes[key].value == pytest.approx(0.5)
+
+    saved = saving(engine, snippet)('print("took 0.700 ms a call")\n')
+    assert saved.held_back == 1 and not saved.recomputed, saved.line()
+    assert {b.where: status for b, status in saved.figures.items()} == {"pages/lab.md:4": "not here"}
+    assert key not in engine.session.verifier._outcomes, "the value the old snippet printed is not kept"
+    measured = engine.apply([], measure=True)
+    assert key in measured.recomputed
+    assert engine.session.verifier._outcomes[key].value == pytest.approx(0.7), "read from the snippet's new run"
 
 
 def test_data_that_stops_parsing_fails_its_claims_and_mending_it_recomputes_them(book: Path) -> None:

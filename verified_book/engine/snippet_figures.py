@@ -44,6 +44,13 @@ def use_book(root: Path, pages: Path, snippets: Path) -> None:
     forget_shared_runs()
 
 
+def forget_runs() -> None:
+    """Forget this process's runs of the snippets, so that the next figure read runs its snippet as it is now
+    (a live preview, after a snippet was saved)."""
+    _ran.cache_clear()
+    forget_shared_runs()
+
+
 def book() -> tuple[Path, Path, Path]:
     """The root, pages and snippets figures are read from now (for `config.snapshot`)."""
     return _ROOT, _PAGES, _SNIPPETS

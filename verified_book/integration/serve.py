@@ -11,6 +11,10 @@ of the library it ran on. A saved file then costs what it changed:
 - a data file: exactly the claims that read a value of it that is not the same now are recomputed;
 - a library upgraded on disk: the claims computed on it are named, and the process starts again
   to import the new version (a library cannot be imported twice in one process);
+- a snippet: the pages that show it render its code again; it is not run here (its output blocks are
+  checked where pytest runs it), and a measured value read from what it printed is dropped until it
+  is measured again, from a new run;
+- a page added or removed: the site is built whole again;
 - a measured claim runs only when asked (`--measured`, or `m` and Enter at the terminal).
 
 What is recomputed is decided by `plan`, a pure function of what is held and what changed. The
@@ -43,6 +47,7 @@ from typing import Any, Iterable, Mapping
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
 from verified_book.book.bindings import Binding, read_page, unknown_claim
+from verified_book.engine import snippet_figures
 from verified_book.engine.check import Outcome, judge
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
@@ -64,6 +69,7 @@ class Known:
     version: str | None = None  # that library's version when it ran
     measured: bool = False
     failed: bool = False  # it did not compute: what it would read is not known, so any data saved may mend it
+    snippets: tuple[str, ...] = ()  # the snippets (relative to the book's root) whose printed figures it read
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class Changes:
     data: frozenset[str] = frozenset()  # data files, relative to the data folder
     codes: Mapping[str, str] | None = None  # every claim's fingerprint now, where a claim module was saved
     versions: Mapping[str, str | None] = field(default_factory=dict)  # libraries whose version on disk changed
+    snippets: frozenset[str] = frozenset()  # snippets saved, relative to the book's root
     measure: bool = False  # the author asked for the measured claims
 
 
@@ -128,6 +135,8 @@ def plan(
             due(key, f"{held.library} is {changes.versions[held.library]} now, was {held.version}")
         if held.failed and changes.data:
             due(key, "it failed, and data was saved since")
+        if changes.snippets & set(held.snippets):
+            due(key, f"{', '.join(sorted(changes.snippets & set(held.snippets)))} changed")
         if held.measured and changes.measure:
             due(key, "measured claims asked for")
     if changes.codes is not None:
@@ -201,7 +210,7 @@ class Engine:
 
     def watched(self) -> list[Path]:
         """The folders and files a change in which the preview answers."""
-        roots = [self.book.pages, self.book.data, self.book.root / "mkdocs.yml", self.book.results]
+        roots = [self.book.pages, self.book.data, self.book.root / "mkdocs.yml", self.book.results, self.book.snippets]
         roots += [self.book.root / name for name in self._topics_roots]
         if self.book.local_results:
             roots.append(self.book.local_results)
@@ -265,6 +274,7 @@ class Engine:
             backend.version if claim.needs_backend else None,
             claim.kind is Kind.MEASURED,
             outcome.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN),
+            tuple(sorted({r.snippet for r in outcome.inputs if isinstance(r, inputs.SnippetFigure)})),
         )
 
     def _forget(self, claim_id: str) -> None:
@@ -318,6 +328,7 @@ class Engine:
         ]
         data = [p for p in paths if p.is_relative_to(self.book.data) and p.suffix in (".toml", ".json")]
         code = [p for p in paths if p.suffix == ".py" and any(p.is_relative_to(root / r) for r in self._topics_roots)]
+        snippets = [p for p in paths if p.suffix == ".py" and p.is_relative_to(self.book.snippets)]
         results = [
             p
             for p in paths
@@ -325,7 +336,7 @@ class Engine:
             and any(p.is_relative_to(d) for d in (self.book.results, self.book.local_results) if d is not None)
         ]
         site = [p for p in paths if p.name == "mkdocs.yml"]
-        answered = [p for p in paths if p in {*pages, *data, *code, *results, *site}]
+        answered = [p for p in paths if p in {*pages, *data, *code, *snippets, *results, *site}]
         said = "; ".join(
             ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
             for verb, names in (
@@ -335,7 +346,7 @@ class Engine:
             if names
         )
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
-        if not (pages or data or code or measure):
+        if not (pages or data or code or snippets or measure):
             report.rebuild = bool(results or site)
             if report.rebuild:
                 report.what += ": the site built again"
@@ -351,6 +362,14 @@ class Engine:
         if data:
             inputs.use_data_dir(inputs.DATA_DIR, inputs.SHOWN_AS)  # the data read again from disk
         codes = self._reload_topics() if code else None
+        snippet_names = frozenset(self.book.shown(p) for p in snippets)
+        if snippets:
+            snippet_figures.forget_runs()  # the next measure runs the snippet as it is now
+            report.pages |= self._showing(snippets)
+            report.problems += [
+                f"{name}: serve does not run snippets; `pytest {name}` runs it and checks its output blocks"
+                for name in sorted(snippet_names)
+            ]
         data_rel = frozenset(str(p.relative_to(self.book.data)) for p in data)
         data_now: dict[tuple[str, str], Any] = {}
         for file, data_key, _ in {r for held in self.known.values() for r in held.reads if r[0] in data_rel}:
@@ -364,11 +383,21 @@ class Engine:
         measured_ids = {c.id for c in REGISTRY if c.kind is Kind.MEASURED}
         decided = plan(
             self.known,
-            Changes(frozenset(str(p.relative_to(root)) for p in pages), data_rel, codes, {}, measure),
+            Changes(
+                frozenset(str(p.relative_to(root)) for p in pages),
+                data_rel,
+                codes,
+                measure=measure,
+                snippets=snippet_names,
+            ),
             data_now,
             measured_ids,
         )
         for claim_id in decided.gone:
+            self._forget(claim_id)
+        # a value read from what a saved snippet printed before is not kept until measured again: not here
+        printed_before = {k[0] for k in decided.held_back if snippet_names & set(self.known[k].snippets)}
+        for claim_id in printed_before:
             self._forget(claim_id)
         again = {k[0] for k in decided.recompute}
         for claim in [REGISTRY[c] for c in sorted(again | decided.new) if c in REGISTRY]:
@@ -385,7 +414,7 @@ class Engine:
                     if key in verifier.judged:
                         verifier.judged[key] = verifier._outcomes[key]
         report.held_back = len(decided.held_back)
-        touched = {c for c, _ in report.recomputed} | decided.gone
+        touched = {c for c, _ in report.recomputed} | decided.gone | printed_before
         bindings = [
             b
             for b in self.session.book.bindings()
@@ -396,6 +425,20 @@ class Engine:
         claims = {b.claim_id for b in bindings} | {c for c, _ in report.recomputed}
         self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report
+
+    def _showing(self, snippets: Iterable[Path]) -> set[str]:
+        """The pages (relative to the book's root) that include a snippet's code or show its output."""
+        out = set()
+        for path in snippets:
+            out |= {b.file for b in self.session.output_blocks.of_snippet(path.name)}
+            name = self.book.shown(path)
+            for page in self.session.book.pages:
+                try:
+                    if name in (self.book.root / page.file).read_text(encoding="utf-8"):
+                        out.add(page.file)
+                except OSError:
+                    continue
+        return out
 
     def _reread(self, path: Path) -> None:
         book = self.session.book
