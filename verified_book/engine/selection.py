@@ -348,9 +348,12 @@ def select_reading(
 def snippets_changed(
     results: ResultsFile | None, snippets: Iterable[Path], pages_showing: Mapping[str, list[Path]]
 ) -> set[str]:
-    """`--changed` for snippets: those with no recorded output here, whose last check did not hold, or
-    whose file, or a page that shows its output, was modified after the recorded run."""
+    """`--changed` for snippets: those with no recorded output here, whose last check did not hold, whose
+    source is not the one that printed the recorded output (its hash, where the record keeps one; else
+    modified after the recorded run), or with a page that shows its output modified after that run."""
     from datetime import datetime
+
+    from verified_book.engine.snippet_figures import source_hash
 
     out = set()
     for path in snippets:
@@ -365,7 +368,11 @@ def snippets_changed(
         except ValueError:
             out.add(path.name)
             continue
-        files = [path, *pages_showing.get(path.name, [])]
+        printed_by = recorded.sha256 if recorded is not None else None
+        if printed_by is not None and path.is_file() and source_hash(path) != printed_by:
+            out.add(path.name)
+            continue
+        files = [*([] if printed_by is not None else [path]), *pages_showing.get(path.name, [])]
         if any(f.is_file() and f.stat().st_mtime > when for f in files):
             out.add(path.name)
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import is_measured
@@ -71,6 +72,16 @@ def shown(path: Path) -> str:
 def source_hash(path: Path) -> str:
     """What a record keeps of the snippet it read: a hash of the source that printed the figure."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def snippet_hashes(snippets: Path) -> Callable[[str], str | None]:
+    """A snippet's source hash by its file name, in the folder `snippets`; None for a name it does not hold."""
+
+    def of(name: str) -> str | None:
+        path = snippets / name
+        return source_hash(path) if path.is_file() else None
+
+    return of
 
 
 @cache

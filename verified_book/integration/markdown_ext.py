@@ -120,6 +120,7 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
     from verified_book.authoring.registry import REGISTRY  # noqa: PLC0415
     from verified_book.book.bindings import AllowListError, Book  # noqa: PLC0415
     from verified_book.engine.config import ConfigError, open_book, read_config  # noqa: PLC0415
+    from verified_book.engine.snippet_figures import snippet_hashes  # noqa: PLC0415
     from verified_book.site import build as site_book
     from verified_book.site import machines as site_machines
     from verified_book.site import render  # noqa: PLC0415 (the engine, loaded at the first page)
@@ -197,7 +198,15 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
                 return (folder / path).read_text(encoding="utf-8")
         return None
 
-    context = render.Context(results.files, REGISTRY.get, settings.get("repo_url"), REGISTRY.near, quiet, included)
+    context = render.Context(
+        results.files,
+        REGISTRY.get,
+        settings.get("repo_url"),
+        REGISTRY.near,
+        quiet,
+        included,
+        snippet_hash=snippet_hashes(book_config.snippets),
+    )
     pages = {(root / page.file).resolve(): page for page in book.pages}
     texts = {
         path.relative_to(docs).as_posix(): path.read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ from verified_book.book.bindings import AllowListError, Book, Page
 from verified_book.engine import provenance
 from verified_book.engine.config import ConfigError, open_book, read_config, snapshot
 from verified_book.engine.machine import usable_cpus
+from verified_book.engine.snippet_figures import snippet_hashes
 from verified_book.errors import Problem
 from verified_book.integration import markdown_ext
 from verified_book.records.results import ResultsFile
@@ -114,7 +115,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
         self.context = render.Context(
-            self.results, REGISTRY.get, config.repo_url, REGISTRY.near, self.quiet, self._included, load_errors
+            self.results,
+            REGISTRY.get,
+            config.repo_url,
+            REGISTRY.near,
+            self.quiet,
+            self._included,
+            load_errors,
+            snippet_hashes(self.book_config.snippets),
         )
         self._add_assets(config)
         self._add_to_nav(config)

@@ -67,6 +67,7 @@ from verified_book.engine.session import (  # noqa: F401  (the engine's helpers,
     summary_table,
 )
 from verified_book.book.snippet_output import check_snippet
+from verified_book.engine.snippet_figures import source_hash
 from verified_book.engine.snippet_run import SnippetRun, run_as_script, shared_run
 from verified_book.vocabulary import NO_BACKEND_NAME
 
@@ -808,6 +809,7 @@ class SnippetItem(BookItem):
             seconds=round(done.seconds, 3),
             how=done.how,
             checked=[OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message) for c in checks],
+            sha256=source_hash(self.path),
         )
         if not checks:
             raise BookFailure(

@@ -40,7 +40,7 @@ from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.records import identity
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BACKEND_NAMES = (vocabulary.NO_BACKEND_NAME, *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
@@ -387,6 +387,9 @@ class SnippetOutput(Strict):
     date: Date | None = None
     seconds: Seconds | None = None
     how: Annotated[How, _is("is not 'script' or 'in process'")] | None = None
+    #: a hash of the snippet's source that printed it (`snippet_figures.source_hash`): a run of an earlier
+    #: version is told apart from one of the book's snippet now; None in a file from before schema 5
+    sha256: Text | None = None
     checked: (
         Annotated[
             list[OutputCheck], _must("must be a list of the book's output blocks and how each compared", whole=False)

@@ -383,11 +383,18 @@ def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 4}
 
 
+def update_to_5(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4 to 5: a snippet's output keeps a hash of the source that printed it (`sha256`). An output
+    recorded before has none: which version of the snippet printed it is not known, and is not guessed."""
+    return {**data, "schema_version": 5}
+
+
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: update_to_1,
     2: update_to_2,
     3: update_to_3,
     4: update_to_4,
+    5: update_to_5,
 }
 
 

@@ -576,6 +576,8 @@ class Context:
     #: an included file's text by the path its include names, or None where there is none to read
     include: Callable[[str], str | None] = lambda _: None
     load_errors: Sequence[Problem] = ()  # what kept the book's topics from loading: why a claim may be unknown
+    #: the hash of a snippet's source as the book has it now, by file name; None where it has no such snippet
+    snippet_hash: Callable[[str], str | None] = lambda _: None
 
 
 @dataclass
@@ -811,8 +813,8 @@ def _output_block(
         if took and entry.how in RUN_HOW:
             took += f" {RUN_HOW[entry.how]}"
         on = f" on {date[:10]}" if date else ""
-        caption = Markup('<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.</p>').format(
-            snippet, slug, on, took
+        caption = Markup('<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.{}</p>').format(
+            snippet, slug, on, took, _earlier_version(snippet, entry.sha256, context)
         )
         run = _code_block(escape(text), text, "vb-output vb-output--machine")
         # a machine's run repeats the book's text: the site's search indexes the book's block alone
@@ -820,6 +822,19 @@ def _output_block(
         label = str(escape(slug)).replace("\\", "&#92;")  # Markdown: a tab's title
         result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
     return result
+
+
+def _earlier_version(snippet: str | None, printed_by: str | None, context: Context) -> Markup:
+    """What a machine's output says where an earlier version of the snippet printed it: the book shows the
+    snippet as it is now, and the run is not of that code. Nothing where the record keeps no hash (a file
+    from before schema 5): which version ran is not known there."""
+    now = context.snippet_hash(snippet) if snippet else None
+    if printed_by is None or now is None or printed_by == now:
+        return Markup("")
+    return Markup(
+        ' <span class="vb-output__earlier">Printed by an earlier version of <code>{}</code>: the snippet has '
+        "changed since this run.</span>"
+    ).format(snippet)
 
 
 def _code_block(inner_html: Markup, plain: str, classes: str) -> Markup:
