@@ -231,6 +231,27 @@ def test_a_machines_run_is_left_out_of_the_search_and_tab_labels_stay_apart(tmp_
     assert render.separate_tab_labels(labels) == labels.replace("</label><label", "</label> <label")
 
 
+def test_a_machines_run_of_an_earlier_version_of_the_snippet_says_so_and_one_of_unknown_version_does_not(
+    tmp_path: Path,
+) -> None:
+    text = "# P\n\n```output other.py\nx=[65,504](claim:t.max)\n```\n"
+    (tmp_path / "p.md").write_text(text)
+    page = read_page(tmp_path / "p.md", tmp_path)
+    runs = {
+        "alpha": machine("alpha", {}, {"other.py": {"text": "x=1", "sha256": "0123456789abcdef"}}),  # the book's now
+        "beta": machine("beta", {}, {"other.py": {"text": "x=2", "sha256": "fedcba9876543210"}}),  # an older source
+        "gamma": machine("gamma", {}, {"other.py": {"text": "x=3"}}),  # recorded before outputs kept a hash
+    }
+    now = {"other.py": "0123456789abcdef"}
+    rendered = render.render_markdown(text, page, dataclasses.replace(context(runs), snippet_hash=now.get))
+    captions = {
+        slug: next(b for b in rendered.blocks.values() if f"<b>{slug}</b>" in b).split("</p>", 1)[0] for slug in runs
+    }
+    earlier = "Printed by an earlier version of <code>other.py</code>: the snippet has changed since this run."
+    assert earlier in captions["beta"]
+    assert "earlier" not in captions["alpha"] and "earlier" not in captions["gamma"], captions
+
+
 SCRIPT = "# %% [markdown]\n# # A title\n#\n# Some prose.\n\n# %%\nimport numpy as np\nprint(np.pi)\n"
 
 

@@ -4,6 +4,8 @@ fence's declaration, the real book's snippets edited in a copy, and the plugin e
 from __future__ import annotations
 
 import json
+import os
+from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from verified_book.book.snippet_output import (
     shape,
 )
 from verified_book.engine.config import read_config
+from verified_book.engine.snippet_figures import source_hash
 from verified_book.engine.snippet_run import run_in_process
 from verified_book.records.results import read, validate
 
@@ -375,6 +378,23 @@ def test_the_default_run_holds_a_snippet_to_its_block_and_records_how(book: pyte
     assert outputs_of(book)["s.py"]["checked"] == [
         {"file": "book/lab.md", "line": 5, "status": "verified", "message": ""}
     ]
+    assert outputs_of(book)["s.py"]["sha256"] == source_hash(book.path / "book" / "snippets" / "s.py")
+
+
+def test_changed_reruns_a_snippet_whose_source_changed_and_not_one_only_touched(book: pytest.Pytester) -> None:
+    """What printed the record is its source, not its file's time: a fresh checkout touches every file."""
+    assert run(book).ret == 0
+    snippet = book.path / "book" / "snippets" / "s.py"
+    recorded = outputs_of(book)["s.py"]["date"]
+    earlier, later = (datetime.fromisoformat(recorded).timestamp() + shift for shift in (-60, 60))
+    os.utime(book.path / "book" / "lab.md", (earlier, earlier))  # the page that shows its output: not edited since
+    os.utime(snippet, (later, later))
+    touched = run(book, "-v", "--changed")
+    assert touched.ret == 0 and "book/snippets/s.py::" not in touched.stdout.str(), touched.stdout.str()
+    snippet.write_text(SNIPPET.replace("n = 32", "n = 16"))
+    os.utime(snippet, (earlier, earlier))
+    edited = run(book, "-v", "--changed")
+    assert edited.ret == 1 and "book/snippets/s.py::" in edited.stdout.str(), edited.stdout.str()
 
 
 def test_a_changed_snippet_fails_the_default_run_with_the_blocks_place(book: pytest.Pytester) -> None:
