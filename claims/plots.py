@@ -36,6 +36,9 @@ LINESTYLES = ("-", "--", ":", "-.")
 #: the size of every text a chart draws, in its own units; the page never shows a chart narrower
 #: than it is drawn (claims.css), so each text reads at this many pixels or more
 TEXT = 11
+#: the roofline's headroom above its highest roof, as a fraction of its log y range: a job's number set above
+#: its diamond on that roof (about 18 points of a 220-point axis) stays clear of the title
+LABEL_HEADROOM = 0.15
 
 
 @dataclass(frozen=True)
@@ -216,25 +219,30 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
                     or (dtype == top_roof[1] and peak > peaks[dtype][top_roof[0]])
                 ):
                     top_roof = (backend, dtype)
-        if top_roof is not None:
-            backend, dtype = top_roof
-            peak, bw = peaks[dtype][backend], bandwidth[backend]
-            for j, (name, intensity) in enumerate(sorted(jobs.items(), key=lambda kv: kv[1])):
-                attainable = min(peak, bw * intensity)
-                ax.axvline(intensity, color=GRID, alpha=0.35, linewidth=0.8, linestyle=":")
-                ax.plot([intensity], [attainable], marker="D", markersize=5, color=INK)
-                right = math.log(high / intensity) < math.log(high / low) / 5  # near the right edge: label leftwards
-                ax.annotate(
-                    name,
-                    (intensity, attainable),
-                    textcoords="offset points",
-                    fontsize=TEXT,
-                    xytext=(-6 if right else 6, -16 if j % 2 else 7),
-                    ha="right" if right else "left",
-                )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlim(low, high)
+        if top_roof is not None:
+            backend, dtype = top_roof
+            peak, bw = peaks[dtype][backend], bandwidth[backend]
+            # room above the highest roof for a job's label set above its diamond, below the title
+            bottom, top = ax.get_ylim()
+            ax.set_ylim(bottom, top * (top / bottom) ** LABEL_HEADROOM)
+            # each diamond carries its job's number (the caption names them): a name beside each would meet the
+            # next one's wherever a machine's roof puts two jobs close, and a digit fits between any two
+            for number, (name, intensity) in enumerate(sorted(jobs.items(), key=lambda kv: kv[1]), 1):
+                attainable = min(peak, bw * intensity)
+                ax.axvline(intensity, color=GRID, alpha=0.35, linewidth=0.8, linestyle=":")
+                ax.plot([intensity], [attainable], marker="D", markersize=5, color=INK)
+                ax.annotate(
+                    str(number),
+                    (intensity, attainable),
+                    textcoords="offset points",
+                    fontsize=TEXT,
+                    xytext=(4, 5),
+                    ha="left",
+                    gid=f"job-{name}",
+                )
         _plain_ticks(ax)
         ax.set_xlabel("arithmetic intensity (FLOP per byte)")
         ax.set_ylabel("attainable GFLOP/s")
@@ -246,9 +254,12 @@ def roofline(results: ResultsFile, jobs: Mapping[str, float]) -> Plot:
         ax.legend(fontsize=TEXT, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
         svg = to_svg(fig, title)
     jobs_note = (
-        "Diamonds: the book's jobs at the intensity their claims recorded ("
-        + ", ".join(f"{k} {_fmt(v)}" for k, v in sorted(jobs.items(), key=lambda kv: kv[1]))
-        + ")."
+        "Diamonds: the book's jobs at the intensity their claims recorded, numbered: "
+        + ", ".join(
+            f"{number} {k} ({_fmt(v)} FLOP per byte)"
+            for number, (k, v) in enumerate(sorted(jobs.items(), key=lambda kv: kv[1]), 1)
+        )
+        + "."
         if jobs
         else "The book's jobs are not placed: no results file records their intensity (flops.job.*.intensity) yet."
     )

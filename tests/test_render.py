@@ -501,3 +501,53 @@ def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPa
         render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert len(judged) == 3
+
+
+BOOK_JOBS = {"decode_bf16": 1.0, "decode_q4_k_m": 3.3, "decode_batch8_bf16": 8.0, "prefill_bf16": 2048.0}
+
+
+#: (bandwidth GB/s, BF16 peak GFLOP/s) of machines of every kind, and the ridge each puts the jobs about
+SHAPES = {
+    "a 2-core VM": (40.0, 330.0),
+    "a desktop CPU": (60.0, 1_500.0),
+    "an Apple M4 Max": (546.0, 34_000.0),
+    "an RTX 5080": (960.0, 225_000.0),
+    "an H100": (3_350.0, 990_000.0),
+    "an emulated BF16, every job on the flat roof": (4.4, 3.5),
+    "a ridge between two jobs": (100.0, 500.0),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_roofline_s_words_never_overlap_whatever_the_machine_measured(shape: str) -> None:
+    """The jobs' numbers and the title stay apart on any machine: each number is a digit beside its diamond,
+    and the headroom above the highest roof keeps one set there clear of the title."""
+    bandwidth, peak = SHAPES[shape]
+    records = {
+        "probe.bandwidth.read": {"numpy": record("verified", bandwidth), "torch:cpu": record("verified", bandwidth)},
+        "probe.matmul.bf16": {"torch:cpu": record("verified", peak)},
+        "probe.matmul.fp32": {"numpy": record("verified", peak / 3)},
+        **{f"flops.job.{name}.intensity": {"none": record("verified", value)} for name, value in BOOK_JOBS.items()},
+    }
+    drawn: list[Any] = []
+    original = site_plots.to_svg
+
+    def keep(fig: Any, title: str) -> str:
+        from matplotlib.text import Text
+
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        heading = next(t for t in ax.findobj(Text) if t.get_text() and t.get_text() == ax.get_title(loc="left"))
+        drawn.extend((t.get_text(), t.get_window_extent(renderer)) for t in [heading, *ax.texts])
+        return original(fig, title)
+
+    rf = machine("alpha", records)
+    site_plots.to_svg = keep
+    try:
+        plot = site_plots.roofline(rf, site_plots.intensities({"alpha": rf}))
+    finally:
+        site_plots.to_svg = original
+    assert plot.svg is not None and len(drawn) == 1 + len(BOOK_JOBS)
+    for i, (text, box) in enumerate(drawn):
+        for other, other_box in drawn[i + 1 :]:
+            assert not box.overlaps(other_box), f"on {shape}, {text!r} overlaps {other!r}"
