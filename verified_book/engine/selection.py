@@ -372,7 +372,9 @@ def snippets_changed(
         if printed_by is not None and path.is_file() and source_hash(path) != printed_by:
             out.add(path.name)
             continue
-        files = [*([] if printed_by is not None else [path]), *pages_showing.get(path.name, [])]
+        files = list(pages_showing.get(path.name, []))
+        if printed_by is None:  # no hash kept: the snippet's own file time is all there is to go by
+            files.append(path)
         if any(f.is_file() and f.stat().st_mtime > when for f in files):
             out.add(path.name)
     return out

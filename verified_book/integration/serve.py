@@ -135,8 +135,8 @@ def plan(
             due(key, f"{held.library} is {changes.versions[held.library]} now, was {held.version}")
         if held.failed and changes.data:
             due(key, "it failed, and data was saved since")
-        if changes.snippets & set(held.snippets):
-            due(key, f"{', '.join(sorted(changes.snippets & set(held.snippets)))} changed")
+        if saved := changes.snippets & set(held.snippets):
+            due(key, f"{', '.join(sorted(saved))} changed")
         if held.measured and changes.measure:
             due(key, "measured claims asked for")
     if changes.codes is not None:

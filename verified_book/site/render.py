@@ -804,6 +804,7 @@ def _output_block(
     if not machines:
         return [f"{indent}{book_token}"]
     result = [f'{indent}===! "The book"', "", f"{indent}    {book_token}", ""]
+    source_now = context.snippet_hash(snippet) if snippet else None  # read once, for every machine's run
     for slug, entry in machines:
         token = tokens.next()
         text = short(entry.text.rstrip("\n"), 20000)
@@ -814,7 +815,7 @@ def _output_block(
             took += f" {RUN_HOW[entry.how]}"
         on = f" on {date[:10]}" if date else ""
         caption = Markup('<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.{}</p>').format(
-            snippet, slug, on, took, _earlier_version(snippet, entry.sha256, context)
+            snippet, slug, on, took, _earlier_version(snippet, entry.sha256, source_now)
         )
         run = _code_block(escape(text), text, "vb-output vb-output--machine")
         # a machine's run repeats the book's text: the site's search indexes the book's block alone
@@ -824,11 +825,10 @@ def _output_block(
     return result
 
 
-def _earlier_version(snippet: str | None, printed_by: str | None, context: Context) -> Markup:
-    """What a machine's output says where an earlier version of the snippet printed it: the book shows the
-    snippet as it is now, and the run is not of that code. Nothing where the record keeps no hash (a file
-    from before schema 5): which version ran is not known there."""
-    now = context.snippet_hash(snippet) if snippet else None
+def _earlier_version(snippet: str | None, printed_by: str | None, now: str | None) -> Markup:
+    """What a machine's output says where an earlier version of the snippet printed it (`printed_by` is not
+    the hash of its source `now`): the book shows the snippet as it is now, and the run is not of that code.
+    Nothing where the record keeps no hash (a file from before schema 5): which version ran is not known."""
     if printed_by is None or now is None or printed_by == now:
         return Markup("")
     return Markup(
