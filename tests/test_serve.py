@@ -215,11 +215,13 @@ def test_a_page_added_or_removed_builds_the_site_whole_and_an_edited_one_only_it
 
 
 def test_a_saved_snippet_renders_the_pages_that_show_it_and_says_how_to_run_it(book: Path) -> None:
+    (book / "pages" / "code.md").write_text('# Its code alone\n\n```python\n--8<-- "pages/snippets/half_sum.py"\n```\n')
+    (book / "pages" / "prose.md").write_text("# Its name alone\n\nThe script `pages/snippets/half_sum.py` sums ones.\n")
     engine = started(book)
     snippet = book / "pages" / "snippets" / "half_sum.py"
     saved = saving(engine, snippet)(snippet.read_text() + "# what it adds, in words\n")
     assert saved.what == "pages/snippets/half_sum.py saved" and not saved.recomputed and not saved.rebuild
-    assert saved.pages == {"pages/index.md"}, "the page that includes its code and shows its output"
+    assert saved.pages == {"pages/index.md", "pages/code.md"}, "the pages that include its code or show its output"
     assert saved.problems == [
         "pages/snippets/half_sum.py: serve does not run snippets; `pytest pages/snippets/half_sum.py` runs it "
         "and checks its output blocks"

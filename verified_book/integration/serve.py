@@ -53,6 +53,7 @@ from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
 from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile, merge_into, now, to_json
+from verified_book.site.render import included_paths
 from verified_book.vocabulary import OutcomeStatus, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
@@ -434,7 +435,7 @@ class Engine:
             name = self.book.shown(path)
             for page in self.session.book.pages:
                 try:
-                    if name in (self.book.root / page.file).read_text(encoding="utf-8"):
+                    if name in included_paths((self.book.root / page.file).read_text(encoding="utf-8")):
                         out.add(page.file)
                 except OSError:
                     continue

@@ -621,6 +621,11 @@ class _Tokens:
         return f"VBCLAIM{self.salt}N{self.count}Z"
 
 
+def included_paths(markdown: str) -> set[str]:
+    """The scripts a page includes (`--8<-- "path.py"`), each as its include line names it."""
+    return {str(PurePosixPath(m.group("path"))) for m in _INCLUDE.finditer(markdown)}
+
+
 def snippet_of(info: str, last_include: str | None) -> str | None:
     """The snippet an output block shows: `output name.py` in its info string, else the last include."""
     words = info.strip().split()
