@@ -64,7 +64,7 @@ def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> N
     book = _book(tmp_path / "book")
     assert book.run().ret == 0
     data = json.loads(book.results_file.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 5
+    assert data["schema_version"] == SCHEMA_VERSION == 6
     record = data["records"]["io.ceiling"]["none"]
     assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 2}]
     assert {"date", "seconds", "kind", "source"}.isdisjoint(record)

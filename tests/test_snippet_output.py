@@ -22,6 +22,7 @@ from verified_book.book.snippet_output import (
     BookOutputs,
     NotPrinted,
     _book_line,
+    block_hash,
     check_snippet,
     compare,
     match_line,
@@ -375,8 +376,9 @@ def outputs_of(pytester: pytest.Pytester) -> dict:
 def test_the_default_run_holds_a_snippet_to_its_block_and_records_how(book: pytest.Pytester) -> None:
     result = run(book)
     assert result.ret == 0, result.stdout.str()
+    block = PAGE[PAGE.index("```output") :].rstrip("\n")
     assert outputs_of(book)["s.py"]["checked"] == [
-        {"file": "book/lab.md", "line": 5, "status": "verified", "message": ""}
+        {"file": "book/lab.md", "line": 5, "status": "verified", "message": "", "sha256": block_hash(block)}
     ]
     assert outputs_of(book)["s.py"]["sha256"] == source_hash(book.path / "book" / "snippets" / "s.py")
 
@@ -395,6 +397,41 @@ def test_changed_reruns_a_snippet_whose_source_changed_and_not_one_only_touched(
     os.utime(snippet, (earlier, earlier))
     edited = run(book, "-v", "--changed")
     assert edited.ret == 1 and "book/snippets/s.py::" in edited.stdout.str(), edited.stdout.str()
+
+
+def test_changed_reruns_a_snippet_whose_block_changed_whatever_the_page_s_time(book: pytest.Pytester) -> None:
+    """What a record compared is the block's text: an edit elsewhere on its page leaves it as checked, and an
+    edit to it counts even where the page's time is older than the record (saved while the run ran, or
+    copied with its time kept)."""
+    assert run(book).ret == 0
+    page = book.path / "book" / "lab.md"
+    recorded = outputs_of(book)["s.py"]["date"]
+    earlier, later = (datetime.fromisoformat(recorded).timestamp() + shift for shift in (-60, 60))
+    page.write_text(PAGE.replace("What `s.py` prints:", "What the script `s.py` prints:"))
+    os.utime(page, (later, later))
+    elsewhere = run(book, "-v", "--changed")
+    assert elsewhere.ret == 0 and "book/snippets/s.py::" not in elsewhere.stdout.str(), elsewhere.stdout.str()
+    page.write_text(PAGE.replace("numpy 2.5.2", "numpy 2.5.3"))
+    os.utime(page, (earlier, earlier))
+    edited = run(book, "-v", "--changed")
+    assert edited.ret == 0 and "book/snippets/s.py::" in edited.stdout.str(), edited.stdout.str()
+
+
+def test_changed_goes_by_the_page_s_time_for_a_check_recorded_without_its_block_s_hash(
+    book: pytest.Pytester,
+) -> None:
+    assert run(book).ret == 0
+    (path,) = (book.path / "results").glob("*.json")
+    data = json.loads(path.read_text())
+    for check in data["run"]["outputs"]["s.py"]["checked"]:
+        del check["sha256"]  # as a schema 5 file holds it
+    path.write_text(json.dumps(data))
+    page = book.path / "book" / "lab.md"
+    earlier, later = (datetime.fromisoformat(data["run"]["outputs"]["s.py"]["date"]).timestamp() + s for s in (-60, 60))
+    os.utime(page, (earlier, earlier))
+    assert "book/snippets/s.py::" not in run(book, "-v", "--changed").stdout.str()
+    os.utime(page, (later, later))
+    assert "book/snippets/s.py::" in run(book, "-v", "--changed").stdout.str()
 
 
 def test_a_changed_snippet_fails_the_default_run_with_the_blocks_place(book: pytest.Pytester) -> None:

@@ -31,8 +31,9 @@ binds), so a declaration cannot hide a line that should hold.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -100,6 +101,8 @@ class OutputBlock:
     without: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     end_line: int = 0
+    #: the block's text, fence to fence (`block_hash`): what a record of its check compared
+    sha256: str = ""
 
     @property
     def where(self) -> str:
@@ -114,6 +117,12 @@ class Check:
     line: int
     status: str
     message: str = ""
+    sha256: str = ""  # the block's, as it was compared
+
+
+def block_hash(text: str) -> str:
+    """What a record keeps of the block it compared: a hash of its text, its fences included."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def numbers_in(text: str) -> list[tuple[int, int, str]]:
@@ -224,7 +233,8 @@ def _block(
             errors.append(f"{where}: varies names line {n}; the block has {len(body)}")
     for line in body:
         errors += _declaration_errors(line, where)
-    return OutputBlock(rel, start + 1, snippet, tuple(body), without, tuple(errors), end + 1)
+    text = "\n".join(lines[start : end + 1])
+    return OutputBlock(rel, start + 1, snippet, tuple(body), without, tuple(errors), end + 1, block_hash(text))
 
 
 def _declaration_errors(line: BookLine, fence: str) -> list[str]:
@@ -440,4 +450,5 @@ def check_snippet(
             checks.append(Check(block.file, block.line, Status.STALE.value, "\n".join(block.errors)))
         else:
             checks.append(compare(block, stdout, how))
+        checks[-1] = replace(checks[-1], sha256=block.sha256)
     return checks

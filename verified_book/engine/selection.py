@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
+from verified_book.book.snippet_output import OutputBlock
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
@@ -346,11 +347,12 @@ def select_reading(
 
 
 def snippets_changed(
-    results: ResultsFile | None, snippets: Iterable[Path], pages_showing: Mapping[str, list[Path]]
+    results: ResultsFile | None, snippets: Iterable[Path], blocks: Mapping[str, list[OutputBlock]], root: Path
 ) -> set[str]:
     """`--changed` for snippets: those with no recorded output here, whose last check did not hold, whose
-    source is not the one that printed the recorded output (its hash, where the record keeps one; else
-    modified after the recorded run), or with a page that shows its output modified after that run."""
+    source is not the one that printed the recorded output, or whose output blocks are not the ones that
+    were compared. Each is told by its hash where the record keeps one; by the file's time since the
+    recorded run where it does not (a record from before hashes were kept)."""
     from datetime import datetime
 
     from verified_book.engine.snippet_figures import source_hash
@@ -372,8 +374,14 @@ def snippets_changed(
         if printed_by is not None and path.is_file() and source_hash(path) != printed_by:
             out.add(path.name)
             continue
-        files = list(pages_showing.get(path.name, []))
-        if printed_by is None:  # no hash kept: the snippet's own file time is all there is to go by
+        shown = blocks.get(path.name, [])
+        if checked and all(c.sha256 is not None for c in checked):
+            if sorted((c.file, c.sha256) for c in checked) != sorted((b.file, b.sha256) for b in shown):
+                out.add(path.name)
+            files = []
+        else:  # no block hash kept: the pages' times are all there is to go by
+            files = [root / b.file for b in shown]
+        if printed_by is None:  # no source hash kept: nor for the snippet
             files.append(path)
         if any(f.is_file() and f.stat().st_mtime > when for f in files):
             out.add(path.name)
@@ -438,10 +446,8 @@ def narrow(
         }
         selection = select_changed(results, registry, verifier.bindings, pairs, versions, unrecorded)
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
-        showing: dict[str, list[Path]] = {}
-        for path in snippets:
-            showing[path.name] = [verifier.book.root / b.file for b in outputs.of_snippet(path.name)]
-        selection.snippets = snippets_changed(results, set(snippets), showing)
+        blocks = {path.name: outputs.of_snippet(path.name) for path in snippets}
+        selection.snippets = snippets_changed(results, set(snippets), blocks, verifier.book.root)
     else:
         selection = select_reading(results, registry, [parse_reading(r) for r in readings], pairs)
     if readings and changed:  # both: what reads the input and changed

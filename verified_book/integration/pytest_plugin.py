@@ -808,7 +808,10 @@ class SnippetItem(BookItem):
             date=now(),
             seconds=round(done.seconds, 3),
             how=done.how,
-            checked=[OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message) for c in checks],
+            checked=[
+                OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message, sha256=c.sha256)
+                for c in checks
+            ],
             sha256=source_hash(self.path),
         )
         if not checks:

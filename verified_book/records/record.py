@@ -40,7 +40,7 @@ from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.records import identity
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BACKEND_NAMES = (vocabulary.NO_BACKEND_NAME, *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
@@ -378,6 +378,7 @@ class OutputCheck(Strict):
     line: Line
     status: Annotated[OutputStatus, _is(f"is not one of {', '.join(OUTPUT_STATUSES)}")]
     message: Text | None = None
+    sha256: Text | None = None  # the block's text as compared (verified_book.book.snippet_output.block_hash)
 
 
 class SnippetOutput(Strict):

@@ -389,12 +389,19 @@ def update_to_5(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 5}
 
 
+def update_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 to 6: each output block's check keeps a hash of the block's text as compared (`sha256`). A check
+    recorded before has none: `--changed` goes by the page's time for it, as before."""
+    return {**data, "schema_version": 6}
+
+
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: update_to_1,
     2: update_to_2,
     3: update_to_3,
     4: update_to_4,
     5: update_to_5,
+    6: update_to_6,
 }
 
 
