@@ -195,6 +195,19 @@ def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> N
         assert word in line
 
 
+def test_the_verdict_says_verified_only_where_the_run_verified_a_figure() -> None:
+    book = read_config(ROOT)
+    outcome = cli._Outcome()
+    outcome.bound = 920
+    outcome.figures = {}  # `--changed` with nothing changed
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: no figure checked: figures (0 of the book's")
+    outcome.figures = {"cited": 3}  # a `-k` that selected cited figures only
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: none stale or failed: figures (3 of the book's")
+    outcome.figures = {"verified": 2, "cited": 1}
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: verified: figures (3 of the book's")
+    assert cli.verdict(outcome, 1, 0, book).startswith("verified-book: NOT all verified: figures")
+
+
 def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:
     book = read_config(ROOT)
     assert book.writes_to == ROOT / "results.local" and book.results == ROOT / "results"

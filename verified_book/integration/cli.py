@@ -36,7 +36,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, Mapping, NoReturn
 
 from verified_book.engine.config import BookConfig, ConfigError, find_root, read_config
 from verified_book.engine.environment import broken_by
@@ -182,10 +182,20 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
         if outcome.written
         else "no results written"
     )
-    state = Status.VERIFIED.value if tested == 0 else f"NOT all {Status.VERIFIED}"
+    state = f"NOT all {Status.VERIFIED}" if tested != 0 else _held(outcome.figures)
     return (
         f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
     )
+
+
+def _held(figures: Mapping[str, int]) -> str:
+    """A run that held, in a word it earned: `verified` only where it compared a figure with a value computed
+    here (a `--changed` that found nothing changed, or a `-k` that selected only cited figures, did not)."""
+    if not sum(figures.values()):
+        return "no figure checked"
+    if not figures.get(Status.VERIFIED.value):
+        return "none stale or failed"
+    return Status.VERIFIED.value
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache and assertion rewriting (the checks
