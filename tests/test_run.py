@@ -3,6 +3,7 @@ reader's machine, jobs checked before any set-up, progress said, Ctrl-C handled 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -147,6 +148,36 @@ def test_the_command_refuses_a_mistyped_job_too() -> None:
         [sys.executable, "-m", "verified_book.integration.cli", "verfiy"], capture_output=True, text=True, cwd=ROOT
     )
     assert done.returncode == 2 and "verify, test, site" in done.stderr
+
+
+def test_every_job_says_how_it_is_called_when_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # a job runs at its book's root; the test's folder comes back after it
+    assert set(cli.USAGE) == {*cli.JOBS, "init"}
+    assert cli.main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    for job, (call, _) in cli.USAGE.items():
+        assert f"verified-book {call}\n" in listed, job
+    for job in (*cli.OWN_HELP, "merge-results", "serve"):
+        with contextlib.suppress(SystemExit):  # argparse's help exits 0
+            assert cli.main([job, "--help"]) == 0, job
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: verified-book {job}"), out
+
+
+def test_contribute_refuses_what_it_does_not_take_and_merges_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    local, results = tmp_path / "results.local", tmp_path / "results"
+    local.mkdir()
+    (local / "box.json").write_text("{}")
+    mine = replace(read_config(ROOT), local_results=local, results=results)
+    assert cli.contribute(mine, ["--into", "elsewhere"]) == 2
+    assert "expected --check-only or --keep-newer, found --into elsewhere" in capsys.readouterr().err
+    assert not results.exists()
 
 
 def test_the_lock_pins_every_package_once_and_names_no_nvidia_library() -> None:

@@ -144,7 +144,7 @@ def table(rows: list[faults.Tally], notes: list[str], control: faults.Tally, sec
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="verified-book fault-table", description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=3, help="times to try each process-level fault (default 3)")
     parser.add_argument(
         "--output", default=str(ROOT / "docs" / "faults.md"), help="where to write the table; - for stdout"

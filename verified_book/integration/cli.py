@@ -1,31 +1,8 @@
 """`verified-book JOB`: the book's jobs as one command, run from anywhere inside a book.
 
-    verified-book verify [PYTEST ARGS]   the book's checks (claims, figures, snippets, probes) on this
-                                         machine, then the site with this machine's records beside the
-                                         committed ones; ends with a one-line verdict
-    verified-book test [PYTEST ARGS]     the whole test suite, the engine's own tests included
-    verified-book site [MKDOCS ARGS]     the site, `mkdocs build --strict`
-    verified-book serve [--port N]       a live preview: one warm process computes the claims once, then a
-                                         saved page is judged again (no claim runs), a saved claim module or
-                                         data file recomputes exactly the claims it changed; one line a change
-    verified-book pages                  the Machines, Plots and legend pages and the marks' stylesheet and
-                                         script, written into the pages folder for a generator that runs no
-                                         MkDocs plugin (Zensical); run again whenever the results change
-    verified-book contribute             this machine's records (the local results folder) checked and
-                                         merged into the committed results/, for a pull request
-    verified-book merge-results FILE...  results files from other machines checked and merged
-    verified-book machine [--adopt FILE] this machine's identity (its results file's name); --adopt takes a
-                                         committed machine's back, where this is that machine
-    verified-book plan MARKER            what a run on the book's machine MARKER (rtx5080, m4_max, ...) would
-                                         check, on which backend, by page; runs nothing, on any machine
-    verified-book fault-table [ARGS]     every fault scenario run now, docs/faults.md written (needs a
-                                         checkout: the scenarios live in the test harness)
-    verified-book init [FOLDER]          a new book in FOLDER (this folder by default), which must be empty:
-                                         book.toml, pytest's and MkDocs' configuration, one page, its claims
-                                         and data; `pytest` then verifies it and `mkdocs build --strict` builds it
-
-Ctrl-C stops a run as it stops pytest: the records judged so far are written, and the
-command exits 130. `run.py` at a book's root sets up a virtual environment and calls this.
+`verified-book JOB --help` says more of one job. Ctrl-C stops a run as it stops pytest: the records
+judged so far are written, and the command exits 130. `run.py` at a book's root sets up a virtual
+environment and calls this.
 """
 
 from __future__ import annotations
@@ -280,10 +257,23 @@ def serve(book: BookConfig, args: list[str]) -> int:
     return serve_mod.serve(book, args)
 
 
+#: what `contribute` passes on to the merge; the files and the folder are its own to name
+CONTRIBUTE_OPTIONS = ("--check-only", "--keep-newer")
+
+
 def contribute(book: BookConfig, args: list[str]) -> int:
     """Check this clone's own results files and merge them into the committed results folder."""
     from verified_book.engine import merge
 
+    unknown = [a for a in args if a not in CONTRIBUTE_OPTIONS]
+    if unknown:
+        print(
+            f"verified-book contribute: expected {' or '.join(CONTRIBUTE_OPTIONS)}, found {' '.join(unknown)}; it "
+            f"merges {book.shown(book.local_results or book.results)}/ into {book.shown(book.results)}/ (files of "
+            "other machines: verified-book merge-results FILE...)",
+            file=sys.stderr,
+        )
+        return 2
     local = book.local_results
     if local is None:
         print(
@@ -476,6 +466,80 @@ def init(args: list[str]) -> int:
     return 0
 
 
+#: each job: how it is called, and what it does
+USAGE: dict[str, tuple[str, str]] = {
+    "verify": (
+        "verify [PYTEST ARGS]",
+        "the book's checks (claims, figures, snippets, probes) on this machine, then the site with this "
+        "machine's records beside the committed ones; ends with a one-line verdict",
+    ),
+    "test": ("test [PYTEST ARGS]", "the whole test suite, the engine's own tests included"),
+    "site": ("site [MKDOCS ARGS]", "the site, `mkdocs build --strict`"),
+    "serve": (
+        "serve [--port N]",
+        "a live preview: one warm process computes the claims once, then a saved page is judged again (no claim "
+        "runs), a saved claim module or data file recomputes exactly the claims it changed; one line a change",
+    ),
+    "pages": (
+        "pages",
+        "the Machines, Plots and legend pages and the marks' stylesheet and script, written into the pages folder "
+        "for a generator that runs no MkDocs plugin (Zensical); run again whenever the results change",
+    ),
+    "contribute": (
+        "contribute [--check-only] [--keep-newer]",
+        "this machine's records (the local results folder) checked and merged into the committed results/, for a "
+        "pull request; --check-only checks them and merges nothing, --keep-newer never replaces a record with an "
+        "older one",
+    ),
+    "merge-results": ("merge-results FILE...", "results files from other machines checked and merged"),
+    "machine": (
+        "machine [--adopt FILE]",
+        "this machine's identity (its results file's name); --adopt takes a committed machine's back, where this "
+        "is that machine",
+    ),
+    "plan": (
+        "plan MARKER",
+        "what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, on which backend, by page; "
+        "runs nothing, on any machine",
+    ),
+    "fault-table": (
+        "fault-table [ARGS]",
+        "every fault scenario run now, docs/faults.md written (needs a checkout: the scenarios live in the test "
+        "harness)",
+    ),
+    "init": (
+        "init [FOLDER]",
+        "a new book in FOLDER (this folder by default), which must be empty: book.toml, pytest's and MkDocs' "
+        "configuration, one page, its claims and data; `pytest` then verifies it and `mkdocs build --strict` "
+        "builds it",
+    ),
+}
+
+#: the jobs whose arguments are the engine's own, so `--help` is answered here; the others hand it to what they
+#: run (pytest, MkDocs, argparse), which names them as `verified-book JOB`
+OWN_HELP = ("contribute", "machine", "plan", "pages", "init")
+
+
+def overall_help() -> str:
+    """`verified-book --help`: every job, its call and what it does."""
+    import textwrap
+
+    lines = ["usage: verified-book JOB [ARGS]", "", "jobs:"]
+    for call, what in USAGE.values():
+        lines.append(f"  verified-book {call}")
+        lines += textwrap.wrap(what, width=100, initial_indent="      ", subsequent_indent="      ")
+    lines += ["", (__doc__ or "").split("\n\n", 1)[1].strip()]
+    return "\n".join(lines)
+
+
+def job_help(job: str) -> str:
+    """`verified-book JOB --help` for a job in `OWN_HELP`."""
+    import textwrap
+
+    call, what = USAGE[job]
+    return f"usage: verified-book {call}\n\n" + textwrap.fill(what[0].upper() + what[1:] + ".", width=100)
+
+
 JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
     "verify": verify,
     "test": test,
@@ -493,9 +557,12 @@ JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(__doc__)
+        print(overall_help())
         return 0
     job, rest = argv[0], argv[1:]
+    if job in OWN_HELP and {"-h", "--help"} & set(rest):
+        print(job_help(job))
+        return 0
     if job == "init":
         return init(rest)
     if job not in JOBS:
