@@ -383,6 +383,36 @@ def test_an_address_in_use_is_said_at_once_before_anything_is_computed(tmp_path:
     assert not (root / "results").exists(), "nothing is written"
 
 
+def test_a_port_taken_while_the_book_is_computed_is_said_as_a_port_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from verified_book.integration import serve as serve_mod
+
+    root = tmp_path / "minimal"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
+    port = _free_port()
+    taken = socket.socket()
+    start = Engine.start
+
+    def start_while_another_takes_the_port(self: Engine) -> Any:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        return start(self)
+
+    monkeypatch.setattr(Engine, "start", start_while_another_takes_the_port)
+    monkeypatch.chdir(root)
+    try:
+        with REGISTRY.isolated():
+            code = serve_mod.serve(read_config(root), ["--port", str(port)])
+    finally:
+        taken.close()
+    assert code == 1
+    assert capsys.readouterr().err.endswith(
+        f"verified-book serve: cannot listen on 127.0.0.1:{port}: Address already in use; another server holds it: "
+        "choose another port with --port\n"
+    )
+
+
 @pytest.mark.slow
 def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Path) -> None:
     root = tmp_path / "minimal"

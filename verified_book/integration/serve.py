@@ -657,15 +657,22 @@ def serve(book: BookConfig, args: list[str]) -> int:
         print(f"verified-book serve: {site.url} (Ctrl-C stops; m and Enter measures)", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
+    code = 0
     try:
         server.serve()
     except KeyboardInterrupt:
         pass
+    except OSError as e:  # the port taken while the book was computed: the probe above was free
+        problem = bind_problem(e)
+        if problem is None or server.serve_thread.is_alive():
+            raise
+        print(f"verified-book serve: cannot listen on {options.host}:{options.port}: {problem}", file=sys.stderr)
+        code = 1
     finally:
         server.shutdown()
         engine.written()
         shutil.rmtree(site_dir, ignore_errors=True)
-    return 1 if engine.unkept else 0
+    return 1 if engine.unkept else code
 
 
 def address_problem(host: str, port: int) -> str | None:
@@ -683,11 +690,20 @@ def address_problem(host: str, port: int) -> str | None:
         try:
             probe.bind((host, port))
         except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                return f"{e.strerror}; another server holds it: choose another port with --port"
-            return f"{e.strerror or e}; choose an address of this machine with --host"
+            return bind_problem(e) or f"{e.strerror or e}; choose an address of this machine with --host"
         except OverflowError as e:  # a port outside 0-65535
             return f"{str(e).rstrip('.')}; choose a port with --port"
+    return None
+
+
+def bind_problem(error: OSError) -> str | None:
+    """What a failed bind says, with what to change; None for an error that is not about the address."""
+    if error.errno == errno.EADDRINUSE:
+        return f"{error.strerror}; another server holds it: choose another port with --port"
+    if error.errno == errno.EACCES:
+        return f"{error.strerror}; a port below 1024 needs privileges: choose another port with --port"
+    if error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(error, socket.gaierror):
+        return f"{error.strerror or error}; choose an address of this machine with --host"
     return None
 
 
