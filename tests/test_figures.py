@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.book.figures import FigureSyntaxError, format_like, parse
+from verified_book.book.figures import FLOAT_SLACK, FigureSyntaxError, format_like, parse
 
 
 @pytest.mark.parametrize(
@@ -123,10 +123,20 @@ def test_percent_round_trip(value: float, places: int) -> None:
 @settings(max_examples=200, deadline=None)
 @given(value=magnitudes, places=decimals, other=magnitudes)
 def test_a_figure_does_not_hold_for_a_value_that_prints_differently(value: float, places: int, other: float) -> None:
-    """The parser is not lax: a value whose printed form differs is outside the interval."""
+    """The parser is not lax: a value whose printed form differs is outside the interval, beyond the few units in
+    a float's last place that a figure printed finer than a float resolves allows (`FLOAT_SLACK`)."""
     text, other_text = f"{value:.{places}f}", f"{other:.{places}f}"
-    if Fraction(text) != Fraction(other_text) and abs(Fraction(other) - Fraction(text)) > Fraction(1, 10**places):
+    apart = abs(Fraction(other) - Fraction(text))
+    if Fraction(text) != Fraction(other_text) and apart > Fraction(1, 10**places) + abs(Fraction(other)) * FLOAT_SLACK:
         assert not parse(text).holds(other)
+
+
+def test_a_figure_printed_finer_than_a_float_resolves_holds_within_the_float_s_last_places() -> None:
+    """1e12 to four places is 17 digits, more than a float64 has: 999999999999.9999 is 1.2e-4 from it (one
+    unit in the last place), which holds, and ten units away does not."""
+    printed = parse("1000000000000.0000")
+    assert printed.holds(999999999999.9999)
+    assert not printed.holds(1e12 - 10 * math.ulp(1e12))
 
 
 @given(exponent=st.integers(min_value=-30, max_value=30))

@@ -25,6 +25,9 @@ from typing import Any
 
 from verified_book.errors import BookError
 
+#: how far past its printed interval a float may lie and still hold, relative to its size: a few units in the
+#: last place of a float64, so a figure printed finer than a float resolves is checked to the float's own digits
+FLOAT_SLACK = Fraction(1, 2**51)
 APPROX_WORDS = ("about", "around", "roughly", "nearly", "approximately", "some", "almost")
 _SPACES = str.maketrans({"\u2009": " ", "\u202f": " ", "\u00a0": " ", "\u2212": "-", "\u2013": "-"})
 
@@ -87,8 +90,7 @@ class Printed:
             return number == self.value
         if isinstance(number, float) and not math.isfinite(number):
             return False
-        # A few units in the last place of a float64: finer figures are checked to every printed digit.
-        slack = abs(Fraction(number)) * Fraction(1, 2**51)
+        slack = abs(Fraction(number)) * FLOAT_SLACK
         return self.low - slack <= Fraction(number) <= self.high + slack
 
     def render(self, computed: Any) -> str:
