@@ -383,20 +383,29 @@ def test_the_default_run_holds_a_snippet_to_its_block_and_records_how(book: pyte
     assert outputs_of(book)["s.py"]["sha256"] == source_hash(book.path / "book" / "snippets" / "s.py")
 
 
+def around_the_run(book: pytest.Pytester) -> tuple[float, float]:
+    """A minute before and a minute after the recorded run of s.py: file times that say edited before or since."""
+    recorded = datetime.fromisoformat(outputs_of(book)["s.py"]["date"]).timestamp()
+    return recorded - 60, recorded + 60
+
+
+def changed_run(book: pytest.Pytester) -> tuple[int, bool]:
+    """`--changed`: its exit status, and whether it ran s.py again."""
+    result = run(book, "-v", "--changed")
+    return int(result.ret), "book/snippets/s.py::" in result.stdout.str()
+
+
 def test_changed_reruns_a_snippet_whose_source_changed_and_not_one_only_touched(book: pytest.Pytester) -> None:
     """What printed the record is its source, not its file's time: a fresh checkout touches every file."""
     assert run(book).ret == 0
     snippet = book.path / "book" / "snippets" / "s.py"
-    recorded = outputs_of(book)["s.py"]["date"]
-    earlier, later = (datetime.fromisoformat(recorded).timestamp() + shift for shift in (-60, 60))
+    earlier, later = around_the_run(book)
     os.utime(book.path / "book" / "lab.md", (earlier, earlier))  # the page that shows its output: not edited since
     os.utime(snippet, (later, later))
-    touched = run(book, "-v", "--changed")
-    assert touched.ret == 0 and "book/snippets/s.py::" not in touched.stdout.str(), touched.stdout.str()
+    assert changed_run(book) == (0, False)
     snippet.write_text(SNIPPET.replace("n = 32", "n = 16"))
     os.utime(snippet, (earlier, earlier))
-    edited = run(book, "-v", "--changed")
-    assert edited.ret == 1 and "book/snippets/s.py::" in edited.stdout.str(), edited.stdout.str()
+    assert changed_run(book) == (1, True)
 
 
 def test_changed_reruns_a_snippet_whose_block_changed_whatever_the_page_s_time(book: pytest.Pytester) -> None:
@@ -405,33 +414,30 @@ def test_changed_reruns_a_snippet_whose_block_changed_whatever_the_page_s_time(b
     copied with its time kept)."""
     assert run(book).ret == 0
     page = book.path / "book" / "lab.md"
-    recorded = outputs_of(book)["s.py"]["date"]
-    earlier, later = (datetime.fromisoformat(recorded).timestamp() + shift for shift in (-60, 60))
+    earlier, later = around_the_run(book)
     page.write_text(PAGE.replace("What `s.py` prints:", "What the script `s.py` prints:"))
     os.utime(page, (later, later))
-    elsewhere = run(book, "-v", "--changed")
-    assert elsewhere.ret == 0 and "book/snippets/s.py::" not in elsewhere.stdout.str(), elsewhere.stdout.str()
+    assert changed_run(book) == (0, False)
     page.write_text(PAGE.replace("numpy 2.5.2", "numpy 2.5.3"))
     os.utime(page, (earlier, earlier))
-    edited = run(book, "-v", "--changed")
-    assert edited.ret == 0 and "book/snippets/s.py::" in edited.stdout.str(), edited.stdout.str()
+    assert changed_run(book) == (0, True)
 
 
 def test_changed_goes_by_the_page_s_time_for_a_check_recorded_without_its_block_s_hash(
     book: pytest.Pytester,
 ) -> None:
     assert run(book).ret == 0
+    earlier, later = around_the_run(book)
     (path,) = (book.path / "results").glob("*.json")
     data = json.loads(path.read_text())
     for check in data["run"]["outputs"]["s.py"]["checked"]:
         del check["sha256"]  # as a schema 5 file holds it
     path.write_text(json.dumps(data))
     page = book.path / "book" / "lab.md"
-    earlier, later = (datetime.fromisoformat(data["run"]["outputs"]["s.py"]["date"]).timestamp() + s for s in (-60, 60))
     os.utime(page, (earlier, earlier))
-    assert "book/snippets/s.py::" not in run(book, "-v", "--changed").stdout.str()
+    assert changed_run(book) == (0, False)
     os.utime(page, (later, later))
-    assert "book/snippets/s.py::" in run(book, "-v", "--changed").stdout.str()
+    assert changed_run(book)[1]
 
 
 def test_a_changed_snippet_fails_the_default_run_with_the_blocks_place(book: pytest.Pytester) -> None:
