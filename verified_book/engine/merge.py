@@ -122,7 +122,10 @@ def _other_machine(results: ResultsFile, target: Path) -> str | None:
     return f"{target} {why}" if why else None
 
 
-def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
+def main(argv: list[str] | None = None, book: BookConfig | None = None, job: str = "merge-results") -> int:
+    """`verified-book merge-results`, or the `job` that merges through it (`contribute`): each line it says
+    begins with that job's name."""
+    name = job if job == "merge-results" else f"verified-book {job}"
     parser = argparse.ArgumentParser(prog="verified-book merge-results", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     parser.add_argument(
@@ -144,16 +147,16 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         if book is None:
             root = find_root(Path.cwd())
             if root is None:
-                print(f"merge-results: no book.toml in {Path.cwd()} or above", file=sys.stderr)
+                print(f"{name}: no book.toml in {Path.cwd()} or above", file=sys.stderr)
                 return 2
             book = read_config(root)
         errors = open_book(book)
         plausible = plausibility(book)
     except ConfigError as e:
-        print(f"merge-results: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 2
     if errors:
-        print("merge-results: the book's claims do not load, so no file can be checked:", file=sys.stderr)
+        print(f"{name}: the book's claims do not load, so no file can be checked:", file=sys.stderr)
         print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
         return 2
     known = set(REGISTRY.ids())
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
                 problems, results = [f"{path}: {other}"], None
         if results is None:
             refused += 1
-            print(f"merge-results: refused {path}:", file=sys.stderr)
+            print(f"{name}: refused {path}:", file=sys.stderr)
             for line in problems[:50]:
                 print(f"  {line}", file=sys.stderr)
             if len(problems) > 50:
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
         slugs[results.slug] = path
         sound.append((path, results))
     if refused:
-        print(f"merge-results: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
+        print(f"{name}: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
         return 1
     for path, results in sound:
         counts = results.counts()
@@ -190,30 +193,30 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None) -> int:
             f"{n} {s}" for s, n in counts.items() if n
         )
         if args.check_only:
-            print(f"merge-results: {path}: sound ({results.slug}: {summary})")
+            print(f"{name}: {path}: sound ({results.slug}: {summary})")
             continue
         target = into / f"{results.slug}.json"
         if args.keep_newer:
             results = newer_only(results, target)
             if not results.records:
-                print(f"merge-results: {path}: nothing newer than {target}; kept as it is")
+                print(f"{name}: {path}: nothing newer than {target}; kept as it is")
                 continue
         warnings: list[str] = []
         try:
             merge_into(target, results, warn=warnings.append)
         except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
-            print(f"merge-results: refused {path}: {e}", file=sys.stderr)
+            print(f"{name}: refused {path}: {e}", file=sys.stderr)
             return 1
         except OSError as e:  # the results folder cannot be written: the records stay where they were
             print(
-                f"merge-results: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
+                f"{name}: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
                 f"and {path} is left as it was",
                 file=sys.stderr,
             )
             return 1
         for line in warnings:
-            print(f"merge-results: {line}", file=sys.stderr)
-        print(f"merge-results: {path} -> {target} ({summary})")
+            print(f"{name}: {line}", file=sys.stderr)
+        print(f"{name}: {path} -> {target} ({summary})")
     return 0
 
 
