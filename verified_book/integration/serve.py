@@ -427,18 +427,16 @@ class Engine:
         self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report
 
-    def _showing(self, snippets: Iterable[Path]) -> set[str]:
+    def _showing(self, snippets: list[Path]) -> set[str]:
         """The pages (relative to the book's root) that include a snippet's code or show its output."""
-        out = set()
-        for path in snippets:
-            out |= {b.file for b in self.session.output_blocks.of_snippet(path.name)}
-            name = self.book.shown(path)
-            for page in self.session.book.pages:
-                try:
-                    if name in included_paths((self.book.root / page.file).read_text(encoding="utf-8")):
-                        out.add(page.file)
-                except OSError:
-                    continue
+        names = {self.book.shown(path) for path in snippets}
+        out = {b.file for path in snippets for b in self.session.output_blocks.of_snippet(path.name)}
+        for page in self.session.book.pages:
+            try:
+                if names & included_paths((self.book.root / page.file).read_text(encoding="utf-8")):
+                    out.add(page.file)
+            except OSError:
+                continue
         return out
 
     def _reread(self, path: Path) -> None:
