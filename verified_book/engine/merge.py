@@ -122,10 +122,9 @@ def _other_machine(results: ResultsFile, target: Path) -> str | None:
     return f"{target} {why}" if why else None
 
 
-def main(argv: list[str] | None = None, book: BookConfig | None = None, job: str = "merge-results") -> int:
-    """`verified-book merge-results`, or the `job` that merges through it (`contribute`): each line it says
-    begins with that job's name."""
-    name = job if job == "merge-results" else f"verified-book {job}"
+def main(argv: list[str] | None = None, book: BookConfig | None = None, name: str = "merge-results") -> int:
+    """`verified-book merge-results`, or a job that merges through it (`contribute`): each line it says
+    begins with `name`, the command the reader ran."""
     parser = argparse.ArgumentParser(prog="verified-book merge-results", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     parser.add_argument(

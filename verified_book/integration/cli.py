@@ -290,7 +290,9 @@ def contribute(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    code = merge.main([*map(str, files), "--into", str(book.results), *args], book=book, job="contribute")
+    code = merge.main(
+        [*map(str, files), "--into", str(book.results), *args], book=book, name="verified-book contribute"
+    )
     if code == 0 and "--check-only" not in args:
         print(
             f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a "
