@@ -90,6 +90,179 @@ def test_a_changed_helper_of_the_claim_makes_the_record_outdated(tmp_path: Path)
     assert (_outdated(book) or "").startswith("the claim's code changed since this record was made")
 
 
+REACHED = {
+    "tables.py": """
+from fractions import Fraction
+
+BYTES = {"bf16": 2, "q4": Fraction(9, 16)}
+""",
+    "kinds.py": """
+import functools
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@functools.cache
+def half():
+    return Fraction(1, 2)
+
+
+def _scale(bits):
+    return Fraction(bits, 8)
+
+
+@dataclass(frozen=True)
+class Format:
+    id: str
+    bits: int
+
+    def __str__(self):
+        return self.id
+
+    def bytes(self):
+        return _scale(self.bits)
+
+
+FORMATS = [Format("bf16", 16), Format("fp8", 8)]
+""",
+    "io.py": """
+from verified_book.authoring.registry import claim
+
+from . import tables
+from .kinds import FORMATS, half
+from .tables import BYTES
+
+_SEEN = {}
+
+
+@claim("io.bytes.{fmt}", kind="exact", over={"fmt": FORMATS})
+def per_element(fmt):
+    \"\"\"Bytes per element of a format, from its bit count.\"\"\"
+    _SEEN[fmt.id] = True
+    return fmt.bytes()
+
+
+@claim("io.table", kind="exact")
+def table():
+    \"\"\"Bytes per element of bf16, as the table says.\"\"\"
+    return BYTES["bf16"]
+
+
+@claim("io.q4", kind="exact")
+def q4():
+    \"\"\"Bytes per element of q4, read through the module.\"\"\"
+    return tables.BYTES["q4"]
+
+
+@claim("io.half", kind="exact")
+def one_half():
+    \"\"\"A half, from a cached helper.\"\"\"
+    return half()
+""",
+}
+
+
+def _fingerprints(book: faults.SampleBook, *, wide: bool = True) -> dict[str, str]:
+    """Every claim's fingerprint as the book's files are now, in a registry of their own."""
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            return {c.id: provenance.code_fingerprint(c, wide) for c in REGISTRY}
+    finally:
+        book.forget_modules()
+        reopen()
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new", "moved"),
+    [
+        # a method of the class the claim's parameter is an instance of, and a helper that method calls
+        ("kinds.py", "return _scale(self.bits)", "return _scale(self.bits) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
+        ("kinds.py", "return Fraction(bits, 8)", "return Fraction(bits, 8) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
+        # a table the claim reads, imported by name from another module, or read through that module
+        ("tables.py", '"bf16": 2,', '"bf16": 3,', {"io.table", "io.q4"}),
+        ("tables.py", "Fraction(9, 16)", "Fraction(10, 16)", {"io.table", "io.q4"}),
+        # a helper behind functools.cache, which is no plain function
+        ("kinds.py", "return Fraction(1, 2)", "return Fraction(1, 3)", {"io.half"}),
+    ],
+)
+def test_what_a_claim_reaches_without_naming_it_is_part_of_its_fingerprint(
+    tmp_path: Path, module: str, old: str, new: str, moved: set[str]
+) -> None:
+    """A claim's value moves with a method of the object it is handed, the helper that method calls, a table
+    its code reads and a cached helper; so its fingerprint must, or `--changed` and `serve` would keep its
+    old value."""
+    book = faults.SampleBook(tmp_path / "book")
+    for name, text in REACHED.items():
+        book.claims(name.removesuffix(".py"), text)
+    before = _fingerprints(book)
+    book.claims(module.removesuffix(".py"), REACHED[module].replace(old, new))
+    after = _fingerprints(book)
+    assert {c for c in before if before[c] != after[c]} == moved
+
+
+def test_a_cache_a_claim_fills_as_it_runs_is_not_its_code(tmp_path: Path) -> None:
+    """`_SEEN` is filled by the claims themselves: read from its assignment, not its value, it says the same
+    before and after they ran, in every process."""
+    book = faults.SampleBook(tmp_path / "book")
+    for name, text in REACHED.items():
+        book.claims(name.removesuffix(".py"), text)
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            claim = REGISTRY["io.bytes.bf16"]
+            before = provenance.code_fingerprint(claim)
+            provenance._CODE_CACHE.clear()
+            assert claim.compute(**claim.params) == 2
+            assert provenance.code_fingerprint(claim) == before
+    finally:
+        book.forget_modules()
+        reopen()
+
+
+def test_a_record_fingerprinted_before_fingerprints_took_in_what_code_reaches_says_so(tmp_path: Path) -> None:
+    """A record whose fingerprint is the narrower one older runs wrote cannot speak for the class it was handed:
+    outdated, saying why, and never said to be a change of the claim's code."""
+    book = _book(tmp_path / "book")
+    book.claims("kinds", REACHED["kinds.py"])
+    book.claims(
+        "io",
+        CLAIMS
+        + """
+from .kinds import FORMATS
+
+
+@claim("io.bytes.{fmt}", kind="exact", over={"fmt": FORMATS})
+def per_element(fmt):
+    \"\"\"Bytes per element of a format.\"\"\"
+    return fmt.bytes()
+""",
+    )
+    book.page("bytes.md", "bf16 takes [2](claim:io.bytes.bf16) bytes.\n")
+    assert book.run().ret == 0
+    narrow = _fingerprints(book, wide=False)["io.bytes.bf16"]
+    data = json.loads(book.results_file.read_text())
+    data["claims"]["io.bytes.bf16"]["code"] = narrow
+    book.results_file.write_text(json.dumps(data))
+    results = read(book.results_file)
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            why = provenance.outdated_reason(
+                REGISTRY["io.bytes.bf16"], results.claims["io.bytes.bf16"], results.records["io.bytes.bf16"]["none"]
+            )
+    finally:
+        book.forget_modules()
+        reopen()
+    assert (why or "").startswith("recorded before fingerprints took in what a claim's code reaches")
+
+
 def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
     book.results_dir.mkdir()
@@ -198,8 +371,10 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
 
 
 def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path) -> None:
-    """Taken in a fresh interpreter, from another folder, a fingerprint is the one this process
-    takes: a record's code is named the same wherever the book is checked or built."""
+    """Taken in a fresh interpreter, from another folder, with strings hashed another way, every claim's
+    fingerprint is the one this process takes: a record's code is named the same wherever the book is
+    checked or built, whatever order a set or a dict the code reaches was filled in."""
+    import os
     import subprocess
     import sys
 
@@ -208,21 +383,32 @@ def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path)
 
     root = Path(__file__).resolve().parents[1]
     script = (
-        "from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
+        "import json; from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
         "from verified_book.authoring.registry import REGISTRY; from verified_book.engine.provenance import "
         "code_fingerprint; "
         f"open_book(read_config(Path({str(root)!r}))); "
-        "print(code_fingerprint(REGISTRY['decode.ceiling.dgx_spark.bf16']))"
+        "print(json.dumps({c.id: code_fingerprint(c) for c in REGISTRY}))"
     )
-    there = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert there.returncode == 0, there.stderr[-2000:]
+    there = {}
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        there[seed] = json.loads(done.stdout)
     reopen = snapshot()
     try:
         open_book(read_config(root))
-        here = provenance.code_fingerprint(REGISTRY["decode.ceiling.dgx_spark.bf16"])
+        here = {c.id: provenance.code_fingerprint(c) for c in REGISTRY}
     finally:
         reopen()
-    assert there.stdout.strip() == here
+    assert len(here) > 500
+    assert there["1"] == there["2"] == here
 
 
 def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_path: Path) -> None:
@@ -315,8 +501,9 @@ def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() ->
             return
         reached[id(fn)] = fn
         read = provenance._read(fn)
-        for target in read[1] if read else ():
-            walk(target, package)
+        for target in (read.named + read.reached) if read else ():
+            if not isinstance(target, provenance.Constant):
+                walk(target, package)
 
     for c in REGISTRY:
         walk(c.compute, provenance._package(c.compute))

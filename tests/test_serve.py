@@ -182,6 +182,76 @@ def test_the_engine_computes_once_then_only_what_each_save_changed(book: Path, m
     ), report.problems
 
 
+KINDS = """
+from dataclasses import dataclass
+from fractions import Fraction
+
+from verified_book.authoring.registry import claim
+
+
+def _per_byte(bits):
+    return Fraction(bits, 8)
+
+
+@dataclass(frozen=True)
+class Width:
+    name: str
+    bits: int
+
+    def __str__(self):
+        return self.name
+
+    def bytes(self):
+        return _per_byte(self.bits)
+
+
+WIDTHS = [Width("fp16", 16), Width("fp8", 8)]
+BLOCK = 32
+
+
+@claim("kinds.bytes.{width}", kind="exact", over={"width": WIDTHS})
+def per_element(width):
+    \"\"\"Bytes per element of a width, from its bits.\"\"\"
+    return width.bytes()
+
+
+@claim("kinds.block", kind="exact")
+def block():
+    \"\"\"Elements in a block.\"\"\"
+    return BLOCK
+"""
+
+
+def test_a_saved_method_or_constant_recomputes_the_claims_that_reach_it_and_only_those(
+    book: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim handed an object computes with its class's methods, and a claim may read a module's constant
+    without naming a function: saving either recomputes exactly the claims that reach it."""
+    topic = book / "book_claims" / "topics" / "kinds.py"
+    topic.write_text(KINDS)
+    ran: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
+    evaluate = check.evaluate
+
+    def counted(claim: Any, backend: Any) -> Any:
+        ran.append((claim.id, backend.name))
+        outcome = evaluate(claim, backend)
+        values[claim.id] = outcome.value
+        return outcome
+
+    monkeypatch.setattr(check, "evaluate", counted)
+    engine = started(book)
+    save = saving(engine, topic)
+    ran.clear()
+    doubled = KINDS.replace("return _per_byte(self.bits)", "return _per_byte(self.bits) * 2")
+    report = save(doubled)
+    assert sorted(ran) == [("kinds.bytes.fp16", "none"), ("kinds.bytes.fp8", "none")]
+    assert (values["kinds.bytes.fp16"], values["kinds.bytes.fp8"]) == (4, 2)  # the method as saved
+    ran.clear()
+    report = save(doubled.replace("BLOCK = 32", "BLOCK = 64"))
+    assert ran == [("kinds.block", "none")] and report.recomputed == ran
+
+
 def started(book: Path) -> Engine:
     """serve's engine on the sample book, every claim computed once."""
     engine = Engine(read_config(book), machine_info=lambda info: {**info, "slug": "serve-test"})

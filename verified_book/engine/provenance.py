@@ -17,12 +17,15 @@ import inspect
 import linecache
 import os
 import subprocess
+import sys
 import types
 import weakref
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from verified_book.authoring import inputs
+from verified_book.authoring.lazy import LazyModule
 from verified_book.authoring.registry import Claim
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
 
@@ -35,12 +38,29 @@ def _package(obj: Any) -> str:
     return (getattr(obj, "__module__", None) or "").split(".")[0]
 
 
-def _own_sources(fn: Any, package: str, seen: set[int]) -> list[str]:
-    """The source of `fn` and of every function or class of the book's `package` it names, transitively.
+class Constant(NamedTuple):
+    """A module-level name a claim's code reads that is no function or class: a table, a format, a factor."""
 
-    A helper the claim calls changes the claim as much as its own body does. What lives outside
-    the claim's own package (the engine, libraries) is not the claim's: a record names the
-    versions it ran with, and the engine's own tests pin its behaviour. Where the book lies on
+    module: str
+    name: str
+
+
+class Reading(NamedTuple):
+    """What one function or class is, as the fingerprint reads it."""
+
+    source: str
+    named: tuple[Any, ...]  # the functions and classes its own code names
+    reached: tuple[Any, ...]  # the rest it reaches: its methods' helpers, its bases, book modules' members, constants
+
+
+def _own_sources(fn: Any, package: str, seen: set[object], wide: bool = True) -> list[str]:
+    """The source of `fn` and of every function or class of the book's `package` it names, transitively;
+    `wide`, also of what it reaches otherwise (`Reading.reached`), constants by the lines that assign them.
+
+    A helper the claim calls changes the claim as much as its own body does; so does a method of a
+    class whose instance it is handed, a helper that method calls, and a table the code reads. What
+    lives outside the claim's own package (the engine, libraries) is not the claim's: a record names
+    the versions it ran with, and the engine's own tests pin its behaviour. Where the book lies on
     disk does not enter: the same code gives the same fingerprint in every checkout and process.
     """
     if id(fn) in seen or _package(fn) != package:
@@ -49,19 +69,90 @@ def _own_sources(fn: Any, package: str, seen: set[int]) -> list[str]:
     read = _read(fn)
     if read is None:
         return []
-    source, named = read
-    out = [source]
-    for target in named:
-        out += _own_sources(target, package, seen)
+    out = [read.source]
+    for target in read.named + (read.reached if wide else ()):
+        out += (
+            _constant(target, package, seen)
+            if isinstance(target, Constant)
+            else _own_sources(target, package, seen, wide)
+        )
     return out
 
 
-#: each function's or class's source and the functions and classes it names, read once per object:
-#: a helper many claims call is otherwise read from disk and tokenised again for every one of them
-_READ_CACHE: weakref.WeakKeyDictionary[Any, tuple[str, tuple[Any, ...]] | None] = weakref.WeakKeyDictionary()
+def _constant(constant: Constant, package: str, seen: set[object], depth: int = 0) -> list[str]:
+    """The lines that give a module-level name its value, followed through `from ... import` within the book's
+    package, and what those lines name in turn. Its source, not its value: a value may hold an address, follow
+    string hashing in its order, or be a cache the claims fill as they run, none of which is the claim's code."""
+    if constant in seen or depth > _DEPTH:
+        return []
+    seen.add(constant)
+    module = sys.modules.get(constant.module)
+    file = getattr(module, "__file__", None)
+    if module is None or file is None or not os.path.isfile(file):
+        return []
+    stat = os.stat(file)
+    found = _definitions(file, stat.st_mtime_ns, stat.st_size)
+    if constant.name in found.imported:
+        origin, attr, level = found.imported[constant.name]
+        if level:
+            base = (module.__package__ or "").split(".")
+            origin = ".".join([*base[: len(base) - level + 1], *([origin] if origin else [])])
+        if origin.split(".")[0] != package:
+            return []
+        target = vars(sys.modules[origin]).get(attr) if origin in sys.modules else None
+        if target is not None and _is_code(target):
+            return _own_sources(target, package, seen)
+        return _constant(Constant(origin, attr), package, seen, depth + 1)
+    out: list[str] = []
+    namespace = vars(module)
+    for first, last, names in found.assigned.get(constant.name, []):
+        out.append(f"{constant.module}.{constant.name}: " + "".join(found.lines[first - 1 : last]))
+        for name in sorted(names):
+            target = namespace.get(name, _MISSING)
+            if target is _MISSING or isinstance(target, (types.ModuleType, LazyModule)):
+                continue
+            out += (
+                _own_sources(target, package, seen)
+                if _is_code(target)
+                else _constant(Constant(constant.module, name), package, seen, depth + 1)
+            )
+    return out
 
 
-def _read(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
+_DEPTH = 8  # how far one constant's value is followed through others and through containers
+
+
+def _classes_in(value: Any, package: str, found: dict[str, Any], depth: int = 0) -> None:
+    """The book's functions and classes a claim's parameter is or holds, by qualified name: the class of each of
+    the book's objects in it, through containers and the objects' fields."""
+    if depth > _DEPTH or isinstance(value, (str, bytes, int, float, complex, Fraction, type(None), LazyModule)):
+        return
+    if isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            _classes_in(item, package, found, depth + 1)
+        return
+    if isinstance(value, dict):
+        for item in (*value.keys(), *value.values()):
+            _classes_in(item, package, found, depth + 1)
+        return
+    definition = value if _is_definition(value) else type(value)
+    if _package(definition) != package:
+        return
+    key = f"{definition.__module__}.{definition.__qualname__}"
+    if key in found:
+        return
+    found[key] = definition
+    if not _is_definition(value) and hasattr(value, "__dict__"):
+        for item in vars(value).values():
+            _classes_in(item, package, found, depth + 1)
+
+
+#: each function's or class's source and what it names and reaches, read once per object: a helper
+#: many claims call is otherwise read from disk and tokenised again for every one of them
+_READ_CACHE: weakref.WeakKeyDictionary[Any, Reading | None] = weakref.WeakKeyDictionary()
+
+
+def _read(fn: Any) -> Reading | None:
     try:
         return _READ_CACHE[fn]
     except KeyError:
@@ -72,26 +163,98 @@ def _read(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
     return read
 
 
-def _read_uncached(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
-    source = source_of(fn)
-    if source is None:
-        return None
-    code = getattr(fn, "__code__", None)
+def _names(code: types.CodeType | None) -> set[str]:
+    """Every name a code object and the code nested in it use: globals and attributes alike."""
     names: set[str] = set()
     stack = [code] if code is not None else []
     while stack:
         current = stack.pop()
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    namespace = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types.ModuleType("_"))
-    targets = (namespace.get(name) for name in sorted(names))
-    named = tuple(
-        target
-        for target in targets
-        # a module is neither; asked first, since asking a lazily imported one anything else imports it
-        if not isinstance(target, types.ModuleType) and (inspect.isfunction(target) or inspect.isclass(target))
+    return names
+
+
+def _methods(cls: type) -> Iterator[Any]:
+    """The functions a class defines in its own body: methods, static and class methods, properties' accessors."""
+    for attribute in vars(cls).values():
+        if isinstance(attribute, (staticmethod, classmethod)):
+            attribute = attribute.__func__
+        if isinstance(attribute, property):
+            yield from (f for f in (attribute.fget, attribute.fset, attribute.fdel) if inspect.isfunction(f))
+        elif isinstance(attribute, functools.cached_property):
+            yield attribute.func
+        elif inspect.isfunction(attribute) and attribute.__qualname__.startswith(cls.__qualname__ + "."):
+            yield attribute  # not one the class was made with (a dataclass's __init__, written from a string)
+
+
+def _is_definition(target: Any) -> bool:
+    # a module is neither; asked first, since asking a lazily imported one anything else imports it
+    return not isinstance(target, (types.ModuleType, LazyModule)) and (
+        inspect.isfunction(target) or inspect.isclass(target)
     )
-    return source, named
+
+
+def _wrapped(target: Any) -> Any | None:
+    """The function a decorator wrapped (`functools.cache`, `functools.wraps`), where `target` is such a wrapper
+    rather than a function of its own."""
+    if isinstance(target, (types.ModuleType, LazyModule)) or inspect.isfunction(target) or inspect.isclass(target):
+        return None
+    try:
+        if not callable(target) or getattr(target, "__wrapped__", None) is None:
+            return None
+        inner = inspect.unwrap(target)
+    except Exception:  # noqa: BLE001 - an object that fails to say what it wraps wraps nothing the book wrote
+        return None
+    return inner if inspect.isfunction(inner) else None
+
+
+def _is_code(target: Any) -> bool:
+    """Whether the fingerprint reads `target` as code (a function, a class, a cached function), not as a constant."""
+    return _is_definition(target) or _wrapped(target) is not None
+
+
+def _read_uncached(fn: Any) -> Reading | None:
+    source = source_of(fn)
+    if source is None:
+        return None
+    module = inspect.getmodule(fn)
+    namespace = getattr(fn, "__globals__", None) or vars(module or types.ModuleType("_"))
+    own = _names(getattr(fn, "__code__", None))
+    named = tuple(t for t in (namespace.get(name) for name in sorted(own)) if _is_definition(t))
+    wider = set(own)
+    inner = _wrapped(fn)
+    if inner is not None:  # a cached function: the code is the function it wraps
+        wider |= _names(inner.__code__)
+    reached: list[Any] = []
+    if inspect.isclass(fn):
+        for method in _methods(fn):
+            wider |= _names(method.__code__)
+        # its own attributes and fields, which its methods read through `self`, are not the module's names
+        wider -= {name for cls in fn.__mro__ for name in (*vars(cls), *getattr(cls, "__dataclass_fields__", ()))}
+        reached += [b for b in fn.__bases__ if b is not object]
+    package, here = _package(fn), namespace.get("__name__", "")
+    for name in sorted(wider - {"__name__"}):
+        target = namespace.get(name, _MISSING)
+        if target is _MISSING or isinstance(target, LazyModule):
+            continue
+        if isinstance(target, types.ModuleType):
+            if target.__name__.split(".")[0] == package:  # one of the book's modules: the members the code names
+                members = vars(target)
+                reached += [
+                    members[attr] if _is_code(members[attr]) else Constant(target.__name__, attr)
+                    for attr in sorted(wider)
+                    if attr in members and not isinstance(members[attr], (types.ModuleType, LazyModule))
+                ]
+        elif _is_definition(target):
+            reached += [] if name in own else [target]
+        elif _wrapped(target) is not None:
+            reached.append(target)
+        elif not callable(target):
+            reached.append(Constant(here, name))
+    return Reading(source, named, tuple(reached))
+
+
+_MISSING = object()
 
 
 def source_of(obj: Any) -> str | None:
@@ -112,7 +275,7 @@ def source_of(obj: Any) -> str | None:
         stat = os.stat(file)
     except OSError:
         return None
-    lines, by_line, by_name = _definitions(file, stat.st_mtime_ns, stat.st_size)
+    lines, by_line, by_name, _, _ = _definitions(file, stat.st_mtime_ns, stat.st_size)
     code = getattr(obj, "__code__", None)
     span = by_line.get(code.co_firstlineno) if code is not None else by_name.get(getattr(obj, "__qualname__", ""))
     if span is not None and code is not None and code.co_filename != file:
@@ -125,21 +288,29 @@ def source_of(obj: Any) -> str | None:
     return "".join(lines[span[0] - 1 : span[1]])
 
 
+class Definitions(NamedTuple):
+    """What one source file defines at its top level and where, as the fingerprint reads it."""
+
+    lines: list[str]
+    by_line: dict[int, tuple[int, int]]  # a function's lines (first, last), by the line its code starts on
+    by_name: dict[str, tuple[int, int]]  # a class's lines, by its qualified name
+    assigned: dict[str, list[tuple[int, int, frozenset[str]]]]  # a module-level name's assignments: lines, names used
+    imported: dict[str, tuple[str, str, int]]  # a name `from M import a as name` binds: (M, a, level of dots)
+
+
 @functools.lru_cache(maxsize=256)
-def _definitions(
-    file: str, mtime_ns: int, size: int
-) -> tuple[list[str], dict[int, tuple[int, int]], dict[str, tuple[int, int]]]:
-    """A source file's lines, and the lines (first, last) of every function and class it defines:
-    by the line a function's code starts on (its first decorator), and by a class's qualified name.
-    Cached by the file's modification time and size, so a file rewritten in place is read again."""
+def _definitions(file: str, mtime_ns: int, size: int) -> Definitions:
+    """A source file's lines; the lines (first, last) of every function and class it defines, by the line a
+    function's code starts on (its first decorator) and by a class's qualified name; each top-level
+    assignment to a name and each name a `from ... import` binds. Cached by the file's modification time
+    and size, so a file rewritten in place is read again."""
     linecache.checkcache(file)
     lines = linecache.getlines(file)
-    by_line: dict[int, tuple[int, int]] = {}
-    by_name: dict[str, tuple[int, int]] = {}
+    found = Definitions(lines, {}, {}, {}, {})
     try:
         tree = ast.parse("".join(lines))
     except (SyntaxError, ValueError):
-        return lines, by_line, by_name
+        return found
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
@@ -147,16 +318,27 @@ def _definitions(
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 span = (first, _block_end(lines, node.end_lineno, node.body[0].col_offset))
                 if isinstance(node, ast.ClassDef):
-                    by_name[prefix + node.name] = span
+                    found.by_name[prefix + node.name] = span
                 else:
-                    by_line[first] = span
+                    found.by_line[first] = span
                 inner = (
                     f"{prefix}{node.name}.<locals>." if not isinstance(node, ast.ClassDef) else f"{prefix}{node.name}."
                 )
                 visit(node.body, inner)
 
     visit(tree.body, "")
-    return lines, by_line, by_name
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.end_lineno:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            used = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found.assigned.setdefault(name.id, []).append((node.lineno, node.end_lineno, used))
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                found.imported[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+    return found
 
 
 def _block_end(lines: list[str], last: int, body_column: int) -> int:
@@ -175,9 +357,11 @@ def _block_end(lines: list[str], last: int, body_column: int) -> int:
     return end
 
 
-def code_fingerprint(claim: Claim) -> str:
-    """A short hash of what decides a claim's value: its code (and its helpers' in the book's
-    package), its parameters and its declaration."""
+def code_fingerprint(claim: Claim, wide: bool = True) -> str:
+    """A short hash of what decides a claim's value: its code and what it reaches in the book's package
+    (`_own_sources`), the classes of the book's objects among its parameters, its parameters and its
+    declaration. `wide=False` gives the fingerprint records carried before it took in what the code reaches
+    without naming it (a method's helpers, constants, the classes of parameters): see `_outdated_reason`."""
     declared = repr(
         (
             sorted((k, repr(v)) for k, v in claim.params.items()),
@@ -189,10 +373,20 @@ def code_fingerprint(claim: Claim) -> str:
         )
     )
     known = _CODE_CACHE.setdefault(claim.compute, {})
-    if declared not in known:
-        parts = [*_own_sources(claim.compute, _package(claim.compute), set()), declared]
-        known[declared] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return known[declared]
+    key = declared if wide else "narrow " + declared
+    if key not in known:
+        package = _package(claim.compute)
+        seen: set[object] = set()
+        parts = [*_own_sources(claim.compute, package, seen, wide), declared]
+        if wide:
+            handed: dict[str, Any] = {}
+            for _, value in sorted(claim.params.items()):
+                _classes_in(value, package, handed)
+            parts += [
+                source for _, definition in sorted(handed.items()) for source in _own_sources(definition, package, seen)
+            ]
+        known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return known[key]
 
 
 def input_entry(item: inputs.Read) -> InputEntry:
@@ -291,6 +485,12 @@ def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record
     if recorded is None:
         return "recorded before records carried their provenance; run the suite on that machine again"
     if recorded != code_fingerprint(claim):
+        if recorded == code_fingerprint(claim, wide=False):
+            return (
+                "recorded before fingerprints took in what a claim's code reaches without naming it (its methods' "
+                "helpers, the constants it reads, its parameters' classes), so this record cannot say that code is "
+                "unchanged; run the suite on that machine again"
+            )
         return f"the claim's code changed since this record was made ({claim.defined_at})"
     changes = changed_inputs(record.inputs)
     return "; ".join(changes) if changes else None
