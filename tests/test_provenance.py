@@ -64,7 +64,7 @@ def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> N
     book = _book(tmp_path / "book")
     assert book.run().ret == 0
     data = json.loads(book.results_file.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 6
+    assert data["schema_version"] == SCHEMA_VERSION == 7
     record = data["records"]["io.ceiling"]["none"]
     assert record["inputs"] == [{"file": "hw.toml", "key": "memory_bandwidth", "value": 273, "line": 2}]
     assert {"date", "seconds", "kind", "source"}.isdisjoint(record)
@@ -261,6 +261,64 @@ def per_element(fmt):
         book.forget_modules()
         reopen()
     assert (why or "").startswith("recorded before fingerprints took in what a claim's code reaches")
+
+
+USES = """
+from verified_book.authoring.lazy import lazy_import
+from verified_book.authoring.registry import claim
+
+sympy = lazy_import("sympy")
+
+
+def _build():
+    from transformers import Qwen3Config
+
+    return Qwen3Config
+
+
+@claim("u.lazy", kind="exact")
+def lazy():
+    \"\"\"A half, as sympy, imported at its first use, computes it.\"\"\"
+    return sympy.Rational(1, 2)
+
+
+@claim("u.model", kind="library", backends=("torch:cpu",))
+def model(backend):
+    \"\"\"A model's layer count, from a helper that imports transformers.\"\"\"
+    return _build()().num_hidden_layers
+
+
+@claim("u.array", kind="library", backends=("numpy",))
+def array(backend):
+    \"\"\"One, summed by the backend.\"\"\"
+    return int(backend.tensor([1]).sum())
+
+
+@claim("u.plain", kind="exact")
+def plain():
+    \"\"\"Two.\"\"\"
+    return 2
+"""
+
+
+def test_a_record_keeps_the_versions_of_the_libraries_its_claim_computes_with_beyond_its_backends(
+    tmp_path: Path,
+) -> None:
+    """A library the claim's code imports (in a helper, or lazily) and a backend's companion (numpy's bfloat16 is
+    ml_dtypes'): an upgrade of either can move the value, so a record names their versions (`Record.uses`); the
+    backend's own library is its `version`."""
+    book = faults.SampleBook(tmp_path / "book")
+    book.claims("u", USES)
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            uses = {c.id: provenance.uses_of(c, (c.backends or ("none",))[0]) for c in REGISTRY}
+    finally:
+        book.forget_modules()
+        reopen()
+    assert uses == {"u.lazy": ("sympy",), "u.model": ("transformers",), "u.array": ("ml_dtypes",), "u.plain": ()}
 
 
 def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:

@@ -249,6 +249,31 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     _, after = _results(book)
     assert after["run"]["dates"]["ryzen.ceiling"]["none"] == dates["ryzen.ceiling"]["none"]  # not rerun, date kept
 
+    # the version of another library the value was computed with: numpy's bfloat16 is ml_dtypes'
+    path, data = _results(book)
+    assert set(data["records"]["lib.square"]["numpy"]["uses"]) == {"ml_dtypes"}
+    assert "uses" not in data["records"]["spark.ceiling"]["none"]  # arithmetic: no library
+    data["records"]["lib.square"]["numpy"]["uses"]["ml_dtypes"] = "0.0.1"
+    path.write_text(json.dumps(data))
+    companion = run(book, "-v", "--changed")
+    assert _figures_run(companion) == {"lib.square"}, companion.stdout.str()
+    companion.stdout.fnmatch_lines(
+        ["*rerun     lib.square[[]numpy]: computed with ml_dtypes 0.0.1, this machine has * now*"]
+    )
+    # a record from before records kept them does not pass for one made with this machine's
+    path, data = _results(book)
+    del data["records"]["lib.square"]["numpy"]["uses"]
+    path.write_text(json.dumps(data))
+    older = run(book, "-v", "--changed")
+    assert _figures_run(older) == {"lib.square"}, older.stdout.str()
+    older.stdout.fnmatch_lines(
+        [
+            "*rerun     lib.square[[]numpy]: recorded before records kept the versions of the other libraries it "
+            "computes with (ml_dtypes)*"
+        ]
+    )
+    assert _figures_run(run(book, "-v", "--changed")) == set()
+
 
 def test_changed_says_why_it_checks_everything_no_records_yet_or_records_that_do_not_read(
     book: pytest.Pytester,

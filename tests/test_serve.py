@@ -85,6 +85,20 @@ def test_a_library_upgrade_recomputes_the_claims_computed_on_it() -> None:
     assert decided.recompute == {("a.sum", "torch:cpu")}
 
 
+def test_an_upgrade_of_a_library_a_claim_computes_with_beyond_its_backend_recomputes_it() -> None:
+    """transformers builds the model a torch claim counts; ml_dtypes gives numpy its bfloat16."""
+    known = {
+        **KNOWN,
+        ("a.model", "torch:cpu"): Known("c6", (), "torch", "2.5.1", uses=(("transformers", "4.57.1"),)),
+        ("a.bf16", "numpy"): Known("c7", (), "numpy", "2.1.0", uses=(("ml_dtypes", "0.5.3"),)),
+    }
+    assert plan(known, Changes(versions={"transformers": "4.58.0"}), {}).recompute == {("a.model", "torch:cpu")}
+    decided = plan(known, Changes(versions={"ml_dtypes": "0.5.4"}), {})
+    assert decided.recompute == {("a.bf16", "numpy")}
+    assert decided.why[("a.bf16", "numpy")] == "ml_dtypes is 0.5.4 now, was 0.5.3"
+    assert plan(known, Changes(versions={"transformers": "4.57.1"}), {}).recompute == set()
+
+
 def test_measured_claims_rerun_only_when_asked() -> None:
     now = {("given.toml", "count"): 2000}
     decided = plan(KNOWN, Changes(data=frozenset({"given.toml"})), now, measured={"a.ms"})

@@ -132,6 +132,7 @@ class Adapter:
     shape_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)  # what a mismatched matmul raises
     splits_copies: ClassVar[bool] = False  # a bandwidth probe spreads this library's copies over threads itself
     distribution: ClassVar[str | None] = None  # the library's package on PyPI, where it is not `library`
+    companions: ClassVar[tuple[str, ...]] = ()  # the other libraries it computes with (machine.VERSIONED)
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend

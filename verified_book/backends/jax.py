@@ -112,6 +112,7 @@ def _dist_version(name: str) -> str | None:
 class JaxAdapter(Adapter):
     library = "jax"
     module_name = "jax.numpy"
+    companions = ("ml_dtypes",)  # its bfloat16, float8 and int4 types
     names = ("jax:cpu", "jax:gpu")
     markers = {"jax": "computed with JAX (jax:cpu, or jax:gpu where a GPU plugin is installed)"}
     features = frozenset({"random", "copy", "autodiff", "finfo.resolution"})

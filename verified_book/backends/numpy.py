@@ -35,6 +35,7 @@ class NumpyAdapter(Adapter):
         "grad_mode": "numpy has no automatic differentiation",
     }
     splits_copies = True  # numpy copies on one thread
+    companions = ("ml_dtypes",)  # its bfloat16, float8 and int4 types
 
     @classmethod
     def detect(cls) -> list[Backend]:

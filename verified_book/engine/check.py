@@ -21,7 +21,7 @@ from verified_book.book.figures import as_number
 from verified_book.engine import environment
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import code_fingerprint, input_entry
+from verified_book.engine.provenance import code_fingerprint, input_entry, uses_of
 from verified_book.records.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
 from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
@@ -460,9 +460,18 @@ class Verifier:
             inputs=[input_entry(i) for i in result.inputs],
             version=self.backends[backend.name].version if backend.name in self.backends else None,
         )
+        uses = self.uses(claim, backend.name)
+        if uses is not None:  # left out, not null, where it computes with no other library
+            record = record.model_copy(update={"uses": uses})
         if claim.kind is Kind.MEASURED and self.conditions is not None:  # what the machine was doing meanwhile
             record = record.model_copy(update={"conditions": Conditions.model_validate(self.conditions.seen().entry())})
         return record
+
+    def uses(self, claim: Claim, backend: str) -> dict[str, str | None] | None:
+        """The versions, as this machine has them, of the libraries beyond its backend's that a value of `claim`
+        on `backend` is computed with (`provenance.uses_of`); None where there are none."""
+        names = uses_of(claim, backend)
+        return {name: str(self.machine.info[name]) for name in names if self.machine.info.get(name)} if names else None
 
     def claim_meta(self, claim: Claim) -> ClaimMeta:
         """What a claim is, kept once per claim in the results file: its fingerprint says which code made its

@@ -51,6 +51,7 @@ class Reading(NamedTuple):
     source: str
     named: tuple[Any, ...]  # the functions and classes its own code names
     reached: tuple[Any, ...]  # the rest it reaches: its methods' helpers, its bases, book modules' members, constants
+    modules: frozenset[str]  # the top-level modules its code names or imports, the book's own included
 
 
 def _own_sources(fn: Any, package: str, seen: set[object], wide: bool = True) -> list[str]:
@@ -233,10 +234,15 @@ def _read_uncached(fn: Any) -> Reading | None:
         wider -= {name for cls in fn.__mro__ for name in (*vars(cls), *getattr(cls, "__dataclass_fields__", ()))}
         reached += [b for b in fn.__bases__ if b is not object]
     package, here = _package(fn), namespace.get("__name__", "")
+    modules = {name.split(".")[0] for name in wider}  # `import gguf` in a body names "gguf"
     for name in sorted(wider - {"__name__"}):
         target = namespace.get(name, _MISSING)
+        if isinstance(target, LazyModule):
+            modules.add(object.__getattribute__(target, "_name").split(".")[0])
         if target is _MISSING or isinstance(target, LazyModule):
             continue
+        if isinstance(target, types.ModuleType):
+            modules.add(target.__name__.split(".")[0])
         if isinstance(target, types.ModuleType):
             if target.__name__.split(".")[0] == package:  # one of the book's modules: the members the code names
                 members = vars(target)
@@ -251,7 +257,7 @@ def _read_uncached(fn: Any) -> Reading | None:
             reached.append(target)
         elif not callable(target):
             reached.append(Constant(here, name))
-    return Reading(source, named, tuple(reached))
+    return Reading(source, named, tuple(reached), frozenset(modules))
 
 
 _MISSING = object()
@@ -387,6 +393,43 @@ def code_fingerprint(claim: Claim, wide: bool = True) -> str:
             ]
         known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return known[key]
+
+
+def libraries_of(claim: Claim) -> frozenset[str]:
+    """The versioned libraries (`machine.VERSIONED`) the book's code of a claim names or imports: its body,
+    what that reaches (as the fingerprint reads it), and its parameters' classes. A library used only
+    through the engine is its backend's own or one of its companions (`uses_of`)."""
+    from verified_book.engine.machine import VERSIONED
+
+    package = _package(claim.compute)
+    handed: dict[str, Any] = {}
+    for _, value in sorted(claim.params.items()):
+        _classes_in(value, package, handed)
+    stack: list[Any] = [claim.compute, *handed.values()]
+    seen: set[int] = set()
+    found: set[str] = set()
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen or _package(fn) != package:
+            continue
+        seen.add(id(fn))
+        read = _read(fn)
+        if read is not None:
+            found |= read.modules
+            stack += [t for t in read.named + read.reached if not isinstance(t, Constant)]
+    return frozenset(found) & frozenset(VERSIONED)
+
+
+def uses_of(claim: Claim, backend: str) -> tuple[str, ...]:
+    """The libraries a record of `claim` on `backend` keeps the versions of (`Record.uses`): those its code
+    uses and its backend's companions, but not the backend's own library, whose version the record keeps as
+    `version`."""
+    from verified_book.backends import ADAPTERS
+
+    library = backend.split(":")[0]
+    adapter = ADAPTERS.get(library)
+    companions = set(adapter.companions) if adapter is not None and claim.needs_backend else set()
+    return tuple(sorted((libraries_of(claim) | companions) - {library}))
 
 
 def input_entry(item: inputs.Read) -> InputEntry:

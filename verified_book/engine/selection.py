@@ -27,12 +27,12 @@ from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
 from verified_book.book.snippet_output import OutputBlock
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.provenance import outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.errors import BookError
 from verified_book.records.record import ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsError, ResultsFile, read
-from verified_book.vocabulary import Status
+from verified_book.vocabulary import NO_BACKEND_NAME, Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
 NOT_HELD = (Status.STALE.value, Status.FAILED.value)
@@ -247,9 +247,17 @@ def _figures_recorded(record: Record) -> set[tuple[str, int, str | None]]:
     return {(f.file, f.line, f.printed) for f in record.figures or ()}
 
 
-def value_why(claim: Claim, meta: ClaimMeta | None, record: Record | None, version_now: str | None) -> str | None:
+def value_why(
+    claim: Claim,
+    meta: ClaimMeta | None,
+    record: Record | None,
+    version_now: str | None,
+    backend: str = NO_BACKEND_NAME,
+    libraries_now: Mapping[str, str | None] | None = None,
+) -> str | None:
     """Why a check's recorded value no longer speaks for the book (no record, its claim's code or an input
-    changed, the library's version moved); None where computing again here would give it back."""
+    changed, its library's version moved, or the version of another library it computes with:
+    `provenance.uses_of`, against `libraries_now`); None where computing again here would give it back."""
     if record is None:
         return "no record on this machine"
     outdated = outdated_reason(claim, meta, record)
@@ -257,6 +265,19 @@ def value_why(claim: Claim, meta: ClaimMeta | None, record: Record | None, versi
         return outdated
     if record.version != version_now:
         return f"recorded on {record.version or 'no library'}; this machine has {version_now or 'none'} now"
+    used = uses_of(claim, backend)
+    if used and libraries_now is not None:
+        if record.uses is None:
+            return (
+                f"recorded before records kept the versions of the other libraries it computes with ({', '.join(used)})"
+            )
+        moved = [
+            f"{name} {record.uses.get(name) or 'absent'}, this machine has {libraries_now.get(name) or 'none'} now"
+            for name in used
+            if record.uses.get(name) != libraries_now.get(name)
+        ]
+        if moved:
+            return "computed with " + "; ".join(moved)
     return None
 
 
@@ -280,9 +301,12 @@ def select_changed(
     pairs: Iterable[tuple[str, str]],
     versions: Mapping[str, str | None],
     unrecorded: str = NO_RECORDS_YET,
+    libraries: Mapping[str, Any] | None = None,
 ) -> Selection:
     """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book;
-    `unrecorded` says why there are no records, where `results` is None."""
+    `versions` holds each backend's library version here, `libraries` every versioned library's
+    (`machine.VERSIONED`, as the machine's fingerprint has them); `unrecorded` says why there are no
+    records, where `results` is None."""
     selection = Selection("--changed")
     if results is None:
         selection.notes.append(f"--changed: {unrecorded}: everything is checked")
@@ -292,7 +316,7 @@ def select_changed(
             continue
         record = (results.records.get(claim_id) or {}).get(backend) if results is not None else None
         meta = results.claims.get(claim_id) if results is not None else None
-        why = value_why(claim, meta, record, versions.get(backend))
+        why = value_why(claim, meta, record, versions.get(backend), backend, libraries)
         if record is not None and results is not None and why is None:
             date = results.date_of(claim_id, backend)
             if date and not why_not_reused(claim, record):
@@ -444,7 +468,9 @@ def narrow(
         versions = {
             name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends
         }
-        selection = select_changed(results, registry, verifier.bindings, pairs, versions, unrecorded)
+        selection = select_changed(
+            results, registry, verifier.bindings, pairs, versions, unrecorded, dict(verifier.machine.info)
+        )
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
         blocks = {path.name: outputs.of_snippet(path.name) for path in snippets}
         selection.snippets = snippets_changed(results, set(snippets), blocks, verifier.book.root)

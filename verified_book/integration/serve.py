@@ -71,6 +71,7 @@ class Known:
     measured: bool = False
     failed: bool = False  # it did not compute: what it would read is not known, so any data saved may mend it
     snippets: tuple[str, ...] = ()  # the snippets (relative to the book's root) whose printed figures it read
+    uses: tuple[tuple[str, str | None], ...] = ()  # the other libraries it computed with, and their versions
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,9 @@ def plan(
             and changes.versions[held.library] != held.version
         ):
             due(key, f"{held.library} is {changes.versions[held.library]} now, was {held.version}")
+        for library, version in held.uses:
+            if library in changes.versions and changes.versions[library] != version:
+                due(key, f"{library} is {changes.versions[library]} now, was {version}")
         if held.failed and changes.data:
             due(key, "it failed, and data was saved since")
         if saved := changes.snippets & set(held.snippets):
@@ -276,6 +280,7 @@ class Engine:
             claim.kind is Kind.MEASURED,
             outcome.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN),
             tuple(sorted({r.snippet for r in outcome.inputs if isinstance(r, inputs.SnippetFigure)})),
+            tuple(sorted((verifier.uses(claim, backend.name) or {}).items())),
         )
 
     def _forget(self, claim_id: str) -> None:
@@ -464,6 +469,7 @@ class Engine:
     def upgraded(self) -> dict[str, str | None]:
         """The libraries held values were computed with whose version on disk is another now."""
         held = {k.library: k.version for k in self.known.values() if k.library and k.version}
+        held |= {library: version for k in self.known.values() for library, version in k.uses if version}
         out: dict[str, str | None] = {}
         for library, version in held.items():
             try:
@@ -720,4 +726,6 @@ def restart(engine: Engine) -> None:
 
 
 def engine_version(engine: Engine, library: str) -> str | None:
-    return next((k.version for k in engine.known.values() if k.library == library), None)
+    return next((k.version for k in engine.known.values() if k.library == library), None) or next(
+        (version for k in engine.known.values() for name, version in k.uses if name == library), None
+    )

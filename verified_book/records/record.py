@@ -40,7 +40,7 @@ from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.records import identity
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BACKEND_NAMES = (vocabulary.NO_BACKEND_NAME, *NAMES)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
@@ -329,6 +329,9 @@ CONDITIONS_WORDS = (
 )
 
 
+Versions = Annotated[dict[Key, Text | None], _must("must be an object of version strings")]
+
+
 class Record(Strict):
     """One claim on one backend of one machine: its status, its value, and each printed figure's verdict."""
 
@@ -338,6 +341,9 @@ class Record(Strict):
     message: Message | None = None
     inputs: Inputs | None = None
     version: Text | None = None
+    #: the versions of the other libraries its value was computed with (`provenance.uses_of`: those its claim's
+    #: code uses, and its backend's companions), each as installed then; a library absent then is left out
+    uses: Versions | None = None
     conditions: Annotated[Conditions, _is(CONDITIONS_WORDS)] | None = None
 
     @model_validator(mode="after")
@@ -419,9 +425,6 @@ class Machine(Strict):
         _must("must be a list of lower-case marker names", lambda ms: all(MARKER_PATTERN.match(m) for m in ms)),
     ] = []
     fingerprint: Fingerprint = {}
-
-
-Versions = Annotated[dict[Key, Text | None], _must("must be an object of version strings")]
 
 
 class RunHeader(Strict):

@@ -395,6 +395,13 @@ def update_to_6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 6}
 
 
+def update_to_7(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 6 to 7: a record keeps the versions of the libraries beyond its backend's that its value was
+    computed with (`uses`). A record made before has none: `--changed` computes a claim whose code uses such a
+    library again once, rather than guess which versions made it."""
+    return {**data, "schema_version": 7}
+
+
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: update_to_1,
     2: update_to_2,
@@ -402,6 +409,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     4: update_to_4,
     5: update_to_5,
     6: update_to_6,
+    7: update_to_7,
 }
 
 
