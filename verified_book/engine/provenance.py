@@ -237,13 +237,12 @@ def _read_uncached(fn: Any) -> Reading | None:
     modules = {name.split(".")[0] for name in wider}  # `import gguf` in a body names "gguf"
     for name in sorted(wider - {"__name__"}):
         target = namespace.get(name, _MISSING)
+        if target is _MISSING:
+            continue
         if isinstance(target, LazyModule):
             modules.add(object.__getattribute__(target, "_name").split(".")[0])
-        if target is _MISSING or isinstance(target, LazyModule):
-            continue
-        if isinstance(target, types.ModuleType):
+        elif isinstance(target, types.ModuleType):
             modules.add(target.__name__.split(".")[0])
-        if isinstance(target, types.ModuleType):
             if target.__name__.split(".")[0] == package:  # one of the book's modules: the members the code names
                 members = vars(target)
                 reached += [
