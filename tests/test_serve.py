@@ -377,6 +377,35 @@ def test_a_claim_module_that_stops_importing_says_why_its_figures_fail_and_mendi
     assert mended.problems == []
 
 
+def test_a_number_bound_to_nothing_is_said_at_the_save_that_writes_it_and_at_the_allow_lists(book: Path) -> None:
+    """What `every number is bound` fails with, serve says as the page or the allow-list is saved: a number in
+    the prose with no claim, and an allow-list entry that excuses nothing or does not read."""
+    engine = started(book)
+    page = book / "pages" / "index.md"
+    text = page.read_text()
+    report = saving(engine, page)(text.replace("bits of mantissa", "bits of mantissa, 3 of them spare"))
+    assert [p.split("\n")[0] for p in report.problems] == [
+        "pages/index.md:3:61: number 3 is bound to no claim: bind it as [3](claim:...) or add it to "
+        "pages/allowlist.toml with a reason"
+    ]
+    allowlist = book / "pages" / "allowlist.toml"
+    entries = allowlist.read_text()
+    save_allowlist = saving(engine, allowlist)
+    excused = (
+        entries
+        + '\n[[allow]]\npattern = "3 of them spare"\nreason = "a count in passing"\nfiles = ["pages/index.md"]\n'
+    )
+    report = save_allowlist(excused)
+    assert report.what == "pages/allowlist.toml saved" and report.problems == []
+    report = saving(engine, page)(text)  # the number gone: the entry excuses nothing now
+    assert report.problems == [
+        "pages/allowlist.toml:24: allow-list entry '3 of them spare' excuses nothing; remove it, or fix its pattern "
+        "or files"
+    ]
+    report = save_allowlist(entries.replace('pattern = "between 1 and the next"', 'pattern = "between (1"'))
+    assert report.problems[0].startswith("pages/allowlist.toml:4: allow-list entry needs a valid `pattern` regex")
+
+
 def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path) -> None:
     data = book / "book_claims" / "data" / "formats.toml"
     data.write_text(

@@ -361,32 +361,34 @@ class AllowListError(BookError, ValueError):
     """The allow-list itself is malformed."""
 
 
-def read_allowlist(path: Path) -> list[Allowance]:
-    """Read `book/allowlist.toml`: [[allow]] tables with `pattern`, `reason` and `files` (the pages it excuses on)."""
+def read_allowlist(path: Path, shown: str | None = None) -> list[Allowance]:
+    """Read `book/allowlist.toml`: [[allow]] tables with `pattern`, `reason` and `files` (the pages it excuses on).
+    A problem names the file as `shown` (the book's own path to it), else as `path`."""
     if not path.exists():
         return []
     text = path.read_text(encoding="utf-8")
+    where = shown or str(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise AllowListError(Problem(str(path), f"does not parse: {e}")) from None
+        raise AllowListError(Problem(where, f"does not parse: {e}")) from None
     entries: list[Allowance] = []
     starts = [i for i, line in enumerate(text.splitlines(), 1) if line.strip() == "[[allow]]"]
     for index, entry in enumerate(data.get("allow", [])):
         line = starts[index] if index < len(starts) else 0
         if not entry.get("reason", "").strip():
-            raise AllowListError(Problem(f"{path}:{line}", f"allow-list entry {entry.get('pattern')!r} has no reason"))
+            raise AllowListError(Problem(f"{where}:{line}", f"allow-list entry {entry.get('pattern')!r} has no reason"))
         try:
             pattern = re.compile(entry["pattern"])
         except (KeyError, re.error) as e:
             raise AllowListError(
-                Problem(f"{path}:{line}", f"allow-list entry needs a valid `pattern` regex: {e}")
+                Problem(f"{where}:{line}", f"allow-list entry needs a valid `pattern` regex: {e}")
             ) from None
         files = entry.get("files", [])
         if not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
             raise AllowListError(
                 Problem(
-                    f"{path}:{line}",
+                    f"{where}:{line}",
                     f"allow-list entry {entry.get('pattern')!r}: expected files = "
                     f'["book/page.md", ...] (a list of page globs), found files = {files!r}',
                 )
@@ -528,6 +530,16 @@ class Book:
                 allowance = next((a for a in here if a.spans(item, source)), None)
                 out.append((item, allowance))
         return out
+
+    def unbound_lines(self, page_file: str, allowlist: str) -> list[str]:
+        """Each number of a page bound to no claim and excused by no entry of the allow-list (`allowlist`, as
+        shown), a line each as a compiler says it: what the check `every number is bound` fails with."""
+        return [
+            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
+            f"or add it to {allowlist} with a reason\n    {u.context}"
+            for u, allowed in self.unbound(page_file)
+            if allowed is None
+        ]
 
     def unused_allowances(self) -> list[Allowance]:
         used = {id(a) for _, a in self.unbound() if a is not None}

@@ -267,7 +267,7 @@ class Session:
             except (OSError, UnicodeDecodeError) as e:
                 self.load_errors.append(Problem(f"{path.relative_to(self.root)}:1", f"page cannot be read: {e}"))
         try:
-            allowlist = read_allowlist(self.book_config.allowlist)
+            allowlist = read_allowlist(self.book_config.allowlist, self.book_config.shown(self.book_config.allowlist))
         except AllowListError as e:
             self.load_errors.append(e.problem or Problem(self.book_config.shown(self.book_config.allowlist), str(e)))
             allowlist = []

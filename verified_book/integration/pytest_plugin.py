@@ -35,7 +35,6 @@ from verified_book.book.bindings import (
     Binding,
     Book,
     Page,
-    binding_hint,
     book_pages,
     generated,
     read_page,
@@ -735,12 +734,7 @@ class UnboundItem(BookItem):
     def runtest(self) -> None:
         run = state(self.config)
         allowlist = run.book_config.shown(run.book_config.allowlist)
-        lines = [
-            f"{u.where}:{u.column}: number {u.text} is bound to no claim: bind it as {binding_hint(u.text)} "
-            f"or add it to {allowlist} with a reason\n    {u.context}"
-            for u, allowed in run.book.unbound(self.page.file)
-            if allowed is None
-        ]
+        lines = run.book.unbound_lines(self.page.file, allowlist)
         lines += [message for page, message in run.allowlist_problems() if page == self.page.file]
         if lines:
             raise BookFailure("\n".join(lines))

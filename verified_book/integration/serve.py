@@ -46,7 +46,7 @@ from typing import Any, Iterable, Mapping
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
-from verified_book.book.bindings import Binding, read_page, unknown_claim
+from verified_book.book.bindings import AllowListError, Binding, read_allowlist, read_page, unknown_claim
 from verified_book.engine import snippet_figures
 from verified_book.engine.check import Outcome, judge
 from verified_book.engine.config import BookConfig, open_book
@@ -216,10 +216,11 @@ class Engine:
     def watched(self) -> list[Path]:
         """The folders and files a change in which the preview answers."""
         roots = [self.book.pages, self.book.data, self.book.root / "mkdocs.yml", self.book.results, self.book.snippets]
+        roots += [] if self.book.allowlist.is_relative_to(self.book.pages) else [self.book.allowlist]
         roots += [self.book.root / name for name in self._topics_roots]
         if self.book.local_results:
             roots.append(self.book.local_results)
-        return [p for p in roots if p.exists() or p == self.book.local_results]
+        return [p for p in roots if p.exists() or p in (self.book.local_results, self.book.allowlist)]
 
     def scan(self) -> dict[Path, tuple[int, int]]:
         """Every watched file with its modification time and size."""
@@ -255,6 +256,7 @@ class Engine:
                 continue
             self._compute_claim(claim, report)
         self._judge_all(report)
+        report.problems += self.unbound({page.file for page in self.session.book.pages})
         self.write()
         return report
 
@@ -342,7 +344,8 @@ class Engine:
             and any(p.is_relative_to(d) for d in (self.book.results, self.book.local_results) if d is not None)
         ]
         site = [p for p in paths if p.name == "mkdocs.yml"]
-        answered = [p for p in paths if p in {*pages, *data, *code, *snippets, *results, *site}]
+        allowlist = [p for p in paths if p == self.book.allowlist]
+        answered = [p for p in paths if p in {*pages, *data, *code, *snippets, *results, *site, *allowlist}]
         said = "; ".join(
             ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
             for verb, names in (
@@ -352,7 +355,7 @@ class Engine:
             if names
         )
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
-        if not (pages or data or code or snippets or measure):
+        if not (pages or data or code or snippets or allowlist or measure):
             report.rebuild = bool(results or site)
             if report.rebuild:
                 report.what += ": the site built again"
@@ -365,6 +368,8 @@ class Engine:
             self._reread(path)
         if pages:
             verifier.bindings = self.session.book.by_claim()
+        if allowlist:
+            self._reread_allowlist(report)
         if data:
             inputs.use_data_dir(inputs.DATA_DIR, inputs.SHOWN_AS)  # the data read again from disk
         codes = self._reload_topics() if code else None
@@ -428,9 +433,30 @@ class Engine:
         ]
         self._judge(bindings, report)
         report.pages |= {str(p.relative_to(root)) for p in pages}
+        if pages or allowlist:  # what `every number is bound` would say of them now
+            saved = {str(p.relative_to(root)) for p in pages if p.is_file()}
+            report.problems += self.unbound({page.file for page in self.session.book.pages} if allowlist else saved)
         claims = {b.claim_id for b in bindings} | {c for c, _ in report.recomputed}
         self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report
+
+    def unbound(self, pages: set[str]) -> list[str]:
+        """Each number of `pages` bound to no claim and excused by no allow-list entry, and what is wrong with the
+        allow-list there or as a whole: the lines `every number is bound` fails with."""
+        book, shown = self.session.book, self.book.shown(self.book.allowlist)
+        lines = [line for page in sorted(pages) for line in book.unbound_lines(page, shown)]
+        return lines + [message for page, message in book.allowlist_problems(shown) if page is None or page in pages]
+
+    def _reread_allowlist(self, report: Report) -> None:
+        """The allow-list as saved; where it does not read, none, and the line says why."""
+        try:
+            self.session.book.allowlist[:] = read_allowlist(self.book.allowlist, self.book.shown(self.book.allowlist))
+        except AllowListError as e:
+            self.session.book.allowlist[:] = []
+            report.problems.append(str(e.problem or e))
+        except (OSError, UnicodeDecodeError) as e:
+            self.session.book.allowlist[:] = []
+            report.problems.append(f"{self.book.shown(self.book.allowlist)}: cannot be read: {e}")
 
     def _showing(self, snippets: list[Path]) -> set[str]:
         """The pages (relative to the book's root) that include a snippet's code or show its output."""
