@@ -150,6 +150,26 @@ def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(pa
     assert 'href="https://github.com/o/r/blob/main/claims/topics/t.py#L30"' in html
 
 
+def test_this_clone_s_run_of_a_committed_machine_is_its_own_group_in_the_panel_with_its_own_date(page: Any) -> None:
+    """The clone's run (results.local) and the committed file of the same machine share a slug: each row must stand
+    under the file it came from, with that file's date, or an older run would read as the committed one."""
+    b = next(x for x in page.bindings if x.claim_id == "t.max" and not x.in_output)
+    committed = machine("alpha", {"t.max": {"numpy": record("verified", 65504, figures_of(page, "t.max"))}})
+    mine = machine("alpha", {"t.max": {"numpy": record("stale", 65505, message="computed 65,505")}})
+    mine.run = RunHeader.model_validate(
+        {**mine.run.model_dump(exclude_unset=True), "date": "2026-10-01T09:00:00+00:00"}
+    )
+    local = site_machines.local_name("alpha")
+    results = {"alpha": committed, local: mine}
+    view = render.figure_view(b, CLAIMS["t.max"], results)
+    assert {(m.machine, m.status) for m in view.measurements} == {("alpha", "verified"), (local, "stale")}
+    html = render.render_figure(view, results, "https://github.com/o/r", "p1")
+    groups = [a["data-machine"] for tag, a in elements(html) if a.get("class") == "vb-machine"]
+    assert groups == ["alpha", local]
+    mine_group = html[html.index(f'data-machine="{local}"') :]
+    assert "2026-10-01" in mine_group and "2026-11-28" not in mine_group
+
+
 def test_changed_text_is_judged_against_the_recorded_value(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.ceiling")
     entry = figures_of(page, "t.ceiling")[0] | {"printed": "16.5", "stated": "16.5"}

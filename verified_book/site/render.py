@@ -303,7 +303,9 @@ def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, Res
         meta = results[slug].claims.get(binding.claim_id)
         metas += [meta] if meta is not None else []
         for backend in sorted(per_backend):
-            found.append(measure(binding, claim, results[slug], backend, per_backend[backend]))
+            # under the name the file is shown as: this clone's run of a machine with a committed file is its own
+            measured = measure(binding, claim, results[slug], backend, per_backend[backend])
+            found.append(replace(measured, machine=slug))
     status = shown_status(m.status for m in found if m.status != Status.SKIPPED)
     return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
 
