@@ -315,7 +315,9 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
     assert passed >= 3, "the run did not get going"
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C: the whole foreground group
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert proc.returncode == 130, (
+        f"exit {proc.returncode}\n--- stdout's end:\n{out[-2000:]}\n--- stderr:\n{err[-20000:]}"
+    )
     assert "KeyboardInterrupt" in out, "pytest reports the interrupt as it does on its own"
     assert "Traceback" not in err, "no traceback from run.py"
     (written,) = results.glob("*.json")
