@@ -448,15 +448,15 @@ class Engine:
         return lines + [message for page, message in book.allowlist_problems(shown) if page is None or page in pages]
 
     def _reread_allowlist(self, report: Report) -> None:
-        """The allow-list as saved; where it does not read, none, and the line says why."""
+        """The allow-list as saved. One that does not read is said, and the one read last stands meanwhile:
+        without any, every number it excuses would be listed as unbound, burying the one line that matters."""
+        shown = self.book.shown(self.book.allowlist)
         try:
-            self.session.book.allowlist[:] = read_allowlist(self.book.allowlist, self.book.shown(self.book.allowlist))
+            self.session.book.allowlist[:] = read_allowlist(self.book.allowlist, shown)
         except AllowListError as e:
-            self.session.book.allowlist[:] = []
-            report.problems.append(str(e.problem or e))
+            report.problems.append(f"{e.problem or e} (the allow-list as last read stands until this one reads)")
         except (OSError, UnicodeDecodeError) as e:
-            self.session.book.allowlist[:] = []
-            report.problems.append(f"{self.book.shown(self.book.allowlist)}: cannot be read: {e}")
+            report.problems.append(f"{shown}: cannot be read: {e} (the allow-list as last read stands meanwhile)")
 
     def _showing(self, snippets: list[Path]) -> set[str]:
         """The pages (relative to the book's root) that include a snippet's code or show its output."""
