@@ -148,6 +148,15 @@ def _classes_in(value: Any, package: str, found: dict[str, Any], depth: int = 0)
             _classes_in(item, package, found, depth + 1)
 
 
+def _handed(claim: Claim, package: str) -> list[Any]:
+    """The book's functions and classes among a claim's parameters and what they hold (`_classes_in`), in the order
+    of their qualified names."""
+    found: dict[str, Any] = {}
+    for _, value in sorted(claim.params.items()):
+        _classes_in(value, package, found)
+    return [definition for _, definition in sorted(found.items())]
+
+
 #: each function's or class's source and what it names and reaches, read once per object: a helper
 #: many claims call is otherwise read from disk and tokenised again for every one of them
 _READ_CACHE: weakref.WeakKeyDictionary[Any, Reading | None] = weakref.WeakKeyDictionary()
@@ -384,11 +393,8 @@ def code_fingerprint(claim: Claim, wide: bool = True) -> str:
         seen: set[object] = set()
         parts = [*_own_sources(claim.compute, package, seen, wide), declared]
         if wide:
-            handed: dict[str, Any] = {}
-            for _, value in sorted(claim.params.items()):
-                _classes_in(value, package, handed)
             parts += [
-                source for _, definition in sorted(handed.items()) for source in _own_sources(definition, package, seen)
+                source for definition in _handed(claim, package) for source in _own_sources(definition, package, seen)
             ]
         known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return known[key]
@@ -401,10 +407,7 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     from verified_book.engine.machine import VERSIONED
 
     package = _package(claim.compute)
-    handed: dict[str, Any] = {}
-    for _, value in sorted(claim.params.items()):
-        _classes_in(value, package, handed)
-    stack: list[Any] = [claim.compute, *handed.values()]
+    stack: list[Any] = [claim.compute, *_handed(claim, package)]
     seen: set[int] = set()
     found: set[str] = set()
     while stack:

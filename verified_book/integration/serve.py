@@ -361,6 +361,7 @@ class Engine:
                 report.what += ": the site built again"
             return report
         verifier = self.session.verifier
+        saved_pages = {str(p.relative_to(root)) for p in pages}  # relative to the book's root, as a page's `file`
         had = {page.file for page in self.session.book.pages}
         # a page added or removed changes the site's files and nav: MkDocs builds it whole again
         report.rebuild = any((str(p.relative_to(root)) in had) != p.is_file() for p in pages)
@@ -395,7 +396,7 @@ class Engine:
         decided = plan(
             self.known,
             Changes(
-                frozenset(str(p.relative_to(root)) for p in pages),
+                frozenset(saved_pages),
                 data_rel,
                 codes,
                 measure=measure,
@@ -426,16 +427,12 @@ class Engine:
                         verifier.judged[key] = verifier._outcomes[key]
         report.held_back = len(decided.held_back)
         touched = {c for c, _ in report.recomputed} | decided.gone | printed_before
-        bindings = [
-            b
-            for b in self.session.book.bindings()
-            if b.claim_id in touched or b.file in {str(p.relative_to(root)) for p in pages}
-        ]
+        bindings = [b for b in self.session.book.bindings() if b.claim_id in touched or b.file in saved_pages]
         self._judge(bindings, report)
-        report.pages |= {str(p.relative_to(root)) for p in pages}
+        report.pages |= saved_pages
         if pages or allowlist:  # what `every number is bound` would say of them now
-            saved = {str(p.relative_to(root)) for p in pages if p.is_file()}
-            report.problems += self.unbound({page.file for page in self.session.book.pages} if allowlist else saved)
+            on_disk = {str(p.relative_to(root)) for p in pages if p.is_file()}
+            report.problems += self.unbound({page.file for page in self.session.book.pages} if allowlist else on_disk)
         claims = {b.claim_id for b in bindings} | {c for c, _ in report.recomputed}
         self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report

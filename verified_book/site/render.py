@@ -218,9 +218,12 @@ def _entry_for(binding: Binding, record: Record) -> FigureVerdict | None:
     return None
 
 
-def measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record) -> Measurement:
-    """The figure's status on one (machine, backend), from that machine's record."""
-    measured = _measure(binding, claim, results, backend, record)
+def measure(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
+    """The figure's status on one (machine, backend), from that machine's record; `machine` is the name its file is
+    shown as (this clone's run of a machine with a committed file is one of its own)."""
+    measured = _measure(binding, claim, results, backend, record, machine)
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
     why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
@@ -248,13 +251,15 @@ def _contended(measured: Measurement, record: Record) -> Measurement:
     )
 
 
-def _measure(binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record) -> Measurement:
+def _measure(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
     raw_status = record.status
     value = record.value
     message = record.message or ""
     date = results.date_of(binding.claim_id, backend) or ""
     version = record.version or ""
-    base: dict[str, Any] = dict(machine=results.slug, backend=backend, value=value, date=date, version=version)
+    base: dict[str, Any] = dict(machine=machine, backend=backend, value=value, date=date, version=version)
     if raw_status == Status.SKIPPED:
         return Measurement(status=Status.SKIPPED.value, message=message, **base)
     entry = _entry_for(binding, record)
@@ -303,9 +308,7 @@ def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, Res
         meta = results[slug].claims.get(binding.claim_id)
         metas += [meta] if meta is not None else []
         for backend in sorted(per_backend):
-            # under the name the file is shown as: this clone's run of a machine with a committed file is its own
-            measured = measure(binding, claim, results[slug], backend, per_backend[backend])
-            found.append(replace(measured, machine=slug))
+            found.append(measure(binding, claim, results[slug], backend, per_backend[backend], slug))
     status = shown_status(m.status for m in found if m.status != Status.SKIPPED)
     return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
 
