@@ -9,6 +9,7 @@ registered adapters' (`verified_book.backends`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -265,3 +266,11 @@ ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 
 #: the backend of exact and quoted claims, which compute once on none
 NO_BACKEND_NAME = "none"
+
+
+def fingerprint(content: bytes | str) -> str:
+    """How the records name a text by its content (an output block as compared, a snippet's source, a claim's
+    code): the first 16 hex digits of its SHA-256, short enough to read in a results file and far too many for
+    two texts of one book to share by chance. A str is hashed as UTF-8."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return hashlib.sha256(data).hexdigest()[:16]

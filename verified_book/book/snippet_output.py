@@ -31,7 +31,6 @@ binds), so a declaration cannot hide a line that should hold.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Callable, Iterable
 from verified_book.book.bindings import _FENCE, BINDING
 from verified_book.book.figures import FigureSyntaxError, parse
 from verified_book.errors import BookError
-from verified_book.vocabulary import Status
+from verified_book.vocabulary import Status, fingerprint
 
 #: the statuses of one output block's comparison, as recorded under `outputs[<snippet>]["checked"]`
 #: what an output block can come to: a subset of the one vocabulary
@@ -122,7 +121,7 @@ class Check:
 
 def block_hash(text: str) -> str:
     """What a record keeps of the block it compared: a hash of its text, its fences included."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return fingerprint(text)
 
 
 def numbers_in(text: str) -> list[tuple[int, int, str]]:

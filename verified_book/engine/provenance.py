@@ -12,7 +12,6 @@ import ast
 import contextlib
 import contextvars
 import functools
-import hashlib
 import inspect
 import linecache
 import os
@@ -28,6 +27,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
 from verified_book.authoring.registry import Claim
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
+from verified_book.vocabulary import fingerprint
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
 #: takes its entries with it, so no later object can be handed a dead one's fingerprint
@@ -396,7 +396,7 @@ def code_fingerprint(claim: Claim, wide: bool = True) -> str:
             parts += [
                 source for definition in _handed(claim, package) for source in _own_sources(definition, package, seen)
             ]
-        known[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        known[key] = fingerprint("\n".join(parts))
     return known[key]
 
 

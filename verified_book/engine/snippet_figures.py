@@ -15,7 +15,6 @@ as outdated, as one made before its data changed does.
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
 from pathlib import Path
 from typing import Callable
@@ -26,6 +25,7 @@ from verified_book.book.bindings import book_pages
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.book.snippet_output import BookOutputs, NotPrinted, printed_figure, read_book
 from verified_book.engine.snippet_run import SnippetRun, forget_shared_runs, shared_run
+from verified_book.vocabulary import fingerprint
 
 _ROOT = Path(".")
 _PAGES = Path("book")
@@ -71,7 +71,7 @@ def shown(path: Path) -> str:
 
 def source_hash(path: Path) -> str:
     """What a record keeps of the snippet it read: a hash of the source that printed the figure."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return fingerprint(path.read_bytes())
 
 
 def snippet_hashes(snippets: Path) -> Callable[[str], str | None]:

@@ -25,6 +25,7 @@ from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
 from verified_book.records.results import SLUG_PATTERN, ResultsFile, read_all
 from verified_book.site import render
+from verified_book.vocabulary import fingerprint
 
 #: where `verified-book pages` keeps the generated pages' blocks and what they were written from,
 #: relative to the book's root (outside the pages folder, so no generator publishes it)
@@ -161,11 +162,13 @@ def _read_local(
 
 def stamp(files: list[Path], pages: list[Path]) -> str:
     """What the generated pages were written from: the results files and the book's pages, by content."""
-    digest = hashlib.sha256()
-    for path in sorted({*files, *pages}):
-        if path.is_file() and not marked(path):
-            digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return fingerprint(
+        b"".join(
+            path.name.encode() + b"\0" + path.read_bytes() + b"\0"
+            for path in sorted({*files, *pages})
+            if path.is_file() and not marked(path)
+        )
+    )
 
 
 @dataclass
