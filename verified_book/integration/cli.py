@@ -13,7 +13,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Mapping, NoReturn
+from typing import Any, Callable, Mapping, NamedTuple, NoReturn
 
 from verified_book.engine.config import BookConfig, ConfigError, find_root, read_config
 from verified_book.engine.environment import broken_by
@@ -468,52 +468,80 @@ def init(args: list[str]) -> int:
     return 0
 
 
-#: each job: how it is called, and what it does
-USAGE: dict[str, tuple[str, str]] = {
-    "verify": (
+class Job(NamedTuple):
+    """One job of the command: how it is called, what it does, and the function that runs it in a book."""
+
+    call: str
+    what: str
+    run: Callable[[BookConfig, list[str]], int] | None  # None: `init`, which makes the book it runs in
+
+
+#: every job of the command, in the order `--help` lists them
+JOBS: dict[str, Job] = {
+    "verify": Job(
         "verify [PYTEST ARGS]",
-        "the book's checks (claims, figures, snippets, probes) on this machine, then the site with this "
-        "machine's records beside the committed ones; ends with a one-line verdict",
+        "the book's checks (claims, figures, snippets, probes) on this machine, then the site with this machine's "
+        "records beside the committed ones; ends with a one-line verdict",
+        verify,
     ),
-    "test": ("test [PYTEST ARGS]", "the whole test suite, the engine's own tests included"),
-    "site": ("site [MKDOCS ARGS]", "the site, `mkdocs build --strict`"),
-    "serve": (
+    "test": Job(
+        "test [PYTEST ARGS]",
+        "the whole test suite, the engine's own tests included",
+        test,
+    ),
+    "site": Job(
+        "site [MKDOCS ARGS]",
+        "the site, `mkdocs build --strict`",
+        site,
+    ),
+    "serve": Job(
         "serve [--port N]",
         "a live preview: one warm process computes the claims once, then a saved page is judged again (no claim "
         "runs), a saved claim module or data file recomputes exactly the claims it changed; one line a change",
+        serve,
     ),
-    "pages": (
+    "pages": Job(
         "pages",
         "the Machines, Plots and legend pages and the marks' stylesheet and script, written into the pages folder "
         "for a generator that runs no MkDocs plugin (Zensical); run again whenever the results change",
+        pages,
     ),
-    "contribute": (
+    "contribute": Job(
         "contribute [--check-only] [--keep-newer]",
         "this machine's records (the local results folder) checked and merged into the committed results/, for a "
         "pull request; --check-only checks them and merges nothing, --keep-newer never replaces a record with an "
         "older one",
+        contribute,
     ),
-    "merge-results": ("merge-results FILE...", "results files from other machines checked and merged"),
-    "machine": (
+    "merge-results": Job(
+        "merge-results FILE...",
+        "results files from other machines checked and merged",
+        merge_results,
+    ),
+    "machine": Job(
         "machine [--adopt FILE]",
         "this machine's identity (its results file's name); --adopt takes a committed machine's back, where this "
         "is that machine",
+        machine,
     ),
-    "plan": (
+    "plan": Job(
         "plan MARKER",
         "what a run on the book's machine MARKER (rtx5080, m4_max, ...) would check, on which backend, by page; "
         "runs nothing, on any machine",
+        plan,
     ),
-    "fault-table": (
+    "fault-table": Job(
         "fault-table [ARGS]",
         "every fault scenario run now, docs/faults.md written (needs a checkout: the scenarios live in the test "
         "harness)",
+        fault_table,
     ),
-    "init": (
+    "init": Job(
         "init [FOLDER]",
         "a new book in FOLDER (this folder by default), which must be empty: book.toml, pytest's and MkDocs' "
-        "configuration, one page, its claims and data; `pytest` then verifies it and `mkdocs build --strict` "
-        "builds it",
+        "configuration, one page, its claims and data; `pytest` then verifies it and `mkdocs build --strict` builds"
+        " it",
+        None,
     ),
 }
 
@@ -527,7 +555,7 @@ def overall_help() -> str:
     import textwrap
 
     lines = ["usage: verified-book JOB [ARGS]", "", "jobs:"]
-    for call, what in USAGE.values():
+    for call, what, _ in JOBS.values():
         lines.append(f"  verified-book {call}")
         lines += textwrap.wrap(what, width=100, initial_indent="      ", subsequent_indent="      ")
     lines += ["", (__doc__ or "").split("\n\n", 1)[1].strip()]
@@ -538,22 +566,8 @@ def job_help(job: str) -> str:
     """`verified-book JOB --help` for a job in `OWN_HELP`."""
     import textwrap
 
-    call, what = USAGE[job]
+    call, what, _ = JOBS[job]
     return f"usage: verified-book {call}\n\n" + textwrap.fill(what[0].upper() + what[1:] + ".", width=100)
-
-
-JOBS: dict[str, Callable[[BookConfig, list[str]], int]] = {
-    "verify": verify,
-    "test": test,
-    "site": site,
-    "serve": serve,
-    "pages": pages,
-    "contribute": contribute,
-    "merge-results": merge_results,
-    "machine": machine,
-    "plan": plan,
-    "fault-table": fault_table,
-}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -565,15 +579,16 @@ def main(argv: list[str] | None = None) -> int:
     if job in OWN_HELP and {"-h", "--help"} & set(rest):
         print(job_help(job))
         return 0
-    if job == "init":
-        return init(rest)
     if job not in JOBS:
-        print(f"verified-book: unknown job {job!r}; expected one of {', '.join([*JOBS, 'init'])}", file=sys.stderr)
+        print(f"verified-book: unknown job {job!r}; expected one of {', '.join(JOBS)}", file=sys.stderr)
         return 2
+    runs = JOBS[job].run
+    if runs is None:
+        return init(rest)
     book = _book()
     os.chdir(book.root)
     try:
-        return JOBS[job](book, rest)
+        return runs(book, rest)
     except KeyboardInterrupt:
         print("\nverified-book: interrupted", file=sys.stderr)
         return INTERRUPTED
