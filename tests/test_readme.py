@@ -67,3 +67,20 @@ def test_the_layout_section_opens_with_its_sentence_then_its_table() -> None:
     layout = html_text[html_text.index("<h2>Layout</h2>") :]
     assert re.match(r"<h2>Layout</h2>\s*<p>Three rooms: ", layout), layout[:200]
     assert layout.count("<table>", 0, layout.index("<h2>", 5)) == 1
+
+
+def test_the_serve_times_the_readme_quotes_are_the_benchmark_s_last() -> None:
+    """The README quotes `verified-book serve`'s start and save-to-mark times from the benchmark's results
+    file: a rerun of benchmarks/serve.py that moves them makes this fail until the sentence says so."""
+    import json
+
+    serve = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text(encoding="utf-8"))["serve"]
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    quoted = (
+        f"stays up ({round(serve['start_s'])} s for this book on the 2-core machine of `benchmarks/results/`, "
+        f"on {serve['date'][:10]})",
+        f"`benchmarks/results/<machine>.json`: {serve['page_edit']['seconds']:.1f} s and "
+        f"{serve['data_edit']['seconds']:.1f} s on that machine, the same day)",
+    )
+    for sentence in quoted:
+        assert sentence in text, f"README.md: expected {sentence!r}, from the benchmark's results"
