@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -72,8 +73,6 @@ def test_the_layout_section_opens_with_its_sentence_then_its_table() -> None:
 def test_the_serve_times_the_readme_quotes_are_the_benchmark_s_last() -> None:
     """The README quotes `verified-book serve`'s start and save-to-mark times from the benchmark's results
     file: a rerun of benchmarks/serve.py that moves them makes this fail until the sentence says so."""
-    import json
-
     serve = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text(encoding="utf-8"))["serve"]
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     quoted = (

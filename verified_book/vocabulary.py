@@ -269,8 +269,9 @@ NO_BACKEND_NAME = "none"
 
 
 def fingerprint(content: bytes | str) -> str:
-    """How the records name a text by its content (an output block as compared, a snippet's source, a claim's
-    code): the first 16 hex digits of its SHA-256, short enough to read in a results file and far too many for
-    two texts of one book to share by chance. A str is hashed as UTF-8."""
+    """How the engine names a text by its content (in the records: an output block as compared, a snippet's
+    source, a claim's code; on the site: what the generated pages were written from): the first 16 hex digits of
+    its SHA-256, short enough to read in a results file and far too many for two texts of one book to share by
+    chance. A str is hashed as UTF-8."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     return hashlib.sha256(data).hexdigest()[:16]

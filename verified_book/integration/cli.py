@@ -480,8 +480,8 @@ class Job(NamedTuple):
 JOBS: dict[str, Job] = {
     "verify": Job(
         "verify [PYTEST ARGS]",
-        "the book's checks (claims, figures, snippets, probes) on this machine, then the site with this machine's "
-        "records beside the committed ones; ends with a one-line verdict",
+        "the book's checks (claims, figures, snippets, probes) on this machine, then the site with this "
+        "machine's records beside the committed ones; ends with a one-line verdict",
         verify,
     ),
     "test": Job(
@@ -539,8 +539,8 @@ JOBS: dict[str, Job] = {
     "init": Job(
         "init [FOLDER]",
         "a new book in FOLDER (this folder by default), which must be empty: book.toml, pytest's and MkDocs' "
-        "configuration, one page, its claims and data; `pytest` then verifies it and `mkdocs build --strict` builds"
-        " it",
+        "configuration, one page, its claims and data; `pytest` then verifies it and `mkdocs build --strict` "
+        "builds it",
         None,
     ),
 }
