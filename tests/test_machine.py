@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
+from verified_book.engine import machine
 from verified_book.engine.machine import Machine, field_matches, identify, profiles
 
 # Per profile: fingerprints of the machine itself (as the OS and CUDA name it), and of neighbouring
@@ -117,3 +121,51 @@ def test_the_description_names_the_gpu_an_apple_chip_has(info: dict, words: str)
     assert words in described
     if info["cpu"].startswith("Apple"):
         assert "no GPU" not in described
+
+
+H200_SMI = "NVIDIA H200, 143771, 9.0, 580.159.04"
+
+
+def _fake_nvidia_smi(tmp_path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    """An `nvidia-smi` on PATH that answers `answer` to the fingerprint's query, as the H200 of a first CUDA run did."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(f"#!/bin/sh\nprintf '%s\\n' '{answer}'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def test_a_cuda_machine_is_fingerprinted_from_nvidia_smi_without_torch(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a CUDA build of torch the GPU is read from nvidia-smi, never from torch: `import torch` fails here
+    (sys.modules holds None for it), so the GPU named can only have come from nvidia-smi."""
+    _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
+    monkeypatch.setitem(sys.modules, "torch", None)
+    info = machine.fingerprint()
+    assert (info["gpu"], info["gpu_memory_gb"], info["compute_capability"], info["driver"], info["cuda"]) == (
+        "NVIDIA H200",
+        round(143771 * 2**20 / 1e9, 1),
+        "9.0",
+        "580.159.04",
+        "13.0",
+    )
+    assert identify(info).markers == ("h200",)
+
+
+@pytest.mark.parametrize("answer", ["", "No devices were found", "NVIDIA H200, [N/A]"])
+def test_an_nvidia_smi_that_names_no_gpu_leaves_the_gpu_to_torch(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    _fake_nvidia_smi(tmp_path, monkeypatch, answer)
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
+    monkeypatch.setitem(sys.modules, "torch", None)  # torch cannot answer either: no GPU is named
+    assert machine.fingerprint()["gpu"] is None
+
+
+def test_a_cpu_build_of_torch_reads_no_gpu(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "None", "hip": "None"})
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(machine.platform, "system", lambda: "Linux")
+    assert machine.fingerprint()["gpu"] is None, "a torch that cannot reach the GPU is not fingerprinted with it"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from verified_book.authoring.registry import REGISTRY, Kind
 from verified_book.backends import ADAPTERS
 from verified_book.book.bindings import Book, book_pages, read_page
 from verified_book.engine.check import judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import outdated_reason
-from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
+from verified_book.engine.recorded import assumed_backends, recorded_outcome, same_build, why_not_reused
 from verified_book.records.record import Record
 from verified_book.records.results import ResultsFile, read
 from verified_book.vocabulary import Status
@@ -77,3 +79,20 @@ def test_backends_are_known_from_the_records_only_while_the_installed_version_is
     known = assumed_backends(results)
     assert known["torch:cpu"].available and not known["torch:cuda"].available
     assert "not here when this machine's records were made" in known["torch:cuda"].reason
+
+
+@pytest.mark.parametrize(
+    ("installed", "found", "same"),
+    [
+        ("2.13.0+cpu", "2.13.0+cpu", True),
+        ("2.11.0", "2.11.0+cu130", True),  # PyPI's CUDA wheel: no build in its metadata, the build when imported
+        ("2.13.0+cpu", "2.13.0+cu130", False),
+        ("2.11.0", "2.13.0+cu130", False),
+        ("2.11.0", "2.11.0.post1", False),
+        (None, "2.11.0", False),
+    ],
+)
+def test_the_installed_build_is_the_recorded_one_only_where_the_metadata_allows_it(
+    installed: str | None, found: str, same: bool
+) -> None:
+    assert same_build(installed, found) is same

@@ -3,12 +3,17 @@ run on a CUDA or a ROCm one; the slow tests resolve their JAX builds with pip fo
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "verify-cuda"
@@ -30,7 +35,9 @@ def baseline_torch() -> str:
     return found[1]
 
 
-def dry_run(gpu: str | None = None, script: Path = SCRIPT, **env: str) -> subprocess.CompletedProcess[str]:
+def dry_run(
+    gpu: str | None = None, script: Path = SCRIPT, args: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
     stand_in = "VERIFY_ROCM_GPU" if script == ROCM_SCRIPT else "VERIFY_CUDA_GPU"
     environment = {
         k: v
@@ -41,7 +48,7 @@ def dry_run(gpu: str | None = None, script: Path = SCRIPT, **env: str) -> subpro
         environment[stand_in] = gpu
     environment.update(env)
     return subprocess.run(
-        [str(script), "--dry-run"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+        [str(script), "--dry-run", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
     )
 
 
@@ -66,10 +73,107 @@ def test_the_dry_run_plans_the_baselines_torch_as_a_cuda_build_and_mlx_on_the_gp
         < [i for i, s in enumerate(steps) if "mlx[cuda13]" in s]
         < [i for i, s in enumerate(steps) if "jax[cuda13]" in s]
     ), "torch first, then the project, then MLX's and JAX's CUDA builds"
+    assert any(s.endswith(f"-c {ROOT}/requirements/lock.txt -e {ROOT}[verify,tests]") for s in pip), steps
     assert "driver 580.95.05 is new enough (needs 580.65.06)" in done.stdout
     assert steps[0].endswith(f"-m venv {venv}")
     assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
     assert "nothing was installed or run" in done.stdout
+
+
+H200 = "NVIDIA H200, 143771 MiB, 580.159.04, 9.0"
+
+
+def _wheels(folder: Path, *names: str) -> Path:
+    """A --wheels folder holding (empty stand-ins for) the named wheels: the dry run reads only their names."""
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_bytes(b"")
+    return folder
+
+
+def test_an_offline_run_installs_from_the_wheels_alone_without_the_lock(tmp_path: Path) -> None:
+    """A machine that reaches no index: every install names the folder and no index, the lock's pins (for a
+    connected machine) are not applied, and a GPU build the folder lacks is left out and said so."""
+    wheels = _wheels(
+        tmp_path / "wheels", "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl", "mlx_cpu-0.32.4-py3-none-any.whl"
+    )
+    venv = tmp_path / "fresh"
+    done = dry_run(H200, args=("--wheels", str(wheels)), VENV=str(venv))
+    assert done.returncode == 0, done.stderr
+    pip = [s for s in planned(done.stdout) if " -m pip " in s]
+    offline = f"--no-index --find-links {wheels}"
+    assert pip == [
+        f"{venv}/bin/python -m pip install --quiet {offline} torch",
+        f"{venv}/bin/python -m pip install --quiet {offline} --no-build-isolation -e {ROOT}[verify,tests]",
+        f"{venv}/bin/python -m pip install --quiet {offline} mlx[cpu]",
+    ], pip
+    assert f"mlx:gpu is left out: {wheels} holds no MLX CUDA wheel (mlx_cuda_13-*.whl)" in done.stdout
+    assert f"jax:gpu is left out: {wheels} holds no JAX CUDA plugin (jax_cuda13_plugin-*.whl)" in done.stdout
+
+
+def test_an_offline_run_with_no_torch_to_use_stops_before_installing(tmp_path: Path) -> None:
+    wheels = _wheels(tmp_path / "wheels", "gguf-0.19.0-py3-none-any.whl")
+    done = dry_run(H200, args=("--wheels", str(wheels)), VENV=str(tmp_path / "fresh"))
+    assert done.returncode == 1
+    assert f"{wheels} holds no torch wheel: add a CUDA build of torch" in done.stderr
+    assert " -m pip " not in done.stdout, "nothing is installed"
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty"])
+def test_a_wheels_folder_that_holds_no_wheel_is_refused(tmp_path: Path, folder: str) -> None:
+    (tmp_path / "empty").mkdir()
+    done = dry_run(H200, args=("--wheels", str(tmp_path / folder)))
+    assert done.returncode == 2
+    assert ("no such folder" if folder == "missing" else "holds no .whl file") in done.stderr
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """The top-level names a test module imports when it is collected (imports inside functions come later)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _requirement_closure(root: str, extras: set[str]) -> set[str]:
+    """The distributions `root[extras]` installs, read from the installed distributions' own metadata."""
+    seen: set[str] = set()
+    todo = [(root, frozenset(extras))]
+    while todo:
+        name, wanted = todo.pop()
+        key = canonicalize_name(name)
+        if key in seen and not wanted:
+            continue
+        seen.add(key)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for text in requires:
+            requirement = Requirement(text)
+            markers = [{"extra": e} for e in wanted] or [{"extra": ""}]
+            if requirement.marker is None or any(requirement.marker.evaluate(m) for m in markers):
+                todo.append((requirement.name, frozenset(requirement.extras)))
+    return seen
+
+
+def test_the_scripts_install_what_the_suites_modules_import() -> None:
+    """verify-cuda and verify-rocm run the whole suite after installing the verify and tests extras: every
+    third-party module a test module imports at collection must come with them, or collection stops the run."""
+    installed = _requirement_closure("verified-book", {"verify", "tests"})
+    owners = importlib.metadata.packages_distributions()
+    modules = [ROOT / "conftest.py", *sorted((ROOT / "tests").glob("**/*.py"))]
+    local = {"verified_book", "claims", "harness", "conftest", "tests"}
+    missing = {
+        f"{path.relative_to(ROOT)}: {name} ({', '.join(owners[name])})"
+        for path in modules
+        for name in _module_level_imports(path) - local - set(sys.stdlib_module_names)
+        if name in owners and not {canonicalize_name(d) for d in owners[name]} & installed
+    }
+    assert not missing, sorted(missing)
 
 
 @pytest.mark.slow
@@ -113,7 +217,7 @@ def test_the_rocm_dry_run_plans_torchs_rocm_build_from_run_pys_index(tmp_path: P
         f"{venv}/bin/python -m pip install --quiet torch=={baseline_torch()} --index-url "
         f"https://download.pytorch.org/whl/{variant[1]}"
     ], steps
-    assert any(s.endswith(f"-e {ROOT}[verify,cpu]") for s in steps), "MLX's CPU build: MLX has no ROCm build"
+    assert any(s.endswith(f"-e {ROOT}[verify,tests,cpu]") for s in steps), "MLX's CPU build: MLX has no ROCm build"
     assert any(s.endswith(f"jax[rocm7-local]=={locked('jax')}") for s in steps)
     assert steps[-1].startswith(f"{venv}/bin/pytest -q -p no:cacheprovider")
     assert "stop unless torch:rocm is usable" in done.stdout and "nothing was installed or run" in done.stdout

@@ -33,9 +33,10 @@ from typing import Any, Iterator
 from claims.topics.formats import FORMATS
 from verified_book.authoring.inputs import vendor
 from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, names_of
+from verified_book.backends import NAMES, Backend, names_of
 
 TORCH = names_of("torch")
+ON_THE_CPU = tuple(n for n in NAMES if ":" not in n or n.endswith(":cpu"))  # numpy, and each library's CPU backend
 LIBRARIES: dict[str, tuple[str, ...]] = {lib: names_of(lib) for lib in ("numpy", "torch", "mlx")}  # the book's figures
 PROBE_SIZE = 256  # large enough that a GPU library takes its tensor-core path
 
@@ -87,9 +88,10 @@ def environment_default(backend: Backend) -> str | None:
     return backend.adapter.matmul_environment()
 
 
-@claim("formats.default.matmul.kept_bits", kind="library")
+@claim("formats.default.matmul.kept_bits", kind="library", backends=ON_THE_CPU)
 def default_matmul_bits(backend: Backend) -> int:
-    """Mantissa bits an FP32 matmul keeps with the library's settings left as they are."""
+    """Mantissa bits an FP32 matmul keeps on the CPU with the library's settings left as they are: the book's
+    figure speaks of the CPU; what a GPU keeps is each library's own figure."""
     overridden = environment_default(backend)
     if overridden:
         raise NotOnBackend(
@@ -176,6 +178,34 @@ def _float32_matmul_precision(setting: str) -> Iterator[None]:
         yield
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+@claim("formats.default.matmul.jax_gpu_kept_bits", kind="library", backends=("jax:gpu",))
+def jax_gpu_matmul_bits(backend: Backend) -> int:
+    """Mantissa bits an FP32 dot keeps on a GPU at JAX's default precision, where XLA may pick TF32: checked
+    only on a GPU with TF32 tensor cores, since an older one has no TF32 to pick."""
+    overridden = environment_default(backend)
+    if overridden:
+        raise NotOnBackend(
+            f"{overridden}; the figure is JAX's own default, so it is checked only where the environment leaves it "
+            "alone"
+        )
+    matmul_settings(backend)
+    found = backend.adapter.compute_capability()
+    needed = capability(vendor("cuda_formats.toml", "tf32"))
+    if found is None or found < needed:
+        where = "this GPU is not a CUDA device" if found is None else f"this device is {found[0]}.{found[1]}"
+        raise NotOnBackend(f"TF32 tensor cores start at compute capability {needed[0]}.{needed[1]}; {where}")
+    return kept_mantissa_bits(backend)
+
+
+@claim("formats.default.matmul.jax_gpu_highest_bits", kind="library", backends=("jax:gpu",))
+def jax_gpu_highest_bits(backend: Backend) -> int:
+    """Mantissa bits the same FP32 dot keeps on a JAX GPU under `jax.default_matmul_precision("highest")`, the
+    setting the throughput probe uses to time FP32 itself rather than TF32."""
+    matmul_settings(backend)
+    with backend.adapter.full_precision_fp32():
+        return kept_mantissa_bits(backend)
 
 
 @claim("formats.default.matmul.tf32_kept_bits", kind="library", backends=("torch:cuda",))

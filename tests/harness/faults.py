@@ -134,6 +134,8 @@ def profile_fingerprint(match: dict[str, Any]) -> dict[str, Any]:
     fields = {k: (v[0] if isinstance(v, list) else v) for k, v in match.items()}
     if "gpu" not in fields and str(fields.get("cpu", "")).lower().startswith("apple"):
         fields["gpu"] = fields["cpu"]  # torch names an Apple chip's GPU after the chip
+    elif "gpu" not in fields:  # a profile of a CPU: the GPU of the machine running the test is not its own
+        fields.update(gpu=None, gpu_memory_gb=None, compute_capability=None, driver=None)
     return fields
 
 

@@ -18,7 +18,7 @@ import contextlib
 import importlib.metadata
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from verified_book.authoring.inputs import setting
 from verified_book.authoring.registry import NotOnBackend
@@ -251,6 +251,29 @@ class JaxAdapter(Adapter):
         if self.backend.device == "cpu":
             return "cpu"
         return gpu_words(jax.devices(self.backend.device)[0])
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        import jax
+
+        if self.backend.device == "cpu":
+            return None
+        found = getattr(jax.devices(self.backend.device)[0], "compute_capability", None)  # "9.0" on a CUDA device
+        try:
+            major, minor = str(found).split(".")
+            return int(major), int(minor)
+        except ValueError:  # None, or a ROCm device's gfx name
+            return None
+
+    @contextlib.contextmanager
+    def full_precision_fp32(self) -> Iterator[str]:
+        """On a GPU, XLA runs an FP32 dot in TF32 at JAX's default precision: "highest" keeps it in FP32."""
+        if self.backend.device == "cpu":
+            yield ""
+            return
+        import jax
+
+        with jax.default_matmul_precision("highest"):
+            yield ""
 
     def matmul_settings(self) -> dict[str, Any]:
         """JAX's own switch for a matmul's precision (its config, or JAX_DEFAULT_MATMUL_PRECISION), and on a GPU the

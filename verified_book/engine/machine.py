@@ -194,26 +194,69 @@ def usable_cpus() -> int:
 VERSIONED = ("numpy", "torch", "mlx", "jax", "ml_dtypes", "transformers", "gguf", "sympy")
 
 
-def torch_may_see_a_device() -> bool:
-    """Whether torch could reach an accelerator here, told without importing torch (over a second):
-    a build whose `torch/version.py` names neither a CUDA nor a HIP version sees none, except on a Mac
-    (MPS). Where torch is loaded already, or its build cannot be read, it is asked."""
-    if "torch" in sys.modules:
-        return True
+def torch_build() -> dict[str, str] | None:
+    """The CUDA and HIP versions torch was built for, as its `torch/version.py` states them (`"None"` where
+    it names none), read without importing torch (over a second); None where that file cannot be read."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
-        return False
+        return None
     if spec is None or not spec.submodule_search_locations:
-        return False
-    if platform.system() == "Darwin":
-        return True
+        return None
     try:
         text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, StopIteration):
+        return None
+    found = dict(re.findall(r"^(cuda|hip)\b[^=\n]*=\s*(.+?)\s*$", text, re.MULTILINE))
+    return {name: value.strip("'\"") for name, value in found.items()}
+
+
+def torch_may_see_a_device() -> bool:
+    """Whether torch could reach an accelerator here, told without importing torch: a build whose
+    `torch/version.py` names neither a CUDA nor a HIP version sees none, except on a Mac (MPS).
+    Where torch is loaded already, or its build cannot be read, it is asked."""
+    if "torch" in sys.modules:
         return True
-    built_for = dict(re.findall(r"^(cuda|hip)\b[^=\n]*=\s*(.+?)\s*$", text, re.MULTILINE))
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    if platform.system() == "Darwin":
+        return True
+    built_for = torch_build()
+    if built_for is None:
+        return True
     return set(built_for) != {"cuda", "hip"} or any(value != "None" for value in built_for.values())
+
+
+def _nvidia_smi_gpu() -> dict[str, Any] | None:
+    """The first NVIDIA GPU as `nvidia-smi` reports it, in the fingerprint's fields; None where it is absent or
+    lists none. Read so on every run where it answers, torch loaded or not, so that one machine has one
+    fingerprint; the check of one page then never pays for importing torch and starting CUDA."""
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,memory.total,compute_cap,driver_version",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    fields = [f.strip() for f in lines[0].split(",")] if lines else []
+    if len(fields) != 4 or not fields[0]:
+        return None
+    name, mib, capability, driver = fields
+    try:
+        memory_gb: float | None = round(float(mib) * 2**20 / 1e9, 1)
+    except ValueError:  # "[N/A]" on some boards
+        memory_gb = None
+    return {"gpu": name, "gpu_memory_gb": memory_gb, "compute_capability": capability or None, "driver": driver or None}
 
 
 def fingerprint() -> dict[str, Any]:
@@ -234,6 +277,11 @@ def fingerprint() -> dict[str, Any]:
     for dist in VERSIONED:
         info[dist] = _version(dist)
     if not torch_may_see_a_device():
+        return info
+    built_for = torch_build() or {}
+    if built_for.get("cuda", "None") != "None" and (nvidia := _nvidia_smi_gpu()):
+        info.update(nvidia)
+        info["cuda"] = built_for["cuda"]
         return info
     try:
         import torch

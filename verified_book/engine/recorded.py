@@ -69,6 +69,15 @@ def recorded_outcome(claim: Claim, backend: str, record: Record, date: str | Non
     )
 
 
+def same_build(installed: str | None, found: str) -> bool:
+    """Whether the installed package (its metadata's version) is the build a run found (the version the library
+    reported). PyPI's CUDA wheels of torch say `2.11.0` in their metadata and `2.11.0+cu130` when imported; a
+    wheel that names its build (`2.13.0+cpu`) must name the same one."""
+    if installed is None:
+        return False
+    return installed == found or ("+" not in installed and found.partition("+")[0] == installed)
+
+
 def assumed_backends(results: ResultsFile) -> dict[str, Backend]:
     """The backends this machine's last run found, for each library whose installed version is still the one
     it found: available ones with that version, absent ones absent. A library not installed, upgraded, or
@@ -79,7 +88,7 @@ def assumed_backends(results: ResultsFile) -> dict[str, Backend]:
     for adapter in ADAPTERS.values():
         versions = {name: found[name] for name in adapter.names if name in found}
         present = {v for v in versions.values() if v is not None}
-        if len(present) != 1 or adapter.installed_version() not in present:
+        if len(present) != 1 or not same_build(adapter.installed_version(), next(iter(present))):
             continue
         for name, version in versions.items():
             out[name] = (
