@@ -11,6 +11,7 @@ import tomllib
 
 import pytest
 from harness import faults
+from harness.distributions import foreign_plugins
 
 from verified_book.engine.machine import fingerprint, identify
 from verified_book.vocabulary import Status
@@ -256,8 +257,10 @@ def _imports(pytester: pytest.Pytester, *args: str) -> tuple[set[str], subproces
         "print('MODULES', ' '.join(sorted(sys.modules)))\n"
         "sys.exit(code)\n"
     )
+    # plugins this machine has beyond the project's own are left out: what they import is not the engine's
+    foreign = [arg for name in foreign_plugins() for arg in ("-p", f"no:{name}")]
     done = subprocess.run(
-        [sys.executable, "-c", script, "--no-results", *args],
+        [sys.executable, "-c", script, "--no-results", *foreign, *args],
         cwd=pytester.path,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(pytester.path), *sys.path])},
         capture_output=True,

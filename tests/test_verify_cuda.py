@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
+from harness.distributions import requirement_closure
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,32 +138,10 @@ def _module_level_imports(path: Path) -> set[str]:
     return names
 
 
-def _requirement_closure(root: str, extras: set[str]) -> set[str]:
-    """The distributions `root[extras]` installs, read from the installed distributions' own metadata."""
-    seen: set[str] = set()
-    todo = [(root, frozenset(extras))]
-    while todo:
-        name, wanted = todo.pop()
-        key = canonicalize_name(name)
-        if key in seen and not wanted:
-            continue
-        seen.add(key)
-        try:
-            requires = importlib.metadata.requires(name) or []
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        for text in requires:
-            requirement = Requirement(text)
-            markers = [{"extra": e} for e in wanted] or [{"extra": ""}]
-            if requirement.marker is None or any(requirement.marker.evaluate(m) for m in markers):
-                todo.append((requirement.name, frozenset(requirement.extras)))
-    return seen
-
-
 def test_the_scripts_install_what_the_suites_modules_import() -> None:
     """verify-cuda and verify-rocm run the whole suite after installing the verify and tests extras: every
     third-party module a test module imports at collection must come with them, or collection stops the run."""
-    installed = _requirement_closure("verified-book", {"verify", "tests"})
+    installed = requirement_closure("verified-book", {"verify", "tests"})
     owners = importlib.metadata.packages_distributions()
     modules = [ROOT / "conftest.py", *sorted((ROOT / "tests").glob("**/*.py"))]
     local = {"verified_book", "claims", "harness", "conftest", "tests"}
