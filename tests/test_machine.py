@@ -127,11 +127,13 @@ H200_SMI = "NVIDIA H200, 143771, 9.0, 580.159.04"
 
 
 def _fake_nvidia_smi(tmp_path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
-    """An `nvidia-smi` on PATH that answers `answer` to the fingerprint's query, as the H200 of a first CUDA run did."""
+    """An `nvidia-smi` on PATH that answers `answer` to the fingerprint's query, as the H200 of a first CUDA run
+    did, and keeps the arguments it was given in `args`."""
     tool = tmp_path / "nvidia-smi"
-    tool.write_text(f"#!/bin/sh\nprintf '%s\\n' '{answer}'\n")
+    tool.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path / 'args'}\nprintf '%s\\n' '{answer}'\n")
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
 
 def test_a_cuda_machine_is_fingerprinted_from_nvidia_smi_without_torch(
@@ -169,3 +171,25 @@ def test_a_cpu_build_of_torch_reads_no_gpu(tmp_path, monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(machine.platform, "system", lambda: "Linux")
     assert machine.fingerprint()["gpu"] is None, "a torch that cannot reach the GPU is not fingerprinted with it"
+
+
+@pytest.mark.parametrize(("visible", "asked"), [("2,3", "--id=2"), ("GPU-8f3c", "--id=GPU-8f3c"), (None, "")])
+def test_the_gpu_read_is_the_first_one_cuda_sees(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, visible: str | None, asked: str
+) -> None:
+    _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
+    if visible is not None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert machine.fingerprint()["gpu"] == "NVIDIA H200"
+    assert (tmp_path / "args").read_text().startswith(f"{asked} --query-gpu" if asked else "--query-gpu")
+
+
+@pytest.mark.parametrize("visible", ["", "-1"])
+def test_no_gpu_is_read_where_cuda_sees_none(tmp_path, monkeypatch: pytest.MonkeyPatch, visible: str) -> None:
+    _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert machine.fingerprint()["gpu"] is None

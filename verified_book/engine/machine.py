@@ -231,13 +231,20 @@ def torch_may_see_a_device() -> bool:
 
 
 def _nvidia_smi_gpu() -> dict[str, Any] | None:
-    """The first NVIDIA GPU as `nvidia-smi` reports it, in the fingerprint's fields; None where it is absent or
-    lists none. Read so on every run where it answers, torch loaded or not, so that one machine has one
-    fingerprint; the check of one page then never pays for importing torch and starting CUDA."""
+    """The GPU CUDA's programs see first (the first of CUDA_VISIBLE_DEVICES where it is set, else nvidia-smi's
+    first) as `nvidia-smi` reports it, in the fingerprint's fields; None where it is absent or lists none. Read
+    so on every run where it answers, torch loaded or not, so that one machine has one fingerprint; the check
+    of one page then never pays for importing torch and starting CUDA. (On a machine of mixed GPUs, CUDA counts
+    the fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, and nvidia-smi in bus order: the two may differ.)"""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    first = visible.split(",")[0].strip() if visible is not None else None
+    if first is not None and (not first or first.startswith("-")):  # "" or "-1": CUDA sees no GPU
+        return None
     try:
         out = subprocess.run(
             [
                 "nvidia-smi",
+                *([f"--id={first}"] if first else []),
                 "--query-gpu=name,memory.total,compute_cap,driver_version",
                 "--format=csv,noheader,nounits",
             ],
