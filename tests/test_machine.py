@@ -136,14 +136,20 @@ def _fake_nvidia_smi(tmp_path, monkeypatch: pytest.MonkeyPatch, answer: str) -> 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
 
+def _cuda_torch_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CUDA build of torch, as its version.py says, that fails to import (sys.modules holds None for it): a GPU
+    the fingerprint names can only have come from nvidia-smi."""
+    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
+    monkeypatch.setitem(sys.modules, "torch", None)
+
+
 def test_a_cuda_machine_is_fingerprinted_from_nvidia_smi_without_torch(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a CUDA build of torch the GPU is read from nvidia-smi, never from torch: `import torch` fails here
     (sys.modules holds None for it), so the GPU named can only have come from nvidia-smi."""
     _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
-    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
-    monkeypatch.setitem(sys.modules, "torch", None)
+    _cuda_torch_that_cannot_load(monkeypatch)
     info = machine.fingerprint()
     assert (info["gpu"], info["gpu_memory_gb"], info["compute_capability"], info["driver"], info["cuda"]) == (
         "NVIDIA H200",
@@ -160,8 +166,7 @@ def test_an_nvidia_smi_that_names_no_gpu_leaves_the_gpu_to_torch(
     tmp_path, monkeypatch: pytest.MonkeyPatch, answer: str
 ) -> None:
     _fake_nvidia_smi(tmp_path, monkeypatch, answer)
-    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
-    monkeypatch.setitem(sys.modules, "torch", None)  # torch cannot answer either: no GPU is named
+    _cuda_torch_that_cannot_load(monkeypatch)  # torch cannot answer either: no GPU is named
     assert machine.fingerprint()["gpu"] is None
 
 
@@ -180,8 +185,7 @@ def test_the_gpu_read_is_the_first_one_cuda_sees(
     _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
     if visible is not None:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
-    monkeypatch.setitem(sys.modules, "torch", None)
+    _cuda_torch_that_cannot_load(monkeypatch)
     assert machine.fingerprint()["gpu"] == "NVIDIA H200"
     assert (tmp_path / "args").read_text().startswith(f"{asked} --query-gpu" if asked else "--query-gpu")
 
@@ -190,6 +194,5 @@ def test_the_gpu_read_is_the_first_one_cuda_sees(
 def test_no_gpu_is_read_where_cuda_sees_none(tmp_path, monkeypatch: pytest.MonkeyPatch, visible: str) -> None:
     _fake_nvidia_smi(tmp_path, monkeypatch, H200_SMI)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    monkeypatch.setattr(machine, "torch_build", lambda: {"cuda": "13.0", "hip": "None"})
-    monkeypatch.setitem(sys.modules, "torch", None)
+    _cuda_torch_that_cannot_load(monkeypatch)
     assert machine.fingerprint()["gpu"] is None

@@ -11,12 +11,14 @@ from packaging.utils import canonicalize_name
 def requirement_closure(root: str, extras: set[str]) -> set[str]:
     """The distributions `root[extras]` installs, read from the installed distributions' own metadata."""
     seen: set[str] = set()
+    walked: set[tuple[str, frozenset[str]]] = set()  # each distribution once per set of extras: cycles end
     todo = [(root, frozenset(extras))]
     while todo:
         name, wanted = todo.pop()
         key = canonicalize_name(name)
-        if key in seen and not wanted:
+        if (key, wanted) in walked:
             continue
+        walked.add((key, wanted))
         seen.add(key)
         try:
             requires = importlib.metadata.requires(name) or []

@@ -169,17 +169,20 @@ def _memory_gb() -> float | None:
         return None
 
 
-def _nvidia_driver() -> str | None:
+def _nvidia_smi(*args: str) -> list[str] | None:
+    """The fields of the first line `nvidia-smi ARGS` prints (a CSV query's first GPU); None where it is absent,
+    fails or prints nothing."""
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
-    except (OSError, subprocess.SubprocessError, IndexError):
+        out = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
         return None
+    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    return [field.strip() for field in lines[0].split(",")] if lines else None
+
+
+def _nvidia_driver() -> str | None:
+    fields = _nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader")
+    return fields[0] if fields else None
 
 
 def usable_cpus() -> int:
@@ -240,23 +243,12 @@ def _nvidia_smi_gpu() -> dict[str, Any] | None:
     first = visible.split(",")[0].strip() if visible is not None else None
     if first is not None and (not first or first.startswith("-")):  # "" or "-1": CUDA sees no GPU
         return None
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                *([f"--id={first}"] if first else []),
-                "--query-gpu=name,memory.total,compute_cap,driver_version",
-                "--format=csv,noheader,nounits",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
-    fields = [f.strip() for f in lines[0].split(",")] if lines else []
-    if len(fields) != 4 or not fields[0]:
+    fields = _nvidia_smi(
+        *([f"--id={first}"] if first else []),
+        "--query-gpu=name,memory.total,compute_cap,driver_version",
+        "--format=csv,noheader,nounits",
+    )
+    if fields is None or len(fields) != 4 or not fields[0]:
         return None
     name, mib, capability, driver = fields
     try:
