@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from verified_book.authoring.registry import ID_PATTERN
 from verified_book.records.results import ResultsFile
+from verified_book.site.plot_cache import remembered
 from verified_book.site.render import GeneratedPage, number
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
@@ -472,13 +473,14 @@ class Section:
 
 
 def all_plots(results: Mapping[str, ResultsFile]) -> list[Section]:
-    """Every plot of the book, by section, in page order."""
+    """Every plot of the book, by section, in page order; each drawn once for the records it shows
+    (`remembered`: a build keeps it until its records or this code change)."""
     jobs = intensities(results)
     slugs = sorted(results)
     return [
-        Section("Roofline per machine", tuple(roofline(results[s], jobs) for s in slugs)),
-        Section("Decode ceilings", (decode_ceilings(results),)),
-        Section("Batch sweep per machine", tuple(sweep(results[s]) for s in slugs)),
+        Section("Roofline per machine", tuple(remembered(roofline, results[s], jobs) for s in slugs)),
+        Section("Decode ceilings", (remembered(decode_ceilings, results),)),
+        Section("Batch sweep per machine", tuple(remembered(sweep, results[s]) for s in slugs)),
     ]
 
 

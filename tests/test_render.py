@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import Markup
 
 from claims import plots as site_plots
 from verified_book.authoring.registry import Claim, Kind
@@ -511,16 +512,25 @@ def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPa
         {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, figures_of(page, "t.ceiling"))}},
     )
     judged: list[object] = []
-    judge = provenance._outdated_reason
+    measured: list[object] = []
+    judge, measure = provenance._outdated_reason, render._measure_now
     monkeypatch.setattr(provenance, "_outdated_reason", lambda *args: judged.append(args) or judge(*args))
+    monkeypatch.setattr(render, "_measure_now", lambda *args: measured.append(args) or measure(*args))
     with provenance.judged_once({}):
         for _ in range(3):
             assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
-    assert len(judged) == 1
+    assert len(judged) == 1 and len(measured) == 1
     with provenance.judged_once({}):
         render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
-    assert len(judged) == 3
+    assert len(judged) == 3 and len(measured) == 3
+
+
+def test_markup_escapes_each_value_and_keeps_markup_as_it_is() -> None:
+    made = render.markup('<a href="{}" title="{t}">{}</a>', '"><script>', Markup("<b>kept</b>"), t="a & b")
+    assert made == '<a href="&#34;&gt;&lt;script&gt;" title="a &amp; b"><b>kept</b></a>'
+    assert isinstance(made, Markup)
+    assert made == Markup('<a href="{}" title="{t}">{}</a>').format('"><script>', Markup("<b>kept</b>"), t="a & b")
 
 
 BOOK_JOBS = {"decode_bf16": 1.0, "decode_q4_k_m": 3.3, "decode_batch8_bf16": 8.0, "prefill_bf16": 2048.0}

@@ -21,7 +21,7 @@ import types
 import weakref
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Hashable, Iterator, NamedTuple, TypeVar
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
@@ -492,14 +492,16 @@ def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
     return out
 
 
-#: the verdicts `outdated_reason` gave within `judged_once`, by the objects it was handed
-Verdicts = dict[tuple[int, int, int], tuple[Any, Any, Any, str | None]]
+#: the judgements made within `judged_once`: by their kind and the identities of the objects they were made
+#: from, the objects (kept, so no id is reused while the judgement stands) and the judgement
+Verdicts = dict[tuple[Hashable, ...], tuple[tuple[object, ...], Any]]
 _VERDICTS: contextvars.ContextVar[Verdicts | None] = contextvars.ContextVar("verdicts", default=None)
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
 def judged_once(verdicts: Verdicts) -> Iterator[None]:
-    """Within, each (claim, record) is judged once and its verdict kept in `verdicts`.
+    """Within, each judgement of the same objects (see `once`) is made once and kept in `verdicts`.
 
     A site build asks about the same record at every figure of its claim and again on the
     machines page, while neither the book nor the results change: the caller keeps
@@ -512,15 +514,21 @@ def judged_once(verdicts: Verdicts) -> Iterator[None]:
         _VERDICTS.reset(token)
 
 
-def outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
-    """Why a record no longer speaks for the book as it is now; None while it still does."""
+def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values: Hashable) -> T:
+    """`judge()`, made once per `kind`, objects (by identity) and `values` within `judged_once`, and each
+    time outside it."""
     verdicts = _VERDICTS.get()
     if verdicts is None:
-        return _outdated_reason(claim, meta, record)
-    key = (id(claim), id(meta), id(record))
-    if key not in verdicts:  # the objects are kept with the verdict, so no id is reused while it stands
-        verdicts[key] = (claim, meta, record, _outdated_reason(claim, meta, record))
-    return verdicts[key][3]
+        return judge()
+    key = (kind, *map(id, objects), *values)
+    if key not in verdicts:
+        verdicts[key] = (objects, judge())
+    return verdicts[key][1]
+
+
+def outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
+    """Why a record no longer speaks for the book as it is now; None while it still does."""
+    return once("outdated_reason", (claim, meta, record), lambda: _outdated_reason(claim, meta, record))
 
 
 def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:

@@ -398,7 +398,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         draw = self._plots_function()
         if draw is None:
             return render.GeneratedPage("# Plots\n\nThis book draws no charts.\n")
-        return draw(self.results)
+        return plots_process.drawn(draw, self.results, self.root)
 
     def _legend(self, page: MkPage, files: Files) -> str:
         machines = files.get_file_from_path(self.config.machines_page)

@@ -496,37 +496,52 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _walk(node: Any, at: str, depth: int, key: str, problems: list[str]) -> None:
-    """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers."""
-    if len(problems) > 50:
-        return
-    if depth > MAX_DEPTH:
-        problems.append(f"{at}: nested deeper than {MAX_DEPTH} levels")
-        return
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if not isinstance(k, str):
-                problems.append(f"{at}: key {_show(k)} is not a string")
-                continue
-            if len(k) > MAX_KEY_CHARS:
-                problems.append(f"{at}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
-                continue
-            _walk(v, f"{at}[{k!r}]", depth + 1, k, problems)
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            _walk(v, f"{at}[{i}]", depth + 1, key, problems)
-    elif isinstance(node, str):
-        limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
-        if len(node) > limit:
-            problems.append(f"{at}: a string of {len(node)} characters (at most {limit})")
-    elif isinstance(node, float):
-        if not math.isfinite(node):
-            problems.append(f"{at}: {node!r} is not a finite number")
-    elif _is_int(node):
-        if node.bit_length() > MAX_INT_BITS:
-            problems.append(f"{at}: an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})")
-    elif node is not None and not isinstance(node, bool):
-        problems.append(f"{at}: a {type(node).__name__}, which JSON does not hold")
+def _walk(node: Any, where: str, problems: list[str]) -> None:
+    """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers.
+
+    A problem names its place (`where['records']['a.b'][0]`); the place is spelled out only for a
+    problem, as a sound file has a hundred thousand parts."""
+    path: list[str | int] = []
+
+    def at() -> str:
+        return where + "".join(f"[{k!r}]" for k in path)
+
+    def visit(node: Any, depth: int, key: str) -> None:
+        if len(problems) > 50:
+            return
+        if depth > MAX_DEPTH:
+            problems.append(f"{at()}: nested deeper than {MAX_DEPTH} levels")
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if not isinstance(k, str):
+                    problems.append(f"{at()}: key {_show(k)} is not a string")
+                    continue
+                if len(k) > MAX_KEY_CHARS:
+                    problems.append(f"{at()}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
+                    continue
+                path.append(k)
+                visit(v, depth + 1, k)
+                path.pop()
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                path.append(i)
+                visit(v, depth + 1, key)
+                path.pop()
+        elif isinstance(node, str):
+            limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
+            if len(node) > limit:
+                problems.append(f"{at()}: a string of {len(node)} characters (at most {limit})")
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                problems.append(f"{at()}: {node!r} is not a finite number")
+        elif _is_int(node):
+            if node.bit_length() > MAX_INT_BITS:
+                problems.append(f"{at()}: an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})")
+        elif node is not None and not isinstance(node, bool):
+            problems.append(f"{at()}: a {type(node).__name__}, which JSON does not hold")
+
+    visit(node, 1, "")
 
 
 def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[ResultsDocument | None, list[str]]:
@@ -542,7 +557,7 @@ def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[
     if not isinstance(data, dict):
         return None, [f"{where}: expected a JSON object at the top, found {type(data).__name__}"]
     problems: list[str] = []
-    _walk(data, where, 1, "", problems)
+    _walk(data, where, problems)
     if problems:
         return None, problems
     try:

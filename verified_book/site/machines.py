@@ -27,6 +27,7 @@ from verified_book.site.render import (
     figure_view,
     label,
     mark,
+    markup,
     short,
     show_value,
     source_link,
@@ -138,7 +139,7 @@ def _fingerprint(results: ResultsFile) -> Markup:
     rows.append(("backends present", ", ".join(present) or None))
     rows.append(("backends absent", ", ".join(absent) or None))
     cells = Markup().join(
-        Markup('<tr><th scope="row">{}</th><td>{}</td></tr>').format(label, short(value, 300))
+        markup('<tr><th scope="row">{}</th><td>{}</td></tr>', label, short(value, 300))
         for label, value in rows
         if value
     )
@@ -149,8 +150,12 @@ def _fingerprint(results: ResultsFile) -> Markup:
 
 def _counts_html(counts: Mapping[str, int]) -> Markup:
     items = Markup().join(
-        Markup('<li data-status="{}">{}<span class="vb-count__n">{}</span> {}</li>').format(
-            s, mark(s), counts.get(s, 0), LABELS[s]
+        markup(
+            '<li data-status="{}">{}<span class="vb-count__n">{}</span> {}</li>',
+            s,
+            mark(s),
+            counts.get(s, 0),
+            LABELS[s],
         )
         for s in (*COUNTED, UNVERIFIED)
         if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
@@ -173,8 +178,7 @@ def _overview(
     always = (Status.VERIFIED, Status.CITED, Status.STALE, Status.FAILED, Status.DISPUTED, Status.REFERENCE)
     columns = [s for s in (*COUNTED, UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
     head = Markup().join(
-        Markup('<th scope="col">{}<span class="vb-overview__label">{}</span></th>').format(mark(s), LABELS[s])
-        for s in columns
+        markup('<th scope="col">{}<span class="vb-overview__label">{}</span></th>', mark(s), LABELS[s]) for s in columns
     )
     rows = []
     for slug in sorted(results):
@@ -182,20 +186,22 @@ def _overview(
         fp = rf.machine.fingerprint
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
         date = _scalar(rf.run.date) or ""
-        cells = Markup().join(Markup('<td data-status="{}">{}</td>').format(s, counted[slug][s]) for s in columns)
+        cells = Markup().join(markup('<td data-status="{}">{}</td>', s, counted[slug][s]) for s in columns)
         when = escape(date[:10])
         if slug in quiet:
-            when += Markup(' <span class="vb-quiet" data-status="{}">{}{}</span>').format(
-                NOT_REPORTED, mark(NOT_REPORTED), LABELS[NOT_REPORTED]
+            when += markup(
+                ' <span class="vb-quiet" data-status="{}">{}{}</span>',
+                NOT_REPORTED,
+                mark(NOT_REPORTED),
+                LABELS[NOT_REPORTED],
             )
         if slug in local:
             when += Markup(' <span class="vb-local" data-local>this clone\'s run, not contributed</span>')
         rows.append(
-            Markup(
+            markup(
                 '<tr data-machine="{slug}"{quiet}{local}>'
                 '<th scope="row"><a href="#{anchor}">{slug}</a></th>'
-                "<td>{what}</td><td>{when}</td>{cells}</tr>"
-            ).format(
+                "<td>{what}</td><td>{when}</td>{cells}</tr>",
                 slug=slug,
                 quiet=Markup(" data-quiet") if slug in quiet else Markup(),
                 local=Markup(" data-local") if slug in local else Markup(),
@@ -247,8 +253,12 @@ def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, Markup]:
         ).format(UNVERIFIED)
     status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items()))
-    return status, Markup('<td data-status="{}" title="{}"><span class="vb-cell">{}{}</span></td>').format(
-        status, short(detail, 600), mark(status), label(status)
+    return status, markup(
+        '<td data-status="{}" title="{}"><span class="vb-cell">{}{}</span></td>',
+        status,
+        short(detail, 600),
+        mark(status),
+        label(status),
     )
 
 
@@ -274,8 +284,7 @@ def _matrix(
         files = printed.get(claim_id, [])
         keys = " ".join(chapter_keys.get(f, "c-other") for f in files) or "none"
         where = Markup(", ").join(
-            Markup('<a href="{}">{}</a>').format(chapters[f].href, chapters[f].title) if f in chapters else f
-            for f in files
+            markup('<a href="{}">{}</a>', chapters[f].href, chapters[f].title) if f in chapters else f for f in files
         ) or Markup('<span class="vb-muted">not printed</span>')
         statuses: list[str] = []
         cells: list[Markup] = []
@@ -288,10 +297,9 @@ def _matrix(
             note = Markup(' <span class="vb-muted">(no longer a claim of this book)</span>')
         link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else Markup()
         rows.append(
-            Markup(
+            markup(
                 '<tr data-chapters="{keys}" data-statuses="{statuses}">'
-                '<th scope="row"><code>{claim}</code>{note}{link}</th><td>{where}</td>{cells}</tr>'
-            ).format(
+                '<th scope="row"><code>{claim}</code>{note}{link}</th><td>{where}</td>{cells}</tr>',
                 keys=keys,
                 statuses=" ".join(sorted(set(statuses))),
                 claim=claim_id,
@@ -302,13 +310,13 @@ def _matrix(
             )
         )
     options = Markup().join(
-        Markup('<option value="{}">{}</option>').format(chapter_keys[f], c.title) for f, c in chapters.items()
+        markup('<option value="{}">{}</option>', chapter_keys[f], c.title) for f, c in chapters.items()
     )
     status_options = Markup().join(
-        Markup('<option value="{}">{}</option>').format(s, LABELS[s]) for s in (*COUNTED, UNVERIFIED)
+        markup('<option value="{}">{}</option>', s, LABELS[s]) for s in (*COUNTED, UNVERIFIED)
     )
-    head = Markup().join(Markup('<th scope="col"><a href="#{}">{}</a></th>').format(anchor(s), s) for s in slugs)
-    return Markup(
+    head = Markup().join(markup('<th scope="col"><a href="#{}">{}</a></th>', anchor(s), s) for s in slugs)
+    return markup(
         '<div class="vb-matrix" data-vb-matrix>'
         '<div class="vb-matrix__filters">'
         '<label>Chapter <select data-vb-filter="chapter"><option value="">all chapters</option>'
@@ -319,8 +327,7 @@ def _matrix(
         "</div>"
         '<div class="vb-matrix__scroll">{table}'
         '<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
-        "<tbody>{rows}</tbody></table></div></div>"
-    ).format(
+        "<tbody>{rows}</tbody></table></div></div>",
         options=options,
         status_options=status_options,
         count=len(rows),

@@ -23,9 +23,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from verified_book.records.results import ResultsFile
+from verified_book.site import plot_cache
 from verified_book.site.render import GeneratedPage
 
 Draw = Callable[[Mapping[str, ResultsFile]], GeneratedPage]
+
+
+def drawn(draw: Draw, results: Mapping[str, ResultsFile], root: Path) -> GeneratedPage:
+    """The page `draw` makes of the results, its charts kept in the book's cache (`plot_cache`)."""
+    with plot_cache.kept_in(root / plot_cache.FOLDER):
+        return draw(results)
 
 
 def function(where: str) -> Draw:
@@ -42,13 +49,14 @@ class Drawing:
         """Start the child, which loads the drawing's code and then waits for the results: pass them
         here, or `give` them once read (None), so the child's start overlaps their reading."""
         self.where = where
+        self.root = root
         self.results: Mapping[str, ResultsFile] | None = None
         self._folder = tempfile.TemporaryDirectory(prefix="verified-book-plots-")
         self._given = Path(self._folder.name) / "results.pickle"
         # the book's root first on the path, as the building process has it, to import the book's package
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
         self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", __name__, where, str(self._given)],
+            [sys.executable, "-m", __name__, where, str(self._given), str(root)],
             cwd=root,
             env=env,
             stdin=subprocess.PIPE,
@@ -84,7 +92,7 @@ class Drawing:
                     return page
         finally:
             self._folder.cleanup()
-        return function(self.where)(self.results)
+        return drawn(function(self.where), self.results, self.root)
 
     def cancel(self) -> None:
         """Stop the child (the build failed before it reached the page)."""
@@ -103,12 +111,12 @@ def _unpickled(data: bytes) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    where, given = argv
+    where, given, root = argv
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the page alone
         draw = function(where)
         sys.stdin.buffer.read(1)  # the building process says when the results are written
         results: Any = pickle.loads(Path(given).read_bytes())
-        page = draw(results)
+        page = drawn(draw, results, Path(root))
     sys.stdout.buffer.write(pickle.dumps(page))
     return 0
 

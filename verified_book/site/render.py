@@ -10,8 +10,8 @@ machines wrote. Where a record judged the figure as printed (same file, line and
 text), its verdict stands; where the text has changed since, the recorded value is
 compared with the new text the way the engine compares them. Every string read from
 a results file is untrusted (results arrive by pull request): the HTML is built as
-markupsafe's `Markup`, whose `format` and `join` escape every string that is not
-already `Markup`, so nothing reaches the page unescaped.
+markupsafe's `Markup`, with `markup` (or `Markup.format`) and `Markup.join`, which escape every
+string that is not already `Markup`, so nothing reaches the page unescaped.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
+from verified_book.authoring.inputs import Read
 from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
 from verified_book.book.bindings import BINDING, Binding, Page, unknown_claim
 from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
-from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.provenance import once, outdated_reason
 from verified_book.engine.recorded import recorded_reads
 from verified_book.errors import Problem
 from verified_book.records.conditions import contended
@@ -67,6 +68,13 @@ MAX_TEXT = 400
 
 #: how a snippet's output was produced, as the caption says it (verified_book.engine.snippet_run)
 RUN_HOW = {"script": "as a script", "in process": "inside the test process, its libraries already loaded"}
+
+
+def markup(template: str, *args: Any, **kwargs: Any) -> Markup:
+    """`Markup(template).format(...)`: each value escaped unless it is `Markup` already. The values are
+    escaped first and `str.format` places them, which costs a third of `Markup.format` at every figure
+    of a build; so a field takes no format spec (`{:.1f}`): format the value before."""
+    return Markup(template.format(*map(escape, args), **{k: escape(v) for k, v in kwargs.items()}))
 
 
 def short(value: Any, limit: int = MAX_TEXT) -> str:
@@ -222,7 +230,20 @@ def measure(
     binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
 ) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record; `machine` is the name its file is
-    shown as (this clone's run of a machine with a committed file is one of its own)."""
+    shown as (this clone's run of a machine with a committed file is one of its own). Within
+    `provenance.judged_once` each is measured once: the pages and the machines page show the same."""
+    return once(
+        "measure",
+        (binding, claim, results, record),
+        lambda: _measure_now(binding, claim, results, backend, record, machine),
+        backend,
+        machine,
+    )
+
+
+def _measure_now(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
     measured = _measure(binding, claim, results, backend, record, machine)
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
@@ -251,6 +272,11 @@ def _contended(measured: Measurement, record: Record) -> Measurement:
     )
 
 
+def _reads(record: Record) -> list[Read]:
+    """The inputs a record names (`recorded_reads`), read once per record within `provenance.judged_once`."""
+    return once("reads", (record,), lambda: recorded_reads(record))
+
+
 def _measure(
     binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
 ) -> Measurement:
@@ -268,14 +294,14 @@ def _measure(
         if status in HELD and claim is not None:
             # what a figure that held is evidence of, said from the claim and the record's inputs (a record
             # from before cited and inherited reference were told apart says only that it held)
-            held, why = evidence(claim, recorded_reads(record))
+            held, why = evidence(claim, _reads(record))
             if held is not Status.VERIFIED or status == Status.VERIFIED:
                 return Measurement(status=held.value, message=why or message, **base)
         return Measurement(status=status, message=message, **base)
     if raw_status == Status.FAILED and value is None:
         return Measurement(status=Status.FAILED.value, message=message, **base)
     if claim is not None and value is not None and binding.printed is not None:
-        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=recorded_reads(record))
+        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=_reads(record))
         verdict = judge(binding, outcome, machine_of(results))
         note = f"the text changed since this run; its recorded value {show_value(value)} " + (
             "rounds to the printed figure"
@@ -319,13 +345,11 @@ def source_link(source: str | None, repo_url: str | None) -> Markup:
         return Markup()
     match = SOURCE_PATTERN.match(source)
     if not match or ".." in PurePosixPath(match.group("path")).parts:
-        return Markup('<span class="vb-panel__source">{}</span>').format(short(source, 120))
+        return markup('<span class="vb-panel__source">{}</span>', short(source, 120))
     if not repo_url:
-        return Markup('<span class="vb-panel__source">computed by <code>{}</code></span>').format(source)
+        return markup('<span class="vb-panel__source">computed by <code>{}</code></span>', source)
     href = f"{repo_url.rstrip('/')}/blob/main/{quote(match.group('path'))}#L{match.group('line')}"
-    return Markup('<span class="vb-panel__source">computed by <a href="{}"><code>{}</code></a></span>').format(
-        href, source
-    )
+    return markup('<span class="vb-panel__source">computed by <a href="{}"><code>{}</code></a></span>', href, source)
 
 
 def pretty(text: str) -> Markup:
@@ -347,9 +371,12 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
     note = Markup()
     if quiet:
-        note = Markup('<span class="vb-quiet" data-status="{}">{}</span>').format(NOT_REPORTED, LABELS[NOT_REPORTED])
-    return Markup('<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}').format(
-        slug, short(meta, 120), note
+        note = markup('<span class="vb-quiet" data-status="{}">{}</span>', NOT_REPORTED, LABELS[NOT_REPORTED])
+    return markup(
+        '<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}',
+        slug,
+        short(meta, 120),
+        note,
     )
 
 
@@ -381,13 +408,12 @@ def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> Markup:
 def _row(m: Measurement) -> Markup:
     """One backend's value on one machine, with its status."""
     version = f" {short(m.version, 40)}" if m.version else ""
-    return Markup(
+    return markup(
         '<span class="vb-row" data-status="{status}" data-backend="{backend}">'
         '<span class="vb-row__backend">{backend_label}{version}</span>'
         '<span class="vb-row__value">{value}</span>'
         '<span class="vb-row__status">{label}</span>'
-        "</span>"
-    ).format(
+        "</span>",
         status=m.status,
         backend=m.backend,
         backend_label=BACKEND_LABELS.get(m.backend, m.backend),
@@ -407,21 +433,21 @@ def render_panel(
     """
     b = view.binding
     parts = [
-        Markup('<vb-panel class="vb-panel" id="{}" data-search-exclude>').format(uid),
+        markup('<vb-panel class="vb-panel" id="{}" data-search-exclude>', uid),
         Markup('<span class="vb-panel__head">'),
-        Markup('<span class="vb-badge" data-status="{}">{}</span> ').format(view.status, label(view.status)),
-        Markup('<code class="vb-panel__id">{}</code>').format(b.claim_id),
+        markup('<span class="vb-badge" data-status="{}">{}</span> ', view.status, label(view.status)),
+        markup('<code class="vb-panel__id">{}</code>', b.claim_id),
         Markup("</span>"),
     ]
     if view.claim is not None and view.claim.doc:
-        parts.append(Markup('<span class="vb-panel__doc">{}</span>').format(short(view.claim.doc, 300)))
-    printed = Markup("Printed <b>{}</b>").format(pretty(b.text))
+        parts.append(markup('<span class="vb-panel__doc">{}</span>', short(view.claim.doc, 300)))
+    printed = markup("Printed <b>{}</b>", pretty(b.text))
     if b.stated != b.text:
-        printed += Markup(", read as {}").format(b.stated)
+        printed += markup(", read as {}", b.stated)
     if b.disputed:
         printed += Markup(", marked disputed by the book")
     meaning = MEANINGS.get(view.status, f"a machine recorded the status {label(view.status)!r}")
-    parts.append(Markup('<span class="vb-panel__printed">{}: {}.</span>').format(printed, meaning))
+    parts.append(markup('<span class="vb-panel__printed">{}: {}.</span>', printed, meaning))
     if view.claim is not None and view.claim.measured_here:
         parts.append(_measured_here(view.claim.measured_here, results))
     if not view.measurements:
@@ -438,24 +464,20 @@ def render_panel(
     for slug, items in by_machine.items():
         ran = [m for m in items if m.status != Status.SKIPPED]
         machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED.value
-        parts.append(
-            Markup('<span class="vb-machine" data-machine="{}" data-status="{}">').format(slug, machine_status)
-        )
+        parts.append(markup('<span class="vb-machine" data-machine="{}" data-status="{}">', slug, machine_status))
         parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
             parts.append(_row(m))
             note = _row_note(m)
             if note and note not in shown:
                 shown.add(note)
-                parts.append(Markup('<span class="vb-row__message">{}</span>').format(note))
+                parts.append(markup('<span class="vb-row__message">{}</span>', note))
         skipped = [m for m in items if m.status == Status.SKIPPED]
         if skipped:
             reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
             names = ", ".join(m.backend for m in skipped)
             parts.append(
-                Markup('<span class="vb-row__skipped" title="{}">not run here: {}</span>').format(
-                    short(reasons, 600), names
-                )
+                markup('<span class="vb-row__skipped" title="{}">not run here: {}</span>', short(reasons, 600), names)
             )
         parts.append(Markup("</span>"))
     parts.append(source_link(view.source, repo_url))
@@ -483,13 +505,12 @@ def render_figure(
     sr = f" ({label(view.status)} figure; opens what every machine computed)"
     # a figure reads as one word, except a list of values, which may break after its commas in a narrow cell
     wraps = Markup(" data-wrap") if ", " in b.text else Markup()
-    return Markup(
+    return markup(
         '<span class="vb-fig" data-claim="{claim}" data-status="{status}"{wraps} tabindex="0" '
         'role="button" aria-expanded="false" aria-describedby="{uid}">'
         '<span class="vb-fig__text">{text}</span>{mark}{screen_reader}{sr}</span>'
         "{panel}"
-        "</span>"
-    ).format(
+        "</span>",
         claim=b.claim_id,
         status=view.status,
         wraps=wraps,
@@ -506,11 +527,10 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
     """A visible marker where a binding is broken (plain builds; strict builds fail instead)."""
     shown = escape(text) if in_code else pretty(text)
     message = message.replace("](claim:", "] (claim ")  # the build log has the exact syntax; the page shows no link
-    return Markup(
+    return markup(
         '<span class="vb-fig" data-status="{status}" data-claim-error="{claim}" tabindex="0" title="{message}">'
         '<span class="vb-fig__text">{shown}</span>{mark}'
-        "{screen_reader} (broken figure: {message})</span></span>"
-    ).format(
+        "{screen_reader} (broken figure: {message})</span></span>",
         status=BROKEN_BINDING,
         claim=claim_id,
         message=short(message, 300),
@@ -522,7 +542,7 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
 
 def mark(status: str) -> Markup:
     """A status's mark alone, as the figures carry it (the legend and the machines page use it)."""
-    return Markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>').format(status)
+    return markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>', status)
 
 
 LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
@@ -537,24 +557,27 @@ def render_legend(machines_href: str | None = None) -> Markup:
             '<span class="vb-fig vb-fig--sample" data-status="{}"><span class="vb-fig__text">16.6</span>{}</span>'
         ).format(status, FIGURE_MARK)
         rows.append(
-            Markup(
+            markup(
                 '<tr data-status="{status}"><td>{sample}</td><th scope="row">{label}</th>'
                 '<td><span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> {shape}</td>'
-                "<td>{meaning}.</td></tr>"
-            ).format(
-                status=status, sample=sample, label=LABELS[status], glyph=glyph, shape=shape, meaning=MEANINGS[status]
+                "<td>{meaning}.</td></tr>",
+                status=status,
+                sample=sample,
+                label=LABELS[status],
+                glyph=glyph,
+                shape=shape,
+                meaning=MEANINGS[status],
             )
         )
     glyph, shape = SHAPES[NOT_REPORTED]
-    machines = Markup('<a href="{}">machines page</a>').format(machines_href) if machines_href else "machines page"
-    return Markup(
+    machines = markup('<a href="{}">machines page</a>', machines_href) if machines_href else "machines page"
+    return markup(
         '<div class="vb-scroll" data-vb-scroll><table class="vb-legend">'
         '<thead><tr><th scope="col">looks like</th><th scope="col">status</th><th scope="col">mark</th>'
         '<th scope="col">means</th></tr></thead><tbody>{rows}</tbody></table></div>'
         '<p class="vb-legend__machine">{mark} <b>{label}</b> '
         '<span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> ({shape}), on the {machines} '
-        "and in the panels: {meaning}.</p>"
-    ).format(
+        "and in the panels: {meaning}.</p>",
         rows=Markup().join(rows),
         mark=mark(NOT_REPORTED),
         label=LABELS[NOT_REPORTED],
@@ -824,12 +847,17 @@ def _output_block(
         if took and entry.how in RUN_HOW:
             took += f" {RUN_HOW[entry.how]}"
         on = f" on {date[:10]}" if date else ""
-        caption = Markup('<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.{}</p>').format(
-            snippet, slug, on, took, _earlier_version(snippet, entry.sha256, source_now)
+        caption = markup(
+            '<p class="vb-output__caption">What <code>{}</code> printed on <b>{}</b>{}{}.{}</p>',
+            snippet,
+            slug,
+            on,
+            took,
+            _earlier_version(snippet, entry.sha256, source_now),
         )
         run = _code_block(escape(text), text, "vb-output vb-output--machine")
         # a machine's run repeats the book's text: the site's search indexes the book's block alone
-        out.blocks[token] = Markup('<div class="vb-output__run" data-search-exclude>{}{}</div>').format(caption, run)
+        out.blocks[token] = markup('<div class="vb-output__run" data-search-exclude>{}{}</div>', caption, run)
         label = str(escape(slug)).replace("\\", "&#92;")  # Markdown: a tab's title
         result += [f'{indent}=== "{label}"', "", f"{indent}    {token}", ""]
     return result
@@ -848,8 +876,8 @@ def _earlier_version(snippet: str | None, printed_by: str | None, now: str | Non
 
 
 def _code_block(inner_html: Markup, plain: str, classes: str) -> Markup:
-    return Markup('<div class="highlight {}" data-copy="{}"><pre><code>{}</code></pre></div>').format(
-        classes, plain, inner_html
+    return markup(
+        '<div class="highlight {}" data-copy="{}"><pre><code>{}</code></pre></div>', classes, plain, inner_html
     )
 
 

@@ -1,0 +1,146 @@
+"""A chart kept between builds: the same chart as drawn afresh, and drawn again when anything it is drawn
+from moves (a record, an argument, the drawing code, matplotlib)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from claims import plots
+from verified_book.records.results import ResultsFile, read_all
+from verified_book.site import plot_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict[str, ResultsFile]:
+    found = read_all(ROOT / "results", lambda problem: pytest.fail(problem))
+    assert found, "the book commits at least one machine's results"
+    return found
+
+
+class Counted:
+    """A drawing that counts its calls, defined in a module whose source the test controls."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str = "LINE = 1\n") -> None:
+        self.calls = 0
+        self.module = types.ModuleType("drawing_under_test")
+        (tmp_path / "src").mkdir(exist_ok=True)
+        self.path = tmp_path / "src" / "drawing_under_test.py"
+        self.write(source)
+        self.module.__file__ = str(self.path)
+        monkeypatch.setitem(sys.modules, self.module.__name__, self.module)
+
+        def chart(*args: object) -> str:
+            self.calls += 1
+            return f"<svg>{self.module.LINE} {len(args)}</svg>"
+
+        chart.__module__ = self.module.__name__
+        self.chart = chart
+
+    def write(self, source: str) -> None:
+        import linecache
+
+        self.path.write_text(textwrap.dedent(source))
+        linecache.checkcache(str(self.path))
+        exec(compile(self.path.read_text(), str(self.path), "exec"), self.module.__dict__)
+
+
+def test_a_kept_chart_is_the_chart_drawn_afresh(tmp_path: Path, committed: dict[str, ResultsFile]) -> None:
+    slug = sorted(committed)[0]
+    jobs = plots.intensities(committed)
+    fresh = plots.roofline(committed[slug], jobs)
+    with plot_cache.kept_in(tmp_path):
+        first = plot_cache.remembered(plots.roofline, committed[slug], jobs)
+        again = plot_cache.remembered(plots.roofline, committed[slug], jobs)
+    assert first == fresh and again == fresh
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
+
+
+def test_a_chart_is_drawn_once_while_nothing_it_is_drawn_from_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, committed: dict[str, ResultsFile]
+) -> None:
+    drawing = Counted(tmp_path, monkeypatch)
+    results = committed[sorted(committed)[0]]
+    with plot_cache.kept_in(tmp_path):
+        for _ in range(3):
+            assert plot_cache.remembered(drawing.chart, results, {"job": 1.5}) == "<svg>1 2</svg>"
+    assert drawing.calls == 1
+    with plot_cache.kept_in(tmp_path):  # a later build
+        plot_cache.remembered(drawing.chart, results, {"job": 1.5})
+    assert drawing.calls == 1
+
+
+def test_a_record_an_argument_or_the_code_moving_draws_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, committed: dict[str, ResultsFile]
+) -> None:
+    drawing = Counted(tmp_path, monkeypatch)
+    slug = sorted(committed)[0]
+    results = committed[slug]
+    cache = tmp_path / "kept"
+    with plot_cache.kept_in(cache):
+        plot_cache.remembered(drawing.chart, results, {"job": 1.5})
+        plot_cache.remembered(drawing.chart, results, {"job": 1.6})  # another argument
+    assert drawing.calls == 2
+
+    # one record's value moved: a machine contributed again
+    document = results.to_document()
+    claim_id, per_backend = next(iter(sorted(document.records.items())))
+    backend = sorted(per_backend)[0]
+    moved = document.model_copy(deep=True)
+    moved.records[claim_id][backend] = moved.records[claim_id][backend].model_copy(update={"value": 12345})
+    with plot_cache.kept_in(cache):
+        plot_cache.remembered(drawing.chart, ResultsFile.from_document(moved), {"job": 1.5})
+    assert drawing.calls == 3
+
+    drawing.write("LINE = 2\n")  # the drawing's module changed
+    with plot_cache.kept_in(cache):
+        assert plot_cache.remembered(drawing.chart, results, {"job": 1.5}) == "<svg>2 2</svg>"
+    assert drawing.calls == 4
+
+    monkeypatch.setattr(plot_cache, "_matplotlib", lambda: "99.0")  # matplotlib was upgraded
+    with plot_cache.kept_in(cache):
+        plot_cache.remembered(drawing.chart, results, {"job": 1.5})
+    assert drawing.calls == 5
+
+
+def test_outside_a_build_nothing_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawing = Counted(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    plot_cache.remembered(drawing.chart, 1)
+    plot_cache.remembered(drawing.chart, 1)
+    assert drawing.calls == 2
+    assert not list(tmp_path.rglob("*.pickle"))
+
+
+def test_a_damaged_or_unwritable_cache_costs_a_drawing_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawing = Counted(tmp_path, monkeypatch)
+    cache = tmp_path / "kept"
+    with plot_cache.kept_in(cache):
+        plot_cache.remembered(drawing.chart, 1)
+    (kept,) = cache.glob("*.pickle")
+    kept.write_bytes(b"not a pickle")
+    with plot_cache.kept_in(cache):
+        assert plot_cache.remembered(drawing.chart, 1) == "<svg>1 1</svg>"
+    assert drawing.calls == 2
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with plot_cache.kept_in(blocked / "kept"):  # a folder that cannot be made
+        assert plot_cache.remembered(drawing.chart, 1) == "<svg>1 1</svg>"
+    assert drawing.calls == 3
+
+
+def test_the_cache_lets_go_of_the_oldest_charts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawing = Counted(tmp_path, monkeypatch)
+    monkeypatch.setattr(plot_cache, "KEEP_AT_MOST", 3)
+    with plot_cache.kept_in(tmp_path / "kept"):
+        for n in range(5):
+            plot_cache.remembered(drawing.chart, n)
+    assert len(list((tmp_path / "kept").glob("*.pickle"))) == 3

@@ -1,0 +1,118 @@
+"""A chart drawn once for the records it shows: kept between builds, drawn again when anything it is
+drawn from changes.
+
+Drawing is the slowest step of a site build (a third of a second a chart with matplotlib), and
+each machine adds charts of its own, while a committed machine's records change only when it
+contributes again. A book's plots function hands each chart's drawing to `remembered`, which
+keeps what it returned under a key made of:
+
+- the drawing function's module and name, and that module's source;
+- matplotlib's version;
+- every argument: a machine's results as the whole of its file's content, any other value as
+  its canonical JSON (or its repr).
+
+So a record, a date, the drawing code or the library moving draws the chart again; a kept
+chart is exactly what the same call would return. Outside `kept_in` (a caller that names no
+folder) nothing is kept and every chart is drawn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import importlib.metadata
+import inspect
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+from verified_book.records.results import ResultsFile
+
+T = TypeVar("T")
+
+#: where a book keeps its charts, relative to its root (beside `verified-book pages`' own cache)
+FOLDER = Path(".cache") / "verified-book" / "plots"
+KEEP_AT_MOST = 200  # charts kept; the oldest go first
+
+_FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("plot_cache", default=None)
+_DIGESTS: dict[int, tuple[ResultsFile, str]] = {}  # each results object's content digest, by identity
+
+
+@contextlib.contextmanager
+def kept_in(folder: Path) -> Iterator[None]:
+    """Within, `remembered` keeps each chart in `folder` and takes it from there while its key holds."""
+    token = _FOLDER.set(folder)
+    try:
+        yield
+    finally:
+        _FOLDER.reset(token)
+        _DIGESTS.clear()
+
+
+def remembered(draw: Callable[..., T], *args: Any) -> T:
+    """`draw(*args)`, or what the same call returned before (see the module's docstring)."""
+    folder = _FOLDER.get()
+    if folder is None:
+        return draw(*args)
+    path = folder / f"{key(draw, args)}.pickle"
+    with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        kept: T = pickle.loads(path.read_bytes())
+        os.utime(path)  # in use: the last to be let go
+        return kept
+    drawn = draw(*args)
+    _keep(folder, path, drawn)
+    return drawn
+
+
+def key(draw: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The chart's key: its drawing code, matplotlib's version and its arguments (see the module's docstring)."""
+    module = sys.modules.get(draw.__module__)
+    try:
+        source = inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    h = hashlib.sha256()
+    for part in (draw.__module__, draw.__qualname__, source, _matplotlib(), *(_digest(a) for a in args)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _matplotlib() -> str:
+    try:
+        return importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def _digest(value: Any) -> str:
+    if isinstance(value, ResultsFile):
+        kept = _DIGESTS.get(id(value))
+        if kept is None or kept[0] is not value:
+            text = value.to_document().model_dump_json()
+            kept = _DIGESTS[id(value)] = (value, hashlib.sha256(text.encode()).hexdigest())
+        return kept[1]
+    if isinstance(value, Mapping):
+        return json.dumps({str(k): _digest(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))})
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _keep(folder: Path, path: Path, drawn: Any) -> None:
+    """Write the chart beside the others (a whole file or none), and let go of the oldest past `KEEP_AT_MOST`."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(drawn))
+        os.replace(partial, path)
+        kept = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-KEEP_AT_MOST]:
+            old.unlink(missing_ok=True)
+    except (OSError, pickle.PicklingError):
+        pass  # a folder that cannot be written costs the next build a drawing, nothing else
