@@ -16,7 +16,8 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     local_results = "results.local"     # optional: where a run on this clone writes its machine's file
                                         # (git-ignored; the site shows it beside `results`); default `results`
     plausible = "claims.topics.measured:plausible"  # optional: bounds a contributed measured value must lie in
-    plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results
+    plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results (each chart
+                                        # through verified_book.site.plot_cache.remembered is kept between builds)
     offline = true                      # optional: refuse network access while claims compute
     ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
                                         # (ids or fnmatch patterns; see verified_book.engine.ahead)
