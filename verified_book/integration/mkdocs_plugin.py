@@ -84,7 +84,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             str, list[str]
         ] = {}  # each page's figure panels, set aside from its content for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
-        self._verdicts: provenance.Verdicts = {}  # whether each record is outdated, judged once in this build
+        self._verdicts: provenance.Verdicts = {}  # each record judged (outdated? its figures?) once in this build
         self._legend_file: File | None = None  # the legend page, every other page links it
         try:
             self.book_config = read_config(self.root)
