@@ -22,7 +22,9 @@ Times, one after another:
 4. the author's checks: a cold check of one page (`pytest book/index.md`, beside the import of its
    libraries alone), the same page with one figure printed wrong (`--changed`, from the records),
    and the whole book after one data file's value changes (`pytest --changed` from the root);
-5. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml).
+5. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml), and
+   what each machine adds to it: the build with the committed machines alone and with two copies of
+   each as other machines, each built twice and the second timed (`site_per_machine`).
 
 Then measures the CPU's bandwidth with independent tools on the same working set and
 compares each with the suite's probe (claims.probes.bandwidth.measure on numpy, whose
@@ -57,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -394,6 +397,8 @@ def run_snippets() -> dict[str, Any]:
 
 
 def run_site() -> dict[str, Any]:
+    """The site build as the README runs it, and what each machine of a growing fleet adds to it
+    (`site_per_machine`)."""
     if not (ROOT / "mkdocs.yml").exists():
         return {"skipped": "no mkdocs.yml: the site is not set up in this checkout"}
     with tempfile.TemporaryDirectory(prefix="site-bench-") as out:
@@ -401,7 +406,48 @@ def run_site() -> dict[str, Any]:
     result: dict[str, Any] = {"seconds": round(seconds, 2), "exit_status": status}
     if status != 0:
         result["error"] = tail
+        return result
+    result["per_machine"] = site_per_machine()
     return result
+
+
+def fleet_of(committed: Path, out: Path, copies: int) -> int:
+    """The committed results files in `out`, each with `copies` copies of it as other machines (another
+    slug and identity): a fleet of the same records, larger. The number of files written."""
+    written = 0
+    for path in sorted(committed.glob("*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        (out / path.name).write_text(json.dumps(document), encoding="utf-8")
+        written += 1
+        for n in range(1, copies + 1):
+            slug = f"{document['slug']}-copy{n}"
+            identity = hashlib.sha256(slug.encode()).hexdigest()[:12]
+            copy = {**document, "slug": slug, "machine": {**document["machine"], "slug": slug, "id": identity}}
+            (out / f"{slug}.json").write_text(json.dumps(copy), encoding="utf-8")
+            written += 1
+    return written
+
+
+def site_per_machine(copies: int = 2) -> dict[str, Any]:
+    """Seconds the site build takes with the committed machines alone, and with `copies` more of each:
+    the second build of each, so that each chart is drawn once already, as a published site's builds find
+    them; the slope is the seconds each added machine costs."""
+    builds: dict[str, Any] = {}
+    for name, n in (("committed", 0), ("grown", copies)):
+        with tempfile.TemporaryDirectory(prefix="site-fleet-") as folder:
+            results, out = Path(folder) / "results", Path(folder) / "site"
+            results.mkdir()
+            machines = fleet_of(ROOT / "results", results, n)
+            env = {**os.environ, "CLAIMS_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"}
+            cmd = [bin_of("mkdocs"), "build", "-q", "-d", str(out)]
+            first = timed(cmd, ROOT, env)
+            second = timed(cmd, ROOT, env)
+        if first[1] != 0 or second[1] != 0:
+            return {"error": (first if first[1] else second)[2]}
+        builds[name] = {"machines": machines, "first_s": round(first[0], 2), "seconds": round(second[0], 2)}
+    added = builds["grown"]["machines"] - builds["committed"]["machines"]
+    slope = (builds["grown"]["seconds"] - builds["committed"]["seconds"]) / added if added else 0.0
+    return {**builds, "seconds_per_added_machine": round(slope, 3)}
 
 
 def count_figures() -> int:
@@ -755,6 +801,13 @@ def main(argv: list[str] | None = None) -> int:
             if "skipped" in site
             else f"  site: {site['seconds']:.1f} s (exit {site['exit_status']})"
         )
+        grown = site.get("per_machine", {})
+        if "seconds_per_added_machine" in grown:
+            print(
+                f"  site with {grown['committed']['machines']} machines: {grown['committed']['seconds']:.1f} s, "
+                f"with {grown['grown']['machines']}: {grown['grown']['seconds']:.1f} s "
+                f"({grown['seconds_per_added_machine']:.2f} s a machine)"
+            )
 
     ratios: dict[str, Any] = {}
     targets: dict[str, Any] = {}

@@ -127,3 +127,18 @@ def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkey
     assert judged["phases"] == {"cores": 2, "round_of": 21.0}, "the phases shown are the judged round's"
     assert judged["over_snippets"] == 1.75 and [r["ratio"] for r in judged["each_round"]] == [2.0, 1.33, 1.75]
     assert (judged["seconds"], scripts["seconds"]) == (21.0, 12.0)
+
+
+def test_the_grown_fleet_is_the_committed_machines_and_copies_the_site_shows_apart(tmp_path: Path) -> None:
+    from verified_book.records.results import read_all
+
+    committed = bench.ROOT / "results"
+    written = bench.fleet_of(committed, tmp_path, copies=2)
+    read = read_all(tmp_path, lambda problem: pytest.fail(problem))
+    originals = {p.stem for p in committed.glob("*.json")}
+    assert written == len(read) == 3 * len(originals)
+    assert {slug for slug in read if "-copy" not in slug} == originals
+    assert len({rf.machine.id for rf in read.values()}) == len(read), "each copy is a machine of its own"
+    for slug, results in read.items():
+        original = read[slug.split("-copy")[0]]
+        assert results.records == original.records
