@@ -148,3 +148,67 @@ def test_a_rerun_that_changes_nothing_but_the_measurements_changes_only_the_run_
     assert second["run"]["measured"]["b.probe"]["numpy"] == {"value": 2.5, "message": "this machine measured 2.5"}
     again = read(path)
     assert again.records["b.probe"]["numpy"].value == 2.5 and again.outputs["lab.py"].text == "took 2.5 s\n"
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files `read` parsed and checked, in order (a file taken back from `kept_in` is not among them)."""
+    from verified_book.records import results
+
+    checked: list[Path] = []
+    check = results._checked
+    monkeypatch.setattr(results, "_checked", lambda raw, path, known: checked.append(path) or check(raw, path, known))
+    return checked
+
+
+def test_a_sound_file_read_again_unchanged_is_taken_back_not_checked_again(tmp_path: Path, checks: list[Path]) -> None:
+    path, kept = tmp_path / "m.json", tmp_path / "kept"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    first = read(path, kept_in=kept)
+    again = read(path, kept_in=kept)
+    assert again == first == read(path)
+    assert checks == [path, path], "the second read with kept_in checked nothing"
+    assert read_all(tmp_path, pytest.fail, kept_in=kept) == {"m": first}
+    assert len(checks) == 2
+
+
+def test_what_a_kept_file_was_checked_by_moving_checks_it_again(
+    tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verified_book.records import results
+
+    path, kept = tmp_path / "m.json", tmp_path / "kept"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    read(path, kept_in=kept)
+    read(path, known_claims={"a.one"}, kept_in=kept)  # checked against the book's claims
+    with pytest.raises(ResultsError, match="names no claim of this book"):
+        read(path, known_claims={"b.two"}, kept_in=kept)
+    monkeypatch.setattr(results, "_checking_code", lambda: "another version of the checks")
+    read(path, kept_in=kept)
+    assert len(checks) == 4
+
+
+def test_a_changed_or_renamed_file_is_checked_as_it_is_now(tmp_path: Path, checks: list[Path]) -> None:
+    path, kept = tmp_path / "m.json", tmp_path / "kept"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    read(path, kept_in=kept)
+    text = path.read_text()
+    path.write_text(text.replace('"verified"', '"not a status"', 1))
+    with pytest.raises(ResultsError, match="m.json"):
+        read(path, kept_in=kept)
+    path.write_text(text)
+    renamed = tmp_path / "other.json"
+    renamed.write_text(text)  # the bytes a sound file had, under another machine's name
+    with pytest.raises(ResultsError, match="holds the results of machine 'm'"):
+        read(renamed, kept_in=kept)
+    assert len(list(kept.glob("*.pickle"))) == 1, "only the sound file is kept"
+
+
+def test_an_unreadable_kept_file_is_checked_again(tmp_path: Path, checks: list[Path]) -> None:
+    path, kept = tmp_path / "m.json", tmp_path / "kept"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    first = read(path, kept_in=kept)
+    (kept_file,) = kept.glob("*.pickle")
+    kept_file.write_bytes(b"\x80 not a pickle")
+    assert read(path, kept_in=kept) == first
+    assert len(checks) == 2

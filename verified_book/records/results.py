@@ -11,6 +11,8 @@ one and set it aside instead.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import hashlib
 import json
 import math
 import os
@@ -24,7 +26,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from verified_book.errors import BookError
-from verified_book.records import conditions, identity, record
+from verified_book.records import conditions, identity, kept, record
 from verified_book.records.record import (
     BACKEND_NAMES,
     BOOK_PATH_PATTERN,
@@ -586,8 +588,15 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
-    """Read and check one results file; raise ResultsError saying what is wrong and where."""
+KEEP_CHECKED = 50  # sound files `read` keeps checked in a `kept_in` folder; the oldest used go first
+
+
+def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None = None) -> ResultsFile:
+    """Read and check one results file; raise ResultsError saying what is wrong and where.
+
+    With `kept_in`, a file read and found sound before (the same bytes, checked by the same code) is
+    taken from there instead of checked again, which a site build does at every build for files that
+    change only when a machine contributes (see `_kept`)."""
     where = str(path)
     try:
         size = path.stat().st_size
@@ -596,7 +605,45 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
     if size > MAX_FILE_BYTES:
         raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constants)
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
+    place = _kept(kept_in, raw, known_claims) if kept_in is not None else None
+    if place is not None:
+        found = kept.taken(place)
+        if isinstance(found, ResultsFile) and found.slug == path.stem:  # the same bytes under another name are not
+            return found
+    results = _checked(raw, path, known_claims)
+    if place is not None:
+        kept.keep(place, results, KEEP_CHECKED)
+    return results
+
+
+def _kept(folder: Path, raw: bytes, known_claims: set[str] | None) -> Path:
+    """Where a sound file of these bytes is kept: named by the bytes, the claims it was checked against and
+    the code that checks it (`_checking_code`), so a change to any of them checks the file again."""
+    h = hashlib.sha256(raw)
+    h.update(_checking_code().encode())
+    h.update(repr(sorted(known_claims) if known_claims is not None else None).encode())
+    return folder / f"{h.hexdigest()[:32]}.pickle"
+
+
+@functools.cache
+def _checking_code() -> str:
+    """The source of this package's modules, with pydantic's version: what decides whether a file is sound."""
+    import pydantic
+
+    h = hashlib.sha256(f"{SCHEMA_VERSION} {pydantic.VERSION}".encode())
+    for module in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(module.read_bytes())
+    return h.hexdigest()
+
+
+def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
+    """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
+    where = str(path)
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{where}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
@@ -605,8 +652,6 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
         raise ResultsError(f"{where}: nested too deeply to read") from None
     except ValueError as e:  # NaN or Infinity literals, integers of thousands of digits
         raise ResultsError(f"{where}: not a valid results file ({e})") from None
-    except OSError as e:
-        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
     doc, problems = parse(data, where, known_claims)
     if doc is not None and doc.slug != path.stem:
         problems.append(
@@ -625,13 +670,14 @@ def read(path: Path, known_claims: set[str] | None = None) -> ResultsFile:
 
 
 def read_all(
-    results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None
+    results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None, kept_in: Path | None = None
 ) -> dict[str, ResultsFile]:
-    """Every readable results file by slug; a bad file is reported through `warn` and skipped."""
+    """Every readable results file by slug; a bad file is reported through `warn` and skipped (`kept_in`: see
+    `read`)."""
     out: dict[str, ResultsFile] = {}
     for path in sorted(results_dir.glob("*.json")):
         try:
-            out[path.stem] = read(path, known_claims)
+            out[path.stem] = read(path, known_claims, kept_in)
         except ResultsError as e:
             warn(str(e))
     return out

@@ -32,6 +32,9 @@ from verified_book.vocabulary import fingerprint
 PAGES_FILE = Path(".cache") / "verified-book" / "pages.json"
 #: what to run when the generated pages are missing or older than the results
 PAGES_COMMAND = "verified-book pages"
+#: where a build keeps the results files it found sound, so that the next reads an unchanged file without
+#: checking it again (`verified_book.records.results.read`), relative to the book's root
+CHECKED_RESULTS = Path(".cache") / "verified-book" / "results"
 
 
 def with_mark(relative: str, text: str) -> str:
@@ -111,7 +114,7 @@ def read_results(
 
     if folder.is_dir():
         out.read += sorted(folder.glob("*.json"))
-        for stem, results in read_all(folder, results_problem).items():
+        for stem, results in read_all(folder, results_problem, kept_in=book.root / CHECKED_RESULTS).items():
             if SLUG_PATTERN.match(stem):
                 out.files[stem] = results
             else:
@@ -143,7 +146,7 @@ def _read_local(
     from verified_book.site import machines as site_machines
 
     shown = book.shown(local)
-    for stem, results in read_all(local, results_problem).items():
+    for stem, results in read_all(local, results_problem, kept_in=book.root / CHECKED_RESULTS).items():
         if not SLUG_PATTERN.match(stem):
             problem(
                 Problem(

@@ -24,12 +24,11 @@ import hashlib
 import importlib.metadata
 import inspect
 import json
-import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
+from verified_book.records import kept
 from verified_book.records.results import ResultsFile
 
 T = TypeVar("T")
@@ -59,12 +58,11 @@ def remembered(draw: Callable[..., T], *args: Any) -> T:
     if folder is None:
         return draw(*args)
     path = folder / f"{key(draw, args)}.pickle"
-    with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        kept: T = pickle.loads(path.read_bytes())
-        os.utime(path)  # in use: the last to be let go
-        return kept
+    found = kept.taken(path)
+    if found is not None:
+        return found
     drawn = draw(*args)
-    _keep(folder, path, drawn)
+    kept.keep(path, drawn, KEEP_AT_MOST)
     return drawn
 
 
@@ -102,17 +100,3 @@ def _digest(value: Any) -> str:
         return json.dumps(value, sort_keys=True)
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _keep(folder: Path, path: Path, drawn: Any) -> None:
-    """Write the chart beside the others (a whole file or none), and let go of the oldest past `KEEP_AT_MOST`."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps(drawn))
-        os.replace(partial, path)
-        kept = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
-        for old in kept[:-KEEP_AT_MOST]:
-            old.unlink(missing_ok=True)
-    except (OSError, pickle.PicklingError):
-        pass  # a folder that cannot be written costs the next build a drawing, nothing else
