@@ -144,3 +144,48 @@ def test_the_cache_lets_go_of_the_oldest_charts(tmp_path: Path, monkeypatch: pyt
         for n in range(5):
             plot_cache.remembered(drawing.chart, n)
     assert len(list((tmp_path / "kept").glob("*.pickle"))) == 3
+
+
+def test_a_change_to_what_the_drawing_imports_from_the_book_draws_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    package = tmp_path / "book_under_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("def scale(x):\n    return 2 * x\n")
+    drawing_source = "from book_under_test.helper import scale\n\nCALLS = []\n\n\ndef chart(x):\n"
+    (package / "drawing.py").write_text(drawing_source + "    CALLS.append(x)\n    return scale(x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("book_under_test", "book_under_test.helper", "book_under_test.drawing"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    drawing = importlib.import_module("book_under_test.drawing")
+    cache = tmp_path / "kept"
+    with plot_cache.kept_in(cache):
+        assert plot_cache.remembered(drawing.chart, 3) == 6
+        assert plot_cache.remembered(drawing.chart, 3) == 6
+    assert drawing.CALLS == [3]
+    (package / "helper.py").write_text("def scale(x):\n    return 3 * x\n")
+    importlib.reload(sys.modules["book_under_test.helper"])
+    drawing = importlib.reload(drawing)
+    with plot_cache.kept_in(cache):
+        assert plot_cache.remembered(drawing.chart, 3) == 9
+    assert drawing.CALLS == [3]
+
+
+def test_a_drawing_whose_source_cannot_be_read_is_drawn_each_time(tmp_path: Path) -> None:
+    calls: list[int] = []
+    namespace: dict[str, object] = {"__name__": "typed_in_at_a_prompt", "calls": calls}
+    exec("def chart(x):\n    calls.append(x)\n    return x\n", namespace)
+    chart = namespace["chart"]
+    module = types.ModuleType("typed_in_at_a_prompt")
+    sys.modules["typed_in_at_a_prompt"] = module
+    try:
+        with plot_cache.kept_in(tmp_path):
+            plot_cache.remembered(chart, 1)  # type: ignore[arg-type]
+            plot_cache.remembered(chart, 1)  # type: ignore[arg-type]
+    finally:
+        del sys.modules["typed_in_at_a_prompt"]
+    assert calls == [1, 1]
+    assert not list(tmp_path.glob("*.pickle"))

@@ -6,14 +6,15 @@ each machine adds charts of its own, while a committed machine's records change 
 contributes again. A book's plots function hands each chart's drawing to `remembered`, which
 keeps what it returned under a key made of:
 
-- the drawing function's module and name, and that module's source;
+- the drawing function's module and name, that module's source, and the source of each module of
+  the book or the engine it imports from (`_code_of`);
 - matplotlib's version;
 - every argument: a machine's results as the whole of its file's content, any other value as
   its canonical JSON (or its repr).
 
 So a record, a date, the drawing code or the library moving draws the chart again; a kept
 chart is exactly what the same call would return. Outside `kept_in` (a caller that names no
-folder) nothing is kept and every chart is drawn.
+folder), or where the drawing's source cannot be read, nothing is kept and every chart is drawn.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def kept_in(folder: Path) -> Iterator[None]:
 def remembered(draw: Callable[..., T], *args: Any) -> T:
     """`draw(*args)`, or what the same call returned before (see the module's docstring)."""
     folder = _FOLDER.get()
-    if folder is None:
+    code = _code_of(draw.__module__) if folder is not None else None
+    if folder is None or code is None:
         return draw(*args)
-    path = folder / f"{key(draw, args)}.pickle"
+    path = folder / f"{key(draw, args, code)}.pickle"
     found = kept.taken(path)
     if found is not None:
         return found
@@ -66,18 +68,35 @@ def remembered(draw: Callable[..., T], *args: Any) -> T:
     return drawn
 
 
-def key(draw: Callable[..., Any], args: tuple[Any, ...]) -> str:
+def key(draw: Callable[..., Any], args: tuple[Any, ...], code: str) -> str:
     """The chart's key: its drawing code, matplotlib's version and its arguments (see the module's docstring)."""
-    module = sys.modules.get(draw.__module__)
-    try:
-        source = inspect.getsource(module) if module is not None else ""
-    except (OSError, TypeError):
-        source = ""
     h = hashlib.sha256()
-    for part in (draw.__module__, draw.__qualname__, source, _matplotlib(), *(_digest(a) for a in args)):
+    for part in (draw.__module__, draw.__qualname__, code, _matplotlib(), *(_digest(a) for a in args)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
+
+
+def _code_of(name: str) -> str | None:
+    """The source of module `name` and of each module of its own package or of the engine that it imports
+    from (what it names at its top: a module, or a class or function defined in one); None where a source
+    cannot be read. Read anew at each call, as a live preview's modules change under it."""
+    module = sys.modules.get(name)
+    if module is None:
+        return None
+    home = name.partition(".")[0]
+    named = {name}
+    for value in vars(module).values():
+        owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if isinstance(owner, str) and owner.partition(".")[0] in (home, "verified_book"):
+            named.add(owner)
+    parts = []
+    for each in sorted(named):
+        try:
+            parts.append(f"{each}\n{inspect.getsource(sys.modules[each])}")
+        except (KeyError, OSError, TypeError):
+            return None
+    return "\n".join(parts)
 
 
 def _matplotlib() -> str:
@@ -89,11 +108,11 @@ def _matplotlib() -> str:
 
 def _digest(value: Any) -> str:
     if isinstance(value, ResultsFile):
-        kept = _DIGESTS.get(id(value))
-        if kept is None or kept[0] is not value:
+        known = _DIGESTS.get(id(value))
+        if known is None or known[0] is not value:
             text = value.to_document().model_dump_json()
-            kept = _DIGESTS[id(value)] = (value, hashlib.sha256(text.encode()).hexdigest())
-        return kept[1]
+            known = _DIGESTS[id(value)] = (value, hashlib.sha256(text.encode()).hexdigest())
+        return known[1]
     if isinstance(value, Mapping):
         return json.dumps({str(k): _digest(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))})
     try:
