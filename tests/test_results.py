@@ -212,3 +212,22 @@ def test_an_unreadable_kept_file_is_checked_again(tmp_path: Path, checks: list[P
     kept_file.write_bytes(b"\x80 not a pickle")
     assert read(path, kept_in=kept) == first
     assert len(checks) == 2
+
+
+def test_the_checking_code_takes_in_every_engine_module_the_checks_import() -> None:
+    """A status added to the vocabulary, or a backend's name, changes what a sound file is: a file kept as
+    sound under the old words is checked again."""
+    import re
+
+    from verified_book.records import results
+
+    results._checking_code.cache_clear()
+    named = set(re.findall(r"^(verified_book[\w.]*)$", results._checking_code(), re.MULTILINE))
+    assert {
+        "verified_book.records.record",
+        "verified_book.records.results",
+        "verified_book.vocabulary",
+        "verified_book.backends",
+        "verified_book.book.snippet_output",
+        "verified_book.errors",
+    } <= named

@@ -7,11 +7,14 @@ read back, or a folder that cannot be written, costs that computation and nothin
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import inspect
 import os
 import pickle
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Iterable
 
 KEEP_AT_MOST = 200  # files a folder keeps; the oldest used go first
 
@@ -37,3 +40,42 @@ def keep(path: Path, value: Any, at_most: int = KEEP_AT_MOST) -> None:
         files = sorted(path.parent.glob(f"*{path.suffix}"), key=lambda p: p.stat().st_mtime)
         for old in files[:-at_most]:
             old.unlink(missing_ok=True)
+
+
+def code_of(names: Iterable[str], homes: Collection[str]) -> str | None:
+    """The source of each module named, and of each module of a package in `homes` that one of them imports
+    (anywhere in it, `import` or `from ... import`): the code a kept value was computed by, for its key. None
+    where a source cannot be read (then nothing should be kept)."""
+    sources: dict[str, str] = {}
+    for name in names:
+        source = _source(name)
+        if source is None:
+            return None
+        sources[name] = source
+        for imported in _imports(source):
+            if imported.partition(".")[0] in homes and imported not in sources:
+                found = _source(imported)
+                if found is None:
+                    return None
+                sources[imported] = found
+    return "\n".join(f"{name}\n{sources[name]}" for name in sorted(sources))
+
+
+def _source(name: str) -> str | None:
+    try:
+        return inspect.getsource(sys.modules[name])
+    except (KeyError, OSError, TypeError):
+        return None
+
+
+def _imports(source: str) -> set[str]:
+    """The modules a source imports, and for `from package import name` the submodule `package.name` where
+    that is one."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in sys.modules)
+    return found

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -630,13 +631,14 @@ def _kept(folder: Path, raw: bytes, known_claims: set[str] | None) -> Path:
 
 @functools.cache
 def _checking_code() -> str:
-    """The source of this package's modules, with pydantic's version: what decides whether a file is sound."""
+    """What decides whether a file is sound: this package's modules and the engine's modules they import from,
+    with pydantic's version (`kept.code_of`)."""
     import pydantic
 
-    h = hashlib.sha256(f"{SCHEMA_VERSION} {pydantic.VERSION}".encode())
-    for module in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(module.read_bytes())
-    return h.hexdigest()
+    package = __name__.rpartition(".")[0]
+    ours = sorted(name for name in sys.modules if name.startswith(package + "."))
+    code = kept.code_of(ours, {"verified_book"})
+    return f"{SCHEMA_VERSION} {pydantic.VERSION}\n{code}"
 
 
 def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:

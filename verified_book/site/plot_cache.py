@@ -23,9 +23,7 @@ import contextlib
 import contextvars
 import hashlib
 import importlib.metadata
-import inspect
 import json
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
@@ -40,6 +38,7 @@ KEEP_AT_MOST = 200  # charts kept; the oldest go first
 
 _FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("plot_cache", default=None)
 _DIGESTS: dict[int, tuple[ResultsFile, str]] = {}  # each results object's content digest, by identity
+_CODE: dict[str, str | None] = {}  # each drawing module's code (`_code_of`)
 
 
 @contextlib.contextmanager
@@ -51,6 +50,7 @@ def kept_in(folder: Path) -> Iterator[None]:
     finally:
         _FOLDER.reset(token)
         _DIGESTS.clear()
+        _CODE.clear()
 
 
 def remembered(draw: Callable[..., T], *args: Any) -> T:
@@ -78,25 +78,11 @@ def key(draw: Callable[..., Any], args: tuple[Any, ...], code: str) -> str:
 
 
 def _code_of(name: str) -> str | None:
-    """The source of module `name` and of each module of its own package or of the engine that it imports
-    from (what it names at its top: a module, or a class or function defined in one); None where a source
-    cannot be read. Read anew at each call, as a live preview's modules change under it."""
-    module = sys.modules.get(name)
-    if module is None:
-        return None
-    home = name.partition(".")[0]
-    named = {name}
-    for value in vars(module).values():
-        owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
-        if isinstance(owner, str) and owner.partition(".")[0] in (home, "verified_book"):
-            named.add(owner)
-    parts = []
-    for each in sorted(named):
-        try:
-            parts.append(f"{each}\n{inspect.getsource(sys.modules[each])}")
-        except (KeyError, OSError, TypeError):
-            return None
-    return "\n".join(parts)
+    """The source of module `name` and of the modules of its own package or of the engine it imports
+    (`kept.code_of`), read once within `kept_in`: a live preview's modules change between its builds."""
+    if name not in _CODE:
+        _CODE[name] = kept.code_of([name], {name.partition(".")[0], "verified_book"})
+    return _CODE[name]
 
 
 def _matplotlib() -> str:
