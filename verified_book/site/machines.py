@@ -100,15 +100,17 @@ def _token(seed: str, n: int) -> str:
     return f"VBPAGE{hashlib.sha1(seed.encode()).hexdigest()[:10].upper()}N{n}Z"
 
 
-def figure_counts(results: ResultsFile, book: Book) -> dict[str, int]:
+def figure_counts(results: ResultsFile, book: Book, name: str | None = None) -> dict[str, int]:
     """How many of the book's printed figures a machine shows in each status: each bound figure once,
     as its panel shows that machine's records (skipped where every backend there skipped it, not yet
-    verified where the machine has no record), so a machine's counts add up to the book's figures."""
+    verified where the machine has no record), so a machine's counts add up to the book's figures.
+    `name` is the one the site shows the machine as (this clone's run of a committed machine has its own),
+    under which the pages measured its records already."""
     from verified_book.authoring.registry import REGISTRY
 
     counts = {s: 0 for s in (*COUNTED, UNVERIFIED)}
     for binding in book.bindings():
-        view = figure_view(binding, REGISTRY.get(binding.claim_id), {results.slug: results})
+        view = figure_view(binding, REGISTRY.get(binding.claim_id), {name or results.slug: results})
         ran = [m.status for m in view.measurements if m.status != Status.SKIPPED]
         status = view.status if ran or not view.measurements else Status.SKIPPED.value
         counts[status] = counts.get(status, 0) + 1
@@ -352,7 +354,7 @@ def render_machines(
     """The machines page: one section per machine, then the claims × machines matrix."""
     claim_ids = list(claim_ids)
     local = local or {}
-    counted = {slug: figure_counts(rf, book) for slug, rf in results.items()}  # for the overview and each section
+    counted = {slug: figure_counts(rf, book, slug) for slug, rf in results.items()}  # for the overview and each section
     bound = sum(1 for _ in book.bindings())
     seed = "machines:" + ",".join(sorted(results))
     n = 0
