@@ -3,6 +3,7 @@ from moves (a record, an argument, the drawing code, matplotlib)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import types
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from claims import plots
+from verified_book.records import kept
 from verified_book.records.results import ResultsFile, read_all
 from verified_book.site import plot_cache
 
@@ -24,11 +26,17 @@ def committed() -> dict[str, ResultsFile]:
     return found
 
 
+def started_after(monkeypatch: pytest.MonkeyPatch, *sources: Path) -> None:
+    """As if this process had started after `sources` were last written: their source is the code running."""
+    monkeypatch.setattr(kept, "_LOADED_AT", max(p.stat().st_mtime for p in sources) + 1)
+
+
 class Counted:
     """A drawing that counts its calls, defined in a module whose source the test controls."""
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str = "LINE = 1\n") -> None:
         self.calls = 0
+        self.monkeypatch = monkeypatch
         self.module = types.ModuleType("drawing_under_test")
         (tmp_path / "src").mkdir(exist_ok=True)
         self.path = tmp_path / "src" / "drawing_under_test.py"
@@ -46,9 +54,13 @@ class Counted:
     def write(self, source: str) -> None:
         import linecache
 
+        before = self.path.stat().st_mtime_ns if self.path.exists() else 0
         self.path.write_text(textwrap.dedent(source))
+        later = max(self.path.stat().st_mtime_ns, before + 2_000_000_000)  # an edit linecache sees at any size
+        os.utime(self.path, ns=(later, later))
         linecache.checkcache(str(self.path))
         exec(compile(self.path.read_text(), str(self.path), "exec"), self.module.__dict__)
+        started_after(self.monkeypatch, self.path)
 
 
 def test_a_kept_chart_is_the_chart_drawn_afresh(tmp_path: Path, committed: dict[str, ResultsFile]) -> None:
@@ -157,6 +169,7 @@ def test_a_change_to_what_the_drawing_imports_from_the_book_draws_it_again(
     (package / "helper.py").write_text("def scale(x):\n    return 2 * x\n")
     drawing_source = "from book_under_test.helper import scale\n\nCALLS = []\n\n\ndef chart(x):\n"
     (package / "drawing.py").write_text(drawing_source + "    CALLS.append(x)\n    return scale(x)\n")
+    started_after(monkeypatch, *package.glob("*.py"))
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("book_under_test", "book_under_test.helper", "book_under_test.drawing"):
         monkeypatch.delitem(sys.modules, name, raising=False)
@@ -166,9 +179,13 @@ def test_a_change_to_what_the_drawing_imports_from_the_book_draws_it_again(
         assert plot_cache.remembered(drawing.chart, 3) == 6
         assert plot_cache.remembered(drawing.chart, 3) == 6
     assert drawing.CALLS == [3]
-    (package / "helper.py").write_text("def scale(x):\n    return 3 * x\n")
+    helper = package / "helper.py"
+    helper.write_text("def scale(x):\n    return 3 * x  # tripled\n")
+    later = helper.stat().st_mtime_ns + 2_000_000_000  # an edit that Python's caches of sources and bytecode see
+    os.utime(helper, ns=(later, later))
     importlib.reload(sys.modules["book_under_test.helper"])
     drawing = importlib.reload(drawing)
+    started_after(monkeypatch, helper)  # the next build's process
     with plot_cache.kept_in(cache):
         assert plot_cache.remembered(drawing.chart, 3) == 9
     assert drawing.CALLS == [3]
@@ -189,3 +206,17 @@ def test_a_drawing_whose_source_cannot_be_read_is_drawn_each_time(tmp_path: Path
         del sys.modules["typed_in_at_a_prompt"]
     assert calls == [1, 1]
     assert not list(tmp_path.glob("*.pickle"))
+
+
+def test_a_drawing_whose_file_changed_since_this_process_started_is_drawn_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live preview imported the module before its author edited it: the source on disk is not the code
+    running, so no key can name that code, and nothing is kept or taken back."""
+    drawing = Counted(tmp_path, monkeypatch)
+    monkeypatch.setattr(kept, "_LOADED_AT", drawing.path.stat().st_mtime - 1)
+    with plot_cache.kept_in(tmp_path / "kept"):
+        plot_cache.remembered(drawing.chart, 1)
+        plot_cache.remembered(drawing.chart, 1)
+    assert drawing.calls == 2
+    assert not (tmp_path / "kept").exists()

@@ -231,3 +231,23 @@ def test_the_checking_code_takes_in_every_engine_module_the_checks_import() -> N
         "verified_book.book.snippet_output",
         "verified_book.errors",
     } <= named
+
+
+def test_nothing_is_kept_while_the_checks_source_changed_since_this_process_started(
+    tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that loaded the checks before their file was edited cannot name the code it runs: it checks
+    every file, and keeps none."""
+    from verified_book.records import kept, results
+
+    path, kept_folder = tmp_path / "m.json", tmp_path / "kept"
+    merge_into(path, _file("m", **{"a.one": "verified"}))
+    monkeypatch.setattr(kept, "_LOADED_AT", 0.0)
+    results._checking_code.cache_clear()
+    try:
+        read(path, kept_in=kept_folder)
+        read(path, kept_in=kept_folder)
+    finally:
+        results._checking_code.cache_clear()
+    assert len(checks) == 2
+    assert not kept_folder.exists()

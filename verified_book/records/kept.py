@@ -3,6 +3,10 @@ depends on: taken back while the key holds, written whole or not at all, the old
 
 A kept object is only ever a copy of what the caller would compute again; a file that cannot be
 read back, or a folder that cannot be written, costs that computation and nothing else.
+
+A key names the code that computed the value by its source (`code_of`). A source file changed
+after this process started may no longer be the code running in it (a live preview imported the
+module before the edit): then there is no key, and nothing is kept or taken back.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import inspect
 import os
 import pickle
 import sys
+import time
 from pathlib import Path
 from typing import Any, Collection, Iterable
 
 KEEP_AT_MOST = 200  # files a folder keeps; the oldest used go first
+#: about when this process loaded its modules (the engine's first ones import this one)
+_LOADED_AT = time.time()
 
 
 def taken(path: Path) -> Any | None:
@@ -45,7 +52,7 @@ def keep(path: Path, value: Any, at_most: int = KEEP_AT_MOST) -> None:
 def code_of(names: Iterable[str], homes: Collection[str]) -> str | None:
     """The source of each module named, and of each module of a package in `homes` that one of them imports
     (anywhere in it, `import` or `from ... import`): the code a kept value was computed by, for its key. None
-    where a source cannot be read (then nothing should be kept)."""
+    where a source cannot be read, or changed since this process started (then nothing should be kept)."""
     sources: dict[str, str] = {}
     for name in names:
         source = _source(name)
@@ -62,8 +69,12 @@ def code_of(names: Iterable[str], homes: Collection[str]) -> str | None:
 
 
 def _source(name: str) -> str | None:
+    """A loaded module's source, where its file has not changed since this process started."""
     try:
-        return inspect.getsource(sys.modules[name])
+        module = sys.modules[name]
+        if os.stat(inspect.getfile(module)).st_mtime > _LOADED_AT:
+            return None
+        return inspect.getsource(module)
     except (KeyError, OSError, TypeError):
         return None
 

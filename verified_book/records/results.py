@@ -609,7 +609,8 @@ def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None 
         raw = path.read_bytes()
     except OSError as e:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
-    place = _kept(kept_in, raw, known_claims) if kept_in is not None else None
+    code = _checking_code() if kept_in is not None else None
+    place = _kept(kept_in, raw, known_claims, code) if kept_in is not None and code is not None else None
     if place is not None:
         found = kept.taken(place)
         if isinstance(found, ResultsFile) and found.slug == path.stem:  # the same bytes under another name are not
@@ -620,25 +621,25 @@ def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None 
     return results
 
 
-def _kept(folder: Path, raw: bytes, known_claims: set[str] | None) -> Path:
+def _kept(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) -> Path:
     """Where a sound file of these bytes is kept: named by the bytes, the claims it was checked against and
     the code that checks it (`_checking_code`), so a change to any of them checks the file again."""
     h = hashlib.sha256(raw)
-    h.update(_checking_code().encode())
+    h.update(code.encode())
     h.update(repr(sorted(known_claims) if known_claims is not None else None).encode())
     return folder / f"{h.hexdigest()[:32]}.pickle"
 
 
 @functools.cache
-def _checking_code() -> str:
-    """What decides whether a file is sound: this package's modules and the engine's modules they import from,
-    with pydantic's version (`kept.code_of`)."""
+def _checking_code() -> str | None:
+    """What decides whether a file is sound: this package's modules and the engine's modules they import,
+    with pydantic's version (`kept.code_of`); None where a source cannot be read as the code running here."""
     import pydantic
 
     package = __name__.rpartition(".")[0]
     ours = sorted(name for name in sys.modules if name.startswith(package + "."))
     code = kept.code_of(ours, {"verified_book"})
-    return f"{SCHEMA_VERSION} {pydantic.VERSION}\n{code}"
+    return None if code is None else f"{SCHEMA_VERSION} {pydantic.VERSION}\n{code}"
 
 
 def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
