@@ -9,7 +9,9 @@ items that time the machine (those the xdist scheduler holds back to run alone, 
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
 What lies between the items' own durations is pytest's per-item work. The first book item
 that takes a claim from the helper process (book.toml's `ahead`) waits for it to exit: that
-wait is written apart (`helper_wait`, null where no helper ran). The file is written
+wait is written apart (`helper_wait`, null where no helper ran), and so is the moment the
+helper had its work done (`helper_done`, the epoch's seconds), before which the timed items
+cannot start whatever the run does meanwhile. The file is written
 when pytest unconfigures, with the modules the run imported; the benchmark adds the moments it
 launched the command and saw it exit.
 """
@@ -81,5 +83,11 @@ class Phases:
                 row["slowest"].append([nodeid, round(seconds, 3)])
         loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors
         ahead = state(config).ahead
-        recorded = {"stamps": self.stamps, "items": totals, "modules": loaded, "helper_wait": ahead and ahead.waited}
+        recorded = {
+            "stamps": self.stamps,
+            "items": totals,
+            "modules": loaded,
+            "helper_wait": ahead and ahead.waited,
+            "helper_done": ahead and ahead.done_at,
+        }
         self.out.write_text(json.dumps(recorded, indent=1), encoding="utf-8")

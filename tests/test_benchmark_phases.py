@@ -66,8 +66,12 @@ def test_the_wait_for_the_helper_is_written_apart(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv(phases_plugin.OUT_ENV, str(out))
     run = book.run("-p", "benchmarks.phases", "--no-results", "-m", "not slow")
     assert run.ret == 0 and "ahead: 2 claims computed by a helper process" in run.output, run.output[-2000:]
-    waited = json.loads(out.read_text(encoding="utf-8"))["helper_wait"]
+    recorded = json.loads(out.read_text(encoding="utf-8"))
+    waited, done = recorded["helper_wait"], recorded["helper_done"]
     assert isinstance(waited, float) and waited >= 0.0
+    assert isinstance(done, float) and done <= recorded["stamps"]["session_finish"], (
+        "the helper's work was done before the run ended, on the same clock"
+    )
 
 
 def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
@@ -98,6 +102,11 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
     waited = bench.phases({**recorded, "helper_wait": 3.0}, launched=100.0, ended=132.0, cores=2)
     assert waited["seconds"]["book_items"] == 5.0 and waited["seconds"]["waiting_for_helper"] == 3.0
     assert waited["floor_seconds"] == 25.5  # 32 − 13 + 6.5
+
+    # the helper had its work done 20 s after launch: the timed items (10 s) and the close (1 s) came after
+    helped = bench.phases({**recorded, "helper_done": 120.0}, launched=100.0, ended=132.0, cores=2)
+    assert helped["helper_done_s"] == 20.0 and helped["helper_bound_seconds"] == 31.0
+    assert "helper_bound_seconds" not in out, "a run without a helper has no such bound"
 
 
 def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,6 +110,7 @@ class Ahead:
         self.snippets: set[Path] = set()
         self.problem: str | None = None  # why the helper's outcomes are not used, once it has exited
         self.waited = 0.0  # seconds this process stood idle waiting for the helper to exit
+        self.done_at: float | None = None  # when the helper had its work done (`time.time()`), once it has exited
         self._outcomes: dict[tuple[str, str], Outcome] | None = None
         self._runs: dict[Path, SnippetRun] = {}
         self._claims: dict[str, Claim] = {}
@@ -185,6 +186,7 @@ class Ahead:
                             seconds,
                         )
                 self._runs = {Path(path): done for path, done in shipped["snippets"] if Path(path) in self.snippets}
+                self.done_at = shipped.get("done_at")
         self._folder.cleanup()
         return self._outcomes
 
@@ -229,9 +231,10 @@ def _last_line(path: Path) -> str:
     return f": {lines[-1].strip()}" if lines else ""
 
 
-def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
+def compute(root: Path) -> dict[str, object]:
     """In the helper: open the book at `root`, compute each claim its `ahead` names on every CPU
-    backend the claim runs on, and run each snippet it names."""
+    backend the claim runs on, and run each snippet it names; `done_at` says when that was done, the
+    moment before which the run's timed items cannot start."""
     from verified_book import backends as backends_mod
     from verified_book.authoring.registry import REGISTRY
     from verified_book.engine import offline
@@ -280,7 +283,7 @@ def compute(root: Path) -> dict[str, list[tuple[object, ...]]]:
     for path in snippet_paths(book.ahead, book.snippets):
         if path.is_file():
             runs.append((str(path), run_in_process_or_as_script(path)))
-    return {"claims": shipped, "snippets": runs}
+    return {"claims": shipped, "snippets": runs, "done_at": time.time()}
 
 
 def main(argv: list[str]) -> int:
