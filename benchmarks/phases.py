@@ -7,7 +7,10 @@ ends, and adds up each item's setup, call and teardown under one of three headin
 items that time the machine (those the xdist scheduler holds back to run alone, see
 `verified_book.integration.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
-What lies between the items' own durations is pytest's per-item work. The first book item
+What lies between the items' own durations is pytest's per-item work. Each heading's CPU
+seconds are added up too (`cpu_seconds`: this process's, with those of the children it waited
+for within an item, such as a snippet run as a script or the helper), so the benchmark can say
+the least any order of the same work could take. The first book item
 that takes a claim from the helper process (book.toml's `ahead`) waits for it to exit: that
 wait is written apart (`helper_wait`, null where no helper ran), and so is the moment the
 helper had its work done (`helper_done`, the epoch's seconds), before which the timed items
@@ -23,13 +26,26 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 OUT_ENV = "BENCHMARK_PHASES"
 HEADINGS = ("timed", "book", "machinery")
 SLOWEST = 5  # items named under each heading
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process has used, user and system, with those of every child it has waited for:
+    `getrusage`'s microseconds where there is one, as `os.times`' clock ticks (a hundredth of a second
+    on Linux) would miss much of an item's few milliseconds."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        used = os.times()
+        return used.user + used.system + used.children_user + used.children_system
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,6 +62,7 @@ class Phases:
         self.out = out
         self.stamps: dict[str, float] = {}
         self.items: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}  # CPU seconds of each item, from its setup to its last report
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.stamps["session_start"] = time.time()
@@ -53,6 +70,14 @@ class Phases:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.stamps["collected"] = time.time()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        before = cpu_seconds()
+        try:
+            return (yield)
+        finally:
+            self.cpu[item.nodeid] = self.cpu.get(item.nodeid, 0.0) + cpu_seconds() - before
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.items[report.nodeid] = self.items.get(report.nodeid, 0.0) + report.duration
@@ -74,11 +99,14 @@ class Phases:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         from verified_book.integration.pytest_plugin import state
 
-        totals: dict[str, dict[str, Any]] = {h: {"items": 0, "seconds": 0.0, "slowest": []} for h in HEADINGS}
+        totals: dict[str, dict[str, Any]] = {
+            h: {"items": 0, "seconds": 0.0, "cpu_seconds": 0.0, "slowest": []} for h in HEADINGS
+        }
         for nodeid, seconds in sorted(self.items.items(), key=lambda kv: -kv[1]):
             row = totals[self.heading(nodeid)]
             row["items"] += 1
             row["seconds"] += seconds
+            row["cpu_seconds"] += self.cpu.get(nodeid, 0.0)
             if len(row["slowest"]) < SLOWEST:
                 row["slowest"].append([nodeid, round(seconds, 3)])
         loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors

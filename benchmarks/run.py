@@ -9,14 +9,15 @@ Times, one after another:
    --no-results`, so the run leaves nothing behind), with `benchmarks/phases.py` loaded to
    say where its seconds go: start-up (the interpreter, pytest, the libraries, the book),
    collection, the items that time the machine, the book's other items, the machinery's
-   tests, pytest's own work between items, and the close. From these it computes the
-   shortest any split of the same work over this machine's cores could take while the
-   timed items run alone: start-up, collection, the timed items and the close one after
-   another, everything else divided by the cores;
+   tests, pytest's own work between items, and the close. With the CPU seconds of the whole
+   command (every process it started) and of its timed items, it computes the least any
+   order of the same work could take on this machine's cores: the timed items alone, as
+   they ran, and every other CPU second shared out over the cores (`floor_seconds`);
 2. `python3 run.py verify` (with `-q --no-results`): the book's checks and the site build, as a
    reader verifies the book, judged against the snippets (at most 1.2 times their time), with
-   the same account of its phases (its close is the site build) and the moment its helper had the
-   `ahead` work done, after which the timed items and the close still come (`phases`);
+   the same account of its phases (its close is the site build), its floor, and the moment its
+   helper had the `ahead` work done, after which the timed items and the close still come
+   (`phases`);
 3. the book's snippets, book/snippets/*.py, each run as a plain script in a fresh folder, one
    after another. 2 and 3 alternate for `--verify-rounds` rounds (3 by default), and the
    round with the median ratio is judged: see `verify_against_snippets`;
@@ -65,6 +66,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -122,7 +124,7 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
     exit status and command, with where its seconds went where the run recorded them (see `phases`)."""
     with tempfile.TemporaryDirectory(prefix="phases-") as folder:
         phases_file = Path(folder) / "phases.json"
-        launched = time.time()
+        launched, used_before = time.time(), children_cpu_seconds()
         proc = subprocess.run(
             [sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"],
             cwd=ROOT,
@@ -131,7 +133,7 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
             text=True,
             timeout=3600,
         )
-        ended = time.time()
+        ended, used = time.time(), children_cpu_seconds() - used_before
         recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
     out: dict[str, Any] = {
         "seconds": round(ended - launched, 2),
@@ -139,7 +141,7 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
         "command": " ".join(["python3", "run.py", *args]),
     }
     if recorded:
-        out["phases"] = phases(recorded, launched, ended, cores)
+        out["phases"] = phases(recorded, launched, ended, cores, used)
     return proc, out
 
 
@@ -197,12 +199,16 @@ def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any]
     return verify, snippets
 
 
-def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) -> dict[str, Any]:
-    """Seconds by phase of one timed run, and the least a split over `cores` could take.
+def phases(
+    recorded: dict[str, Any], launched: float, ended: float, cores: int, cpu_seconds: float | None = None
+) -> dict[str, Any]:
+    """Seconds by phase of one timed run, and the least any order of its work could take on `cores`.
 
-    The timed items must have the machine to themselves, and start-up, collection and the
-    close happen once, in order; only the other items and pytest's work between items could
-    be shared out, so the bound is optimistic: it charges no second process its own start-up.
+    `cpu_seconds` is what the whole command used, every process it started included. The timed
+    items must have the machine to themselves, so their seconds count as they passed; every
+    other CPU second could at best be shared out over the cores. That is `floor_seconds`: no
+    order of the same work, on this machine, takes less. It is absent where the CPU seconds are
+    not known.
 
     Where a helper did work ahead, the timed items wait until it is done: from launch to that
     moment, then the timed items and the close, is the least this run's order could take however
@@ -220,20 +226,28 @@ def phases(recorded: dict[str, Any], launched: float, ended: float, cores: int) 
         "close": ended - stamps["session_finish"],
     }
     parts["book_items"] -= waited
-    shared = parts["book_items"] + parts["machinery_items"] + between
-    floor = ended - launched - shared + shared / max(cores, 1)
-    out = {
+    out: dict[str, Any] = {
         "seconds": {k: round(v, 2) for k, v in parts.items()},
         "items": {name: row["items"] for name, row in items.items()},
         "slowest": {name: row.get("slowest", []) for name, row in items.items()},
         "cores": cores,
-        "floor_seconds": round(floor, 2),
     }
+    timed_cpu = items["timed"].get("cpu_seconds")
+    if cpu_seconds is not None and timed_cpu is not None:
+        shared = max(cpu_seconds - timed_cpu, 0.0)
+        out["cpu_seconds"] = {"all": round(cpu_seconds, 2), "timed_items": round(timed_cpu, 2)}
+        out["floor_seconds"] = round(parts["timed_items"] + shared / max(cores, 1), 2)
     done = recorded.get("helper_done")
     if done:
         out["helper_done_s"] = round(done - launched, 2)
         out["helper_bound_seconds"] = round(done - launched + parts["timed_items"] + parts["close"], 2)
     return out
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds, user and system, of every child process this one has waited for so far (and of theirs)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def run_one_page(rounds: int = 3) -> dict[str, Any]:
@@ -780,6 +794,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"    the helper had its work done {split['helper_done_s']:.1f} s after launch; with the timed items "
                 f"and the close after it, the run could take no less than {split['helper_bound_seconds']:.1f} s"
             )
+        if "floor_seconds" in split:
+            print(
+                f"    {split['cpu_seconds']['all']:.1f} CPU seconds in all, {split['cpu_seconds']['timed_items']:.1f} "
+                f"of them in the timed items: no order of this work takes less than {split['floor_seconds']:.1f} s "
+                f"on {split['cores']} cores"
+            )
     else:
         print("  timing the snippets ...", flush=True)
         report["snippets"] = run_snippets()
@@ -833,13 +853,14 @@ def main(argv: list[str] | None = None) -> int:
         if "verify" in report:
             ratios["verify_over_snippets"] = report["verify"]["over_snippets"]
             targets["verify_at_most_1_2x_snippets"] = ratios["verify_over_snippets"] <= VERIFY_OVER_SNIPPETS_TARGET
-            bound = report["verify"].get("phases", {}).get("helper_bound_seconds")
-            if bound and report["snippets"]["seconds"] > 0:
-                ratios["verify_helper_bound_over_snippets"] = round(bound / report["snippets"]["seconds"], 2)
+            for name in ("helper_bound", "floor"):
+                bound = report["verify"].get("phases", {}).get(f"{name}_seconds")
+                if bound and report["snippets"]["seconds"] > 0:
+                    ratios[f"verify_{name}_over_snippets"] = round(bound / report["snippets"]["seconds"], 2)
         if report["snippets"]["seconds"] > 0:
             ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
             targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
-            if "phases" in suite:
+            if "floor_seconds" in suite.get("phases", {}):
                 ratios["floor_over_snippets"] = round(
                     suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2
                 )
@@ -870,6 +891,11 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"least verify could take in its order (the helper's work, then the timed items and the site): "
                 f"{ratios['verify_helper_bound_over_snippets']}× the snippets (shown, not judged)"
+            )
+        if "verify_floor_over_snippets" in ratios:
+            print(
+                f"least verify's work could take in any order on {report['verify']['phases']['cores']} cores, the "
+                f"timed items alone: {ratios['verify_floor_over_snippets']}× the snippets (shown, not judged)"
             )
         if "suite_over_snippets" in ratios:
             print(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,12 @@ def plain(i):
 
 @claim("work.timed", kind="measured", backends=("numpy",))
 def timed(backend):
-    """Stands for a probe: held back to run alone."""
+    """Stands for a probe: held back to run alone, and busy for a fifth of a CPU second."""
+    import time
+
+    started = time.process_time()
+    while time.process_time() - started < 0.2:
+        pass
     return 1
 '''
 
@@ -52,6 +59,9 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
     assert [s for _, s in slowest] == sorted((s for _, s in slowest), reverse=True)
     stamps = recorded["stamps"]
     assert stamps["session_start"] <= stamps["collected"] <= stamps["session_finish"]
+    cpu = {name: row["cpu_seconds"] for name, row in recorded["items"].items()}
+    assert cpu["timed"] >= 0.2, f"the timed claim's busy fifth of a second is counted under its heading: {cpu}"
+    assert cpu["book"] < 0.2, f"and under no other: {cpu}"
     assert recorded["helper_wait"] is None, "the sample book names no work for a helper"
 
 
@@ -74,16 +84,16 @@ def test_the_wait_for_the_helper_is_written_apart(tmp_path: Path, monkeypatch: p
     )
 
 
-def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
+def test_the_floor_runs_the_timed_part_alone_and_shares_out_every_other_cpu_second() -> None:
     recorded = {
         "stamps": {"session_start": 104.0, "collected": 105.0, "session_finish": 131.0},
         "items": {
-            "timed": {"items": 3, "seconds": 10.0},
-            "book": {"items": 9, "seconds": 8.0},
-            "machinery": {"items": 4, "seconds": 6.0},
+            "timed": {"items": 3, "seconds": 10.0, "cpu_seconds": 12.0},
+            "book": {"items": 9, "seconds": 8.0, "cpu_seconds": 8.0},
+            "machinery": {"items": 4, "seconds": 6.0, "cpu_seconds": 6.0},
         },
     }
-    out = bench.phases(recorded, launched=100.0, ended=132.0, cores=2)
+    out = bench.phases(recorded, launched=100.0, ended=132.0, cores=2, cpu_seconds=40.0)
     assert out["seconds"] == {
         "start_up": 4.0,
         "collection": 1.0,
@@ -94,19 +104,33 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_the_rest() -> None:
         "between_items": 2.0,
         "close": 1.0,
     }
-    # 32 s in all; 8 + 6 + 2 could be shared by two cores: 32 − 16 + 8
+    # 40 CPU seconds in all (a helper's among them), 12 of them in the timed items' 10 s, which run
+    # alone; the other 28 could at best be shared by two cores
+    assert out["cpu_seconds"] == {"all": 40.0, "timed_items": 12.0}
     assert out["floor_seconds"] == 24.0
-    assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1)["floor_seconds"] == 32.0
+    assert bench.phases(recorded, launched=100.0, ended=132.0, cores=1, cpu_seconds=40.0)["floor_seconds"] == 38.0
+    assert "floor_seconds" not in bench.phases(recorded, launched=100.0, ended=132.0, cores=2), (
+        "without the command's CPU seconds there is no floor"
+    )
 
-    # 3 s of the book items' 8 were one item waiting idle for the helper: told apart, and not shared out
-    waited = bench.phases({**recorded, "helper_wait": 3.0}, launched=100.0, ended=132.0, cores=2)
+    # 3 s of the book items' 8 were one item waiting idle for the helper: told apart; the floor is of CPU seconds
+    waited = bench.phases({**recorded, "helper_wait": 3.0}, launched=100.0, ended=132.0, cores=2, cpu_seconds=40.0)
     assert waited["seconds"]["book_items"] == 5.0 and waited["seconds"]["waiting_for_helper"] == 3.0
-    assert waited["floor_seconds"] == 25.5  # 32 − 13 + 6.5
+    assert waited["floor_seconds"] == 24.0
 
     # the helper had its work done 20 s after launch: the timed items (10 s) and the close (1 s) came after
     helped = bench.phases({**recorded, "helper_done": 120.0}, launched=100.0, ended=132.0, cores=2)
     assert helped["helper_done_s"] == 20.0 and helped["helper_bound_seconds"] == 31.0
     assert "helper_bound_seconds" not in out, "a run without a helper has no such bound"
+
+
+def test_a_command_s_cpu_seconds_take_in_the_children_it_started() -> None:
+    """What `run_job` adds up: a child's CPU seconds, and its own child's, once each is waited for."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    nested = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {burn!r}], check=True)\n"
+    before = bench.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", nested], check=True)
+    assert bench.children_cpu_seconds() - before >= 0.3
 
 
 def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkeypatch: pytest.MonkeyPatch) -> None:
