@@ -35,17 +35,19 @@ HEADINGS = ("timed", "book", "machinery")
 SLOWEST = 5  # items named under each heading
 
 
-def cpu_seconds() -> float:
-    """CPU seconds this process has used, user and system, with those of every child it has waited for:
-    `getrusage`'s microseconds where there is one, as `os.times`' clock ticks (a hundredth of a second
-    on Linux) would miss much of an item's few milliseconds."""
+def cpu_seconds(children_only: bool = False) -> float:
+    """CPU seconds this process has used, user and system, with those of every child it has waited for
+    (and of theirs); `children_only`, the children's alone. `getrusage`'s microseconds where there is one,
+    as `os.times`' clock ticks (a hundredth of a second on Linux) would miss much of an item's few
+    milliseconds."""
     try:
         import resource
     except ImportError:  # Windows
         used = os.times()
-        return used.user + used.system + used.children_user + used.children_system
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+        return used.children_user + used.children_system + (0.0 if children_only else used.user + used.system)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = 0.0 if children_only else sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    return own + children.ru_utime + children.ru_stime
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -66,7 +66,6 @@ import json
 import math
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -124,7 +123,7 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
     exit status and command, with where its seconds went where the run recorded them (see `phases`)."""
     with tempfile.TemporaryDirectory(prefix="phases-") as folder:
         phases_file = Path(folder) / "phases.json"
-        launched, used_before = time.time(), children_cpu_seconds()
+        launched, used_before = time.time(), phases_plugin.cpu_seconds(children_only=True)
         proc = subprocess.run(
             [sys.executable, str(ROOT / "run.py"), *args, "-p", "benchmarks.phases"],
             cwd=ROOT,
@@ -133,7 +132,7 @@ def run_job(args: list[str], cores: int) -> tuple[subprocess.CompletedProcess[st
             text=True,
             timeout=3600,
         )
-        ended, used = time.time(), children_cpu_seconds() - used_before
+        ended, used = time.time(), phases_plugin.cpu_seconds(children_only=True) - used_before
         recorded = json.loads(phases_file.read_text(encoding="utf-8")) if phases_file.exists() else None
     out: dict[str, Any] = {
         "seconds": round(ended - launched, 2),
@@ -242,12 +241,6 @@ def phases(
         out["helper_done_s"] = round(done - launched, 2)
         out["helper_bound_seconds"] = round(done - launched + parts["timed_items"] + parts["close"], 2)
     return out
-
-
-def children_cpu_seconds() -> float:
-    """CPU seconds, user and system, of every child process this one has waited for so far (and of theirs)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def run_one_page(rounds: int = 3) -> dict[str, Any]:
