@@ -102,3 +102,34 @@ def test_the_rewrite_fixes_the_spark_figures_and_lists_the_sentence_it_leaves_fa
     assert "reread: 280" not in out and "page.md:3: reread" not in out
     assert "17.1](claim:decode.ceiling_derived.dgx_spark.bf16)" in (book.path / "book" / "page.md").read_text()
     assert run(book).ret == 0  # the suite passes: the sentence list is what tells the author to reread
+
+
+# A page that shows Markdown: a ``` line inside a ~~~ block is code, and the prose after the block is prose.
+EXAMPLE = """\
+~~~markdown
+A fence inside the example:
+```
+The Spark's ceiling becomes [16.7](claim:decode.ceiling_derived.dgx_spark.bf16)
+~~~
+
+"""
+
+
+def test_a_fence_of_the_other_kind_inside_a_block_leaves_the_prose_after_it_prose(pytester: pytest.Pytester) -> None:
+    book = faults.sample_book(pytester, CLAIMS, EXAMPLE + PAGE, "decode.py", files={"book/allowlist.toml": ALLOWLIST})
+    assert run(book).ret == 0
+    spark = book.path / "data" / "hardware" / "dgx_spark.toml"
+    spark.write_text(spark.read_text().replace("value = 273\n", "value = 280\n").replace("273 GB/s", "280 GB/s"))
+    result = run(book, "-q", "--rewrite-stale-figures")
+    assert result.ret == 0 and result.parseoutcomes().get("rewritten") == 4, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "rewrote 4 stale figure(s), judged again as rewritten: book/page.md:9 (273 → 280), book/page.md:9 "
+            "(16.6 → 17.1), book/page.md:14 (273 → 280), book/page.md:16 (16.7 → 17.1)",
+            "reread 1 sentence(s): *",
+            "  book/page.md:14: reread: 17.1 rewritten beside 4 other figures and *",
+        ]
+    )
+    text = (book.path / "book" / "page.md").read_text()
+    assert text.startswith(EXAMPLE)  # the example's figure is code: the rewrite leaves it as it is
+    assert "becomes [17.1](claim:decode.ceiling_derived.dgx_spark.bf16)\nand the RTX" in text

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
+from verified_book.book.lexer import CodeBlock, Prose, include_of, lex
 from verified_book.errors import BookError, Problem
 
 BINDING = re.compile(r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\(claim:(?P<id>[^\s)\"]*)(?:\s+\"(?P<title>[^\"]*)\")?\)")
@@ -77,7 +78,6 @@ _NEAR_MISS = re.compile(
     re.IGNORECASE,
 )
 _URL_SCHEMES = {"http", "https", "mailto", "ftp", "ftps", "file", "data", "tel", "irc", "ssh", "git", "news"}
-_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _INLINE_SKIPS = (
     re.compile(r"(`+)(?:(?!\1).)+?\1"),
     re.compile(r"\$\$.+?\$\$"),
@@ -88,7 +88,6 @@ _INLINE_SKIPS = (
     re.compile(r"\]\((?!claim:)[^)]*\)"),
     re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$"),
     re.compile(r"\{[#.][^}]*\}"),
-    re.compile(r"^\s*--8<--.*$"),
     re.compile(r"&#?\w+;"),
 )
 
@@ -157,6 +156,8 @@ def _mask(text: str, start: int, end: int) -> str:
 
 
 def _prose_mask(line: str) -> str:
+    if include_of(line) is not None:
+        return " " * len(line)
     for pattern in _INLINE_SKIPS:
         line = pattern.sub(lambda m: " " * len(m.group(0)), line)
     return line
@@ -166,41 +167,29 @@ def read_page(path: Path, root: Path) -> Page:
     """Parse one Markdown file into its bindings, unbound numbers and malformed bindings."""
     rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
     page = Page(rel)
-    fence: str | None = None
-    output_block = False
     in_math = False
     in_comment = False
-    lines = path.read_text(encoding="utf-8").splitlines()
-    front_matter = bool(lines) and lines[0].strip() == "---"
-    for number, raw in enumerate(lines, 1):
-        if front_matter:
-            if number > 1 and raw.strip() in ("---", "..."):
-                front_matter = False
+    for region in lex(path.read_text(encoding="utf-8").splitlines()).regions:
+        if isinstance(region, Prose):
+            numbered, in_output = region.numbered(), False
+        elif isinstance(region, CodeBlock) and region.is_output:
+            numbered, in_output = region.numbered_body(), True
+        else:
             continue
-        fence_match = _FENCE.match(raw)
-        if fence is not None:
-            if fence_match and fence_match.group("fence").startswith(fence) and not fence_match.group("info").strip():
-                fence, output_block = None, False
+        for number, raw in numbered:
+            if in_comment:
+                if "-->" in raw:
+                    in_comment = False
                 continue
-            if not output_block:
+            if raw.strip().startswith("<!--") and "-->" not in raw:
+                in_comment = True
                 continue
-        elif fence_match:
-            fence = fence_match.group("fence")
-            output_block = fence_match.group("info").strip().lower().startswith("output")
-            continue
-        if in_comment:
-            if "-->" in raw:
-                in_comment = False
-            continue
-        if raw.strip().startswith("<!--") and "-->" not in raw:
-            in_comment = True
-            continue
-        if raw.strip() == "$$" or (raw.strip().startswith("$$") and raw.count("$$") == 1):
-            in_math = not in_math
-            continue
-        if in_math:
-            continue
-        _read_line(page, rel, number, raw, output_block)
+            if raw.strip() == "$$" or (raw.strip().startswith("$$") and raw.count("$$") == 1):
+                in_math = not in_math
+                continue
+            if in_math:
+                continue
+            _read_line(page, rel, number, raw, in_output)
     return page
 
 

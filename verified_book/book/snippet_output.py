@@ -36,8 +36,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from verified_book.book.bindings import _FENCE, BINDING
+from verified_book.book.bindings import BINDING
 from verified_book.book.figures import FigureSyntaxError, parse
+from verified_book.book.lexer import CodeBlock, lex
 from verified_book.errors import BookError
 from verified_book.vocabulary import Status, fingerprint
 
@@ -192,48 +193,28 @@ def _book_line(file: str, number: int, raw: str, varies: bool, is_measured: Call
 
 def read_blocks(path: Path, rel: str, is_measured: Callable[[str], bool]) -> list[OutputBlock]:
     """Every output block of one page, in order, with the problems of its declaration."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    blocks: list[OutputBlock] = []
-    index = 1 if lines and lines[0].strip() == "---" else 0
-    if index:
-        while index < len(lines) and lines[index].strip() not in ("---", "..."):
-            index += 1
-        index += 1
-    while index < len(lines):
-        match = _FENCE.match(lines[index])
-        if not match:
-            index += 1
-            continue
-        fence, info, indent = match.group("fence"), match.group("info").strip(), match.group("indent")
-        end = index + 1
-        while end < len(lines):
-            closing = _FENCE.match(lines[end])
-            if closing and closing.group("fence").startswith(fence) and not closing.group("info").strip():
-                break
-            end += 1
-        if info.lower().split()[:1] == ["output"]:
-            blocks.append(_block(rel, index, end, lines, indent, info, is_measured))
-        index = end + 1
-    return blocks
+    document = lex(path.read_text(encoding="utf-8").splitlines())
+    return [_block(rel, block, is_measured) for block in document.output_blocks()]
 
 
-def _block(
-    rel: str, start: int, end: int, lines: list[str], indent: str, info: str, is_measured: Callable[[str], bool]
-) -> OutputBlock:
-    snippet, varies, without, problems = parse_info(info)
-    where = f"{rel}:{start + 1}"
+def _block(rel: str, block: CodeBlock, is_measured: Callable[[str], bool]) -> OutputBlock:
+    snippet, varies, without, problems = parse_info(block.fence.info)
+    where = f"{rel}:{block.first}"
     errors = [f"{where}: {p}" for p in problems]
+    indent = block.fence.indent
     body = []
-    for i in range(start + 1, end):
-        raw = lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip()
-        body.append(_book_line(rel, i + 1, raw, (i - start) in varies, is_measured))
+    for number, text in block.numbered_body():
+        raw = text[len(indent) :] if text.startswith(indent) else text.lstrip()
+        body.append(_book_line(rel, number, raw, (number - block.first) in varies, is_measured))
     for n in sorted(varies):
         if n > len(body):
             errors.append(f"{where}: varies names line {n}; the block has {len(body)}")
     for line in body:
         errors += _declaration_errors(line, where)
-    text = "\n".join(lines[start : end + 1])
-    return OutputBlock(rel, start + 1, snippet, tuple(body), without, tuple(errors), end + 1, block_hash(text))
+    # an unclosed block ends past the page's last line, as if its closing fence followed it
+    end_line = block.last if block.closing is not None else block.last + 1
+    text = "\n".join(block.lines)
+    return OutputBlock(rel, block.first, snippet, tuple(body), without, tuple(errors), end_line, block_hash(text))
 
 
 def _declaration_errors(line: BookLine, fence: str) -> list[str]:

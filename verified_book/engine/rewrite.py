@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from verified_book.book.bindings import BINDING, Binding, Book
 from verified_book.book.figures import FigureSyntaxError, parse
+from verified_book.book.lexer import lex
 from verified_book.vocabulary import Status, worst
 
 if TYPE_CHECKING:
@@ -169,7 +170,6 @@ _COMPARATIVE = re.compile(
     r"\b(" + "|".join(re.escape(w) for w in sorted(COMPARATIVES, key=len, reverse=True)) + r")\b", re.IGNORECASE
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[*_\"'(])")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -190,22 +190,18 @@ class Reread:
 
 def _paragraphs(lines: list[str]) -> list[tuple[int, int]]:
     """(first, last) line numbers of each prose paragraph: not code, output or a table's rows."""
-    out, start, fenced = [], None, False
-    for number, text in enumerate(lines, 1):
-        if _FENCE.match(text):
-            fenced = not fenced
-            if start is not None:
+    out: list[tuple[int, int]] = []
+    for region in lex(lines).prose():
+        start: int | None = None
+        for number, text in region.numbered():
+            prose = text.strip() and not text.lstrip().startswith(("|", "#"))
+            if prose and start is None:
+                start = number
+            elif not prose and start is not None:
                 out.append((start, number - 1))
                 start = None
-            continue
-        prose = not fenced and text.strip() and not text.lstrip().startswith(("|", "#"))
-        if prose and start is None:
-            start = number
-        elif not prose and start is not None:
-            out.append((start, number - 1))
-            start = None
-    if start is not None:
-        out.append((start, len(lines)))
+        if start is not None:
+            out.append((start, region.last))
     return out
 
 

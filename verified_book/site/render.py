@@ -31,6 +31,7 @@ from verified_book.authoring.inputs import Read
 from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
 from verified_book.book.bindings import BINDING, Binding, Page, unknown_claim
+from verified_book.book.lexer import CodeBlock, include_of, lex
 from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import once, outdated_reason
@@ -61,8 +62,6 @@ DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
 _STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_INCLUDE = re.compile(r"""--8<--\s*["']?(?P<path>[^"'\s]+\.py)\b""")
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 MAX_TEXT = 400
 
@@ -651,7 +650,7 @@ class _Tokens:
 
 def included_paths(markdown: str) -> set[str]:
     """The scripts a page includes (`--8<-- "path.py"`), each as its include line names it."""
-    return {str(PurePosixPath(m.group("path"))) for m in _INCLUDE.finditer(markdown)}
+    return {str(PurePosixPath(i.path)) for i in lex(markdown.split("\n")).includes if i.path.endswith(".py")}
 
 
 def snippet_of(info: str, last_include: str | None) -> str | None:
@@ -676,65 +675,35 @@ def render_markdown(markdown: str, page: Page, context: Context, line_offset: in
     for b in [*page.bindings, *page.malformed]:
         by_line.setdefault(b.line - line_offset - 1, []).append(b)
     result: list[str] = []
-    index = 0
     last_include: str | None = None
-    fence: str | None = None
-    while index < len(lines):
-        raw = lines[index]
-        include = _INCLUDE.search(raw)
-        if include:
-            last_include = include.group("path")
-        match = _FENCE.match(raw)
-        if fence is not None:
-            if match and match.group("fence").startswith(fence) and not match.group("info").strip():
-                fence = None
-            result.extend(_shown_include(raw, include, context) if include else [raw])
-            index += 1
+    for region in lex(lines, front_matter=False).regions:
+        if isinstance(region, CodeBlock) and region.is_output:
+            snippet = snippet_of(region.fence.info, last_include)
+            result.extend(_output_block(lines, region, by_line, context, tokens, out, snippet))
             continue
-        if match and match.group("info").strip().lower().startswith("output"):
-            end = _closing(lines, index, match.group("fence"))
-            result.extend(
-                _output_block(
-                    lines,
-                    index,
-                    end,
-                    match,
-                    by_line,
-                    context,
-                    tokens,
-                    out,
-                    snippet_of(match.group("info"), last_include),
-                )
-            )
-            index = end + 1
-            continue
-        if match:
-            fence = match.group("fence")
-            result.append(raw)
-            index += 1
-            continue
-        result.append(_inline(raw, by_line.get(index, []), context, tokens, out))
-        index += 1
+        for number, raw in region.numbered():
+            include = include_of(raw)
+            if include is not None and include[1].endswith(".py"):
+                last_include = include[1]
+            else:
+                include = None
+            if isinstance(region, CodeBlock):
+                in_body = number != region.first
+                result.extend(_shown_include(raw, include[1], context) if include and in_body else [raw])
+            else:
+                result.append(_inline(raw, by_line.get(number - 1, []), context, tokens, out))
     out.markdown = "\n".join(result)
     return out
 
 
-def _shown_include(raw: str, include: re.Match[str], context: Context) -> list[str]:
+def _shown_include(raw: str, path: str, context: Context) -> list[str]:
     """A snippet included in a code block, as the reader sees it: a percent-format script without its
     cell markers (verified_book.book.snippet_display); any other file is left to the include itself."""
-    source = context.include(include.group("path"))
+    source = context.include(path)
     if source is None or not snippet_display.is_percent_script(source):
         return [raw]
     indent = raw[: len(raw) - len(raw.lstrip())]
     return [f"{indent}{line}" if line else "" for line in snippet_display.reading_form(source).rstrip("\n").split("\n")]
-
-
-def _closing(lines: list[str], start: int, fence: str) -> int:
-    for i in range(start + 1, len(lines)):
-        match = _FENCE.match(lines[i])
-        if match and match.group("fence").startswith(fence) and not match.group("info").strip():
-            return i
-    return len(lines) - 1
 
 
 def _span(raw: str, b: Binding) -> tuple[int, int] | None:
@@ -790,9 +759,7 @@ def _inline(raw: str, bindings: list[Binding], context: Context, tokens: _Tokens
 
 def _output_block(
     lines: list[str],
-    start: int,
-    end: int,
-    match: re.Match[str],
+    block: CodeBlock,
     by_line: dict[int, list[Binding]],
     context: Context,
     tokens: _Tokens,
@@ -800,10 +767,11 @@ def _output_block(
     snippet: str | None,
 ) -> list[str]:
     """An output block as content tabs: the book's text with its figures, then each machine's output."""
-    indent = match.group("indent")
+    indent = block.fence.indent
     body: list[Markup] = []
     plain: list[str] = []
-    for i in range(start + 1, end):
+    for number, _ in block.numbered_body():
+        i = number - 1
         raw = lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip()
         shift = len(lines[i]) - len(raw)
         pieces: list[str] = []  # the book's text, which Markup().join escapes, and its figures' Markup
