@@ -11,7 +11,7 @@ from verified_book.authoring.registry import Claim, Kind
 from verified_book.book.bindings import read_page
 from verified_book.book.snippet_output import read_blocks
 from verified_book.engine.rewrite import Rewrite, sentences_to_reread
-from verified_book.site import render
+from verified_book.site import transform
 
 PAGE = """\
 # A page
@@ -53,7 +53,7 @@ def test_bindings_find_the_prose_figures_on_their_line_and_none_in_the_code(tmp_
 
 def test_render_marks_the_prose_figure_and_leaves_the_code_as_code(tmp_path: Path) -> None:
     page = read_page(written(tmp_path), tmp_path)
-    rendered = render.render_markdown(PAGE, page, render.Context({}, CLAIMS.get))
+    rendered = transform.render_markdown(PAGE, page, transform.Context({}, CLAIMS.get))
     lines = rendered.markdown.split("\n")
     assert lines[2:6] == PAGE.split("\n")[2:6]  # the example, its ``` line included, is the author's text
     assert "claim:" not in lines[FIGURE_LINE - 1] and lines[FIGURE_LINE - 1].startswith("The ceiling is VBCLAIM")

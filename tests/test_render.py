@@ -16,13 +16,13 @@ from claims import plots as site_plots
 from verified_book.authoring.registry import Claim, Kind
 from verified_book.book.bindings import Book, read_page
 from verified_book.book.figures import parse
-from verified_book.engine import provenance
+from verified_book.engine import figure_status, provenance
 from verified_book.engine.provenance import code_fingerprint
 from verified_book.errors import Problem
 from verified_book.records.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
-from verified_book.site import render
+from verified_book.site import render, transform
 
 CLAIMS = {
     "t.ceiling": Claim(
@@ -79,8 +79,8 @@ def page(tmp_path: Path) -> Any:
     return read_page(book / "page.md", tmp_path)
 
 
-def context(results: dict[str, ResultsFile]) -> render.Context:
-    return render.Context(results, CLAIMS.get, "https://github.com/o/r")
+def context(results: dict[str, ResultsFile]) -> transform.Context:
+    return transform.Context(results, CLAIMS.get, "https://github.com/o/r")
 
 
 def figures_of(page: Any, claim_id: str) -> list[dict[str, Any]]:
@@ -110,7 +110,7 @@ def elements(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 def test_no_record_anywhere_is_not_yet_verified(page: Any) -> None:
     b = page.bindings[0]
-    view = render.figure_view(b, CLAIMS["t.ceiling"], {})
+    view = figure_status.figure_view(b, CLAIMS["t.ceiling"], {})
     assert view.status == "unverified"
     html = render.render_figure(view, {}, None, "p1")
     assert 'data-status="unverified"' in html and "not yet verified" in html
@@ -121,14 +121,14 @@ def test_only_a_list_of_values_may_break_across_lines(page: Any) -> None:
     b = page.bindings[0]
     (figure,) = [
         t
-        for t in elements(render.render_figure(render.figure_view(b, CLAIMS["t.ceiling"], {}), {}, None, "p"))
+        for t in elements(render.render_figure(figure_status.figure_view(b, CLAIMS["t.ceiling"], {}), {}, None, "p"))
         if "vb-fig" == t[1].get("class")
     ]
     assert "data-wrap" not in figure[1], f"{b.text!r} stays whole"
     grid = dataclasses.replace(b, text="(0, 0.5, 1, 1.5, 2, 3, 4, 6)")
     (figure,) = [
         t
-        for t in elements(render.render_figure(render.figure_view(grid, CLAIMS["t.ceiling"], {}), {}, None, "p"))
+        for t in elements(render.render_figure(figure_status.figure_view(grid, CLAIMS["t.ceiling"], {}), {}, None, "p"))
         if "vb-fig" == t[1].get("class")
     ]
     assert "data-wrap" in figure[1]
@@ -140,7 +140,7 @@ def test_the_figures_own_entry_gives_its_status_and_the_worst_machine_decides(pa
     bad_figures = [dict(f, status="stale") for f in figures_of(page, "t.max")]
     bad = {"t.max": {"mlx:cpu": record("stale", 65505, bad_figures, message="computed 65,505")}}
     results = {"alpha": machine("alpha", good), "beta": machine("beta", bad)}
-    view = render.figure_view(b, CLAIMS["t.max"], results)
+    view = figure_status.figure_view(b, CLAIMS["t.max"], results)
     assert view.status == "stale"
     assert {(m.machine, m.backend, m.status) for m in view.measurements} == {
         ("alpha", "numpy", "verified"),
@@ -162,7 +162,7 @@ def test_this_clone_s_run_of_a_committed_machine_is_its_own_group_in_the_panel_w
     )
     local = site_machines.local_name("alpha")
     results = {"alpha": committed, local: mine}
-    view = render.figure_view(b, CLAIMS["t.max"], results)
+    view = figure_status.figure_view(b, CLAIMS["t.max"], results)
     assert {(m.machine, m.status) for m in view.measurements} == {("alpha", "verified"), (local, "stale")}
     html = render.render_figure(view, results, "https://github.com/o/r", "p1")
     groups = [a["data-machine"] for tag, a in elements(html) if a.get("class") == "vb-machine"]
@@ -179,11 +179,11 @@ def test_changed_text_is_judged_against_the_recorded_value(page: Any) -> None:
             "alpha", {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, [entry])}}
         )
     }
-    view = render.figure_view(b, CLAIMS["t.ceiling"], results)
+    view = figure_status.figure_view(b, CLAIMS["t.ceiling"], results)
     assert view.status == "verified" and view.measurements[0].rejudged
 
     changed = dataclasses.replace(b, text="16.7", printed=parse("16.7"))
-    view = render.figure_view(changed, CLAIMS["t.ceiling"], results)
+    view = figure_status.figure_view(changed, CLAIMS["t.ceiling"], results)
     assert view.status == "stale"
     assert "16.55" in view.measurements[0].message
 
@@ -192,7 +192,7 @@ def test_disputed_figure_shows_disputed(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.quoted")
     assert b.disputed
     results = {"alpha": machine("alpha", {"t.quoted": {"none": record("disputed", 250)}})}
-    view = render.figure_view(b, CLAIMS["t.quoted"], results)
+    view = figure_status.figure_view(b, CLAIMS["t.quoted"], results)
     assert view.status == "disputed"
     assert "marked disputed by the book" in render.render_figure(view, results, None, "p")
 
@@ -200,7 +200,7 @@ def test_disputed_figure_shows_disputed(page: Any) -> None:
 def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.max")
     results = {"alpha": machine("alpha", {"t.max": {"torch:cuda": record("skipped", None, message="no CUDA here")}})}
-    view = render.figure_view(b, CLAIMS["t.max"], results)
+    view = figure_status.figure_view(b, CLAIMS["t.max"], results)
     assert view.status == "unverified"
     assert "not run here: torch:cuda" in render.render_figure(view, results, None, "p")
 
@@ -213,13 +213,13 @@ def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any)
             {"shapes.py": {"text": "max=65504\n", "date": "2026-11-28", "seconds": 0.5, "how": "in process"}},
         )
     }
-    rendered = render.render_markdown(PAGE, page, context(results))
+    rendered = transform.render_markdown(PAGE, page, context(results))
     assert "claim:" not in rendered.markdown
     assert '===! "The book"' in rendered.markdown and '=== "alpha"' in rendered.markdown
     html = "\n".join(
         f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n")
     )
-    filled, problems = render.fill(html, rendered, "book/page.md")
+    filled, problems = transform.fill(html, rendered, "book/page.md")
     assert not problems
     claims = [a["data-claim"] for _, a in elements(filled) if "data-claim" in a]
     assert sorted(claims) == sorted(b.claim_id for b in page.bindings)
@@ -233,7 +233,7 @@ def test_explicit_snippet_name_in_the_info_string(tmp_path: Path) -> None:
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
     results = {"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})}
-    rendered = render.render_markdown(text, page, context(results))
+    rendered = transform.render_markdown(text, page, context(results))
     assert '=== "alpha"' in rendered.markdown
 
 
@@ -241,7 +241,7 @@ def test_a_machines_run_is_left_out_of_the_search_and_tab_labels_stay_apart(tmp_
     text = "# P\n\n```output other.py\nx=[65,504](claim:t.max)\n```\n"
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
-    rendered = render.render_markdown(
+    rendered = transform.render_markdown(
         text, page, context({"alpha": machine("alpha", {}, {"other.py": {"text": "x=1"}})})
     )
     run = [block for block in rendered.blocks.values() if "vb-output--machine" in block]
@@ -249,7 +249,7 @@ def test_a_machines_run_is_left_out_of_the_search_and_tab_labels_stay_apart(tmp_
     book = [block for block in rendered.blocks.values() if "vb-output--book" in block]
     assert len(book) == 1 and "data-search-exclude" not in book[0].split("<pre>", 1)[0]
     labels = '<div class="tabbed-labels"><label for="a">The book</label><label for="b">alpha</label></div>'
-    assert render.separate_tab_labels(labels) == labels.replace("</label><label", "</label> <label")
+    assert transform.separate_tab_labels(labels) == labels.replace("</label><label", "</label> <label")
 
 
 def test_a_machines_run_of_an_earlier_version_of_the_snippet_says_so_and_one_of_unknown_version_does_not(
@@ -264,7 +264,7 @@ def test_a_machines_run_of_an_earlier_version_of_the_snippet_says_so_and_one_of_
         "gamma": machine("gamma", {}, {"other.py": {"text": "x=3"}}),  # recorded before outputs kept a hash
     }
     now = {"other.py": "0123456789abcdef"}
-    rendered = render.render_markdown(text, page, dataclasses.replace(context(runs), snippet_hash=now.get))
+    rendered = transform.render_markdown(text, page, dataclasses.replace(context(runs), snippet_hash=now.get))
     captions = {
         slug: next(b for b in rendered.blocks.values() if f"<b>{slug}</b>" in b).split("</p>", 1)[0] for slug in runs
     }
@@ -279,7 +279,7 @@ SCRIPT = "# %% [markdown]\n# # A title\n#\n# Some prose.\n\n# %%\nimport numpy a
 def test_an_included_snippet_is_shown_without_its_cell_markers(page: Any) -> None:
     included = {"book/snippets/shapes.py": SCRIPT}
     ctx = dataclasses.replace(context({}), include=included.get)
-    shown = render.render_markdown(PAGE, page, ctx).markdown
+    shown = transform.render_markdown(PAGE, page, ctx).markdown
     assert "```python\n# A title\n#\n# Some prose.\n\nimport numpy as np\nprint(np.pi)\n```" in shown
     assert "# %%" not in shown and "--8<--" not in shown
 
@@ -287,7 +287,7 @@ def test_an_included_snippet_is_shown_without_its_cell_markers(page: Any) -> Non
 def test_an_include_of_a_plain_file_or_of_none_is_left_to_the_include(page: Any) -> None:
     for included in ({"book/snippets/shapes.py": "print(1)\n"}, {}):
         ctx = dataclasses.replace(context({}), include=included.get)
-        assert '--8<-- "book/snippets/shapes.py"' in render.render_markdown(PAGE, page, ctx).markdown
+        assert '--8<-- "book/snippets/shapes.py"' in transform.render_markdown(PAGE, page, ctx).markdown
 
 
 def test_front_matter_offsets_lines(tmp_path: Path) -> None:
@@ -295,7 +295,7 @@ def test_front_matter_offsets_lines(tmp_path: Path) -> None:
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
     markdown = "# P\n\nIt is [65,504](claim:t.max).\n"
-    rendered = render.render_markdown(markdown, page, context({}), line_offset=4)
+    rendered = transform.render_markdown(markdown, page, context({}), line_offset=4)
     assert not rendered.problems and "claim:" not in rendered.markdown
 
 
@@ -303,11 +303,11 @@ def test_unknown_and_malformed_bindings_are_problems_with_place(tmp_path: Path) 
     text = "# P\n\nA [16.6](claim:t.nope) and [sixteen](claim:t.max) here.\n"
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
-    rendered = render.render_markdown(text, page, context({}))
+    rendered = transform.render_markdown(text, page, context({}))
     wheres = sorted(str(p) for p in rendered.problems)
     assert len(wheres) == 2 and all(w.startswith("p.md:3: ") for w in wheres)
     assert any("unknown claim 't.nope'" in w for w in wheres)
-    filled, _ = render.fill(rendered.markdown, rendered, "p.md")
+    filled, _ = transform.fill(rendered.markdown, rendered, "p.md")
     assert "](claim:" not in filled and 'href="claim:' not in filled
     assert filled.count('data-status="error"') == 2
 
@@ -319,7 +319,7 @@ def test_a_figure_of_an_unknown_claim_says_which_topic_module_did_not_load(tmp_p
     page = read_page(tmp_path / "p.md", tmp_path)
     failed = Problem("book_claims/t.py:3", "book_claims.t does not import: SyntaxError: invalid syntax")
     ctx = dataclasses.replace(context({}), load_errors=[Problem("book.toml:2", "not a module's"), failed])
-    (problem,) = render.render_markdown(text, page, ctx).problems
+    (problem,) = transform.render_markdown(text, page, ctx).problems
     assert str(problem) == (
         "p.md:3: figure 16.6 binds to unknown claim 't.ratio'; the book's claims did not all load (1 problem in "
         f"its topic modules, the first: {failed})"
@@ -330,18 +330,18 @@ def test_a_figure_in_a_heading_leaves_a_clean_title_and_anchor(tmp_path: Path) -
     text = "# P\n\n## Largest [65,504](claim:t.max) here\n"
     (tmp_path / "p.md").write_text(text)
     page = read_page(tmp_path / "p.md", tmp_path)
-    rendered = render.render_markdown(text, page, context({}))
+    rendered = transform.render_markdown(text, page, context({}))
     token = next(iter(rendered.titles))
     heading = f'<h2 id="largest-{token.lower()}-here">Largest {token} here</h2>'
-    filled, problems = render.fill(heading, rendered, "p.md")
+    filled, problems = transform.fill(heading, rendered, "p.md")
     assert not problems and 'id="largest-65-504-here"' in filled and "data-claim" in filled
-    assert render.plain_title(f"Largest {token} here", rendered) == "Largest 65,504 here"
-    assert render.plain_anchor(f"largest-{token.lower()}-here", rendered) == "largest-65-504-here"
+    assert transform.plain_title(f"Largest {token} here", rendered) == "Largest 65,504 here"
+    assert transform.plain_anchor(f"largest-{token.lower()}-here", rendered) == "largest-65-504-here"
 
 
 def test_a_claim_link_that_slips_through_is_caught() -> None:
-    rendered = render.RenderedPage("")
-    html, problems = render.fill('<p><a href="claim:x.y">1</a></p>', rendered, "p.md")
+    rendered = transform.RenderedPage("")
+    html, problems = transform.fill('<p><a href="claim:x.y">1</a></p>', rendered, "p.md")
     assert "href" not in html and problems and "claim:x.y" in problems[0].message
 
 
@@ -379,11 +379,11 @@ def assert_inert(html: str) -> None:
 
 def test_strings_from_a_results_file_are_escaped_in_figures(page: Any) -> None:
     results = hostile_results(page)
-    rendered = render.render_markdown(PAGE, page, context(results))
+    rendered = transform.render_markdown(PAGE, page, context(results))
     html = "\n".join(
         f"<p>{line}</p>" if line.strip().startswith("VB") else line for line in rendered.markdown.split("\n")
     )
-    filled, _ = render.fill(html, rendered, "book/page.md")
+    filled, _ = transform.fill(html, rendered, "book/page.md")
     assert "&lt;script&gt;" in filled
     assert_inert(filled)
 
@@ -422,8 +422,8 @@ def test_a_hostile_machine_name_stays_text_through_markdown(page: Any) -> None:
     name = '<img src=x onerror=alert(1)>"_*'
     results = {name: machine("alpha", {}, {"shapes.py": {"text": "x"}})}
     extensions = ["attr_list", "pymdownx.superfences", "pymdownx.tabbed", "toc"]
-    rendered = render.render_markdown(PAGE, page, context(results))
-    filled, _ = render.fill(markdown.markdown(rendered.markdown, extensions=extensions), rendered, "book/page.md")
+    rendered = transform.render_markdown(PAGE, page, context(results))
+    filled, _ = transform.fill(markdown.markdown(rendered.markdown, extensions=extensions), rendered, "book/page.md")
     assert "&lt;img" in filled
     assert_inert(filled)
     generated = site_machines.render_machines(results, Book(Path("."), [page], []), list(CLAIMS), {})
@@ -483,9 +483,9 @@ def test_machine_counts_count_each_printed_figure_once(tmp_path: Path) -> None:
 
 
 def test_show_value_keeps_exact_values_readable() -> None:
-    assert render.show_value({"exact": "1/128", "float": 0.0078125}) == "1/128 ≈ 0.0078125"
-    assert render.show_value(8190427136) == "8,190,427,136"
-    assert render.show_value([4096, 12288]) == "(4,096, 12,288)"
+    assert figure_status.show_value({"exact": "1/128", "float": 0.0078125}) == "1/128 ≈ 0.0078125"
+    assert figure_status.show_value(8190427136) == "8,190,427,136"
+    assert figure_status.show_value([4096, 12288]) == "(4,096, 12,288)"
     assert render.from_json({"exact": "1/128", "float": 0.0078125}) == Fraction(1, 128)
 
 
@@ -495,9 +495,9 @@ def test_a_record_from_older_code_shows_outdated_with_its_reason(page: Any) -> N
         "alpha",
         {"t.ceiling": {"none": record("verified", {"exact": "331/20", "float": 16.55}, figures_of(page, "t.ceiling"))}},
     )
-    assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
+    assert figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
     rf.claims["t.ceiling"] = ClaimMeta(code="0" * 16)  # made by another version of the claim's code
-    view = render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+    view = figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert view.status == "outdated"
     panel = render.render_panel(view, {"alpha": rf}, None, "p")
     assert "the claim&#39;s code changed since this record was made (claims/topics/t.py:12)" in panel
@@ -513,16 +513,16 @@ def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPa
     )
     judged: list[object] = []
     measured: list[object] = []
-    judge, measure = provenance._outdated_reason, render._measure_now
+    judge, measure = provenance._outdated_reason, figure_status._measure_now
     monkeypatch.setattr(provenance, "_outdated_reason", lambda *args: judged.append(args) or judge(*args))
-    monkeypatch.setattr(render, "_measure_now", lambda *args: measured.append(args) or measure(*args))
+    monkeypatch.setattr(figure_status, "_measure_now", lambda *args: measured.append(args) or measure(*args))
     with provenance.judged_once({}):
         for _ in range(3):
-            assert render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
+            assert figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
     assert len(judged) == 1 and len(measured) == 1
     with provenance.judged_once({}):
-        render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
-    render.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+        figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
+    figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert len(judged) == 3 and len(measured) == 3
 
 

@@ -24,6 +24,7 @@ import pytest
 from conftest import served
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book
+from verified_book.engine import figure_status
 from verified_book.engine.config import open_book, read_config
 from verified_book.records.record import Record, SnippetOutput
 from verified_book.records.results import dumps, read_all
@@ -197,7 +198,7 @@ def verified_figure(book: Book) -> tuple[Any, Any]:
         for b in page.bindings:
             if b.in_output or b.title is not None or not re.search(r"\d", b.text):
                 continue
-            if render.figure_view(b, REGISTRY.get(b.claim_id), results).status == "verified":
+            if figure_status.figure_view(b, REGISTRY.get(b.claim_id), results).status == "verified":
                 return page, b
     pytest.skip("no figure of the book is verified by the committed results yet")
 
@@ -921,7 +922,7 @@ def test_the_legend_tells_every_status_apart_without_colour(visit: Visit) -> Non
     page = visit.open("marks.html")
     rows = page.locator("table.vb-legend tbody tr")
     statuses = rows.evaluate_all("rs => rs.map(r => r.dataset.status)")
-    assert set(render.VOCABULARY) | {render.UNVERIFIED} <= set(statuses)
+    assert set(figure_status.VOCABULARY) | {render.UNVERIFIED} <= set(statuses)
     shapes = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('table.vb-legend tbody tr')]
         .map(r => [r.dataset.status, getComputedStyle(r.querySelector('.vb-fig__mark')).maskImage]))""")
     assert all(s != "none" for s in shapes.values()), shapes

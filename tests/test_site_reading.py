@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from claims import plots as site_plots
+from verified_book.engine import figure_status
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
 from verified_book.site import render
@@ -92,7 +93,7 @@ def test_each_contradiction_is_named(gflops: dict[int, float], traffic: dict[int
 
 
 def test_every_status_of_the_vocabulary_has_a_label_a_shape_and_a_meaning() -> None:
-    for status in (*render.VOCABULARY, render.UNVERIFIED, render.NOT_REPORTED, "error"):
+    for status in (*figure_status.VOCABULARY, render.UNVERIFIED, render.NOT_REPORTED, "error"):
         assert render.LABELS[status] and render.MEANINGS[status] and render.SHAPES[status]
     glyphs = [render.SHAPES[s][0] for s in render.SHAPES]
     assert len(set(glyphs)) == len(glyphs), "two statuses share a glyph"
@@ -103,13 +104,13 @@ def test_every_status_of_the_vocabulary_has_a_label_a_shape_and_a_meaning() -> N
 
 
 def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
-    assert render.status_of("reference") == "reference" and render.status_of("outdated") == "outdated"
-    assert render.status_of("provisional") == "provisional"
-    assert render.status_of('"><script>') == "failed" and render.status_of(None) == "failed"
-    assert render.shown_status(["verified", "provisional"]) == "verified"
-    assert render.shown_status(["provisional", "skipped"]) == "provisional"
-    assert render.shown_status(["reference", "outdated", "verified", "stale"]) == "stale"
-    assert render.shown_status(["skipped"]) == render.UNVERIFIED
+    assert figure_status.status_of("reference") == "reference" and figure_status.status_of("outdated") == "outdated"
+    assert figure_status.status_of("provisional") == "provisional"
+    assert figure_status.status_of('"><script>') == "failed" and figure_status.status_of(None) == "failed"
+    assert figure_status.shown_status(["verified", "provisional"]) == "verified"
+    assert figure_status.shown_status(["provisional", "skipped"]) == "provisional"
+    assert figure_status.shown_status(["reference", "outdated", "verified", "stale"]) == "stale"
+    assert figure_status.shown_status(["skipped"]) == render.UNVERIFIED
 
 
 def machine(slug: str, date: str, markers: list[str]) -> ResultsFile:

@@ -27,9 +27,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import read_page
+from verified_book.engine import figure_status
 from verified_book.records import conditions, results
 from verified_book.records.results import read as read_results
-from verified_book.site import render
 from verified_book.vocabulary import CONTENDED, RECORDED
 
 SLUG = "sample"
@@ -1715,7 +1715,7 @@ def conditions_of(results: Path) -> Any:
 def shown_status(book: SampleBook, results: Path) -> str:
     """What the site shows for the figure from this run's records alone."""
     binding = read_page(book.root / "book" / "page.md", book.root).bindings[0]
-    view = render.figure_view(binding, None, {"sample": read_results(results / "sample.json")})
+    view = figure_status.figure_view(binding, None, {"sample": read_results(results / "sample.json")})
     return view.measurements[0].status
 
 

@@ -72,7 +72,7 @@ class _Build:
     written: Any  # site_book.Written
     pages: dict[Path, Any]  # the book's pages by their resolved path
     texts: dict[str, str]  # each page's text by its path in the pages folder, to find a page by its Markdown
-    context: Any  # render.Context
+    context: Any  # transform.Context
     verdicts: dict[Any, Any]
     problems: list[Any]
     settings: dict[str, Any]  # the generator's configuration, as far as it is read here
@@ -123,7 +123,7 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
     from verified_book.engine.snippet_figures import snippet_hashes  # noqa: PLC0415
     from verified_book.site import build as site_book
     from verified_book.site import machines as site_machines
-    from verified_book.site import render  # noqa: PLC0415 (the engine, loaded at the first page)
+    from verified_book.site import transform  # noqa: PLC0415 (the engine, loaded at the first page)
 
     try:
         book_config = read_config(root)
@@ -198,7 +198,7 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
                 return (folder / path).read_text(encoding="utf-8")
         return None
 
-    context = render.Context(
+    context = transform.Context(
         results.files,
         REGISTRY.get,
         settings.get("repo_url"),
@@ -248,7 +248,7 @@ class _Page:
 
     def __init__(self) -> None:
         self.build: _Build | None = None
-        self.rendered: Any = None  # render.RenderedPage of a book's page
+        self.rendered: Any = None  # transform.RenderedPage of a book's page
         self.blocks: dict[str, str] | None = None  # a generated page's
         self.legend_href: str | None = None
         self.converted = False  # the tree is done: what the postprocessors see next is the page, not a heading
@@ -329,7 +329,7 @@ class _Fill(Postprocessor):
         self.state = state
 
     def run(self, text: str) -> str:
-        from verified_book.site import render  # noqa: PLC0415
+        from verified_book.site import render, transform  # noqa: PLC0415
 
         state, build = self.state, self.state.build
         if build is None or not state.converted:
@@ -338,10 +338,10 @@ class _Fill(Postprocessor):
             text = render.fill_blocks(text, state.blocks)
         elif state.rendered is not None:
             rendered = state.rendered
-            text, problems = render.fill(text, rendered, rendered.file)
+            text, problems = transform.fill(text, rendered, rendered.file)
             for problem in problems:
                 _report(build, problem)
-            text = render.separate_tab_labels(text)
+            text = transform.separate_tab_labels(text)
             if rendered.titles:
                 _plain_toc(getattr(self.md, "toc_tokens", []), rendered)
         if state.legend_href is not None:
@@ -351,12 +351,12 @@ class _Fill(Postprocessor):
 
 def _plain_toc(items: list[dict[str, Any]], rendered: Any) -> None:
     """The table of contents with figure tokens back as their printed text, as the plugin leaves it."""
-    from verified_book.site import render  # noqa: PLC0415
+    from verified_book.site import transform  # noqa: PLC0415
 
     for item in items:
-        item["name"] = render.plain_title(item["name"], rendered)
-        item["html"] = render.plain_title(item["html"], rendered)
-        item["id"] = render.plain_anchor(item["id"], rendered)
+        item["name"] = transform.plain_title(item["name"], rendered)
+        item["html"] = transform.plain_title(item["html"], rendered)
+        item["id"] = transform.plain_anchor(item["id"], rendered)
         _plain_toc(item.get("children", []), rendered)
 
 

@@ -30,6 +30,7 @@ from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import AllowListError, Book, Page
 from verified_book.engine import provenance
 from verified_book.engine.config import ConfigError, open_book, read_config, snapshot
+from verified_book.engine.figure_status import DISPLAY_ORDER
 from verified_book.engine.machine import usable_cpus
 from verified_book.engine.snippet_figures import snippet_hashes
 from verified_book.errors import Problem
@@ -37,7 +38,7 @@ from verified_book.integration import markdown_ext
 from verified_book.records.results import ResultsFile
 from verified_book.site import build as site_book
 from verified_book.site import machines as site_machines
-from verified_book.site import plots_process, render
+from verified_book.site import plots_process, render, transform
 
 log = get_plugin_logger(__name__)
 
@@ -76,7 +77,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.problems: list[Problem] = []
         self.unverified: list[str] = []
         self.figures = 0
-        self.rendered: dict[str, render.RenderedPage] = {}
+        self.rendered: dict[str, transform.RenderedPage] = {}
         self.generated: dict[str, render.GeneratedPage] = {}
         self._drawing: plots_process.Drawing | None = None
         self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
@@ -114,7 +115,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.quiet = site_machines.quiet_machines(self.results, today, self.config.report_within_days)
         bases = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path", ["."])
         self._include_bases = [self.root / folder for folder in ([bases] if isinstance(bases, str) else bases)]
-        self.context = render.Context(
+        self.context = transform.Context(
             self.results,
             REGISTRY.get,
             config.repo_url,
@@ -285,7 +286,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return rendered.markdown
 
     def on_page_content(self, html: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
-        return self._set_aside_panels(render.separate_tab_labels(self._filled(html, page)), page)
+        return self._set_aside_panels(transform.separate_tab_labels(self._filled(html, page)), page)
 
     def on_post_page(self, output: str, page: MkPage, config: MkDocsConfig) -> str:
         return self._legend_link(self._put_back_panels(output, page), page)
@@ -332,14 +333,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         rendered = self.rendered.get(src)
         if rendered is None:
             return html
-        html, problems = render.fill(html, rendered, rendered.file)
+        html, problems = transform.fill(html, rendered, rendered.file)
         for problem in problems:
             self._problem(problem)
         if rendered.titles:
-            page.title = render.plain_title(page.title or "", rendered)
+            page.title = transform.plain_title(page.title or "", rendered)
             for item in _toc_items(page.toc):
-                item.title = render.plain_title(item.title, rendered)
-                item.id = render.plain_anchor(item.id, rendered)
+                item.title = transform.plain_title(item.title, rendered)
+                item.id = transform.plain_anchor(item.id, rendered)
         return html
 
     def _machines(self, page: MkPage, files: Files) -> str:
@@ -415,7 +416,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             "panel, Escape closes it). A screen reader announces the status after the figure and reads the "
             "panel as its description.\n\n"
             f"{token}\n\n"
-            f"A figure shows the first of {', '.join(render.DISPLAY_ORDER[:-1])} that any "
+            f"A figure shows the first of {', '.join(DISPLAY_ORDER[:-1])} that any "
             "machine found; the panel lists each machine's own status, and a backend that skipped the claim "
             "is named there with the reason.\n\n"
             "**What is counted where.** Every surface that counts the book's figures counts each printed figure "

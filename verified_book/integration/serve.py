@@ -53,7 +53,7 @@ from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.provenance import code_fingerprint, commit_of
 from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile, merge_into, now, to_json
-from verified_book.site.render import included_paths
+from verified_book.site.transform import included_paths
 from verified_book.vocabulary import OutcomeStatus, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)

@@ -24,7 +24,7 @@ from verified_book.engine import provenance
 from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
 from verified_book.records.results import SLUG_PATTERN, ResultsFile, read_all
-from verified_book.site import render
+from verified_book.site import render, transform
 from verified_book.vocabulary import fingerprint
 
 #: where `verified-book pages` keeps the generated pages' blocks and what they were written from,
@@ -54,9 +54,9 @@ def render_page(
     path: Path,
     root: Path,
     pages: Mapping[Path, Page],
-    context: render.Context,
+    context: transform.Context,
     verdicts: provenance.Verdicts,
-) -> render.RenderedPage:
+) -> transform.RenderedPage:
     """One page's step: its Markdown with a placeholder for each bound figure, and the HTML each stands for.
 
     `path` is the page's file; its bindings (file:line) come from the book's pages read once (`pages`,
@@ -68,7 +68,7 @@ def render_page(
     source = path.read_text(encoding="utf-8")
     offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
     with provenance.judged_once(verdicts):
-        return render.render_markdown(markdown, book_page, context, offset)
+        return transform.render_markdown(markdown, book_page, context, offset)
 
 
 def with_line(where: str, what: str, root: Path) -> str:

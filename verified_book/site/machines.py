@@ -16,23 +16,10 @@ from typing import Any, Collection, Iterable, Mapping
 from markupsafe import Markup, escape
 
 from verified_book.book.bindings import Book
+from verified_book.engine.figure_status import VOCABULARY, claim_status_on, figure_view, short, show_value
 from verified_book.records.results import ResultsFile
-from verified_book.site.render import (
-    LABELS,
-    NOT_REPORTED,
-    UNVERIFIED,
-    VOCABULARY,
-    GeneratedPage,
-    claim_status_on,
-    figure_view,
-    label,
-    mark,
-    markup,
-    short,
-    show_value,
-    source_link,
-)
-from verified_book.vocabulary import CONTENDED, Status
+from verified_book.site.render import GeneratedPage, label, mark, markup, source_link
+from verified_book.vocabulary import CONTENDED, LABELS, NOT_REPORTED, UNVERIFIED, Status
 
 COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
 FINGERPRINT_FIELDS = (

@@ -1,0 +1,275 @@
+"""What status a printed figure shows, decided from the records machines wrote.
+
+The site draws a figure, its panel, the Machines page and the legend from the answers here;
+the decision itself knows no HTML. Where a record judged the figure as printed (same file, line
+and text), its verdict stands; where the text has changed since, the recorded value is compared
+with the new text the way the engine compares them (`verified_book.engine.check.judge`); a
+record computed from an older claim or input is outdated (`provenance.outdated_reason`), and
+one measured beside another run or under a heavy load is contended. Nothing here computes a
+claim.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping
+
+from verified_book.authoring.inputs import Read
+from verified_book.authoring.registry import Claim
+from verified_book.book.bindings import Binding
+from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
+from verified_book.engine.machine import Machine
+from verified_book.engine.provenance import once, outdated_reason
+from verified_book.engine.recorded import recorded_reads
+from verified_book.records.conditions import contended
+from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
+from verified_book.records.results import ResultsFile, from_json
+from verified_book.vocabulary import BROKEN_BINDING, CONTENDED, RECORDED, SHOWN_ORDER, STATUSES, UNVERIFIED, Status
+
+#: the statuses a record can carry, as the report, the results file and the site name them
+VOCABULARY = STATUSES
+#: a figure shows the first of these that any machine found (skipped counts as no result)
+DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
+_STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
+SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
+MAX_TEXT = 400
+
+
+def short(value: Any, limit: int = MAX_TEXT) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def show_value(value: Any) -> str:
+    """A recorded value as a reader wants it: grouped integers, exact fractions with their decimal."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, Exact):
+        return short(f"{value.exact} ≈ {value.float:.6g}", 120)
+    if isinstance(value, dict) and "exact" in value:
+        decimal = value.get("float")
+        tail = f" ≈ {decimal:.6g}" if isinstance(decimal, (int, float)) and not isinstance(decimal, bool) else ""
+        return short(f"{value['exact']}{tail}", 120)
+    if isinstance(value, list):
+        return short("(" + ", ".join(show_value(v) for v in value) + ")", 200)
+    return short(value, 200)
+
+
+def status_of(value: Any) -> str:
+    """A recorded status as the site shows it: a status of the vocabulary, or any other plain name as
+    itself (a newer writer's status gets its own class and label), anything else as failed."""
+    if value in VOCABULARY or value in STATUSES:
+        return str(value)
+    return value if isinstance(value, str) and _STATUS_NAME.match(value) else Status.FAILED.value
+
+
+def shown_status(statuses: Iterable[str]) -> str:
+    """The status a reader sees: the worst across machines; skipped counts as no result.
+
+    A status outside the vocabulary ranks just before "not yet verified", so it shows.
+    """
+    found = set(statuses) - {Status.SKIPPED.value}
+    known = next((s for s in DISPLAY_ORDER if s in found), None)
+    if known is not None and known != UNVERIFIED:
+        return known
+    other = sorted(found - set(DISPLAY_ORDER) - {BROKEN_BINDING})
+    return other[0] if other else UNVERIFIED
+
+
+def machine_of(results: ResultsFile) -> Machine:
+    """The machine a results file speaks for, as the engine's judge needs it."""
+    return Machine(dict(results.machine.fingerprint), results.slug, tuple(results.machine.markers))
+
+
+def status_now(results: ResultsFile, claim_id: str, record: Record) -> str:
+    """A record's status as the book stands now: outdated where its claim or inputs changed since."""
+    status = record.status
+    if status == Status.SKIPPED:
+        return str(status)
+    from verified_book.authoring.registry import REGISTRY
+
+    why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
+    if why:
+        return Status.OUTDATED.value
+    return CONTENDED if contended_why(str(status), record) else str(status)
+
+
+def contended_why(status: str, record: Record) -> str | None:
+    """Why a record shows as contended instead of as the machine's figure (measured beside another run,
+    or under a heavy load); None where it does not, and always for a failed or skipped one."""
+    if status in (Status.SKIPPED, Status.FAILED):
+        return None
+    return contended(record.conditions)
+
+
+def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | None = None, claim_id: str = "") -> str:
+    """A claim's status on one machine: the worst over its backends; skipped only if all are.
+    Given the results file, a record computed from an older claim or input counts as outdated."""
+    statuses = [(status_now(results, claim_id, r) if results is not None else r.status) for r in per_backend.values()]
+    statuses = [status_of(s) for s in statuses]
+    if not statuses:
+        return UNVERIFIED
+    ran = [s for s in statuses if s != Status.SKIPPED]
+    return shown_status(ran) if ran else Status.SKIPPED.value
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one machine recorded for a figure's claim on one backend, and the figure's status there."""
+
+    machine: str
+    backend: str
+    status: str
+    value: Any
+    date: str
+    version: str
+    message: str
+    rejudged: bool = False
+
+
+@dataclass(frozen=True)
+class FigureView:
+    """Everything shown at one printed figure."""
+
+    binding: Binding
+    status: str
+    measurements: tuple[Measurement, ...]
+    claim: Claim | None
+    source: str | None
+
+
+def _entry_for(binding: Binding, record: Record) -> FigureVerdict | None:
+    """The record's verdict on exactly this printed figure, if it judged this text at this place."""
+    for entry in record.figures or []:
+        if entry.file != binding.file or entry.line != binding.line:
+            continue
+        stated = entry.stated if "stated" in entry.model_fields_set else binding.stated
+        if entry.printed != binding.text or stated != binding.stated:
+            continue
+        status = entry.status
+        if status not in RECORDED:
+            continue
+        if (status == Status.DISPUTED and not binding.disputed) or (status == Status.STALE and binding.disputed):
+            continue
+        return entry
+    return None
+
+
+def measure(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
+    """The figure's status on one (machine, backend), from that machine's record; `machine` is the name its file is
+    shown as (this clone's run of a machine with a committed file is one of its own). Within
+    `provenance.judged_once` each is measured once: the pages and the machines page show the same."""
+    return once(
+        "measure",
+        (binding, claim, results, record),
+        lambda: _measure_now(binding, claim, results, backend, record, machine),
+        backend,
+        machine,
+    )
+
+
+def _measure_now(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
+    measured = _measure(binding, claim, results, backend, record, machine)
+    if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
+        return measured
+    why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
+    if why is None:
+        return _contended(measured, record)
+    return replace(
+        measured,
+        status=Status.OUTDATED.value,
+        rejudged=False,
+        message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}",
+    )
+
+
+def _contended(measured: Measurement, record: Record) -> Measurement:
+    """A measurement taken beside another run or under a heavy load is shown as contended, not as the
+    machine's figure: it counts as verified (or stale) nowhere."""
+    why = contended_why(measured.status, record)
+    if why is None:
+        return measured
+    return replace(
+        measured,
+        status=CONTENDED,
+        message=f"recorded {measured.status}, but measured while {why}: "
+        "not this machine's figure until a quiet run measures it again",
+    )
+
+
+def _reads(record: Record) -> list[Read]:
+    """The inputs a record names (`recorded_reads`), read once per record within `provenance.judged_once`."""
+    return once("reads", (record,), lambda: recorded_reads(record))
+
+
+def _measure(
+    binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
+) -> Measurement:
+    raw_status = record.status
+    value = record.value
+    message = record.message or ""
+    date = results.date_of(binding.claim_id, backend) or ""
+    version = record.version or ""
+    base: dict[str, Any] = dict(machine=machine, backend=backend, value=value, date=date, version=version)
+    if raw_status == Status.SKIPPED:
+        return Measurement(status=Status.SKIPPED.value, message=message, **base)
+    entry = _entry_for(binding, record)
+    if entry is not None:
+        status = str(entry.status)
+        if status in HELD and claim is not None:
+            # what a figure that held is evidence of, said from the claim and the record's inputs (a record
+            # from before cited and inherited reference were told apart says only that it held)
+            held, why = evidence(claim, _reads(record))
+            if held is not Status.VERIFIED or status == Status.VERIFIED:
+                return Measurement(status=held.value, message=why or message, **base)
+        return Measurement(status=status, message=message, **base)
+    if raw_status == Status.FAILED and value is None:
+        return Measurement(status=Status.FAILED.value, message=message, **base)
+    if claim is not None and value is not None and binding.printed is not None:
+        outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=_reads(record))
+        verdict = judge(binding, outcome, machine_of(results))
+        note = f"the text changed since this run; its recorded value {show_value(value)} " + (
+            "rounds to the printed figure"
+            if verdict.status == Status.VERIFIED
+            else f"makes the figure {verdict.status}"
+        )
+        return Measurement(status=verdict.status, message=note, rejudged=True, **base)
+    return Measurement(status=status_of(raw_status), message=message, **base)
+
+
+def claim_source(claim: Claim | None, metas: Iterable[ClaimMeta]) -> str | None:
+    """Where the claim's code lives, `path.py:line`: the registry's, else a machine's record of it if well formed."""
+    if claim is not None and claim.defined_in and claim.defined_line:
+        return claim.defined_at
+    for meta in metas:
+        source = meta.defined_at
+        if isinstance(source, str) and SOURCE_PATTERN.match(source) and ".." not in source:
+            return source
+    return None
+
+
+def figure_view(binding: Binding, claim: Claim | None, results: Mapping[str, ResultsFile]) -> FigureView:
+    """Judge one printed figure from every machine's records."""
+    found: list[Measurement] = []
+    metas: list[ClaimMeta] = []
+    for slug in sorted(results):
+        per_backend = results[slug].records.get(binding.claim_id)
+        if per_backend is None:
+            continue
+        meta = results[slug].claims.get(binding.claim_id)
+        metas += [meta] if meta is not None else []
+        for backend in sorted(per_backend):
+            found.append(measure(binding, claim, results[slug], backend, per_backend[backend], slug))
+    status = shown_status(m.status for m in found if m.status != Status.SKIPPED)
+    return FigureView(binding, status, tuple(found), claim, claim_source(claim, metas))
