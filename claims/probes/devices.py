@@ -26,9 +26,9 @@ import math
 import os
 from typing import Any, Callable
 
+from claims.ops import ops
 from claims.probes.timing import Policy, default_policy
-from verified_book.authoring.registry import NotOnBackend
-from verified_book.backends import Backend
+from verified_book import Backend, NotOnBackend
 
 GIB = 2**30
 MIB = 2**20
@@ -55,7 +55,7 @@ class Runner:
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
         """Make this backend's device the default for the arrays created inside the block,
         with the memory settings a probe needs (MLX keeps freed buffers for reuse)."""
-        return self.adapter.probe_scope()
+        return ops(self.backend).probe_scope()
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
         """Run `fn` `inner` times, timed as this device needs; seconds per call."""
