@@ -33,7 +33,7 @@ def matrix(backend: Backend) -> Any:
 
 
 def strides(backend: Backend, array: Any) -> tuple[int, ...]:
-    """Strides in elements (numpy counts bytes; its adapter divides by the item size)."""
+    """Strides in elements (numpy counts bytes; its operations divide by the item size)."""
     return ops(backend).strides(array)
 
 
