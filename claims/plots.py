@@ -17,10 +17,7 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
-from verified_book.authoring.registry import ID_PATTERN
-from verified_book.records.results import ResultsFile
-from verified_book.site.plot_cache import remembered
-from verified_book.site.render import GeneratedPage, number
+from verified_book import ID_PATTERN, GeneratedPage, ResultsFile, number, remembered
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from claims.ops import ops
 from verified_book import backends
 from verified_book.authoring.registry import Claim, Kind
 from verified_book.backends import Backend, touches_cuda_here
@@ -518,8 +519,8 @@ def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Ba
     assert adapter.compute_capability() is None, "torch's (11, 5) on ROCm is the gfx number, not a compute capability"
     assert adapter.device_words() == f"{RADEON} (gfx1151, ROCm/HIP 7.2.26015)"
     with pytest.raises(NotOnBackend, match=f"TF32 is a mode of NVIDIA's tensor cores.*{RADEON} \\(gfx1151"):
-        adapter.tf32_by_settings()
-    fp8 = adapter.matmul_unsupported("fp8")
+        ops(fake_rocm).tf32_by_settings()
+    fp8 = ops(fake_rocm).matmul_unsupported("fp8")
     assert fp8 is not None and "float8_e4m3fn as CUDA defines it" in fp8 and "gfx1151" in fp8
     outcome = check.evaluate(REGISTRY["formats.default.matmul.torch_setting_bits"], fake_rocm)
     assert outcome.status == check.SKIPPED and f"{RADEON} (gfx1151, ROCm/HIP" in outcome.message, outcome.message
@@ -527,10 +528,9 @@ def test_cuda_only_questions_are_skipped_on_rocm_naming_the_device(fake_rocm: Ba
 
 def test_the_rocm_backend_records_no_nvidia_variable(fake_rocm: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
-    adapter = fake_rocm.adapter
-    settings = adapter.matmul_settings()
+    settings = ops(fake_rocm).matmul_settings()
     assert "NVIDIA_TF32_OVERRIDE" not in settings and "gfx1151" in str(settings["device"])
-    assert adapter.matmul_environment() is None, "cuBLAS's variable does not reach hipBLAS"
+    assert ops(fake_rocm).matmul_environment() is None, "cuBLAS's variable does not reach hipBLAS"
 
 
 def test_claims_on_every_torch_backend_include_rocm() -> None:

@@ -327,7 +327,7 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
 def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_output() -> None:
     """`cli.run` skips the interpreter's teardown, not what an exit owes: handlers, flushed output, the code."""
     script = (
-        "import atexit, sys\nfrom verified_book import cli\n"
+        "import atexit, sys\nfrom verified_book.integration import cli\n"
         "atexit.register(lambda: print('handler ran'))\n"
         "print('said before', end='')\n"
         "sys.argv = ['verified-book', *sys.argv[1:]]\ncli.run()\n"

@@ -29,9 +29,7 @@ from typing import Any, Callable
 from claims.probes import store
 from claims.probes.devices import GIB, MIB, Runner, available_memory
 from claims.probes.timing import Measurement, repeat
-from verified_book.authoring.registry import NotOnBackend
-from verified_book.backends import Backend
-from verified_book.engine.machine import usable_cpus
+from verified_book import Backend, NotOnBackend, usable_cpus
 
 DEFAULT_LLC = 32 * MIB
 LLC_MULTIPLE = 4
@@ -150,7 +148,7 @@ def _operations(
     """(copy, read, check) on two float32 buffers of `nbytes` each on this backend."""
     n = nbytes // 4
     adapter = runner.adapter
-    if adapter.splits_copies:
+    if runner.ops.splits_copies:
         import numpy as np
 
         src = np.full(n, 1.0, dtype=np.float32)
@@ -177,7 +175,7 @@ def _operations(
     last: list[Any] = []
 
     def copy_one() -> Any:
-        out = adapter.copy_into(dst, src)  # a new array where the library copies into none in place
+        out = runner.ops.copy_into(dst, src)  # a new array where the library copies into none in place
         last[:] = [out]
         return out
 
@@ -209,7 +207,7 @@ def measure_ops(
     try:
         with runner.on_device():
             size = nbytes or buffer_bytes(runner)
-            threads = threads or (usable_cpus() if runner.adapter.splits_copies else 1)
+            threads = threads or (usable_cpus() if runner.ops.splits_copies else 1)
             copy, read, check = _operations(runner, size, threads)
             out = {op: _measure(runner, op, copy if op == "copy" else read, size, threads) for op in ops}
             if "copy" in ops and not check():
@@ -224,7 +222,7 @@ def measure_ops(
 
 def _measure(runner: Runner, op: str, fn: Callable[[], Any], size: int, threads: int) -> Measurement:
     work = 2 * size if op == "copy" else size
-    detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.adapter.splits_copies else "")
+    detail = f"{size // MIB} MiB buffers" + (f", {threads} threads" if runner.ops.splits_copies else "")
     first = runner.calibrate(fn)
     policy = dataclasses.replace(runner.policy, warmup=max(0, runner.policy.warmup - 1))
     return repeat(

@@ -26,9 +26,9 @@ import math
 import os
 from typing import Any, Callable
 
+from claims.ops import ops
 from claims.probes.timing import Policy, default_policy
-from verified_book.authoring.registry import NotOnBackend
-from verified_book.backends import Backend
+from verified_book import Backend, NotOnBackend
 
 GIB = 2**30
 MIB = 2**20
@@ -42,6 +42,7 @@ class Runner:
             raise NotOnBackend(f"{backend.name} is not here: {backend.reason}")
         self.backend = backend
         self.adapter = backend.adapter
+        self.ops = ops(backend)  # the book's operations on this backend, beside the engine's adapter
         self.gpu = self.adapter.accelerator
         self.policy: Policy = default_policy(self.gpu)
         # a repetition lasts at least this long, so the clock's resolution and launch costs vanish
@@ -55,7 +56,7 @@ class Runner:
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
         """Make this backend's device the default for the arrays created inside the block,
         with the memory settings a probe needs (MLX keeps freed buffers for reuse)."""
-        return self.adapter.probe_scope()
+        return self.ops.probe_scope()
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
         """Run `fn` `inner` times, timed as this device needs; seconds per call."""

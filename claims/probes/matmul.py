@@ -29,11 +29,11 @@ import math
 from fractions import Fraction
 from typing import Any, Callable
 
+from claims.ops import has, ops
 from claims.probes import store
 from claims.probes.devices import Runner
 from claims.probes.timing import Measurement, repeat
-from verified_book.authoring.registry import NotOnBackend
-from verified_book.backends import Backend
+from verified_book import Backend, NotOnBackend
 
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -54,12 +54,12 @@ def intensity(batch: int, inputs: int, outputs: int, element_bytes: int = 4) -> 
 
 def _unsupported(backend: Backend, dtype: str) -> str | None:
     """Why this backend cannot multiply `dtype` matrices, or None."""
-    return backend.adapter.matmul_unsupported(dtype)
+    return ops(backend).matmul_unsupported(dtype)
 
 
 def _full_fp32(backend: Backend, active: bool = True) -> contextlib.AbstractContextManager[str]:
     """Keep FP32 matmuls in FP32 (no TF32 on CUDA) for the block; yields a note when that failed."""
-    return backend.adapter.full_precision_fp32() if active else contextlib.nullcontext("")
+    return ops(backend).full_precision_fp32() if active else contextlib.nullcontext("")
 
 
 DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -71,13 +71,13 @@ def _operands(
     """(one call of a @ b, the arrays) for a (rows × inner) by (inner × cols) product in `dtype`."""
     adapter = backend.adapter
     if dtype == "fp8":
-        return adapter.fp8_matmul(rows, inner, cols, seed, CPU_FILL)
+        return ops(backend).fp8_matmul(rows, inner, cols, seed, CPU_FILL)
     t_dtype = adapter.dtype(DTYPE_NAMES[dtype])
-    a = adapter.astype(adapter.probe_values((rows, inner), seed, CPU_FILL), t_dtype)
-    b = adapter.astype(adapter.probe_values((inner, cols), seed + 1, CPU_FILL), t_dtype)
+    a = adapter.astype(ops(backend).probe_values((rows, inner), seed, CPU_FILL), t_dtype)
+    b = adapter.astype(ops(backend).probe_values((inner, cols), seed + 1, CPU_FILL), t_dtype)
     c = adapter.zeros((rows, cols), t_dtype)
     adapter.evaluate(a, b, c)
-    return adapter.matmul_into(a, b, c), [a, b, c]
+    return ops(backend).matmul_into(a, b, c), [a, b, c]
 
 
 def _gpu_n(runner: Runner, dtype: str) -> int:
@@ -113,7 +113,7 @@ def measure_matmul(backend: Backend, dtype: str, one_thread: bool = False, cap_s
     """
     if dtype not in DTYPES:
         raise ValueError(f"matmul probe: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
-    if one_thread and not backend.has("thread_count"):
+    if one_thread and not has(backend, "thread_count"):
         raise ValueError(
             f"matmul probe: one_thread applies to a library whose thread count can be set, not {backend.name}"
         )
@@ -126,7 +126,7 @@ def measure_matmul(backend: Backend, dtype: str, one_thread: bool = False, cap_s
         with (
             runner.on_device(),
             _full_fp32(backend, dtype == "fp32") as note,
-            backend.adapter.one_thread() if one_thread else contextlib.nullcontext(),
+            ops(backend).one_thread() if one_thread else contextlib.nullcontext(),
         ):
             return _measure_matmul(runner, dtype, note + ("; one thread" if one_thread else ""))
     finally:
@@ -249,11 +249,11 @@ def _sweep_operands(
     """One call of x @ w at this batch, reusing the weight `w` when given (it stays warm)."""
     adapter = backend.adapter
     if w is None:
-        w = adapter.probe_values((inputs, outputs), 0, CPU_FILL)
-    x = adapter.probe_values((batch, inputs), batch, CPU_FILL)
+        w = ops(backend).probe_values((inputs, outputs), 0, CPU_FILL)
+    x = ops(backend).probe_values((batch, inputs), batch, CPU_FILL)
     out = adapter.zeros((batch, outputs), adapter.dtype("float32"))
     adapter.evaluate(w, x, out)
-    return adapter.matmul_into(x, w, out), [x, w, out]
+    return ops(backend).matmul_into(x, w, out), [x, w, out]
 
 
 def sweep(backend: Backend, inputs: int, outputs: int) -> dict[int, SweepPoint]:

@@ -14,9 +14,7 @@ from fractions import Fraction
 from claims.topics.format_defaults import capability
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import gib
-from verified_book.authoring.inputs import exact, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, exact, vendor
 
 PROFILE = "hardware/rtx5080.toml"
 TENSOR_CORE_FORMATS = ("tf32", "bf16", "fp8")

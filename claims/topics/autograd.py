@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable
 
+from claims.ops import lacks, need, ops, supporting
 from claims.topics.formats import FORMATS
-from verified_book.authoring.inputs import given
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, supporting
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, given, lazy_import
 
 if TYPE_CHECKING:
     import sympy
@@ -64,10 +62,10 @@ EXAMPLES: dict[str, Example] = {
 
 def reverse_gradient(backend: Backend, example: Example) -> tuple[float, ...]:
     """The gradient by reverse mode in FP32: torch's .backward(), MLX's mx.grad, JAX's jax.grad."""
-    backend.need("autodiff")
+    need(backend, "autodiff")
     float32, module = backend.adapter.dtype("float32"), backend.module
     inputs = [backend.tensor(float(p), float32) for p in example.point]
-    grads = backend.adapter.gradient(lambda *xs: example.body(module, *xs), inputs)
+    grads = ops(backend).gradient(lambda *xs: example.body(module, *xs), inputs)
     return tuple(float(g.item()) for g in grads)
 
 
@@ -113,7 +111,7 @@ def _regression() -> tuple[Any, Any, Any, Any]:
 
 def _count_passes(backend: Backend, mode: str) -> int:
     """Evaluations of the loss needed for its whole gradient, in reverse or forward mode."""
-    backend.need("autodiff")
+    need(backend, "autodiff")
     import numpy as np
 
     rows, target, weights, exact = _regression()
@@ -131,9 +129,9 @@ def _count_passes(backend: Backend, mode: str) -> int:
     basis = np.eye(parameters()).tolist()
     w = backend.tensor(weights.tolist(), float32)
     if mode == "reverse":
-        grad = adapter.gradient(loss, [w])[0].tolist()
+        grad = ops(backend).gradient(loss, [w])[0].tolist()
     else:
-        grad = [adapter.jvp(loss, w, backend.tensor(e, float32)).item() for e in basis]
+        grad = [ops(backend).jvp(loss, w, backend.tensor(e, float32)).item() for e in basis]
     if not np.allclose(grad, exact, rtol=1e-5, atol=1e-6):
         raise InvariantFailed(
             f"{mode} mode gives the gradient {grad}; the closed form 2/m·Xᵀ(Xw − y) gives {exact.tolist()}"
@@ -207,10 +205,10 @@ def record(backend: Backend, mode: str) -> Recording:
 
     Saved parameters are not counted: the model holds them anyway.
     """
-    why = backend.adapter.lacks("autodiff")
+    why = lacks(backend, "autodiff")
     if why is not None:
         raise NotOnBackend(f"{why}, so it records nothing to switch off")
-    backend.need("grad_mode")  # what follows is torch's recorded graph, the one library that keeps one
+    need(backend, "grad_mode")  # what follows is torch's recorded graph, the one library that keeps one
     import torch
 
     generator = torch.Generator().manual_seed(0)

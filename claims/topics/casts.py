@@ -13,10 +13,9 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from claims.ops import ops
 from claims.topics.formats import FORMATS, Format, dtype_of
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, lazy_import
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,7 +63,7 @@ def round_trip(backend: Backend, value: float, fmt: Format) -> float:
     """Cast an FP32 value into `fmt` on the backend and back to FP32, as a Python float."""
     dtype_of(backend, fmt)  # a format the library lacks is a skip that names it
     x = backend.tensor(value, backend.adapter.dtype("float32"))
-    return float(backend.adapter.round_trip(x, fmt.dtype or fmt.id, fmt.label).item())
+    return float(ops(backend).round_trip(x, fmt.dtype or fmt.id, fmt.label).item())
 
 
 @claim("casts.{case}.{fmt}", kind="library", over={"case": tuple(CASES), "fmt": [FORMATS[f] for f in CAST_FORMATS]})

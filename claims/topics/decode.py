@@ -19,9 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from claims.topics.models import GB, MODEL, bf16_bytes_per_element, bf16_total_bytes, checkpoint_gb, q4_k_m_gb
-from verified_book.authoring.inputs import exact, model_config, model_config_all, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, exact, model_config, model_config_all, vendor
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")

@@ -13,8 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from claims.topics.models import GB, checkpoint_gb, q4_k_m_gb, stated_params, total_params
-from verified_book.authoring.inputs import exact, given, vendor
-from verified_book.authoring.registry import claim
+from verified_book import claim, exact, given, vendor
 
 COUNTS = ("stated", "exact")
 TERA = 10**12

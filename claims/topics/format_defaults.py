@@ -30,10 +30,9 @@ import contextlib
 import os
 from typing import Any, Iterator
 
+from claims.ops import ops
 from claims.topics.formats import FORMATS
-from verified_book.authoring.inputs import vendor
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import NAMES, Backend, names_of
+from verified_book import NAMES, Backend, InvariantFailed, NotOnBackend, claim, names_of, vendor
 
 TORCH = names_of("torch")
 ON_THE_CPU = tuple(n for n in NAMES if ":" not in n or n.endswith(":cpu"))  # numpy, and each library's CPU backend
@@ -43,7 +42,7 @@ PROBE_SIZE = 256  # large enough that a GPU library takes its tensor-core path
 
 def default_float_bits(backend: Backend) -> int:
     """Bits of the dtype a library gives a float literal, and (torch) of its declared default."""
-    return backend.adapter.default_float_bits()
+    return ops(backend).default_float_bits()
 
 
 def capability(text: str) -> tuple[int, int]:
@@ -79,13 +78,13 @@ def kept_mantissa_bits(backend: Backend) -> int:
 
 def matmul_settings(backend: Backend) -> dict[str, Any]:
     """Record what decides an FP32 matmul's precision on this backend, and return it by name."""
-    return backend.adapter.matmul_settings()
+    return ops(backend).matmul_settings()
 
 
 def environment_default(backend: Backend) -> str | None:
     """Why an FP32 matmul's default precision on this backend is the environment's, not the
     library's own; None where nothing outside the library sets it. Reads no device."""
-    return backend.adapter.matmul_environment()
+    return ops(backend).matmul_environment()
 
 
 @claim("formats.default.matmul.kept_bits", kind="library", backends=ON_THE_CPU)
@@ -105,7 +104,7 @@ def default_matmul_bits(backend: Backend) -> int:
 def setting_bits(backend: Backend) -> tuple[int, str]:
     """Mantissa bits PyTorch's own settings select for an FP32 matmul (TF32's where TF32 is allowed for
     matmuls, else FP32's), and the settings that say so."""
-    allowed, settings = backend.adapter.tf32_by_settings()
+    allowed, settings = ops(backend).tf32_by_settings()
     return FORMATS["tf32" if allowed else "fp32"].mantissa, settings
 
 
@@ -204,7 +203,7 @@ def jax_gpu_highest_bits(backend: Backend) -> int:
     """Mantissa bits the same FP32 dot keeps on a JAX GPU under `jax.default_matmul_precision("highest")`, the
     setting the throughput probe uses to time FP32 itself rather than TF32."""
     matmul_settings(backend)
-    with backend.adapter.full_precision_fp32():
+    with ops(backend).full_precision_fp32():
         return kept_mantissa_bits(backend)
 
 

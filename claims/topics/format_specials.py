@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from claims.ops import ops, supporting
 from claims.topics.formats import FORMATS, Format
 from claims.topics.formats_table import INT_FORMATS, e2m1_magnitudes, iinfo
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend, names_of, supporting
+from verified_book import Backend, InvariantFailed, claim, names_of
 
 # The libraries whose cast of infinity the book reports, by the package that does the cast.
 LIBRARIES: dict[str, tuple[str, ...]] = {
@@ -33,12 +33,12 @@ FP8 = (FORMATS["e4m3"], FORMATS["e5m2"])
 
 def encode(backend: Backend, fmt: Format, value: float) -> int:
     """The bit pattern a library's cast from FP32 gives for `value` in an 8-bit format."""
-    return backend.adapter.to_bits([value], fmt.dtype or fmt.id, fmt.label)[0]
+    return ops(backend).to_bits([value], fmt.dtype or fmt.id, fmt.label)[0]
 
 
 def decode(backend: Backend, fmt: Format, codes: list[int]) -> list[float]:
     """The values a library reads from bit patterns of an 8-bit format, as floats."""
-    return backend.adapter.from_bits(codes, fmt.dtype or fmt.id, fmt.label)
+    return ops(backend).from_bits(codes, fmt.dtype or fmt.id, fmt.label)
 
 
 def inf_bits(backend: Backend, fmt: Format) -> int:
@@ -108,7 +108,7 @@ def e2m1_count() -> int:
 @claim("formats.mx.e8m0.bits", kind="library")
 def e8m0_bits(backend: Backend) -> int:
     """The width of MX's E8M0 block scale as a library stores it: an exponent with no sign or mantissa."""
-    return backend.adapter.e8m0_bits()
+    return ops(backend).e8m0_bits()
 
 
 @claim("formats.decimal.fp32.guaranteed_digits", kind="library", backends=supporting("finfo.resolution"))

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from verified_book.authoring.inputs import GIVEN, given, table
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import GIVEN, Backend, InvariantFailed, NotOnBackend, claim, given, table
 
 
 @dataclass(frozen=True)

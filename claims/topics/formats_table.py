@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from claims.ops import ops
 from claims.topics.formats import FORMATS, Format
-from verified_book.authoring.inputs import given
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, given, lazy_import
 
 if TYPE_CHECKING:
     import sympy
@@ -93,7 +91,7 @@ def e2m1_magnitudes(fmt: Format) -> tuple[Fraction, ...]:
 
 def _decoded_e2m1(backend: Backend) -> list[float]:
     """The values the backend decodes from all sixteen E2M1 codes."""
-    return backend.adapter.e2m1_values()
+    return ops(backend).e2m1_values()
 
 
 @claim("formats.e2m1.grid", kind="library")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from verified_book.authoring.inputs import exact, table, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book import InvariantFailed, claim, exact, table, vendor
 
 MACHINES = ("rtx5080", "rtx5090", "dgx_spark", "ryzen_ai_max", "m4_max", "h100", "h200")
 NVIDIA = ("rtx5080", "rtx5090", "dgx_spark", "h100", "h200")

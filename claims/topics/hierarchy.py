@@ -15,9 +15,7 @@ from typing import Callable
 
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
-from verified_book.authoring.inputs import exact, given, table, vendor
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, exact, given, table, vendor
 
 BITS_PER_BYTE = 8
 KIB = 1024

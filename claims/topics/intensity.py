@@ -15,10 +15,18 @@ from __future__ import annotations
 from fractions import Fraction
 
 from claims.topics.formats import FORMATS
-from verified_book.authoring.inputs import exact, given, model_config, table, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
-from verified_book.engine.snippet_figures import snippet_figure, snippet_holds
+from verified_book import (
+    Backend,
+    InvariantFailed,
+    claim,
+    exact,
+    given,
+    model_config,
+    snippet_figure,
+    snippet_holds,
+    table,
+    vendor,
+)
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere

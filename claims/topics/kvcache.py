@@ -15,9 +15,7 @@ from claims.topics.author_machine import card_bytes
 from claims.topics.formats import FORMATS
 from claims.topics.memory_lab import build
 from claims.topics.models import matrix_elements, norm_elements
-from verified_book.authoring.inputs import model_config, model_config_all, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, model_config, model_config_all, vendor
 
 MODELS = ("qwen3-8b", "qwen3-0.6b")
 NAPKIN = "napkin.toml"

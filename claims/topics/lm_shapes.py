@@ -11,10 +11,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from verified_book.authoring.inputs import given
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, given, lazy_import
 
 if TYPE_CHECKING:
     import numpy as np

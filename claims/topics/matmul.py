@@ -15,10 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from verified_book.authoring.inputs import exact, given, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
-from verified_book.engine.snippet_figures import snippet_figure
+from verified_book import Backend, InvariantFailed, claim, exact, given, snippet_figure, vendor
 
 RUNS = "author_runs.toml"
 PRINTED_ON = "author_test_box"  # no profile matches it: the printed timings are compared nowhere

@@ -36,13 +36,25 @@ import os
 from fractions import Fraction
 from functools import cache
 
+from claims.ops import has
 from claims.probes import bandwidth, matmul
 from claims.probes.matmul import SWEEP_BATCHES, SweepPoint, crossover_batch, intensity
 from claims.topics.models import MODEL, bf16_total_bytes
-from verified_book.authoring.inputs import exact, model_config, table, vendor
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, available
-from verified_book.engine.machine import Machine, fingerprint, identify, profiles
+from verified_book import (
+    Backend,
+    InvariantFailed,
+    Machine,
+    NotOnBackend,
+    available,
+    claim,
+    exact,
+    fingerprint,
+    identify,
+    model_config,
+    profiles,
+    table,
+    vendor,
+)
 
 MARGIN_VENDOR = 0.10
 MARGIN_ACHIEVED = 0.50
@@ -168,7 +180,7 @@ def cpu_ridge_recheck(backend: Backend) -> tuple[float, str]:
     longest for a core, and can fall twenty-fold while a copy barely slows; one thread
     keeps its share. Its rate is a floor of the CPU's, so a ridge from it is a floor too.
     """
-    torch_cpu = next((b for b in same_memory(backend) if b.has("thread_count") and not b.adapter.accelerator), None)
+    torch_cpu = next((b for b in same_memory(backend) if has(b, "thread_count") and not b.adapter.accelerator), None)
     if torch_cpu is None:
         return 0.0, "no torch:cpu to recheck with"
     best_copy, via = max((bandwidth.copy(b).best, b.name) for b in same_memory(backend))

@@ -21,9 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from claims.topics.models import matrix_elements, norm_elements
-from verified_book.authoring.inputs import given, model_config, model_config_all
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, given, model_config, model_config_all
 
 MODEL = "qwen3-0.6b"
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}

@@ -16,9 +16,7 @@ from functools import cache
 from typing import Any, Mapping
 
 from claims.topics.formats import FORMATS
-from verified_book.authoring.inputs import exact, model_config, model_config_all, vendor
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, exact, model_config, model_config_all, vendor
 
 MODEL = "qwen3-8b"
 FILES = f"models/{MODEL}/files.toml"

@@ -20,12 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from claims.ops import has, ops, supporting
 from claims.topics.formats import FORMATS
 from claims.topics.models import GB, MODEL, matrix_shapes, q4_k_m_gb, total_params
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, supporting
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, lazy_import, model_config
 
 if TYPE_CHECKING:
     import numpy as np
@@ -382,7 +380,7 @@ FP4_BACKENDS = (GGUF_BACKEND, *supporting("fp4_quantize"))  # gguf's block layou
 @functools.cache
 def _library_fp4(backend: Backend, mode: str) -> tuple[int, float]:
     """(weights per scale, bits per weight) measured from the arrays the library's quantiser returns."""
-    group, bits, error = backend.adapter.quantize_fp4(mode, FP4_MODES[mode])
+    group, bits, error = ops(backend).quantize_fp4(mode, FP4_MODES[mode])
     if not error < 0.25:
         raise InvariantFailed(
             f"{backend.name}: {mode} round trip has mean error {error:.2%} of the mean weight; "
@@ -394,7 +392,7 @@ def _library_fp4(backend: Backend, mode: str) -> tuple[int, float]:
 @claim("quantisation.{mode}.block", kind="library", over={"mode": tuple(FP4_MODES)}, backends=FP4_BACKENDS)
 def fp4_block(backend: Backend, mode: str) -> int:
     """Weights per scale: 32 for MXFP4, 16 for NVFP4 (MLX's scales array, or gguf's block layout)."""
-    if backend.has("fp4_quantize"):
+    if has(backend, "fp4_quantize"):
         return _library_fp4(backend, mode)[0]
     weights, size = _quant_size(backend, mode)
     scales = size - weights * 4 // 8  # bytes left after the 4-bit elements, one byte per scale
@@ -404,7 +402,7 @@ def fp4_block(backend: Backend, mode: str) -> int:
 @claim("quantisation.{mode}.bits_per_weight", kind="library", over={"mode": tuple(FP4_MODES)}, backends=FP4_BACKENDS)
 def fp4_bits_per_weight(backend: Backend, mode: str) -> float:
     """Bits per weight of MXFP4 (4 + 8/32) and NVFP4 (4 + 8/16), measured from stored bytes."""
-    if backend.has("fp4_quantize"):
+    if has(backend, "fp4_quantize"):
         bits = _library_fp4(backend, mode)[1]
     else:
         bits = float(gguf_bits_per_weight(backend, mode))

@@ -16,8 +16,7 @@ from claims.topics.flops import forward_flops_per_param, prompt_length
 from claims.topics.formats import FORMATS
 from claims.topics.hierarchy import MS_PER_S, link
 from claims.topics.models import GB, checkpoint_gb, gguf_bits_per_weight, q4_k_m_gb, total_params
-from verified_book.authoring.inputs import given
-from verified_book.authoring.registry import claim
+from verified_book import claim, given
 
 Q1_MACHINE = "dgx_spark"
 

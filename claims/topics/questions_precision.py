@@ -12,14 +12,12 @@ import functools
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from claims.ops import has, ops
 from claims.topics import rounding
 from claims.topics.casts import spacing_at
 from claims.topics.formats import FORMATS, dtype_of, finfo_field
 from claims.topics.models import MODEL, matrix_shapes
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, lazy_import, model_config
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,11 +92,11 @@ def _q3_shapes_on(backend: Backend, x_shape: tuple[int, int], w_shape: tuple[int
     (b, h), (o, i) = x_shape, w_shape
     adapter = backend.adapter
     with adapter.on_device():
-        x, w = adapter.placeholder((b, h)), adapter.placeholder((o, i))  # no data where the library allows it
+        x, w = ops(backend).placeholder((b, h)), ops(backend).placeholder((o, i))  # no data where the library allows it
         transposed, reshaped = w.T, w.reshape(i, o)
         try:
             x @ w
-        except adapter.shape_errors:
+        except ops(backend).shape_errors:
             pass
         else:
             raise InvariantFailed(
@@ -135,8 +133,8 @@ def _q3_products(backend: Backend, x_shape: tuple[int, int], w_shape: tuple[int,
     with adapter.on_device():
         X, W = adapter.from_numpy(x), adapter.from_numpy(w)
         out = {"transpose": X @ W.T, "swapped": (W @ X.T).T, "reshape": X @ W.reshape(W.shape[1], W.shape[0])}
-        if backend.has("linear"):
-            out["linear"] = adapter.linear(X, W)
+        if has(backend, "linear"):
+            out["linear"] = ops(backend).linear(X, W)
         return {k: adapter.to_numpy(v) for k, v in out.items()}
 
 
@@ -182,7 +180,7 @@ def q6_smallest_normal(backend: Backend) -> float:
         value = finfo_field(backend, e4m3, "smallest_normal")
     except NotOnBackend:
         # no float8 dtype and so no finfo (MLX): decode code 0x08, exponent field 1 and mantissa 0
-        value = backend.adapter.from_bits([0x08], e4m3.dtype or e4m3.id, e4m3.label)[0]
+        value = ops(backend).from_bits([0x08], e4m3.dtype or e4m3.id, e4m3.label)[0]
         derived = float(e4m3.smallest_normal())
         if value != derived:
             raise InvariantFailed(

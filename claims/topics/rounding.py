@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from claims.ops import ops
 from claims.topics.formats import FORMATS, Format
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, lazy_import
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,7 +76,7 @@ def own_weights() -> np.ndarray:
 def _restore(backend: Backend, weights: Any, row: Row) -> Any:
     """Scale, cast into the row's format, cast back to float32, unscale: on the backend."""
     fmt = row.fmt
-    return backend.adapter.round_trip(weights * row.scale, fmt.dtype or fmt.id, fmt.label) / row.scale
+    return ops(backend).round_trip(weights * row.scale, fmt.dtype or fmt.id, fmt.label) / row.scale
 
 
 @functools.cache
@@ -176,14 +175,14 @@ def below_normal(backend: Backend) -> float:
     threshold = float(FORMATS["e4m3"].smallest_normal())
     adapter = backend.adapter
     with adapter.on_device():
-        return adapter.share(abs(adapter.from_numpy(weights)) < threshold)
+        return ops(backend).share(abs(adapter.from_numpy(weights)) < threshold)
 
 
 def _e4m3_cast(backend: Backend, values: np.ndarray) -> np.ndarray:
     """Cast float32 values to E4M3 and back on a backend, as numpy float32."""
     adapter, e4m3 = backend.adapter, FORMATS["e4m3"]
     with adapter.on_device():
-        return adapter.to_numpy(adapter.round_trip(adapter.from_numpy(values), e4m3.dtype or e4m3.id, e4m3.label))
+        return adapter.to_numpy(ops(backend).round_trip(adapter.from_numpy(values), e4m3.dtype or e4m3.id, e4m3.label))
 
 
 @claim("rounding.e4m3.flush_threshold", kind="library")

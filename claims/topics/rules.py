@@ -14,8 +14,7 @@ from fractions import Fraction
 from claims.topics.formats import FORMATS
 from claims.topics.formats_table import INT_FORMATS
 from claims.topics.models import LAYER_MATRICES, matrix_shapes, total_params
-from verified_book.authoring.inputs import given, model_config, vendor
-from verified_book.authoring.registry import InvariantFailed, claim
+from verified_book import InvariantFailed, claim, given, model_config, vendor
 
 NAPKIN = "napkin.toml"
 GB = 10**9

@@ -13,10 +13,9 @@ import functools
 import re
 from typing import Any
 
+from claims.ops import ops
 from claims.topics.formats import FORMATS
-from verified_book.authoring.inputs import model_config
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, names_of
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, model_config, names_of
 
 BATCH = 32
 LIBRARIES = (*names_of("numpy"), *names_of("torch"))  # the libraries the book's snippet is written for
@@ -101,7 +100,7 @@ def mismatch_message(backend: Backend) -> str:
     """The message of the error w @ x raises; an invariant failure if it raises none."""
     shapes = example_shapes()
     x, w = zeros(backend, shapes["x"]), zeros(backend, shapes["w"])
-    errors = backend.adapter.shape_errors
+    errors = ops(backend).shape_errors
     try:
         w @ x
     except errors as e:

@@ -14,11 +14,9 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Iterator
 
+from claims.ops import ops, supporting
 from claims.topics.formats import FORMATS, Format
-from verified_book.authoring.inputs import given, model_config
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend, supporting
+from verified_book import Backend, InvariantFailed, claim, given, lazy_import, model_config
 
 if TYPE_CHECKING:
     import sympy
@@ -125,13 +123,13 @@ def logsumexp_shifted(backend: Backend) -> float:
 @claim("stability.logsumexp.library", kind="library")
 def logsumexp_library(backend: Backend) -> float:
     """The library's own log-sum-exp (numpy: logaddexp.reduce), which does the shift for you."""
-    return backend.adapter.logsumexp(_vector(backend, logits()))
+    return ops(backend).logsumexp(_vector(backend, logits()))
 
 
 @claim("stability.cross_entropy", kind="library", backends=LAYERS)
 def cross_entropy(backend: Backend) -> float:
     """The library's cross-entropy of the logits against the first class: log-sum-exp minus 100, finite."""
-    return backend.adapter.cross_entropy(_vector(backend, logits()).reshape(1, -1), 0)
+    return ops(backend).cross_entropy(_vector(backend, logits()).reshape(1, -1), 0)
 
 
 FACTORS, PROBABILITY = 50, 1e-3
@@ -170,7 +168,7 @@ def probability_log_sum(backend: Backend) -> float:
 @claim("stability.norm_eps.layernorm", kind="library", backends=LAYERS)
 def layernorm_eps(backend: Backend) -> float:
     """The ε a LayerNorm gets when none is given."""
-    return float(backend.adapter.layer_norm(8).eps)
+    return float(ops(backend).layer_norm(8).eps)
 
 
 @claim("stability.norm_eps.qwen3", kind="exact")
@@ -183,7 +181,7 @@ def qwen3_rms_eps() -> Fraction:
 def constant_row(backend: Backend, setting: str) -> int:
     """Finite outputs of LayerNorm on a constant row of 8 (variance zero), with ε = 0 and with the default."""
     row = [[0.5] * 8]
-    layer = backend.adapter.layer_norm(8, 0.0 if setting == "without" else None)
+    layer = ops(backend).layer_norm(8, 0.0 if setting == "without" else None)
     out = layer(backend.tensor(row, backend.adapter.dtype("float32"))).tolist()[0]
     return sum(1 for v in out if math.isfinite(v))
 

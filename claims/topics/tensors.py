@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, names_of
+from claims.ops import lacks, need, ops
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, names_of
 
 ROWS, COLS = 2, 3
 MLX = names_of("mlx")
@@ -33,18 +33,18 @@ def matrix(backend: Backend) -> Any:
 
 
 def strides(backend: Backend, array: Any) -> tuple[int, ...]:
-    """Strides in elements (numpy counts bytes; its adapter divides by the item size)."""
-    return backend.adapter.strides(array)
+    """Strides in elements (numpy counts bytes; its operations divide by the item size)."""
+    return ops(backend).strides(array)
 
 
 def element_offset(backend: Backend, array: Any, i: int, j: int) -> int:
     """Where element (i, j) sits in the flat buffer, in elements from the buffer's start."""
-    return backend.adapter.element_offset(array, i, j)
+    return ops(backend).element_offset(array, i, j)
 
 
 def allocated(backend: Backend, parent: Any, result: Any) -> int:
     """Bytes of new storage `result` needed: 0 for a view on `parent`'s buffer, else its size."""
-    return backend.adapter.allocated(parent, result)
+    return ops(backend).allocated(parent, result)
 
 
 def footprint(array: Any) -> int:
@@ -153,7 +153,7 @@ OPERATIONS: dict[str, Callable[[Any], Any]] = {
 @claim("tensors.allocated.{op}", kind="library", over={"op": tuple(OPERATIONS)})
 def allocated_by(backend: Backend, op: str) -> int:
     """Bytes of new storage each operation makes: views make none, copies make the whole tensor."""
-    backend.need("strides")
+    need(backend, "strides")
     x = matrix(backend)
     return allocated(backend, x, OPERATIONS[op](x))
 
@@ -161,7 +161,7 @@ def allocated_by(backend: Backend, op: str) -> int:
 @claim("tensors.slice.parent_changed", kind="library")
 def slice_write_reaches_parent(backend: Backend) -> int:
     """Parent elements that change when the column slice x[:, 1] is overwritten: the slice aliases."""
-    why = backend.adapter.lacks("views")
+    why = lacks(backend, "views")
     if why is not None:
         raise NotOnBackend(f"{why} (see tensors.slice.mlx_parent_changed), so there is no aliasing to observe")
     x = matrix(backend)
@@ -208,7 +208,7 @@ def broadcast_shape(backend: Backend) -> tuple[int, ...]:
 def broadcast_strides(backend: Backend) -> tuple[int, ...]:
     """Strides of the (D,) bias expanded to (B, S, D): zero on the new axes, so nothing is copied."""
     bias = backend.tensor([1.0] * WIDTH, float32(backend))
-    wide = backend.adapter.broadcast_to(bias, (BATCH, SEQUENCE, WIDTH))
+    wide = ops(backend).broadcast_to(bias, (BATCH, SEQUENCE, WIDTH))
     if allocated(backend, bias, wide) != 0:
         raise InvariantFailed("the expanded bias has storage of its own; broadcasting should make a view")
     return strides(backend, wide)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator
 
-from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
-from verified_book.backends import Backend, names_of, supporting
+from claims.ops import has, need, ops, supporting
+from verified_book import Backend, InvariantFailed, NotOnBackend, claim, names_of
 
 TORCH = names_of("torch")  # autocast and GradScaler are torch's
 AUTODIFF = supporting("autodiff")
@@ -47,7 +47,7 @@ class AdamState:
 
 def adam_state(backend: Backend) -> AdamState:
     """Adam's bytes after one step of a small FP32 MLP, with the library's own optimizer."""
-    return AdamState(**backend.adapter.adam_bytes(WIDTHS))
+    return AdamState(**ops(backend).adam_bytes(WIDTHS))
 
 
 @claim("training.adam.bytes_per_param", kind="library", backends=OPTIMIZERS)
@@ -90,7 +90,7 @@ def _autocast(backend: Backend, dtype_name: str) -> Iterator[None]:
 def _autocast_linear(backend: Backend) -> tuple[Any, Any]:
     import torch
 
-    if not backend.has("autocast"):
+    if not has(backend, "autocast"):
         raise NotOnBackend(f"{backend.library} has no autocast: its dtypes change only when asked")
     torch.manual_seed(0)
     layer = torch.nn.Linear(WIDTHS[0], WIDTHS[1]).to(backend.device)
@@ -134,7 +134,7 @@ def loss_scaled_gradient(backend: Backend, dtype_name: str | None, scaled: bool)
     dtype_name None runs the matmul in FP32 (the true gradient); "float16" and
     "bfloat16" run it under autocast; `scaled` goes through torch.amp.GradScaler.
     """
-    if not backend.has("autocast"):
+    if not has(backend, "autocast"):
         raise NotOnBackend(f"{backend.library} has no autocast or GradScaler")
     import torch
 
@@ -182,7 +182,7 @@ BATCH, MICRO = 8, 2
 
 def _accumulated(backend: Backend) -> tuple[list[float], list[float]]:
     """A linear model's gradient over a batch of BATCH, and accumulated over micro-batches of MICRO."""
-    backend.need("autodiff")
+    need(backend, "autodiff")
     import numpy as np
 
     steps = BATCH // MICRO
@@ -194,7 +194,7 @@ def _accumulated(backend: Backend) -> tuple[list[float], list[float]]:
     def grad_of(x: Any, y: Any, scale: float) -> list[float]:
         rows_, target_ = adapter.from_numpy(x), adapter.from_numpy(y)
         loss = lambda w: ((rows_ @ w - target_) ** 2).mean() * scale  # noqa: E731
-        return adapter.gradient(loss, [adapter.from_numpy(start)])[0].tolist()
+        return ops(backend).gradient(loss, [adapter.from_numpy(start)])[0].tolist()
 
     full = grad_of(rows, target, 1.0)
     accumulated = [0.0] * len(start)

@@ -2,10 +2,11 @@
 
 A backend is a library on a device: `numpy`, `torch:cpu`, `torch:cuda`, `torch:mps`,
 `torch:rocm`, `mlx:cpu`, `mlx:gpu`, `jax:cpu`, `jax:gpu`. Each library is an adapter (one module of this package,
-registered below): it detects its backends and does what the topics ask of an array
-library (make an array on the device, cast to a dtype by name, finfo, synchronise, time
-a call), so a topic never branches on the library's name. Where a library lacks what a
-claim needs, the adapter raises `NotOnBackend` with its own words for what is missing.
+registered below): it detects its backends and does what any claim asks of an array library
+(make an array on the device, cast to a dtype by name, finfo, convert to numpy, synchronise,
+time a call). It knows no book: what a book computes beyond that is the book's own code,
+written on this interface. Where a library lacks a dtype, the adapter raises `NotOnBackend`
+with its own words for what is missing.
 
 Detection never raises: a library that is missing or a device that is absent makes an
 unavailable backend whose reason says what was found.
@@ -23,7 +24,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from verified_book.authoring.inputs import setting
 from verified_book.authoring.registry import NotOnBackend
 from verified_book.vocabulary import NO_BACKEND_NAME
 
@@ -95,16 +95,6 @@ class Backend:
         if self.name != NO_BACKEND.name:
             self.adapter.sync()
 
-    def has(self, feature: str) -> bool:
-        """Whether this backend's library has a feature the topics ask for by name."""
-        return ADAPTERS[self.library].has(feature)
-
-    def need(self, feature: str) -> None:
-        """Raise NotOnBackend, in the library's own words, if it lacks `feature`."""
-        why = ADAPTERS[self.library].lacks(feature)
-        if why is not None:
-            raise NotOnBackend(why)
-
     def __str__(self) -> str:
         return self.name
 
@@ -113,11 +103,11 @@ NO_BACKEND = Backend(NO_BACKEND_NAME, True, "exact and quoted claims are compute
 
 
 class Adapter:
-    """What the topics ask of one array library, on one backend's device.
+    """What any claim asks of one array library, on one backend's device.
 
-    A subclass per library declares its backend names, its marker and its features, and
-    detects its backends; its methods do the library's part of a claim. A method the
-    library cannot serve raises NotOnBackend saying what is missing (`self.missing`).
+    A subclass per library declares its backend names and its marker, and detects its
+    backends; its methods make, cast and convert arrays, time a call and free memory. A
+    dtype the library lacks raises NotOnBackend saying so (`missing_dtype`).
     """
 
     library: ClassVar[str]
@@ -127,10 +117,6 @@ class Adapter:
     devices: ClassVar[
         dict[str, str]
     ] = {}  # backend name: the library's name for its device, where that is not its place
-    features: ClassVar[frozenset[str]] = frozenset()  # what the library has, by the names topics ask for
-    lacking: ClassVar[dict[str, str]] = {}  # why the library lacks a feature, in its own words
-    shape_errors: ClassVar[tuple[type[BaseException], ...]] = (ValueError,)  # what a mismatched matmul raises
-    splits_copies: ClassVar[bool] = False  # a bandwidth probe spreads this library's copies over threads itself
     distribution: ClassVar[str | None] = None  # the library's package on PyPI, where it is not `library`
     companions: ClassVar[tuple[str, ...]] = ()  # the other libraries it computes with (machine.VERSIONED)
 
@@ -162,20 +148,6 @@ class Adapter:
     def device_of(cls, name: str) -> str:
         """The library's name for the device of backend `name`."""
         return cls.devices.get(name) or (name.split(":")[1] if ":" in name else "cpu")
-
-    @classmethod
-    def has(cls, feature: str) -> bool:
-        return feature in cls.features
-
-    @classmethod
-    def lacks(cls, feature: str) -> str | None:
-        """Why the library lacks `feature`, or None when it has it."""
-        if feature in cls.features:
-            return None
-        return cls.lacking.get(feature, f"{cls.library} has no {feature}")
-
-    def missing(self, feature: str) -> NotOnBackend:
-        return NotOnBackend(self.lacks(feature) or f"{self.backend.name} cannot {feature}")
 
     # --- arrays and dtypes ----------------------------------------------------------------
 
@@ -217,23 +189,9 @@ class Adapter:
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.astype(dtype)
 
-    def round_trip(self, x: Any, name: str, label: str | None = None) -> Any:
-        """FP32 values cast into the format `name` and back to FP32, on the device."""
-        return self.astype(self.astype(x, self.tensor_dtype(name, label)), self.dtype("float32"))
-
     def bitcast(self, x: Any, name: str) -> Any:
         """The same bits read as another dtype of the same width."""
         return x.view(self.dtype(name))
-
-    def to_bits(self, values: Sequence[float], name: str, label: str) -> list[int]:
-        """The 8-bit patterns a cast from FP32 to the format `name` gives."""
-        x = self.astype(self.array(list(values), self.dtype("float32")), self.tensor_dtype(name, label))
-        return [int(v) for v in self.bitcast(x, "uint8").tolist()]
-
-    def from_bits(self, codes: Sequence[int], name: str, label: str) -> list[float]:
-        """The values 8-bit patterns of the format `name` read as, in FP32."""
-        x = self.bitcast(self.array(list(codes), self.dtype("uint8")), name)
-        return [float(v) for v in self.astype(x, self.dtype("float32")).tolist()]
 
     def finfo(self, dtype: Any) -> Any:
         return self.module.finfo(dtype)
@@ -243,10 +201,6 @@ class Adapter:
         if dtype is None:
             raise NotOnBackend(f"{self.library} {self.version} has no {name} dtype")
         return self.module.iinfo(dtype)
-
-    def default_float_bits(self) -> int:
-        """Bits of the dtype the library gives a float literal."""
-        return int(self.itemsize(self.array([1.0]))) * 8
 
     def to_numpy(self, x: Any) -> Any:
         import numpy as np
@@ -271,75 +225,9 @@ class Adapter:
     def eye(self, n: int, dtype: Any) -> Any:
         return self.module.eye(n, dtype=dtype)
 
-    def share(self, mask: Any) -> float:
-        """The fraction of a boolean array that is true, averaged in FP32 on the device."""
-        return float(self.astype(mask, self.dtype("float32")).mean().item())
-
-    def placeholder(self, shape: tuple[int, ...]) -> Any:
-        """An FP32 array whose shape is what matters: no data where the library allows it."""
-        return self.zeros(shape, self.dtype("float32"))
-
     def random_normal(self, shape: tuple[int, ...], seed: int) -> Any:
         """Standard normal FP32 draws from the library's own generator, seeded."""
-        raise self.missing("random")
-
-    # --- what arrays share ----------------------------------------------------------------
-
-    def strides(self, x: Any) -> tuple[int, ...]:
-        """Strides in elements."""
-        raise self.missing("strides")
-
-    def element_offset(self, x: Any, i: int, j: int) -> int:
-        """Where element (i, j) sits in the flat buffer, in elements from the buffer's start."""
-        raise self.missing("strides")
-
-    def allocated(self, parent: Any, result: Any) -> int:
-        """Bytes of new storage `result` needed: 0 for a view on `parent`'s buffer, else its size."""
-        raise self.missing("strides")
-
-    def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
-        """A view of `x` at a larger shape, without copying."""
-        raise self.missing("strides")
-
-    # --- numerics and layers ----------------------------------------------------------------
-
-    def logsumexp(self, x: Any) -> float:
-        return float(self.module.logsumexp(x).item())
-
-    def cross_entropy(self, logits: Any, target: int) -> float:
-        raise self.missing("nn")
-
-    def layer_norm(self, width: int, eps: float | None = None) -> Any:
-        """A LayerNorm over `width` on the device: the library's default ε when `eps` is None."""
-        raise self.missing("nn")
-
-    def linear(self, x: Any, w: Any) -> Any:
-        """The library's linear layer, x @ w.T, where it has one of its own."""
-        raise self.missing("nn")
-
-    def gradient(self, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any]:
-        """The gradient of the scalar `fn` with respect to each of `args`, by reverse mode."""
-        raise self.missing("autodiff")
-
-    def jvp(self, fn: Callable[[Any], Any], primal: Any, tangent: Any) -> Any:
-        """The derivative of `fn` at `primal` along `tangent`, by forward mode."""
-        raise self.missing("autodiff")
-
-    def adam_bytes(self, widths: tuple[int, ...]) -> dict[str, int]:
-        """One Adam step on an FP32 MLP of `widths`: bytes of weights, gradients, moments and per-tensor scalars."""
-        raise self.missing("optimizer")
-
-    def e8m0_bits(self) -> int:
-        """The width of MX's E8M0 block scale as the library stores it."""
-        return self.itemsize(self.zeros((1,), self.dtype("float8_e8m0fnu"))) * 8
-
-    def e2m1_values(self) -> list[float]:
-        """The values the sixteen E2M1 codes decode to, in code order."""
-        raise self.missing("e2m1")
-
-    def quantize_fp4(self, mode: str, group: int) -> tuple[int, float, float]:
-        """(weights per scale, bits per weight, relative round-trip error) of the library's FP4 quantiser."""
-        raise self.missing("fp4_quantize")
+        raise NotOnBackend(f"{self.library} has no seeded random generator")
 
     # --- timing and memory -----------------------------------------------------------------
 
@@ -348,12 +236,6 @@ class Adapter:
 
     def evaluate(self, *xs: Any) -> None:
         """Make a lazy library compute `xs` now."""
-
-    @contextlib.contextmanager
-    def probe_scope(self) -> Iterator[None]:
-        """The device and memory settings a probe runs under."""
-        with self.on_device():
-            yield
 
     def seconds_per_call(self, fn: Callable[[], Any], inner: int) -> float:
         """Run `fn` `inner` times, timed as this device needs; seconds per call."""
@@ -376,33 +258,7 @@ class Adapter:
         """Free memory on the device, or None where that is the system's memory."""
         return None
 
-    def copy_into(self, dst: Any, src: Any) -> Any:
-        """Copy `src` into `dst` (or into a new array where the library has no in-place copy); the copy."""
-        raise self.missing("copy")
-
-    def matmul_into(self, a: Any, b: Any, out: Any) -> Callable[[], Any]:
-        """One call of a @ b, written into `out` where the library can."""
-        return lambda: a @ b
-
-    def matmul_unsupported(self, dtype: str) -> str | None:
-        """Why the library cannot multiply `dtype` ("fp32", "bf16", "fp16", "fp8") matrices here, or None."""
-        return None
-
-    def probe_values(self, shape: tuple[int, int], seed: int, fill: float) -> Any:
-        """FP32 operands for a timed product: random normal on an accelerator, the constant `fill` on the CPU."""
-        return self.full(shape, fill, self.dtype("float32"))
-
-    def fp8_matmul(
-        self, rows: int, inner: int, cols: int, seed: int, fill: float
-    ) -> tuple[Callable[[], Any], list[Any]]:
-        """One call of a scaled FP8 (E4M3) matmul, and its arrays."""
-        raise self.missing("fp8_matmul")
-
-    def one_thread(self) -> contextlib.AbstractContextManager[Any]:
-        """The library's intra-op threads set to one for the block (`thread_count` feature)."""
-        raise self.missing("thread_count")
-
-    # --- what decides an FP32 matmul's precision ----------------------------------------------
+    # --- the device in the library's words ----------------------------------------------------
 
     def device_words(self) -> str:
         """The device and its architecture, as the library names them."""
@@ -411,33 +267,6 @@ class Adapter:
     def compute_capability(self) -> tuple[int, int] | None:
         """The CUDA compute capability of the device, or None where it is not a CUDA device."""
         return None
-
-    def matmul_settings(self) -> dict[str, Any]:
-        """Record what decides an FP32 matmul's precision on this backend (the environment variables
-        that switch TF32 behind the library's back, the library's own mode, the device's
-        architecture) as settings of the current claim, and return them by name."""
-        return {}
-
-    def matmul_environment(self) -> str | None:
-        """Why an FP32 matmul's default precision here is the environment's, not the library's own;
-        None where nothing outside the library sets it. Reads no device."""
-        return None
-
-    def tf32_by_settings(self) -> tuple[bool, str]:
-        """Whether the library's own settings let an FP32 matmul use TF32, and those settings in words."""
-        raise self.missing("tf32_settings")
-
-    def full_precision_fp32(self) -> contextlib.AbstractContextManager[str]:
-        """Keep FP32 matmuls in FP32 for the block; yields a note when that could not be done."""
-        return contextlib.nullcontext("")
-
-
-UNSET = "unset"  # how an environment variable that is not set is recorded
-
-
-def environment_setting(name: str) -> str:
-    """Record an environment variable the current claim's answer depends on; its value, or UNSET."""
-    return setting(name, os.environ.get(name, UNSET), "environment")
 
 
 CUDA_WORKER = "gw0"  # under xdist, the one worker that runs the CUDA items (see verified_book.integration.scheduling)
@@ -489,11 +318,6 @@ NAMES: tuple[str, ...] = tuple(n for cls in ADAPTERS.values() for n in cls.names
 def names_of(library: str) -> tuple[str, ...]:
     """The backend names of one library."""
     return ADAPTERS[library].names
-
-
-def supporting(feature: str) -> tuple[str, ...]:
-    """The backend names whose library has `feature`, in the order of NAMES."""
-    return tuple(n for cls in ADAPTERS.values() if cls.has(feature) for n in cls.names)
 
 
 def markers() -> dict[str, str]:

@@ -16,10 +16,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from verified_book.authoring.inputs import exact, given, vendor
-from verified_book.authoring.lazy import lazy_import
-from verified_book.authoring.registry import InvariantFailed, claim
-from verified_book.backends import Backend
+from verified_book import Backend, InvariantFailed, claim, exact, given, lazy_import, vendor
 
 if TYPE_CHECKING:
     import sympy

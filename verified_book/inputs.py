@@ -1,7 +1,0 @@
-"""The old path of `verified_book.authoring.inputs`, which books written on the engine import."""
-
-import sys
-
-from verified_book.authoring import inputs as _module
-
-sys.modules[__name__] = _module
