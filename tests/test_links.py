@@ -1,7 +1,8 @@
 """Every link a reader of the README, CONTRIBUTING and the docs can follow leads somewhere.
 
-A relative link must name a file of the repository, and its anchor a heading of that file (as
-MkDocs' and GitHub's slugs make them); an http(s) link must at least be a well-formed URL. No
+A relative link must name a file of the repository (from docs/, a file of docs/, which is all the
+docs' site holds), and its anchor a heading of that file (as MkDocs' and GitHub's slugs make them);
+an http(s) link must at least be a well-formed URL. No
 network is reached: a site that moved is not this suite's to find.
 """
 
@@ -85,6 +86,10 @@ def problems(page: Path, root: Path = ROOT) -> list[str]:
         if not path.exists():
             found.append(f"{where}:{number}: {target!r} names {path.relative_to(root)}, which does not exist")
             continue
+        docs = root / "docs"
+        if page.is_relative_to(docs) and not path.is_relative_to(docs):
+            found.append(f"{where}:{number}: {target!r} leaves docs/, which the docs' site does not hold")
+            continue
         if parts.fragment and path.suffix == ".md" and parts.fragment not in anchors(path):
             found.append(
                 f"{where}:{number}: {target!r}: {path.relative_to(root)} has no heading with the anchor "
@@ -111,6 +116,11 @@ def test_a_link_to_a_missing_file_or_heading_is_found(tmp_path: Path) -> None:
         "page.md:1: 'missing.md' names missing.md, which does not exist",
         "page.md:1: 'other.md#nowhere': other.md has no heading with the anchor #nowhere",
         "page.md:2: 'https://' is not a well-formed URL",
+    ]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("[up](../other.md) [here](guide.md)\n", encoding="utf-8")
+    assert problems(tmp_path / "docs" / "guide.md", tmp_path) == [
+        "docs/guide.md:1: '../other.md' leaves docs/, which the docs' site does not hold"
     ]
 
 
