@@ -2,10 +2,11 @@
 
 A page asks for a fact with a line `<!-- vb:NAME -->`; `on_page_markdown` puts the table in its place.
 The facts come from where the code keeps them: the jobs from `verified-book --help`, the options from
-`pytest --help`, the extras and the layers from `pyproject.toml`, the statuses and kinds from the
-engine's vocabulary, the results schema from `docs/results.schema.json`, the hardware profiles from
-`claims/data/hardware/`, the generators' pins from `requirements/`, the benchmark's figures from
-`benchmarks/results/`. A name no generator knows, or a fact that cannot be read, fails the build.
+`pytest --help`, the markers from `pytest --markers`, the extras and the layers from `pyproject.toml`,
+the statuses and kinds from the engine's vocabulary, the results schema from
+`docs/results.schema.json`, the hardware profiles from `claims/data/hardware/`, the generators' pins
+from `requirements/`, the benchmark's figures from `benchmarks/results/`. A name no generator knows,
+or a fact that cannot be read, fails the build.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -102,6 +104,36 @@ def parse_options(help_text: str, group: str = "verified book") -> list[tuple[st
 def options() -> str:
     rows = [(f"`{name}`", what) for name, what in parse_options(_output([sys.executable, "-m", "pytest", "--help"]))]
     return table(("option", "what it does"), rows)
+
+
+MARKER = re.compile(r"^@pytest\.mark\.(\w+)(?:\([^)]*\))?: (.*)$")
+
+
+def parse_markers(help_text: str) -> dict[str, str]:
+    """Each marker of `pytest --markers` with its description, the first description where one repeats."""
+    found: dict[str, str] = {}
+    for line in help_text.splitlines():
+        marker = MARKER.match(line)
+        if marker:
+            found.setdefault(marker[1], marker[2].strip())
+    return found
+
+
+def book_markers(root: Path = ROOT) -> dict[str, str]:
+    """The markers the book's plugin registers: those pytest lists in the book and not in an empty folder
+    (pytest's own and its installed plugins'), less the test suite's own (`markers` in pyproject.toml)."""
+    command = [sys.executable, "-m", "pytest", "--markers", "-p", "no:cacheprovider"]
+    here = parse_markers(_output(command))
+    with tempfile.TemporaryDirectory() as empty:
+        done = subprocess.run(command, cwd=empty, capture_output=True, text=True, timeout=120, check=False)
+    elsewhere = parse_markers(done.stdout)
+    ini = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    own = {line.split(":", 1)[0].strip() for line in ini.get("markers", [])}
+    return {name: what for name, what in here.items() if name not in elsewhere and name not in own}
+
+
+def markers() -> str:
+    return table(("marker", "selects what"), [(f"`-m {name}`", what) for name, what in book_markers().items()])
 
 
 def pyproject() -> dict[str, Any]:
@@ -321,6 +353,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "kinds": kinds,
     "layers": layers,
     "schema": schema,
+    "markers": markers,
     "hardware-markers": hardware_markers,
     "generator-pins": generator_pins,
     "benchmarks": benchmarks,

@@ -71,6 +71,20 @@ def test_the_options_are_the_groups_in_pytest_help() -> None:
         hooks.parse_options("other:\n  --x  y\n")
 
 
+def test_the_markers_are_the_book_s_and_not_pytest_s_or_the_suite_s() -> None:
+    help_text = "@pytest.mark.exact: arithmetic\n@pytest.mark.skip(reason=None): skip it\n@pytest.mark.exact: again\n"
+    assert hooks.parse_markers(help_text) == {"exact": "arithmetic", "skip": "skip it"}
+
+
+@pytest.mark.slow
+def test_the_markers_listed_are_those_the_book_s_plugin_declares() -> None:
+    found = hooks.book_markers()
+    kinds = ("exact", "given", "library", "measured", "quoted")
+    hardware = [path.stem for path in (ROOT / "claims" / "data" / "hardware").glob("*.toml")]
+    assert set(kinds) | set(hardware) | {"cpu", "cuda"} <= set(found)
+    assert not {"skip", "parametrize", "browser", "slow", "hypothesis"} & set(found)
+
+
 def test_every_extra_of_pyproject_is_listed() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
     table = hooks.extras()
