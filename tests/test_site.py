@@ -560,9 +560,11 @@ WIDTHS = (400, 1400, 1920)
 
 
 def nav_links(page: Any) -> list[str]:
-    """Every page the navigation links to, as absolute URLs, in the order it lists them."""
+    """Every page of this site the navigation links to, as absolute URLs, in the order it lists them
+    (a link to another site, such as the engine's docs, is not one of its pages)."""
     hrefs = page.evaluate(
-        "() => [...document.querySelectorAll('.md-nav--primary a.md-nav__link[href]')].map(a => a.href)"
+        "() => [...document.querySelectorAll('.md-nav--primary a.md-nav__link[href]')]"
+        ".filter(a => a.protocol === location.protocol && a.host === location.host).map(a => a.href)"
     )
     return list(dict.fromkeys(h.split("#", 1)[0] for h in hrefs if h.split("#", 1)[0]))
 

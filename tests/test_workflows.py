@@ -1,6 +1,7 @@
-"""The fleet and site workflows agree with the book: a runner label for every hardware profile,
-each machine verifying its own marker into the artifact the merge checks, results files checked
-before a site is built from them."""
+"""The workflows agree with the book: a runner label for every hardware profile, each machine
+verifying its own marker into the artifact the merge checks, results files checked before a site
+is built from them; and every push and pull request linted, type-checked and tested, as .ci/run and
+pre-commit do it."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_every_pages_deployment_shares_one_group_and_none_is_cancelled() -> None
 SHA = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 
 
-@pytest.mark.parametrize("name", ["site.yml", "fleet.yml"])
+@pytest.mark.parametrize("name", ["site.yml", "fleet.yml", "tests.yml"])
 def test_actions_are_pinned_credentials_dropped_and_python_recent(name: str) -> None:
     text = (WORKFLOWS / name).read_text(encoding="utf-8")
     for job_name, job in workflow(name)["jobs"].items():
@@ -127,3 +128,51 @@ def test_the_fleets_virtual_environment_lives_outside_the_checkout() -> None:
 def test_every_runner_label_is_declared_for_actionlint() -> None:
     config = yaml.safe_load((WORKFLOWS.parent / "actionlint.yaml").read_text(encoding="utf-8"))
     assert sorted(config["self-hosted-runner"]["labels"]) == sorted(profiles())
+
+
+def test_the_tests_workflow_runs_lint_types_and_the_default_run_on_every_push_and_pull_request() -> None:
+    tests = workflow("tests.yml")
+    triggers = tests.get(True, tests.get("on"))  # YAML 1.1 reads the key `on` as true
+    assert {"push", "pull_request"} <= set(triggers), (
+        ".github/workflows/tests.yml: not run on every push and pull request"
+    )
+    assert tests["permissions"] == {"contents": "read"}
+    job = tests["jobs"]["check"]
+    assert job["runs-on"] == "ubuntu-latest"
+    commands = runs(job)
+    order = [
+        "python run.py setup",
+        ".venv/bin/ruff check",
+        ".venv/bin/ruff format --check",
+        ".venv/bin/mypy",
+        ".venv/bin/lint-imports",
+        "mkdocs build --strict -f docs/config/mkdocs.yml",
+        "python run.py test",
+    ]
+    places = [next((i for i, r in enumerate(commands) if step in r), -1) for step in order]
+    assert -1 not in places, f"tests.yml lacks {[s for s, p in zip(order, places) if p == -1]}"
+    assert places == sorted(places), f"tests.yml: expected {order} in this order, found {commands}"
+
+
+def test_ci_runs_lint_and_types_before_the_tests_and_builds_the_docs_strictly() -> None:
+    script = (WORKFLOWS.parent.parent / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in script.splitlines() if line and not line.startswith("#")]
+    first_test = next(i for i, line in enumerate(commands) if "run.py test" in line)
+    for check in (".venv/bin/ruff check", ".venv/bin/ruff format --check", ".venv/bin/mypy", ".venv/bin/lint-imports"):
+        place = next((i for i, line in enumerate(commands) if line.startswith(check)), None)
+        assert place is not None and place < first_test, f".ci/run: {check} must run before the tests"
+    assert any("mkdocs build --strict -f docs/config/mkdocs.yml" in line for line in commands)
+
+
+def test_pre_commit_runs_the_lock_s_linters_at_pinned_revisions() -> None:
+    config = yaml.safe_load((WORKFLOWS.parent.parent / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = {hook["id"]: repo for repo in config["repos"] for hook in repo["hooks"]}
+    assert {"ruff", "ruff-format", "actionlint", "zizmor"} <= set(hooks)
+    for hook, repo in hooks.items():
+        assert re.fullmatch(r"v\d+\.\d+\.\d+|[0-9a-f]{40}", repo["rev"]), f"{hook}: rev {repo['rev']!r} is not pinned"
+    lock = (WORKFLOWS.parent.parent / "requirements" / "lock.txt").read_text(encoding="utf-8")
+    for hook, package in (("ruff", "ruff"), ("zizmor", "zizmor")):
+        pinned = re.search(rf"^{package}==(\S+)$", lock, re.MULTILINE)
+        assert pinned and hooks[hook]["rev"] == f"v{pinned[1]}", (
+            f".pre-commit-config.yaml: {hook} at {hooks[hook]['rev']}, the lock has {package}=={pinned and pinned[1]}"
+        )
