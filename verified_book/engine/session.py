@@ -12,7 +12,6 @@ torch, mlx or jax, and the machine's fingerprint reads torch's device only where
 
 from __future__ import annotations
 
-import gc
 import re
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from verified_book.authoring import inputs as inputs_mod
 from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
 from verified_book.book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
 from verified_book.book.snippet_output import BookOutputs
-from verified_book.engine import ahead as ahead_mod
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
@@ -75,9 +73,6 @@ class Backends(Mapping[str, backends_mod.Backend]):
         if library not in self._libraries:
             self._libraries.add(library)
             self._found.update({b.name: b for b in backends_mod.ADAPTERS[library].detect()})
-            # what the import made lives as long as the process: torch's hundreds of thousands of objects
-            # would otherwise be walked again by every full collection, pytest's two at its end included
-            gc.freeze()
         return self._found[name]
 
     def assume(self, recorded: Mapping[str, backends_mod.Backend]) -> None:
@@ -161,7 +156,6 @@ class Session:
         results_dir: Path | None = None,
         machine_name: str | None = None,
         machine_info: MachineInfoHook | None = None,
-        ahead: bool = False,
     ) -> None:
         self.book_config = book
         self.root = book.root
@@ -173,12 +167,6 @@ class Session:
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
         self.output_blocks: BookOutputs = book_outputs()
-        # the helper's work, checked now (a stale entry is a load error); the helper starts at session start
-        # where the run's arguments select all of it, else once the run knows it selected some of it
-        self.ahead_claims: dict[str, Claim] = {}
-        self.ahead_snippets: set[Path] = set()
-        if ahead and book.ahead:
-            self._plan_ahead()
         info = machine_mod.fingerprint()
         replaced = machine_info(info) if machine_info is not None else None
         info = replaced if replaced is not None else info
@@ -200,13 +188,11 @@ class Session:
         except ValueError as e:
             raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
         self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
-        self.ahead: ahead_mod.Ahead | None = None  # the helper computing some claims while the run starts
         self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.tally = Tally()
         self.written: Path | None = None
         self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
-        self.idled = False  # whether pytest_claims_idle has been called
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
 
@@ -214,49 +200,6 @@ class Session:
         """What the environment lost during the run, once each: met by claims or by snippets."""
         found = {b.lost: b for b in self.verifier.broken()}
         return list({**found, **self.broken_snippets}.values())
-
-    def _plan_ahead(self) -> None:
-        """What this process would take from a helper: the claims book.toml's `ahead` matches, and the
-        snippets it names that time nothing; each entry that names nothing usable is a load error."""
-        claims, unmatched = ahead_mod.matching(self.book_config.ahead, REGISTRY)
-        text = (self.root / FILE_NAME).read_text(encoding="utf-8")
-
-        def problem(entry: str, what: str) -> None:
-            line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
-            self.load_errors.append(Problem(f"{FILE_NAME}:{line}", f"[book] ahead names {entry!r}, {what}"))
-
-        for pattern in unmatched:
-            problem(pattern, "which matches no claim")
-        for pattern, timed in ahead_mod.only_timed(self.book_config.ahead, REGISTRY):
-            named = ", ".join(c.id for c in timed[:3]) + (f" and {len(timed) - 3} more" if len(timed) > 3 else "")
-            problem(pattern, f"which matches only measured claims ({named}): a claim that times the machine runs alone")
-        snippets = []
-        for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
-            if not path.is_file():
-                problem(path.name, f"which is not a snippet in {self.book_config.shown(self.snippets_dir)}")
-            elif self.output_blocks.times_the_machine(path.name):
-                problem(path.name, "which prints a measured figure: a snippet that times the machine runs alone")
-            else:
-                snippets.append(path)
-        self.ahead_claims = {c.id: c for c in claims}
-        self.ahead_snippets = set(snippets)
-
-    def start_ahead(self) -> ahead_mod.Ahead:
-        """Start the helper on the work `_plan_ahead` found, where it is not running already; the verifier
-        takes its outcomes."""
-        if self.ahead is None:
-            self.ahead = ahead_mod.adopt(self.root)
-            self.ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
-        self.verifier.prior = self.ahead.take
-        return self.ahead
-
-    def drop_ahead(self) -> None:
-        """Stop a helper started before the selection was known, where the selection holds none of its work."""
-        if self.ahead is not None:
-            self.ahead.cancel()
-            self.ahead = None
-        ahead_mod.stop_early()
-        self.verifier.prior = None
 
     def _read_book(self) -> Book:
         """The book, page by page: a page that cannot be read is one load error, the others are checked."""

@@ -61,18 +61,6 @@ class _Outcome:
         self.broken: list[str] = []  # what the environment lost during the run, a line each
         self.slug = ""
 
-    def pytest_claims_idle(self, config: Any) -> None:
-        """While the run waits for its helper, load what the site build will: MkDocs, the theme, the
-        plugins and the Markdown extensions, by reading the book's mkdocs.yml. Whatever goes wrong
-        here is the real build's to report."""
-        _quiet_here()
-        try:
-            from mkdocs.config import load_config
-
-            load_config(str(Path(config.rootpath) / "mkdocs.yml"))
-        except Exception:  # noqa: BLE001 - a broken config fails the build itself, with MkDocs' own message
-            pass
-
     def pytest_unconfigure(self, config: Any) -> None:
         from verified_book.integration import pytest_plugin
 
@@ -176,44 +164,13 @@ def _held(figures: Mapping[str, int]) -> str:
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache and assertion rewriting (the checks
-#: raise their own errors; the hook would inspect every module imported). Hypothesis's plugin, which the dev
-#: tools install, is let go by the engine's plugin in any run that collected no hypothesis test.
+#: raise their own errors; the hook would inspect every module imported).
 VERIFY_OPTIONS = ("-p", "no:cacheprovider", "--assert=plain")
 
 
-#: `verify` options that leave its selection whole and its run in one process: given no others, it starts the
-#: book's helper (`verified_book.engine.ahead`) before importing pytest, for the run to take over
-PLAIN_OPTIONS = frozenset({"-q", "--quiet", "-qq", "-v", "--verbose", "-vv", "--no-results", "-x", "--exitfirst"})
-
-
-def starts_helper_early(book: BookConfig, args: list[str]) -> bool:
-    """Whether `verify ARGS` will want the helper whatever it collects: the book lists `ahead` work, a core
-    is spare, and ARGS hold only `PLAIN_OPTIONS` and plugins to load (`-p NAME`, not `-p no:NAME`). With any
-    other argument the run decides, as `pytest` does, once it knows what it selected."""
-    from verified_book.engine.ahead import core_to_spare
-
-    if not book.ahead or not core_to_spare():
-        return False
-    rest = iter(args)
-    for arg in rest:
-        if arg == "-p":
-            if next(rest, "no:").startswith("no:"):
-                return False
-        elif arg not in PLAIN_OPTIONS:
-            return False
-    return True
-
-
 def verify(book: BookConfig, args: list[str]) -> int:
-    from verified_book.engine import ahead
-
     outcome = _Outcome()
-    if starts_helper_early(book, args):
-        ahead.start_early(book.root)
-    try:
-        tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
-    finally:
-        ahead.stop_early()  # one the run never took over (it stopped before its session began)
+    tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
     if tested == INTERRUPTED:
         print(
             "verified-book: interrupted; the records judged so far are kept"

@@ -7,10 +7,8 @@ connects them to pytest.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
-import gc
 from collections import Counter
 import os
 import re
@@ -28,7 +26,6 @@ from verified_book.integration import hookspecs
 from verified_book.engine import machine as machine_mod
 from verified_book.engine import offline
 from verified_book.engine import selection as selection_mod
-from verified_book.engine import ahead as ahead_mod
 from verified_book.engine import environment
 from verified_book.errors import BookError
 from verified_book.book.bindings import (
@@ -93,21 +90,6 @@ def _mark(name: str) -> pytest.MarkDecorator:
     name and builds a decorator on each access, and a book's collection asks some fifty thousand times. A
     decorator is immutable, and every name here is one this plugin registers at configure."""
     return getattr(pytest.mark, name)
-
-
-def done_ahead(run: Session, item: pytest.Item) -> bool:
-    """Whether an item's work is the helper's: a claim it computes on a backend it computes on, a figure of
-    one, a snippet it runs."""
-    if isinstance(item, SnippetItem):
-        return item.runner is shared_run and item.path in run.ahead_snippets
-    if isinstance(item, ClaimItem):
-        return item.claim.id in run.ahead_claims and ahead_mod.computes_on(item.backend)
-    claim = REGISTRY.get(item.binding.claim_id) if isinstance(item, FigureItem) else None
-    return (
-        claim is not None
-        and claim.id in run.ahead_claims
-        and any(ahead_mod.computes_on(b) for b in run.verifier.backends_for(claim))
-    )
 
 
 def plan_of(profile: machine_mod.Profile, book: Book) -> dict[str, list[tuple[Claim, list[str]]]]:
@@ -206,14 +188,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Verify without writing this machine's results file.",
     )
     group.addoption(
-        "--no-ahead",
-        dest="claims_no_ahead",
-        action="store_true",
-        default=False,
-        help="Do all the work in this process: book.toml's `ahead` claims and snippets are otherwise done by "
-        "a helper process while the run starts, on a machine with two CPUs or more.",
-    )
-    group.addoption(
         "--beside-other-runs",
         dest="claims_beside",
         action="store_true",
@@ -272,19 +246,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, name in machine_mod.profile_names(book.data / book.hardware).items():
         config.addinivalue_line("markers", f"{marker}: applies on {name}")
     keyword_hint(config.getoption("keyword", "") or "")
-    exempt_at_exit()
-
-
-@functools.cache  # once a process: pytester's in-process runs configure again
-def exempt_at_exit() -> None:
-    """Exempt whatever is alive when the process exits from the interpreter's last garbage collections.
-
-    Those passes walk every object the libraries made: with torch loaded they cost half a second of a
-    one-page check, after the run has said all it had to say. Registered now, ahead of the handlers
-    the libraries register as they load, it runs after them, so every exit handler still runs and
-    objects still go by reference counting; only cycles left at exit stay, which the process's end
-    returns with the rest of its memory."""
-    atexit.register(gc.freeze)
 
 
 def keyword_hint(expression: str) -> None:
@@ -327,13 +288,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         offline.set_hub_offline()
         offline.install()
     config.stash[REOPEN] = snapshot()
-    plain = not hasattr(config, "workerinput") and not config.getoption("numprocesses", None)
-    ahead = (
-        plain
-        and not config.getoption("claims_no_ahead")
-        and not config.option.collectonly
-        and ahead_mod.core_to_spare()
-    )  # xdist's workers share the cores already
 
     def machine_info(info: dict[str, Any]) -> dict[str, Any] | None:
         replaced: dict[str, Any] | None = config.hook.pytest_claims_machine_info(machine_info=info)
@@ -345,7 +299,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             results_dir=config.getoption("claims_results_dir"),
             machine_name=config.getoption("claims_machine"),
             machine_info=machine_info,
-            ahead=ahead,
         )
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
@@ -360,47 +313,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             run.results_dir / f"{run.machine.slug}.json"
         )
         selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
-    if ahead and selects_ahead_work(config, run):
-        run.start_ahead()  # its libraries load while this process collects; dropped if collection says otherwise
-    elif not ahead:
-        ahead_mod.stop_early()  # a helper `verify` started is not this run's (xdist, --no-ahead, --collect-only)
     if not config.option.collectonly:
         _take_run_lock(config, book)
-
-
-#: the options that narrow a run to part of what its paths collect; `-m` is judged on its own
-NARROWING = ("keyword", "deselect", "lf", "claims_changed", "claims_reading")
-
-
-def selects_ahead_work(config: pytest.Config, run: Session) -> bool:
-    """Whether the run's arguments alone select the helper's claims, before anything is collected: book.toml
-    named whole (or a folder that holds it), no option that narrows the selection, and a `-m` expression (the
-    ini's included) that keeps some of those claims on a CPU backend. `verify` runs so; `pytest book/index.md`
-    does not, and its helper starts, if at all, once collection shows it selected some of that work."""
-    if not run.ahead_claims or any(getattr(config.option, name, None) for name in NARROWING):
-        return False
-    claims_file = (run.root / FILE_NAME).resolve()
-    here = config.invocation_params.dir
-
-    def names_claims_file(arg: str) -> bool:
-        path, _, node = arg.partition("::")
-        target = (here / path).resolve()
-        return not node and (target == claims_file or (target.is_dir() and claims_file.is_relative_to(target)))
-
-    if not any(names_claims_file(arg) for arg in config.args):
-        return False
-    markexpr = config.getoption("markexpr", "") or ""
-    if not markexpr:
-        return True
-    from _pytest.mark.expression import Expression
-
-    expression = Expression.compile(markexpr)
-    return any(
-        _pair_selected(expression, run, claim, name)
-        for claim in run.ahead_claims.values()
-        for name in claim.backends or backends_mod.NAMES
-        if ahead_mod.on_cpu(backends_mod.Backend(name, available=False, reason="not yet detected"))
-    )
 
 
 def _take_run_lock(config: pytest.Config, book: BookConfig) -> None:
@@ -448,10 +362,6 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if LOCK in config.stash:
         config.stash[LOCK].release()
-    ahead = config.stash[STATE].ahead if STATE in config.stash else None
-    if ahead is not None:
-        ahead.cancel()
-    ahead_mod.stop_early()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
     if REOPEN in config.stash:
@@ -483,26 +393,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """The backends this run's selection needs, each library loaded only for a claim selected on it,
-    and the helper's work."""
+    """The backends this run's selection needs, each library loaded only for a claim selected on it."""
     run = state(config)
     if config.get_verbosity() < 0 or config.getoption("no_header", False):
         return []  # the run's header is not shown either
     for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
         run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
-    lines = backend_lines(run)
-    ahead = run.ahead
-    if ahead is not None:
-        done = [
-            f"{n} {what}{'' if n == 1 else 's'} {how}"
-            for n, what, how in ((len(ahead.claim_ids), "claim", "computed"), (len(ahead.snippets), "snippet", "run"))
-            if n
-        ]
-        lines.append(
-            f"ahead: {' and '.join(done) or 'nothing'} by a helper process while this one starts "
-            "(book.toml's ahead; --no-ahead does it all here)"
-        )
-    return lines
+    return backend_lines(run)
 
 
 def backend_lines(run: Session, every: bool = False) -> list[str]:
@@ -783,9 +680,7 @@ class SnippetItem(BookItem):
 
     def runtest(self) -> None:
         run = state(self.config)
-        ahead = run.ahead
-        done = ahead.snippet(self.path) if ahead is not None and done_ahead(run, self) else None
-        done = done or self.runner(self.path)
+        done = self.runner(self.path)
         broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
         if broken is not None:  # the snippet was not shown wrong: its output is not recorded
             run.broken_snippets[broken.lost] = broken
@@ -997,34 +892,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # tests, whose claims still compute on every backend here
         used = {b for _, b in tally.selected}
         run.verifier.backends = {name: run.verifier.backends[name] for name in run.verifier.backends if name in used}
-    if not (run.ahead_claims or run.ahead_snippets):
-        return
-    # the helper's work comes after everything else untimed, and the timed items last, alone; the helper
-    # runs only where the selection holds some of its work
-    tier = {item: 1 if done_ahead(run, item) else 2 if run.runs_alone(item.nodeid) else 0 for item in items}
-    if 1 not in tier.values():
-        run.drop_ahead()
-        return
-    run.start_ahead()
-    items.sort(key=tier.__getitem__)
+    # the timed items last, alone
+    items.sort(key=lambda item: run.runs_alone(item.nodeid))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A timed item has the machine to itself: it waits until the helper working ahead has exited, and
-    until no other run of this book is going on (`verified_book.records.conditions`)."""
-    run = state(item.config)
-    ahead = run.ahead
-    timed = run.runs_alone(item.nodeid)
-    if ahead is not None and ahead.running:
-        ours = done_ahead(run, item)
-        if ours or timed:
-            if not run.idled:
-                run.idled = True
-                item.config.hook.pytest_claims_idle(config=item.config)
-            if not ours:
-                ahead.wait()
-    if timed and LOCK in item.config.stash:
+    """A timed item has the machine to itself: it waits until no other run of this book is going on
+    (`verified_book.records.conditions`)."""
+    if LOCK in item.config.stash and state(item.config).runs_alone(item.nodeid):
         item.config.stash[LOCK].before_timing()
 
 
@@ -1043,10 +919,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
-    if run.ahead is not None and run.ahead.problem:
-        terminalreporter.write_line(
-            f"ahead: the helper process {run.ahead.problem}; this process did its work itself", yellow=True
-        )
     for lost in tally.lost_workers:
         terminalreporter.write_line(
             f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
@@ -1153,32 +1025,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         elif isinstance(item, ClaimItem):
             report.longrepr = (item.claim.defined_in, item.claim.defined_line, reason)
     return report
-
-
-#: the name under which hypothesis's pytest plugin registers itself (hypothesis's `pytest11` entry point)
-HYPOTHESIS_PLUGIN = "hypothesispytest"
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Exempt what is alive once collection is done (the libraries, the book, the items) from
-    the garbage collector's later passes, which would otherwise walk those hundreds of
-    thousands of objects each time: with torch and transformers loaded a full collection
-    costs about a third of a second, and afterwards only what the tests made since is walked.
-    Objects made by the tests themselves are collected as usual."""
-    gc.freeze()
-    _release_idle_hypothesis_plugin(session.config)
-
-
-def _release_idle_hypothesis_plugin(config: pytest.Config) -> None:
-    """Unregister hypothesis's pytest plugin where no collected test can use it.
-
-    Where hypothesis is installed (the engine's own tests use it), its plugin imports all of
-    hypothesis at the end of every run to report statistics and observations: about a third of a
-    second on each check of a page, which imports nothing of hypothesis. A run whose collected
-    modules never imported hypothesis has no hypothesis test, so that work reports nothing."""
-    if "hypothesis" in sys.modules:
-        return
-    plugin = config.pluginmanager.get_plugin(HYPOTHESIS_PLUGIN)
-    if plugin is not None:
-        config.pluginmanager.unregister(plugin)
