@@ -5,7 +5,7 @@
 It stamps the clock when the session starts, when collection ends and when the session
 ends, and adds up each item's setup, call and teardown under one of three headings: the
 items that time the machine (those the xdist scheduler holds back to run alone, see
-`verified_book.integration.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
+`verified_book.engine.session.Session.runs_alone`), the book's other items (each claim on each
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
 What lies between the items' own durations is pytest's per-item work. Each heading's CPU
 seconds are added up too (`cpu_seconds`: this process's, with those of the children it waited
@@ -85,7 +85,8 @@ class Phases:
         self.stamps["session_finish"] = time.time()
 
     def heading(self, nodeid: str) -> str:
-        from verified_book.integration.pytest_plugin import claim_of_nodeid, state
+        from verified_book.engine.session import claim_of_nodeid
+        from verified_book.integration.pytest.stash import state
 
         run = state(self.config)
         if run.runs_alone(nodeid):

@@ -1,7 +1,8 @@
-"""The old path of `verified_book.integration.pytest_plugin`, which books written on the engine import."""
+"""The old path of the pytest plugin (`verified_book.integration.pytest.hooks`), which books written on the
+engine import."""
 
 import sys
 
-from verified_book.integration import pytest_plugin as _module
+from verified_book.integration.pytest import hooks as _module
 
 sys.modules[__name__] = _module

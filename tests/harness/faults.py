@@ -120,7 +120,7 @@ def run_book(pytester: Any, *args: str) -> Any:
 
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
-CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest_plugin"]\n'
+CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest.hooks"]\n'
 
 
 def machine_conftest(fields: dict[str, Any]) -> str:

@@ -12,11 +12,12 @@ torch, mlx or jax, and the machine's fingerprint reads torch's device only where
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
@@ -27,12 +28,12 @@ from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.config import FILE_NAME, BookConfig, open_book
-from verified_book.engine.provenance import outdated_reason
+from verified_book.engine.provenance import commit_of, outdated_reason
 from verified_book.engine.snippet_figures import book_outputs
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
-from verified_book.records.record import SnippetOutput
-from verified_book.records.results import ResultsFile
+from verified_book.records.record import RunHeader, SnippetOutput
+from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
 from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Status, worst
 
@@ -163,7 +164,7 @@ class Session:
         self.snippets_dir = book.snippets
         self.results_dir = Path(results_dir or book.writes_to)
         self.load_errors: list[Problem] = open_book(book) + inputs_mod.source_disagreements()
-        self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.book = self.read_book()
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
         self.output_blocks: BookOutputs = book_outputs()
@@ -201,8 +202,11 @@ class Session:
         found = {b.lost: b for b in self.verifier.broken()}
         return list({**found, **self.broken_snippets}.values())
 
-    def _read_book(self) -> Book:
-        """The book, page by page: a page that cannot be read is one load error, the others are checked."""
+    def read_book(self) -> Book:
+        """The book, page by page: a page that cannot be read is one load error, the others are checked.
+        Called when the session opens, and again by whatever rewrote the pages (`--rewrite-stale-figures`)."""
+        if not self.book_dir.is_dir():
+            return Book(self.root, [], [])
         pages = []
         for path in book_pages(self.book_dir):
             try:
@@ -218,6 +222,62 @@ class Session:
             self.load_errors.append(Problem(self.book_config.shown(self.book_config.allowlist), f"cannot be read: {e}"))
             allowlist = []
         return Book(self.root, pages, allowlist)
+
+    def run_header(self, commit: tuple[str | None, bool | None] | None = None) -> RunHeader:
+        """The one header every door writes with its records: when, at which commit (`commit` where the door
+        knows it already), on which OS, driver, library versions and backends, and what the environment lost."""
+        head, dirty = commit or commit_of(self.root, (self.results_dir, self.book_config.results))
+        broken = self.broken()
+        return RunHeader(
+            date=now(),
+            commit=head,
+            dirty=dirty,
+            os=self.machine.info.get("os"),
+            driver=self.machine.info.get("driver"),
+            versions={k: self.machine.info.get(k) for k in ("python", *machine_mod.VERSIONED)},
+            backends={b.name: (b.version if b.available else None) for b in self.backends.known().values()},
+            # contribute refuses a run whose environment broke; a later sound run clears it
+            environment_errors=[b.line() for b in broken] if broken else None,
+        )
+
+    def records(
+        self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
+    ) -> ResultsFile:
+        """What this run judged (the checks in `only`, or all), with the snippets' output and the run header,
+        as a results file to merge into this machine's."""
+        header = self.run_header(commit).model_dump(mode="json", exclude={"seconds", "dates"})
+        return self.verifier.results(self.machine.slug, header, self.outputs, self.tally.not_here, only=only)
+
+    @property
+    def results_path(self) -> Path:
+        """This machine's results file, where `write_records` merges."""
+        return self.results_dir / f"{self.machine.slug}.json"
+
+    def write_records(
+        self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
+    ) -> list[str]:
+        """Merge this run's records into this machine's results file, never replacing it: a run of a subset keeps
+        the other records. A merge the file refuses (another machine's, a newer schema, a folder that cannot be
+        written) loses nothing: the records are kept beside it and `unkept` says where. Returns the lines the
+        reader must be told; a run with nothing judged and no snippet run writes nothing."""
+        if not (self.verifier.judged or self.outputs):
+            return []
+        update = self.records(only, commit)
+        path = self.results_path
+        warnings: list[str] = []
+        try:
+            self.merged = merge_into(path, update, warn=warnings.append)
+            self.written = path
+        except (ResultsError, OSError) as e:
+            warnings.append(f"results not merged into {path}: {e}")
+            kept, aside = keep_unmerged(path, update)
+            warnings.append(kept)
+            self.unkept = (
+                f"this run's records could not be written to {path}; they are kept in {aside}"
+                if aside
+                else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
+            )
+        return warnings
 
     def allowlist_problems(self) -> list[tuple[str | None, str]]:
         """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
@@ -290,6 +350,18 @@ class Session:
             needs = profile.name if profile else claim.hardware
             return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
         return None
+
+
+def keep_unmerged(path: Path, update: ResultsFile) -> tuple[str, Path | None]:
+    """Where a run whose merge was refused keeps its records, so a refusal loses nothing: the line
+    that says so, and the file (None where even that could not be written)."""
+    aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    try:
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        aside.write_text(dumps(update), encoding="utf-8")
+    except (OSError, ValueError) as e:
+        return f"this run's records could not be kept either: {e}", None
+    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed", aside
 
 
 def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:

@@ -62,12 +62,13 @@ class _Outcome:
         self.slug = ""
 
     def pytest_unconfigure(self, config: Any) -> None:
-        from verified_book.integration import pytest_plugin
+        from verified_book.engine.session import figure_counts
+        from verified_book.integration.pytest.stash import STATE
 
-        if pytest_plugin.STATE not in config.stash:
+        if STATE not in config.stash:
             return
-        run = config.stash[pytest_plugin.STATE]
-        self.figures = pytest_plugin.figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
+        run = config.stash[STATE]
+        self.figures = figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
         self.bound = run.bound_figures
         written = run.written or (Path(sorted(run.tally.written)[0]) if run.tally.written else None)
         self.written = None if run.unkept else written
@@ -136,7 +137,7 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last line of `verify`: what held on this machine, and where the site and the records are."""
-    from verified_book.integration.pytest_plugin import figure_line
+    from verified_book.engine.session import figure_line
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
@@ -309,7 +310,10 @@ def merge_results(book: BookConfig, args: list[str]) -> int:
 
 
 def plan(book: BookConfig, args: list[str]) -> int:
-    """`pytest --plan MARKER` at the book's root: the plan from the claims and the profile, no library loaded."""
+    """The plan for one of the book's machines, from the claims and the profile: no library loaded, and
+    pytest not imported."""
+    from verified_book.engine.plan import PlanError, book_plan
+
     if len(args) != 1 or args[0].startswith("-"):
         from verified_book.engine.config import open_book
         from verified_book.engine.machine import profiles
@@ -321,7 +325,16 @@ def plan(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]], job="plan")
+    try:
+        lines, errors = book_plan(book, args[0], option="verified-book plan")
+    except PlanError as e:
+        print(e, file=sys.stderr)
+        return 4  # as pytest's usage error, which `plan` answered with before
+    try:
+        print("\n".join([*lines, *(f"load error: {e}" for e in errors)]), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): what it read is what it wanted
+        pass
+    return 1 if errors else 0
 
 
 def fault_table(book: BookConfig, args: list[str]) -> int:
