@@ -22,20 +22,29 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
 from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
-from verified_book.book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
-from verified_book.book.snippet_output import BookOutputs
+from verified_book.book.bindings import (
+    AllowListError,
+    Binding,
+    Book,
+    book_pages,
+    read_allowlist,
+    read_page,
+    unknown_claim,
+)
+from verified_book.book.snippet_output import BookOutputs, check_snippet
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.config import FILE_NAME, BookConfig, open_book
 from verified_book.engine.provenance import commit_of, outdated_reason
-from verified_book.engine.snippet_figures import book_outputs
+from verified_book.engine.snippet_figures import book_outputs, source_hash
+from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
-from verified_book.records.record import RunHeader, SnippetOutput
+from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
-from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Status, worst
+from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, OutcomeStatus, Status, worst
 
 
 class SessionError(BookError):
@@ -142,6 +151,16 @@ class Tally:
             written=set(data.get("written", [])),
             lost_workers=list(data.get("lost_workers", [])),
         )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the session found of one item's check: its status here, and the failure or the reason for a
+    skip, each already worded as the reader sees it (None where there is none)."""
+
+    status: str
+    failure: str | None = None
+    skip: str | None = None
 
 
 MachineInfoHook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
@@ -278,6 +297,82 @@ class Session:
                 else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
             )
         return warnings
+
+    def check_claim(self, claim: Claim, backend: backends_mod.Backend) -> Judgement:
+        """A claim's check on one backend: it computes and its invariants hold (its figures are judged apart)."""
+        result = self.verifier.outcome(claim, backend)
+        if result.status == OutcomeStatus.SKIPPED:
+            self.tally.not_here.setdefault(claim.id, result.message)
+            return Judgement(Status.SKIPPED.value, skip=result.message)
+        if result.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN):
+            message = f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}"
+            return Judgement(Status.FAILED.value, failure=message)
+        return Judgement(Status.VERIFIED.value)
+
+    def judge_figure(self, binding: Binding, key: str) -> Judgement:
+        """A printed figure judged on every backend its claim computes on here; its status counted once, under
+        `key` (the figure's item), in the run's tally."""
+        claim = REGISTRY.get(binding.claim_id)
+        if claim is None:
+            self.tally.figure_statuses[key] = Status.FAILED.value
+            near = REGISTRY.near(binding.claim_id)
+            return Judgement(
+                Status.FAILED.value, failure=f"{binding.where}: {unknown_claim(binding, near, self.load_errors)}"
+            )
+        verdicts = self.verifier.judge_everywhere(binding, claim)
+        judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
+        status = worst(judged) if judged else Status.SKIPPED.value
+        self.tally.figure_statuses[key] = status
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
+        if bad:
+            return Judgement(status, failure="\n".join(v.message for v in bad))
+        if not verdicts:
+            return Judgement(
+                status,
+                skip=f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
+                f"backend of this run ({', '.join(self.verifier.backends) or 'none selected'})",
+            )
+        if all(v.status == Status.SKIPPED for v in verdicts):
+            return Judgement(status, skip="; ".join(v.message for v in verdicts))
+        return Judgement(status)
+
+    def take_snippet_run(self, path: Path, done: SnippetRun) -> Judgement:
+        """A snippet's run, kept as this machine's record of what it printed and held against every output block
+        of the book that shows it. A run the environment cut short is not recorded."""
+        shown = path.relative_to(self.root)
+        broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
+        if broken is not None:  # the snippet was not shown wrong: its output is not recorded
+            self.broken_snippets[broken.lost] = broken
+            return Judgement(BROKEN, failure=f"{shown}: not run to its end: {broken.line()}")
+        if done.exit_status != 0:
+            return Judgement(
+                Status.FAILED.value,
+                failure=f"{shown}: exited {done.exit_status} ({done.how})\n{done.stderr[-3000:]}",
+            )
+        name = path.name
+        devices = [b.device for b in self.backends.values() if b.available]
+        checks = check_snippet(self.output_blocks, name, done.stdout, done.how, devices)
+        self.outputs[name] = SnippetOutput(
+            text=done.stdout,
+            date=now(),
+            seconds=round(done.seconds, 3),
+            how=done.how,
+            checked=[
+                OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message, sha256=c.sha256)
+                for c in checks
+            ],
+            sha256=source_hash(path),
+        )
+        if not checks:
+            return Judgement(
+                Status.FAILED.value,
+                failure=f"{shown}:1: no output block of the book shows what {name} prints: add one where the book "
+                f"runs it, fenced as ```output {name}",
+            )
+        stale = [c.message for c in checks if c.status == Status.STALE]
+        if stale:
+            return Judgement(Status.STALE.value, failure="\n".join(stale))
+        return Judgement(Status.VERIFIED.value)
 
     def allowlist_problems(self) -> list[tuple[str | None, str]]:
         """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""

@@ -34,7 +34,7 @@ from verified_book.integration.pytest.items import (
     SnippetFile,
     keep_one_load_check,
 )
-from verified_book.integration.pytest.marks import pair_selected
+from verified_book.integration.pytest.marks import expression_of, pair_selected
 from verified_book.integration.pytest.stash import LOCK, NARROWED, RECORDED, REOPEN, REWRITTEN, STATE, UNRECORDED, state
 from verified_book.records import conditions as conditions_mod
 from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS
@@ -204,9 +204,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     markexpr = config.getoption("markexpr", "") or ""
     expression = None
     if markexpr:
-        from _pytest.mark.expression import Expression
-
-        expression = Expression.compile(markexpr)
+        expression = expression_of(markexpr)
     tally = run.tally
     for item in items:
         if isinstance(item, ClaimItem):

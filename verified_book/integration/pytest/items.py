@@ -13,20 +13,13 @@ import pytest
 
 from verified_book import backends as backends_mod
 from verified_book.authoring.registry import REGISTRY, Claim
-from verified_book.book.bindings import Binding, Page, unknown_claim
-from verified_book.book.snippet_output import check_snippet
-from verified_book.engine import environment
+from verified_book.book.bindings import Binding, Page
 from verified_book.engine import machine as machine_mod
-from verified_book.engine.check import BROKEN, FAILED, SKIPPED
 from verified_book.engine.session import Session, case_id, figure_keywords, figure_name
-from verified_book.engine.snippet_figures import source_hash
 from verified_book.engine.snippet_run import SnippetRun, run_as_script, shared_run
 from verified_book.errors import BookError
 from verified_book.integration.pytest.marks import mark_of, marks
 from verified_book.integration.pytest.stash import state
-from verified_book.records.record import OutputCheck, SnippetOutput
-from verified_book.records.results import now
-from verified_book.vocabulary import Status, worst
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # pytest exports no public name for a failure's representation
@@ -166,25 +159,11 @@ class FigureItem(BookItem):
         self.line = binding.line
 
     def runtest(self) -> None:
-        run = state(self.config)
-        claim = REGISTRY.get(self.binding.claim_id)
-        if claim is None:
-            run.tally.figure_statuses[self.nodeid] = Status.FAILED.value
-            near = REGISTRY.near(self.binding.claim_id)
-            raise BookFailure(f"{self.binding.where}: {unknown_claim(self.binding, near, run.load_errors)}")
-        verdicts = run.verifier.judge_everywhere(self.binding, claim)
-        judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
-        run.tally.figure_statuses[self.nodeid] = worst(judged) if judged else Status.SKIPPED.value
-        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
-        if bad:
-            raise BookFailure("\n".join(v.message for v in bad))
-        if not verdicts:
-            pytest.skip(
-                f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
-                f"backend of this run ({', '.join(run.verifier.backends) or 'none selected'})"
-            )
-        if all(v.status == Status.SKIPPED for v in verdicts):
-            pytest.skip("; ".join(v.message for v in verdicts))
+        judged = state(self.config).judge_figure(self.binding, self.nodeid)
+        if judged.failure is not None:
+            raise BookFailure(judged.failure)
+        if judged.skip is not None:
+            pytest.skip(judged.skip)
 
 
 class MalformedItem(BookItem):
@@ -255,45 +234,15 @@ class SnippetItem(BookItem):
         self.runner = runner
 
     def runtest(self) -> None:
-        run = state(self.config)
-        done = self.runner(self.path)
-        broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
-        if broken is not None:  # the snippet was not shown wrong: its output is not recorded
-            run.broken_snippets[broken.lost] = broken
-            raise BookFailure(f"{self.path.relative_to(run.root)}: not run to its end: {broken.line()}")
-        if done.exit_status != 0:
-            raise BookFailure(
-                f"{self.path.relative_to(run.root)}: exited {done.exit_status} ({done.how})\n{done.stderr[-3000:]}"
-            )
-        name = self.path.name
-        devices = [b.device for b in run.backends.values() if b.available]
-        checks = check_snippet(run.output_blocks, name, done.stdout, done.how, devices)
-        run.outputs[name] = SnippetOutput(
-            text=done.stdout,
-            date=now(),
-            seconds=round(done.seconds, 3),
-            how=done.how,
-            checked=[
-                OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message, sha256=c.sha256)
-                for c in checks
-            ],
-            sha256=source_hash(self.path),
-        )
-        if not checks:
-            raise BookFailure(
-                f"{self.path.relative_to(run.root)}:1: no output block of the book shows what {name} "
-                f"prints: add one where the book runs it, fenced as ```output {name}"
-            )
-        stale = [c.message for c in checks if c.status == Status.STALE]
-        if stale:
-            raise BookFailure("\n".join(stale))
+        judged = state(self.config).take_snippet_run(self.path, self.runner(self.path))
+        if judged.failure is not None:
+            raise BookFailure(judged.failure)
 
 
 def check_claim(run: Session, claim: Claim, backend: backends_mod.Backend) -> None:
-    """A claim item's check: the claim computes on the backend (figures are judged by their own items)."""
-    result = run.verifier.outcome(claim, backend)
-    if result.status == SKIPPED:
-        run.tally.not_here.setdefault(claim.id, result.message)
-        pytest.skip(result.message)
-    if result.status in (FAILED, BROKEN):
-        pytest.fail(f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}", pytrace=False)
+    """A claim item's check, as the session judges it: computed, skipped here, or failed."""
+    judged = run.check_claim(claim, backend)
+    if judged.skip is not None:
+        pytest.skip(judged.skip)
+    if judged.failure is not None:
+        pytest.fail(judged.failure, pytrace=False)

@@ -1,6 +1,6 @@
 """The marks of the book's items and the one reading of a `-m` expression: the backend, kind and machine
-marks of a (claim, backend), each from its one definition. pytest has no public API for evaluating a `-m`
-expression; `pair_selected` is the one place that does."""
+marks of a (claim, backend), each from its one definition. pytest has no public API for parsing or evaluating
+a mark expression; `expression_of` and `pair_selected` are the one place that reaches into it."""
 
 from __future__ import annotations
 
@@ -35,6 +35,13 @@ def mark_of(name: str) -> pytest.MarkDecorator:
     name and builds a decorator on each access, and a book's collection asks some fifty thousand times. A
     decorator is immutable, and every name here is one this plugin registers at configure."""
     return getattr(pytest.mark, name)
+
+
+def expression_of(text: str) -> Any:
+    """A `-m` or `-k` expression as pytest parses it; raises SyntaxError where it does not parse."""
+    from _pytest.mark.expression import Expression
+
+    return Expression.compile(text)
 
 
 def pair_selected(expression: Any, run: Session, claim: Claim, backend: str, item: pytest.Item | None = None) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.config import ConfigError, read_config
 from verified_book.integration import hookspecs
-from verified_book.integration.pytest.marks import BACKEND_MARKERS, RUN_MARKERS
+from verified_book.integration.pytest.marks import BACKEND_MARKERS, RUN_MARKERS, expression_of
 from verified_book.vocabulary import KIND_MEANINGS
 
 
@@ -111,10 +111,8 @@ def keyword_hint(expression: str) -> None:
     spelled = re.sub(r"\bline (\d+)\b", r"line_\1", expression)
     if spelled == expression:
         return
-    from _pytest.mark.expression import Expression
-
     try:
-        Expression.compile(expression)
+        expression_of(expression)
     except SyntaxError as e:  # what pytest's expression parser raises
         raise pytest.UsageError(
             f"-k {expression!r} does not parse (at column {e.offset}: {e.msg}): a figure's item answers to the "
