@@ -5,16 +5,12 @@
 It stamps the clock when the session starts, when collection ends and when the session
 ends, and adds up each item's setup, call and teardown under one of three headings: the
 items that time the machine (those the xdist scheduler holds back to run alone, see
-`verified_book.integration.pytest_plugin.RunState.runs_alone`), the book's other items (each claim on each
+`verified_book.engine.session.Session.runs_alone`), the book's other items (each claim on each
 backend, each figure, each page's unbound-number check), and the machinery's own tests.
 What lies between the items' own durations is pytest's per-item work. Each heading's CPU
 seconds are added up too (`cpu_seconds`: this process's, with those of the children it waited
-for within an item, such as a snippet run as a script or the helper), so the benchmark can say
-the least any order of the same work could take. The first book item
-that takes a claim from the helper process (book.toml's `ahead`) waits for it to exit: that
-wait is written apart (`helper_wait`, null where no helper ran), and so is the moment the
-helper had its work done (`helper_done`, the epoch's seconds), before which the timed items
-cannot start whatever the run does meanwhile. The file is written
+for within an item, such as a snippet run as a script), so the benchmark can say the least
+any order of the same work could take. The file is written
 when pytest unconfigures, with the modules the run imported; the benchmark adds the moments it
 launched the command and saw it exit.
 """
@@ -89,7 +85,8 @@ class Phases:
         self.stamps["session_finish"] = time.time()
 
     def heading(self, nodeid: str) -> str:
-        from verified_book.integration.pytest_plugin import claim_of_nodeid, state
+        from verified_book.engine.session import claim_of_nodeid
+        from verified_book.integration.pytest.stash import state
 
         run = state(self.config)
         if run.runs_alone(nodeid):
@@ -99,8 +96,6 @@ class Phases:
         return "machinery"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        from verified_book.integration.pytest_plugin import state
-
         totals: dict[str, dict[str, Any]] = {
             h: {"items": 0, "seconds": 0.0, "cpu_seconds": 0.0, "slowest": []} for h in HEADINGS
         }
@@ -112,12 +107,5 @@ class Phases:
             if len(row["slowest"]) < SLOWEST:
                 row["slowest"].append([nodeid, round(seconds, 3)])
         loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors
-        ahead = state(config).ahead
-        recorded = {
-            "stamps": self.stamps,
-            "items": totals,
-            "modules": loaded,
-            "helper_wait": ahead and ahead.waited,
-            "helper_done": ahead and ahead.done_at,
-        }
+        recorded = {"stamps": self.stamps, "items": totals, "modules": loaded}
         self.out.write_text(json.dumps(recorded, indent=1), encoding="utf-8")

@@ -62,26 +62,6 @@ def test_each_item_is_counted_under_its_heading(tmp_path: Path, monkeypatch: pyt
     cpu = {name: row["cpu_seconds"] for name, row in recorded["items"].items()}
     assert cpu["timed"] >= 0.2, f"the timed claim's busy fifth of a second is counted under its heading: {cpu}"
     assert cpu["book"] < 0.2, f"and under no other: {cpu}"
-    assert recorded["helper_wait"] is None, "the sample book names no work for a helper"
-
-
-@pytest.mark.slow  # a run with its helper process
-def test_the_wait_for_the_helper_is_written_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    book = faults.SampleBook(tmp_path / "phases")
-    book.claims("work", CLAIMS)
-    book.page("page.md", "One is [1](claim:work.plain.1).\n")
-    with (book.root / "book.toml").open("a") as f:
-        f.write('ahead = ["work.plain.*"]\n')
-    out = tmp_path / "phases.json"
-    monkeypatch.setenv(phases_plugin.OUT_ENV, str(out))
-    run = book.run("-p", "benchmarks.phases", "--no-results", "-m", "not slow")
-    assert run.ret == 0 and "ahead: 2 claims computed by a helper process" in run.output, run.output[-2000:]
-    recorded = json.loads(out.read_text(encoding="utf-8"))
-    waited, done = recorded["helper_wait"], recorded["helper_done"]
-    assert isinstance(waited, float) and waited >= 0.0
-    assert isinstance(done, float) and done <= recorded["stamps"]["session_finish"], (
-        "the helper's work was done before the run ended, on the same clock"
-    )
 
 
 def test_the_floor_runs_the_timed_part_alone_and_shares_out_every_other_cpu_second() -> None:
@@ -100,11 +80,10 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_every_other_cpu_seco
         "timed_items": 10.0,
         "book_items": 8.0,
         "machinery_items": 6.0,
-        "waiting_for_helper": 0.0,
         "between_items": 2.0,
         "close": 1.0,
     }
-    # 40 CPU seconds in all (a helper's among them), 12 of them in the timed items' 10 s, which run
+    # 40 CPU seconds in all (a snippet's child among them), 12 of them in the timed items' 10 s, which run
     # alone; the other 28 could at best be shared by two cores
     assert out["cpu_seconds"] == {"all": 40.0, "timed_items": 12.0}
     assert out["floor_seconds"] == 24.0
@@ -112,16 +91,6 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_every_other_cpu_seco
     assert "floor_seconds" not in bench.phases(recorded, launched=100.0, ended=132.0, cores=2), (
         "without the command's CPU seconds there is no floor"
     )
-
-    # 3 s of the book items' 8 were one item waiting idle for the helper: told apart; the floor is of CPU seconds
-    waited = bench.phases({**recorded, "helper_wait": 3.0}, launched=100.0, ended=132.0, cores=2, cpu_seconds=40.0)
-    assert waited["seconds"]["book_items"] == 5.0 and waited["seconds"]["waiting_for_helper"] == 3.0
-    assert waited["floor_seconds"] == 24.0
-
-    # the helper had its work done 20 s after launch: the timed items (10 s) and the close (1 s) came after
-    helped = bench.phases({**recorded, "helper_done": 120.0}, launched=100.0, ended=132.0, cores=2)
-    assert helped["helper_done_s"] == 20.0 and helped["helper_bound_seconds"] == 31.0
-    assert "helper_bound_seconds" not in out, "a run without a helper has no such bound"
 
 
 def test_a_command_s_cpu_seconds_take_in_the_children_it_started() -> None:

@@ -20,7 +20,7 @@ from verified_book.backends import detect
 from verified_book.book.bindings import Book
 from verified_book.engine.check import Verifier
 from verified_book.engine.machine import identify
-from verified_book.integration.pytest_plugin import RunState
+from verified_book.engine.session import Session
 
 
 class _Report:
@@ -44,7 +44,7 @@ def _report(config: pytest.Config, text: str) -> None:
     plugin.lines += text.splitlines()
 
 
-def test_every_figure_mutant_is_caught(claims_run: RunState, request: pytest.FixtureRequest) -> None:
+def test_every_figure_mutant_is_caught(claims_run: Session, request: pytest.FixtureRequest) -> None:
     report = mutation.mutate_figures(claims_run.verifier)
     _report(request.config, report.summary())
     assert not report.survived, report.summary()
@@ -52,7 +52,7 @@ def test_every_figure_mutant_is_caught(claims_run: RunState, request: pytest.Fix
 
 
 @pytest.mark.slow
-def test_every_input_is_depended_on(claims_run: RunState, request: pytest.FixtureRequest) -> None:
+def test_every_input_is_depended_on(claims_run: Session, request: pytest.FixtureRequest) -> None:
     report = mutation.perturb_inputs(claims_run.verifier)
     _report(request.config, report.summary())
     assert not report.unguarded and not report.problems, report.summary()

@@ -66,7 +66,7 @@ def test_the_wheel_ships_the_engine_and_nothing_of_the_book_or_its_tests(tmp_pat
     packages = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
     assert packages == {"verified_book"}, f"the wheel holds {sorted(packages)}"
     assert not [n for n in names if "harness" in n or n.startswith(("tests/", "claims/"))]
-    assert "verified_book/integration/pytest_plugin.py" in names and "verified_book/engine/config.py" in names
+    assert "verified_book/integration/pytest/hooks.py" in names and "verified_book/engine/config.py" in names
 
 
 def test_the_engine_imports_nothing_of_a_book_or_of_the_test_harness() -> None:

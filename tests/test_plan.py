@@ -8,6 +8,7 @@ On a sample book the plan is held against what pytest's own `-m` selects, one pr
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from verified_book.backends import NAMES, NO_BACKEND
 from verified_book.book.bindings import Book, book_pages, read_page
 from verified_book.engine import machine
 from verified_book.engine.config import read_config
-from verified_book.integration.pytest_plugin import PLAN_UNPRINTED, plan_lines, plan_of
+from verified_book.engine.plan import PLAN_UNPRINTED, plan_lines, plan_of
 
 pytest_plugins = ["pytester"]
 
@@ -165,3 +166,42 @@ def test_the_plan_loads_no_array_library() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "LOADED []" in done.stdout and done.stdout.startswith("plan for rtx5080"), done.stdout[-2000:]
+
+
+#: put on PYTHONPATH, it makes `import pytest` (and pytest's internals) fail in that interpreter
+NO_PYTEST = """\
+import sys
+
+
+class NoPytest:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pytest", "_pytest"):
+            raise ImportError(f"{name} is not importable in this interpreter")
+        return None
+
+
+sys.meta_path.insert(0, NoPytest())
+"""
+
+
+@pytest.mark.slow  # a separate interpreter, so that what the plan imports is its own
+def test_verified_book_plan_answers_with_pytest_unimportable(tmp_path: Path) -> None:
+    """`verified-book plan` asks the engine, not pytest: with pytest unimportable it still prints the plan."""
+    (tmp_path / "sitecustomize.py").write_text(NO_PYTEST, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    blocked = subprocess.run(
+        [sys.executable, "-c", "import pytest"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert blocked.returncode != 0 and "not importable" in blocked.stderr, "the shim keeps pytest out"
+    code = (
+        "import sys\n"
+        "from verified_book.integration.cli import main\n"
+        "code = main(['plan', 'rtx5080'])\n"
+        "print('LOADED', sorted(m for m in ('pytest', '_pytest', 'torch', 'mlx', 'jax') if m in sys.modules))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.startswith("plan for rtx5080 ("), done.stdout[:500]
+    assert re.search(r"^  \S+\s+.*torch:cuda", done.stdout, re.M), done.stdout[-2000:]
+    assert "LOADED []" in done.stdout, done.stdout[-300:]

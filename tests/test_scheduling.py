@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdist.remote import Producer
 
-from verified_book.integration.pytest_plugin import claim_of_nodeid
+from verified_book.engine.session import claim_of_nodeid
 from verified_book.integration.scheduling import QuietLastScheduling
 
 
@@ -273,7 +273,7 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
     """Which node ids the scheduler pins to the CUDA worker, on a machine whose torch sees a card."""
     from verified_book.authoring.registry import REGISTRY
     from verified_book.backends import Backend
-    from verified_book.integration.pytest_plugin import RunState
+    from verified_book.engine.session import Session
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     exact = next(c for c in REGISTRY if c.kind.value == "exact")
@@ -282,7 +282,7 @@ def test_the_cuda_items_are_the_torch_cuda_cases_and_the_figures_computed_there(
         backends={"torch:cuda": cuda},
         verifier=SimpleNamespace(backends_for=lambda c: [cuda] if c.runs_on("torch:cuda") else []),
     )
-    pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
+    pinned = lambda nodeid: Session.runs_on_cuda(run, nodeid)  # noqa: E731
     assert pinned(f"book.toml::{library.id}[torch:cuda]")
     assert not pinned(f"book.toml::{library.id}[torch:cpu]")
     assert pinned(f"book/x.md::line 3: 4 ({library.id})")
@@ -295,7 +295,7 @@ def test_the_gpu_items_of_rocm_and_jax_share_that_worker_too() -> None:
     """A ROCm card and JAX's GPU hold a context in the card's memory as CUDA does: their cases are pinned."""
     from verified_book.authoring.registry import REGISTRY
     from verified_book.backends import Backend
-    from verified_book.integration.pytest_plugin import RunState
+    from verified_book.engine.session import Session
 
     library = next(c for c in REGISTRY if c.kind.value == "library" and c.backends is None)
     found = {name: Backend(name, True, "a GPU") for name in ("torch:rocm", "jax:gpu")}
@@ -303,7 +303,7 @@ def test_the_gpu_items_of_rocm_and_jax_share_that_worker_too() -> None:
         backends={**found, "jax:cpu": Backend("jax:cpu", True, "CPU")},
         verifier=SimpleNamespace(backends_for=lambda c: list(found.values())),
     )
-    pinned = lambda nodeid: RunState.runs_on_cuda(run, nodeid)  # noqa: E731
+    pinned = lambda nodeid: Session.runs_on_cuda(run, nodeid)  # noqa: E731
     assert pinned(f"book.toml::{library.id}[torch:rocm]") and pinned(f"book.toml::{library.id}[jax:gpu]")
     assert not pinned(f"book.toml::{library.id}[jax:cpu]")
     assert pinned(f"book/x.md::line 3: 4 ({library.id})")

@@ -120,7 +120,7 @@ def run_book(pytester: Any, *args: str) -> Any:
 
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
-CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest_plugin"]\n'
+CONFTEST = 'pytest_plugins = ["verified_book.integration.pytest.hooks"]\n'
 
 
 def machine_conftest(fields: dict[str, Any]) -> str:
@@ -1287,47 +1287,6 @@ def keyboard_interrupt(root: Path) -> Tally:
     tally.keep(len(expected), len(kept))
     tally.check(
         run.ret == 2 and "KeyboardInterrupt" in run.output and "results: " in run.output,
-        f"exit {run.ret}\n{run.output[-2000:]}",
-    )
-    return tally
-
-
-HELPER_CLAIMS = '''\
-import os
-import sys
-
-from verified_book.authoring.registry import claim
-
-
-@claim("ahead.product", kind="library", backends=("numpy",))
-def product(backend):
-    """Six sevens, computed ahead; the helper process dies computing it."""
-    main = sys.modules["__main__"].__spec__
-    if main is not None and main.name == "verified_book.engine.ahead":
-        os._exit(3)
-    return int(backend.tensor([7] * 6).sum())
-'''
-
-
-def helper_dies(root: Path) -> Tally:
-    """The helper process that does book.toml's `ahead` work dies: the run does that work itself."""
-    tally = Tally(
-        "environment",
-        "the helper process doing the ahead work dies",
-        "the run computes those claims itself and says why; every record kept",
-    )
-    book = SampleBook.basic(root / "helper")
-    book.claims("ahead", HELPER_CLAIMS)
-    book.page("ahead.md", "The product: [42](claim:ahead.product).\n")
-    with (book.root / "book.toml").open("a") as f:
-        f.write('ahead = ["ahead.*"]\n')
-    run = book.run()
-    expected = basic_pairs() | {("ahead.product", "numpy")}
-    kept = {(c, b) for (c, b) in expected & _pairs(run.records) if run.statuses()[c][b] == "verified"}
-    tally.keep(len(expected), len(kept))
-    tally.check(
-        run.ret == 0
-        and "ahead: the helper process exited with status 3; this process did its work itself" in run.output,
         f"exit {run.ret}\n{run.output[-2000:]}",
     )
     return tally

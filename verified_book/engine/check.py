@@ -37,10 +37,6 @@ COMPUTED, SKIPPED, FAILED, BROKEN = (
     OutcomeStatus.BROKEN,
 )
 
-#: an earlier answer for a (claim, backend), where one is at hand (a helper process that computed it
-#: while the run started, verified_book.engine.ahead); None to compute it here
-Prior = Callable[[Claim, Backend], "Outcome | None"]
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -384,7 +380,6 @@ class Verifier:
         self.bindings = book.by_claim()
         self._outcomes: dict[tuple[str, str], Outcome] = {}
         self.judged: dict[tuple[str, str], Outcome] = {}
-        self.prior: Prior | None = None  # where an earlier answer may be at hand (the helper working ahead)
         #: the outcomes taken from this machine's records, which this run judges against without computing
         #: (`--changed`, see verified_book.engine.recorded)
         self.recorded: dict[tuple[str, str], Outcome] = {}
@@ -412,8 +407,7 @@ class Verifier:
                     claim, backend.name, SKIPPED, message=f"{backend.name} is not here: {backend.reason}"
                 )
             else:
-                prior = self.prior(claim, backend) if self.prior is not None else None
-                self._outcomes[key] = prior if prior is not None else evaluate(claim, backend)
+                self._outcomes[key] = evaluate(claim, backend)
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
 

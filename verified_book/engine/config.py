@@ -19,8 +19,6 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
     plots = "claims.plots:render_plots_page"  # optional: draws the plots page from the results (each chart
                                         # through verified_book.site.plot_cache.remembered is kept between builds)
     offline = true                      # optional: refuse network access while claims compute
-    ahead = ["models.*.transformers"]   # optional: claims a helper process computes while a run starts
-                                        # (ids or fnmatch patterns; see verified_book.engine.ahead)
     elsewhere = ["author_test_box"]     # optional: machines a measured figure may be printed for that no
                                         # hardware profile describes; compared nowhere, shown as reference
     backends = ["numpy"]                # optional: the libraries (or backends, "torch:cpu") the book computes on;
@@ -61,7 +59,6 @@ class BookConfig:
     offline: bool = False
     local_results: Path | None = None
     plausible: str | None = None
-    ahead: tuple[str, ...] = ()
     elsewhere: tuple[str, ...] = ()
     backends: tuple[str, ...] = ()  # the libraries or backends the book declares; () for every one
 
@@ -88,7 +85,6 @@ DEFAULTS: dict[str, Any] = {
     "offline": False,
     "local_results": None,
     "plausible": None,
-    "ahead": [],
     "elsewhere": [],
     "backends": [],
 }
@@ -125,9 +121,6 @@ def read_config(root: Path) -> BookConfig:
         topics = [topics]
     if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
         raise ConfigError(f"{path}: [book] topics must be a list of package names, found {topics!r}")
-    ahead = values["ahead"]
-    if not isinstance(ahead, list) or not all(isinstance(a, str) and a for a in ahead):
-        raise ConfigError(f"{path}: [book] ahead must be a list of claim ids or patterns, found {ahead!r}")
     elsewhere = values["elsewhere"]
     if not isinstance(elsewhere, list) or not all(isinstance(a, str) and a for a in elsewhere):
         raise ConfigError(f"{path}: [book] elsewhere must be a list of machine names, found {elsewhere!r}")
@@ -151,7 +144,6 @@ def read_config(root: Path) -> BookConfig:
         offline=bool(values["offline"]),
         local_results=root / values["local_results"] if values["local_results"] else None,
         plausible=values["plausible"],
-        ahead=tuple(ahead),
         elsewhere=tuple(elsewhere),
         backends=tuple(declared),
     )

@@ -1,7 +1,7 @@
 """What asking one claim for its value on one backend gave: the value, or why there is none.
 
-Its own module so that what computes outcomes (verified_book.engine.check) and what brings them from a
-helper process (verified_book.engine.ahead) both use it without importing each other.
+Its own module so that what computes outcomes (verified_book.engine.check) and what reads them back from
+a machine's records (verified_book.engine.recorded) both use it without importing each other.
 """
 
 from __future__ import annotations

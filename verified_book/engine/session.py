@@ -12,31 +12,39 @@ torch, mlx or jax, and the machine's fingerprint reads torch's device only where
 
 from __future__ import annotations
 
-import gc
+import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
 from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
-from verified_book.book.bindings import AllowListError, Binding, Book, book_pages, read_allowlist, read_page
-from verified_book.book.snippet_output import BookOutputs
-from verified_book.engine import ahead as ahead_mod
+from verified_book.book.bindings import (
+    AllowListError,
+    Binding,
+    Book,
+    book_pages,
+    read_allowlist,
+    read_page,
+    unknown_claim,
+)
+from verified_book.book.snippet_output import BookOutputs, check_snippet
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.config import FILE_NAME, BookConfig, open_book
-from verified_book.engine.provenance import outdated_reason
-from verified_book.engine.snippet_figures import book_outputs
+from verified_book.engine.provenance import commit_of, outdated_reason
+from verified_book.engine.snippet_figures import book_outputs, source_hash
+from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
-from verified_book.records.record import SnippetOutput
-from verified_book.records.results import ResultsFile
+from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
+from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
-from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Status, worst
+from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, OutcomeStatus, Status, worst
 
 
 class SessionError(BookError):
@@ -75,9 +83,6 @@ class Backends(Mapping[str, backends_mod.Backend]):
         if library not in self._libraries:
             self._libraries.add(library)
             self._found.update({b.name: b for b in backends_mod.ADAPTERS[library].detect()})
-            # what the import made lives as long as the process: torch's hundreds of thousands of objects
-            # would otherwise be walked again by every full collection, pytest's two at its end included
-            gc.freeze()
         return self._found[name]
 
     def assume(self, recorded: Mapping[str, backends_mod.Backend]) -> None:
@@ -148,6 +153,16 @@ class Tally:
         )
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """What the session found of one item's check: its status here, and the failure or the reason for a
+    skip, each already worded as the reader sees it (None where there is none)."""
+
+    status: str
+    failure: str | None = None
+    skip: str | None = None
+
+
 MachineInfoHook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
@@ -161,7 +176,6 @@ class Session:
         results_dir: Path | None = None,
         machine_name: str | None = None,
         machine_info: MachineInfoHook | None = None,
-        ahead: bool = False,
     ) -> None:
         self.book_config = book
         self.root = book.root
@@ -169,16 +183,10 @@ class Session:
         self.snippets_dir = book.snippets
         self.results_dir = Path(results_dir or book.writes_to)
         self.load_errors: list[Problem] = open_book(book) + inputs_mod.source_disagreements()
-        self.book = self._read_book() if self.book_dir.is_dir() else Book(self.root, [], [])
+        self.book = self.read_book()
         self.bound_figures = sum(1 for _ in self.book.bindings())
         self._allowlist_problems: list[tuple[str | None, str]] | None = None
         self.output_blocks: BookOutputs = book_outputs()
-        # the helper's work, checked now (a stale entry is a load error); the helper starts at session start
-        # where the run's arguments select all of it, else once the run knows it selected some of it
-        self.ahead_claims: dict[str, Claim] = {}
-        self.ahead_snippets: set[Path] = set()
-        if ahead and book.ahead:
-            self._plan_ahead()
         info = machine_mod.fingerprint()
         replaced = machine_info(info) if machine_info is not None else None
         info = replaced if replaced is not None else info
@@ -200,13 +208,11 @@ class Session:
         except ValueError as e:
             raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
         self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
-        self.ahead: ahead_mod.Ahead | None = None  # the helper computing some claims while the run starts
         self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.tally = Tally()
         self.written: Path | None = None
         self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
-        self.idled = False  # whether pytest_claims_idle has been called
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
 
@@ -215,51 +221,11 @@ class Session:
         found = {b.lost: b for b in self.verifier.broken()}
         return list({**found, **self.broken_snippets}.values())
 
-    def _plan_ahead(self) -> None:
-        """What this process would take from a helper: the claims book.toml's `ahead` matches, and the
-        snippets it names that time nothing; each entry that names nothing usable is a load error."""
-        claims, unmatched = ahead_mod.matching(self.book_config.ahead, REGISTRY)
-        text = (self.root / FILE_NAME).read_text(encoding="utf-8")
-
-        def problem(entry: str, what: str) -> None:
-            line = text[: max(text.find(f'"{entry}"'), 0)].count("\n") + 1
-            self.load_errors.append(Problem(f"{FILE_NAME}:{line}", f"[book] ahead names {entry!r}, {what}"))
-
-        for pattern in unmatched:
-            problem(pattern, "which matches no claim")
-        for pattern, timed in ahead_mod.only_timed(self.book_config.ahead, REGISTRY):
-            named = ", ".join(c.id for c in timed[:3]) + (f" and {len(timed) - 3} more" if len(timed) > 3 else "")
-            problem(pattern, f"which matches only measured claims ({named}): a claim that times the machine runs alone")
-        snippets = []
-        for path in ahead_mod.snippet_paths(self.book_config.ahead, self.snippets_dir):
-            if not path.is_file():
-                problem(path.name, f"which is not a snippet in {self.book_config.shown(self.snippets_dir)}")
-            elif self.output_blocks.times_the_machine(path.name):
-                problem(path.name, "which prints a measured figure: a snippet that times the machine runs alone")
-            else:
-                snippets.append(path)
-        self.ahead_claims = {c.id: c for c in claims}
-        self.ahead_snippets = set(snippets)
-
-    def start_ahead(self) -> ahead_mod.Ahead:
-        """Start the helper on the work `_plan_ahead` found, where it is not running already; the verifier
-        takes its outcomes."""
-        if self.ahead is None:
-            self.ahead = ahead_mod.adopt(self.root)
-            self.ahead.expect(self.ahead_claims.values(), self.ahead_snippets)
-        self.verifier.prior = self.ahead.take
-        return self.ahead
-
-    def drop_ahead(self) -> None:
-        """Stop a helper started before the selection was known, where the selection holds none of its work."""
-        if self.ahead is not None:
-            self.ahead.cancel()
-            self.ahead = None
-        ahead_mod.stop_early()
-        self.verifier.prior = None
-
-    def _read_book(self) -> Book:
-        """The book, page by page: a page that cannot be read is one load error, the others are checked."""
+    def read_book(self) -> Book:
+        """The book, page by page: a page that cannot be read is one load error, the others are checked.
+        Called when the session opens, and again by whatever rewrote the pages (`--rewrite-stale-figures`)."""
+        if not self.book_dir.is_dir():
+            return Book(self.root, [], [])
         pages = []
         for path in book_pages(self.book_dir):
             try:
@@ -275,6 +241,138 @@ class Session:
             self.load_errors.append(Problem(self.book_config.shown(self.book_config.allowlist), f"cannot be read: {e}"))
             allowlist = []
         return Book(self.root, pages, allowlist)
+
+    def run_header(self, commit: tuple[str | None, bool | None] | None = None) -> RunHeader:
+        """The one header every door writes with its records: when, at which commit (`commit` where the door
+        knows it already), on which OS, driver, library versions and backends, and what the environment lost."""
+        head, dirty = commit or commit_of(self.root, (self.results_dir, self.book_config.results))
+        broken = self.broken()
+        return RunHeader(
+            date=now(),
+            commit=head,
+            dirty=dirty,
+            os=self.machine.info.get("os"),
+            driver=self.machine.info.get("driver"),
+            versions={k: self.machine.info.get(k) for k in ("python", *machine_mod.VERSIONED)},
+            backends={b.name: (b.version if b.available else None) for b in self.backends.known().values()},
+            # contribute refuses a run whose environment broke; a later sound run clears it
+            environment_errors=[b.line() for b in broken] if broken else None,
+        )
+
+    def records(
+        self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
+    ) -> ResultsFile:
+        """What this run judged (the checks in `only`, or all), with the snippets' output and the run header,
+        as a results file to merge into this machine's."""
+        header = self.run_header(commit).model_dump(mode="json", exclude={"seconds", "dates"})
+        return self.verifier.results(self.machine.slug, header, self.outputs, self.tally.not_here, only=only)
+
+    @property
+    def results_path(self) -> Path:
+        """This machine's results file, where `write_records` merges."""
+        return self.results_dir / f"{self.machine.slug}.json"
+
+    def write_records(
+        self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
+    ) -> list[str]:
+        """Merge this run's records into this machine's results file, never replacing it: a run of a subset keeps
+        the other records. A merge the file refuses (another machine's, a newer schema, a folder that cannot be
+        written) loses nothing: the records are kept beside it and `unkept` says where. Returns the lines the
+        reader must be told; a run with nothing judged and no snippet run writes nothing."""
+        if not (self.verifier.judged or self.outputs):
+            return []
+        update = self.records(only, commit)
+        path = self.results_path
+        warnings: list[str] = []
+        try:
+            self.merged = merge_into(path, update, warn=warnings.append)
+            self.written = path
+        except (ResultsError, OSError) as e:
+            warnings.append(f"results not merged into {path}: {e}")
+            kept, aside = keep_unmerged(path, update)
+            warnings.append(kept)
+            self.unkept = (
+                f"this run's records could not be written to {path}; they are kept in {aside}"
+                if aside
+                else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
+            )
+        return warnings
+
+    def check_claim(self, claim: Claim, backend: backends_mod.Backend) -> Judgement:
+        """A claim's check on one backend: it computes and its invariants hold (its figures are judged apart)."""
+        result = self.verifier.outcome(claim, backend)
+        if result.status == OutcomeStatus.SKIPPED:
+            self.tally.not_here.setdefault(claim.id, result.message)
+            return Judgement(Status.SKIPPED.value, skip=result.message)
+        if result.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN):
+            message = f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}"
+            return Judgement(Status.FAILED.value, failure=message)
+        return Judgement(Status.VERIFIED.value)
+
+    def judge_figure(self, binding: Binding, key: str) -> Judgement:
+        """A printed figure judged on every backend its claim computes on here; its status counted once, under
+        `key` (the figure's item), in the run's tally."""
+        claim = REGISTRY.get(binding.claim_id)
+        if claim is None:
+            self.tally.figure_statuses[key] = Status.FAILED.value
+            near = REGISTRY.near(binding.claim_id)
+            return Judgement(
+                Status.FAILED.value, failure=f"{binding.where}: {unknown_claim(binding, near, self.load_errors)}"
+            )
+        verdicts = self.verifier.judge_everywhere(binding, claim)
+        judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
+        status = worst(judged) if judged else Status.SKIPPED.value
+        self.tally.figure_statuses[key] = status
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
+        if bad:
+            return Judgement(status, failure="\n".join(v.message for v in bad))
+        if not verdicts:
+            return Judgement(
+                status,
+                skip=f"claim {claim.id} runs on {', '.join(claim.backends or ())}, and none of them is a "
+                f"backend of this run ({', '.join(self.verifier.backends) or 'none selected'})",
+            )
+        if all(v.status == Status.SKIPPED for v in verdicts):
+            return Judgement(status, skip="; ".join(v.message for v in verdicts))
+        return Judgement(status)
+
+    def take_snippet_run(self, path: Path, done: SnippetRun) -> Judgement:
+        """A snippet's run, kept as this machine's record of what it printed and held against every output block
+        of the book that shows it. A run the environment cut short is not recorded."""
+        shown = path.relative_to(self.root)
+        broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
+        if broken is not None:  # the snippet was not shown wrong: its output is not recorded
+            self.broken_snippets[broken.lost] = broken
+            return Judgement(BROKEN, failure=f"{shown}: not run to its end: {broken.line()}")
+        if done.exit_status != 0:
+            return Judgement(
+                Status.FAILED.value,
+                failure=f"{shown}: exited {done.exit_status} ({done.how})\n{done.stderr[-3000:]}",
+            )
+        name = path.name
+        devices = [b.device for b in self.backends.values() if b.available]
+        checks = check_snippet(self.output_blocks, name, done.stdout, done.how, devices)
+        self.outputs[name] = SnippetOutput(
+            text=done.stdout,
+            date=now(),
+            seconds=round(done.seconds, 3),
+            how=done.how,
+            checked=[
+                OutputCheck(file=c.file, line=c.line, status=c.status, message=c.message, sha256=c.sha256)
+                for c in checks
+            ],
+            sha256=source_hash(path),
+        )
+        if not checks:
+            return Judgement(
+                Status.FAILED.value,
+                failure=f"{shown}:1: no output block of the book shows what {name} prints: add one where the book "
+                f"runs it, fenced as ```output {name}",
+            )
+        stale = [c.message for c in checks if c.status == Status.STALE]
+        if stale:
+            return Judgement(Status.STALE.value, failure="\n".join(stale))
+        return Judgement(Status.VERIFIED.value)
 
     def allowlist_problems(self) -> list[tuple[str | None, str]]:
         """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
@@ -347,6 +445,18 @@ class Session:
             needs = profile.name if profile else claim.hardware
             return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
         return None
+
+
+def keep_unmerged(path: Path, update: ResultsFile) -> tuple[str, Path | None]:
+    """Where a run whose merge was refused keeps its records, so a refusal loses nothing: the line
+    that says so, and the file (None where even that could not be written)."""
+    aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    try:
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        aside.write_text(dumps(update), encoding="utf-8")
+    except (OSError, ValueError) as e:
+        return f"this run's records could not be kept either: {e}", None
+    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed", aside
 
 
 def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:

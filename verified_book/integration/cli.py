@@ -61,25 +61,14 @@ class _Outcome:
         self.broken: list[str] = []  # what the environment lost during the run, a line each
         self.slug = ""
 
-    def pytest_claims_idle(self, config: Any) -> None:
-        """While the run waits for its helper, load what the site build will: MkDocs, the theme, the
-        plugins and the Markdown extensions, by reading the book's mkdocs.yml. Whatever goes wrong
-        here is the real build's to report."""
-        _quiet_here()
-        try:
-            from mkdocs.config import load_config
-
-            load_config(str(Path(config.rootpath) / "mkdocs.yml"))
-        except Exception:  # noqa: BLE001 - a broken config fails the build itself, with MkDocs' own message
-            pass
-
     def pytest_unconfigure(self, config: Any) -> None:
-        from verified_book.integration import pytest_plugin
+        from verified_book.engine.session import figure_counts
+        from verified_book.integration.pytest.stash import STATE
 
-        if pytest_plugin.STATE not in config.stash:
+        if STATE not in config.stash:
             return
-        run = config.stash[pytest_plugin.STATE]
-        self.figures = pytest_plugin.figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
+        run = config.stash[STATE]
+        self.figures = figure_counts(run.tally.figure_statuses, run.tally.figures_selected)
         self.bound = run.bound_figures
         written = run.written or (Path(sorted(run.tally.written)[0]) if run.tally.written else None)
         self.written = None if run.unkept else written
@@ -148,7 +137,7 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last line of `verify`: what held on this machine, and where the site and the records are."""
-    from verified_book.integration.pytest_plugin import figure_line
+    from verified_book.engine.session import figure_line
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
@@ -176,44 +165,13 @@ def _held(figures: Mapping[str, int]) -> str:
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache and assertion rewriting (the checks
-#: raise their own errors; the hook would inspect every module imported). Hypothesis's plugin, which the dev
-#: tools install, is let go by the engine's plugin in any run that collected no hypothesis test.
+#: raise their own errors; the hook would inspect every module imported).
 VERIFY_OPTIONS = ("-p", "no:cacheprovider", "--assert=plain")
 
 
-#: `verify` options that leave its selection whole and its run in one process: given no others, it starts the
-#: book's helper (`verified_book.engine.ahead`) before importing pytest, for the run to take over
-PLAIN_OPTIONS = frozenset({"-q", "--quiet", "-qq", "-v", "--verbose", "-vv", "--no-results", "-x", "--exitfirst"})
-
-
-def starts_helper_early(book: BookConfig, args: list[str]) -> bool:
-    """Whether `verify ARGS` will want the helper whatever it collects: the book lists `ahead` work, a core
-    is spare, and ARGS hold only `PLAIN_OPTIONS` and plugins to load (`-p NAME`, not `-p no:NAME`). With any
-    other argument the run decides, as `pytest` does, once it knows what it selected."""
-    from verified_book.engine.ahead import core_to_spare
-
-    if not book.ahead or not core_to_spare():
-        return False
-    rest = iter(args)
-    for arg in rest:
-        if arg == "-p":
-            if next(rest, "no:").startswith("no:"):
-                return False
-        elif arg not in PLAIN_OPTIONS:
-            return False
-    return True
-
-
 def verify(book: BookConfig, args: list[str]) -> int:
-    from verified_book.engine import ahead
-
     outcome = _Outcome()
-    if starts_helper_early(book, args):
-        ahead.start_early(book.root)
-    try:
-        tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
-    finally:
-        ahead.stop_early()  # one the run never took over (it stopped before its session began)
+    tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
     if tested == INTERRUPTED:
         print(
             "verified-book: interrupted; the records judged so far are kept"
@@ -352,7 +310,10 @@ def merge_results(book: BookConfig, args: list[str]) -> int:
 
 
 def plan(book: BookConfig, args: list[str]) -> int:
-    """`pytest --plan MARKER` at the book's root: the plan from the claims and the profile, no library loaded."""
+    """The plan for one of the book's machines, from the claims and the profile: no library loaded, and
+    pytest not imported."""
+    from verified_book.engine.plan import PlanError, book_plan
+
     if len(args) != 1 or args[0].startswith("-"):
         from verified_book.engine.config import open_book
         from verified_book.engine.machine import profiles
@@ -364,7 +325,16 @@ def plan(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return pytest_run([*VERIFY_OPTIONS, "--plan", args[0]], job="plan")
+    try:
+        lines, errors = book_plan(book, args[0], option="verified-book plan")
+    except PlanError as e:
+        print(e, file=sys.stderr)
+        return 4  # as pytest's usage error, which `plan` answered with before
+    try:
+        print("\n".join([*lines, *(f"load error: {e}" for e in errors)]), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): what it read is what it wanted
+        pass
+    return 1 if errors else 0
 
 
 def fault_table(book: BookConfig, args: list[str]) -> int:

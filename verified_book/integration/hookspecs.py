@@ -15,12 +15,3 @@ def pytest_claims_machine_info(machine_info: dict[str, Any]) -> dict[str, Any] |
     non-None result wins. Useful where the OS hides a field (a GPU behind a VM) or a
     lab wants its own slug (`machine_info["slug"] = "lab-a100-3"`).
     """
-
-
-@pytest.hookspec
-def pytest_claims_idle(config: pytest.Config) -> None:
-    """Called at most once per run, when everything untimed is done but the helper process
-    (`verified_book.engine.ahead`) is still at work: this process would only wait for it, so an
-    implementation may prepare what comes after the run (`verified-book verify` loads the site's
-    build machinery). It must time nothing: the helper is still using the other core.
-    """

@@ -18,10 +18,9 @@ expects figures that describe the machine, not the two runs: waiting costs minut
 contended figure costs the record. `--beside-other-runs` (or a wait that ran out) runs beside
 the other instead, and both runs' measurements are marked contended.
 
-Each run also keeps a presence file, `<pid>.run`, which it holds locked while it lives (so
-one left by a killed run is known dead and removed), saying what it is. A run that goes beside
-others leaves a note, `<pid>.beside-<other pid>`, under each name, its own included, so every
-run learns who ran beside it, even one that came and went while it was timing.
+The run that holds the lock alone writes its name on the lock file's first line; a run that goes
+beside others adds a line `beside: pid N (job)`, so that the runs it went beside learn who ran
+beside them.
 
 A measured record carries `conditions` (see `Conditions.entry`): the 1-minute load average
 before and after the run's timed items, the machine's cores, and who ran beside it. It is
@@ -45,11 +44,12 @@ from typing import Any, Callable, Mapping
 LOCK_NAME = "machine.lock"
 FOLDER_NAME = ".runs"  # the lock folder's name inside the book's local results folder
 #: a run of a book started from inside another run of it (a test that runs the book, an xdist
-#: worker) is part of that run: it takes no lock and reads the run's notes; "<lock path>|<pid>"
+#: worker) is part of that run: it takes no lock; "<lock path>|<pid>"
 RUN_ENV = "VERIFIED_BOOK_RUN"
 #: how long a run waits for another to finish timing the machine: longer than a whole `verify`
 #: on the book's slowest machine, so a wait ends because the other run ended, not because it ran out
 WAIT_LIMIT = 20 * 60.0
+BESIDE = "beside: "  # a line of the lock file: a run that ran beside the one holding it alone
 POLL = 0.2  # seconds between tries of a lock that is taken: flock has no wait with a timeout
 #: the load average, per core, above which the machine was busy with something else. A run alone
 #: keeps at most every core busy (a threaded matmul, its helper while it starts), so an average up
@@ -165,7 +165,7 @@ def _try(fd: int, how: int) -> bool:
 
 
 class RunLock:
-    """This run's hold on the book's run lock, its presence file, and what it saw (see the module's doc).
+    """This run's hold on the book's run lock and what it saw (see the module's doc).
 
     `say` prints one line to the reader; `beside_others` is `--beside-other-runs`; `limit` bounds each wait.
     """
@@ -185,16 +185,12 @@ class RunLock:
         self.pid = os.getpid()
         self.describe = f"pid {self.pid} ({job or job_name()})"
         self.conditions = Conditions()
-        self.owner = self.pid  # whose notes this process's records read: the run it belongs to
         self.passive = False  # part of another process's run: it takes no lock
         self.exclusive = False
         self.beside = False
         self._fd: int | None = None
-        self._presence: int | None = None
         self._previous_env: str | None = None
         self.lock_path = folder / LOCK_NAME
-
-    # --- the run's life -----------------------------------------------------------------------
 
     def start(self, exclusive: bool = False) -> None:
         """Take the lock shared for the whole run (or exclusive, for a run that cannot tell when it times),
@@ -202,17 +198,10 @@ class RunLock:
         inherited = os.environ.get(RUN_ENV, "")
         path, _, owner = inherited.rpartition("|")
         if path == str(self.lock_path) and owner.isdigit():
-            self.passive, self.owner = True, int(owner)
+            self.passive = True
             return
         self._previous_env = os.environ.get(RUN_ENV)
         os.environ[RUN_ENV] = f"{self.lock_path}|{self.pid}"
-        self._clear_dead()
-        # made under another name and locked before it is named, so no run ever sees it unlocked and clears it
-        made = self.folder / f"{self.pid}.run.new"
-        self._presence = os.open(made, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        fcntl.flock(self._presence, fcntl.LOCK_EX)
-        os.write(self._presence, f"{self.describe}\n".encode())
-        os.replace(made, self._presence_path(self.pid))
         self._fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         if exclusive:
             self.before_timing()
@@ -228,7 +217,7 @@ class RunLock:
                 f"the other run ({holder}) is still timing the machine after {self.limit:.0f} s; running beside it, "
                 "and the measurements of both are marked contended"
             )
-        self._go_beside([holder])
+        self._go_beside(holder)
 
     def before_timing(self) -> None:
         """Have the machine to this run before its first timed item: the lock exclusively, once every other
@@ -239,12 +228,8 @@ class RunLock:
             if _try(self._fd, fcntl.LOCK_EX):
                 self._took_machine()
             else:
-                others = self._alive_others() or [self._holder()]
                 if not self.beside_others:
-                    self.say(
-                        f"another run of this book is in progress ({', '.join(others)}); waiting for it before "
-                        "timing the machine"
-                    )
+                    self.say("another run of this book is in progress; waiting for it before timing the machine")
                 if not self.beside_others and self._wait(fcntl.LOCK_EX):
                     self._took_machine()
                 else:
@@ -254,7 +239,7 @@ class RunLock:
                             "the measurements of both are marked contended"
                         )
                     _try(self._fd, fcntl.LOCK_SH)  # so no run starts timing beside this one unannounced
-                    self._go_beside(others)
+                    self._go_beside("another run of this book")
         self.conditions.load_before = load_average()
 
     def after_timed_item(self) -> None:
@@ -263,34 +248,23 @@ class RunLock:
             self.conditions.load_after = load_average()
 
     def seen(self) -> Conditions:
-        """What this run saw, with every run noted as beside it until now."""
-        self.conditions.beside = sorted(set(self.conditions.beside) | set(self._notes(self.owner)))
+        """What this run saw, with every run that said it ran beside this one until now."""
+        self.conditions.beside = sorted(set(self.conditions.beside) | set(self._told()))
         return self.conditions
 
     def release(self) -> None:
-        """Let the lock go and remove what this run left in the lock folder."""
+        """Let the lock go (closing the descriptor drops its flock); an exclusive holder clears its lines."""
         if self.passive:
             return
         if self._fd is not None:
             if self.exclusive:
                 os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # closing the descriptor drops its flock
+            os.close(self._fd)
             self._fd = None
-        for note in self.folder.glob(f"{self.pid}.beside-*"):
-            note.unlink(missing_ok=True)
-        if self._presence is not None:
-            self._presence_path(self.pid).unlink(missing_ok=True)
-            os.close(self._presence)
-            self._presence = None
         if self._previous_env is None:
             os.environ.pop(RUN_ENV, None)
         else:
             os.environ[RUN_ENV] = self._previous_env
-
-    # --- the lock folder ------------------------------------------------------------------------
-
-    def _presence_path(self, pid: int) -> Path:
-        return self.folder / f"{pid}.run"
 
     def _wait(self, how: int) -> bool:
         """Try the lock until it is this run's or `limit` has passed."""
@@ -303,85 +277,37 @@ class RunLock:
         return False
 
     def _took_machine(self) -> None:
-        """The lock is this run's alone: say so in it, and note every run that is going on beside it anyway."""
+        """The lock is this run's alone: its first line names this run."""
         assert self._fd is not None
         self.exclusive = True
         os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, self.describe.encode(), 0)
-        flagged = [text for text, beside in self._others() if beside]
-        if flagged:
-            self._go_beside(flagged, flag=False)
+        os.pwrite(self._fd, f"{self.describe}\n".encode(), 0)
+
+    def _lines(self) -> list[str]:
+        try:
+            return self.lock_path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
 
     def _holder(self) -> str:
-        """The run that holds the lock exclusively, as it describes itself."""
+        """The run that holds the lock exclusively, as its first line describes it."""
+        lines = self._lines()
+        return lines[0].strip() if lines and lines[0].strip() else "pid unknown"
+
+    def _go_beside(self, other: str) -> None:
+        """Record that this run runs beside `other`, and tell the holder of the lock in a line of its file."""
+        self.beside = True
+        self.conditions.beside.append(other)
         try:
-            return self.lock_path.read_text(encoding="utf-8").strip() or "pid unknown"
+            with self.lock_path.open("a", encoding="utf-8") as f:
+                f.write(f"{BESIDE}{self.describe}\n")
         except OSError:
-            return "pid unknown"
+            pass  # a line that cannot be left costs the other run its mark, not this run its records
 
-    def _go_beside(self, others: list[str], flag: bool = True) -> None:
-        """Record that this run runs beside `others`, in a note under each of their names and under its own."""
-        self.beside = self.beside or flag
-        self.conditions.beside.extend(others)
-        if flag and self._presence is not None:
-            os.write(self._presence, b"beside\n")
-        for other in others:
-            pid = other.split()[1] if other.startswith("pid ") else ""
-            if pid.isdigit():
-                self._note(int(pid), self.describe)
-                self._note(self.pid, other)
-
-    def _note(self, under: int, text: str) -> None:
-        path = self.folder / f"{under}.beside-{text.split()[1]}"
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError:
-            pass  # a note that cannot be left costs the other run its mark, not this run its records
-
-    def _notes(self, owner: int) -> list[str]:
-        out = []
-        for path in self.folder.glob(f"{owner}.beside-*"):
-            try:
-                out.append(path.read_text(encoding="utf-8").strip())
-            except OSError:
-                continue
-        return [n for n in out if n]
-
-    def _others(self) -> list[tuple[str, bool]]:
-        """Every other live run of the book: how it describes itself, and whether it runs beside others."""
-        out = []
-        for path in sorted(self.folder.glob("*.run")):
-            if path.stem == str(self.pid) or not self._alive(path):
-                continue
-            try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except OSError:
-                continue
-            if lines:
-                out.append((lines[0], "beside" in lines[1:]))
-        return out
-
-    def _alive_others(self) -> list[str]:
-        return [text for text, _ in self._others()]
-
-    @staticmethod
-    def _alive(path: Path) -> bool:
-        """Whether a presence file's run still holds it (a killed run's lock went with it)."""
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            return not _try(fd, fcntl.LOCK_SH)
-        finally:
-            os.close(fd)
-
-    def _clear_dead(self) -> None:
-        """Remove what runs that are gone left behind: their presence files and the notes under their names."""
-        for path in self.folder.glob("*.run"):
-            if not self._alive(path):
-                path.unlink(missing_ok=True)
-        live = {p.stem for p in self.folder.glob("*.run")}
-        for note in self.folder.glob("*.beside-*"):
-            if note.name.split(".", 1)[0] not in live:
-                note.unlink(missing_ok=True)
+    def _told(self) -> list[str]:
+        """The other runs that said in the lock's file that they ran beside the runs holding it; the file is
+        emptied whenever a run takes the machine alone and when it lets it go."""
+        if self.passive:
+            return []
+        told = [line[len(BESIDE) :].strip() for line in self._lines() if line.startswith(BESIDE)]
+        return [t for t in told if t != self.describe]

@@ -1,0 +1,178 @@
+"""What the run says: its header, the backends it loaded, the summary table and its last lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from verified_book import backends as backends_mod
+from verified_book.authoring.registry import REGISTRY
+from verified_book.engine import machine as machine_mod
+from verified_book.engine.check import BROKEN
+from verified_book.engine.session import (
+    Session,
+    figure_counts,
+    figure_line,
+    hardware_in,
+    outdated_records,
+    summary_table,
+)
+from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
+from verified_book.vocabulary import MEANINGS, NO_BACKEND_NAME, Status
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The book and the machine; the backends once collection has said which libraries the run needs
+    (`pytest_report_collectionfinish`), here only on an xdist controller, which collects nothing."""
+    run = state(config)
+    lines = [
+        f"claims: {len(REGISTRY)} claims, {run.bound_figures} bound figures in {len(run.book.pages)} pages",
+        f"machine: {run.machine.describe()}",
+        *([f"machine identity: {run.identity_notice}"] if run.identity_notice else []),
+    ]
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        lines += backend_lines(run, every=True)
+    dist = config.getoption("dist", "no")
+    if dist not in ("no", "load"):
+        lines.append(
+            f"measured: under --dist {dist} the timed items run beside other workers' tests, so their "
+            "figures describe a shared machine; plain -n N runs them last and alone"
+        )
+    return lines
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """The backends this run's selection needs, each library loaded only for a claim selected on it."""
+    run = state(config)
+    if config.get_verbosity() < 0 or config.getoption("no_header", False):
+        return []  # the run's header is not shown either
+    for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
+        run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
+    return backend_lines(run)
+
+
+def backend_lines(run: Session, every: bool = False) -> list[str]:
+    """What the run's libraries found on this machine; `every` detects the libraries no selected claim loaded."""
+    found = {name: run.backends[name] for name in run.backends} if every else run.backends.known()
+    present = ", ".join(
+        f"{b.name} {b.version}" + (" (as recorded; not loaded)" if b.recorded else "")
+        for b in found.values()
+        if b.available
+    )
+    absent = "; ".join(f"{b.name}: {b.reason}" for b in found.values() if not b.available)
+    unloaded = [name for name in run.backends if name not in found]
+    return [
+        f"backends: {present or 'none'}",
+        f"absent: {absent or 'none'}",
+        *([f"not loaded: {', '.join(unloaded)} (no selected check runs there)"] if unloaded else []),
+    ]
+
+
+# The statuses the summary counts, in the order of its columns (the vocabulary's); a status a run
+# meets that is not here gets a column after them.
+TABLE_STATUSES = tuple(s.value for s in Status)
+
+LEGEND = {
+    "selected": "claim × backend checks this run selected (by path, -k or -m)",
+    **{s.value: MEANINGS[s.value] for s in Status},
+    Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or "
+    "input",
+    Status.SKIPPED.value: "run here but not applicable on this backend (reasons: pytest -rs)",
+    "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
+    BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
+}
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    run = state(config)
+    absent = {name for name, b in run.backends.known().items() if not b.available}
+    statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
+    tally = run.tally
+    table = summary_table(statuses, tally.selected)
+    for _, backend_name in outdated_records(run, statuses):
+        row = table.setdefault(backend_name, {})
+        row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
+    for lost in tally.lost_workers:
+        terminalreporter.write_line(
+            f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
+            red=True,
+        )
+    say_what_was_rewritten(terminalreporter, config)
+    if NARROWED in config.stash:
+        for line in config.stash[NARROWED].lines(judged=statuses, verbose=config.getoption("verbose") > 0):
+            terminalreporter.write_line(line)
+    if not table:
+        say_what_was_lost(terminalreporter, run)
+        return
+    found = {s for row in table.values() for s in row} - {"selected", "not here"}
+    columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
+    order = (NO_BACKEND_NAME, *backends_mod.NAMES)
+    width = max(10, *(len(c) + 2 for c in columns))
+    terminalreporter.section("verified book")
+    terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))
+    for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
+        row = table[backend_name]
+        terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>{width}}" for c in columns))
+    total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
+    terminalreporter.write_line(f"{'all':<12}" + "".join(f"{total[c]:>{width}}" for c in columns))
+    terminalreporter.write_line(
+        "The table counts checks, one per claim and backend; the figures line below counts "
+        "each printed figure once, in the status it has on this machine."
+    )
+    for column in columns:
+        terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
+    missed = [key for key in tally.selected if key not in statuses]
+    for marker in hardware_in(config.getoption("markexpr", "") or ""):
+        there = sum(1 for c, b in missed if c in REGISTRY and marker in run.applies_to(REGISTRY[c], b))
+        profile = machine_mod.profiles()[marker]
+        ran = len(tally.selected) - len(missed)
+        terminalreporter.write_line(
+            f"-m {marker}: {len(tally.selected)} checks selected, {ran} ran here; {there} would run on "
+            f"{profile.name} and did not run here (this machine is {run.machine.describe()})"
+        )
+    if tally.figure_statuses or tally.figures_selected:
+        terminalreporter.write_line(
+            figure_line(figure_counts(tally.figure_statuses, tally.figures_selected), run.bound_figures)
+        )
+    written = run.written
+    for path in sorted({str(written)} if written else tally.written):
+        terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
+    say_what_was_lost(terminalreporter, run)
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A stale figure the run rewrote and judged again is reported as rewritten, not failed."""
+    if report.when == "call" and getattr(report, "rewritten", None):
+        return "rewritten", "R", f"REWRITTEN to {report.rewritten}"
+    return None
+
+
+def say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> None:
+    """The rewrite's report, each part on its own lines: what was rewritten, what still does not hold
+    after it, and the sentences where a rewritten figure stands beside other figures or comparisons."""
+    if REWRITTEN not in config.stash:
+        return
+    changed, problems, reread = config.stash[REWRITTEN]
+    terminalreporter.write_sep("-", "rewritten")
+    terminalreporter.write_line(
+        f"rewrote {len(changed)} stale figure(s), judged again as rewritten: " + ", ".join(map(str, changed))
+    )
+    for problem in problems:
+        terminalreporter.write_line(f"still does not hold after the rewrite: {problem}", red=True)
+    if reread:
+        terminalreporter.write_line(
+            f"reread {len(reread)} sentence(s): a rewritten figure stands beside other "
+            "figures or comparisons, and each figure holding does not make the sentence true:",
+            yellow=True,
+        )
+        for sentence in reread:
+            terminalreporter.write_line(f"  {sentence}")
+
+
+def say_what_was_lost(terminalreporter: Any, run: Session) -> None:
+    """The run's last lines: records it could not keep, and what its environment lost."""
+    if run.unkept:
+        terminalreporter.write_line(f"results NOT kept: {run.unkept}", red=True)
+    for broken in run.broken():
+        terminalreporter.write_line(broken.line(), red=True)

@@ -1,0 +1,29 @@
+"""Where the run keeps its state between pytest's hooks: the session and what the run found on the way."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from verified_book.engine import selection as selection_mod
+from verified_book.engine.rewrite import Reread, Rewrite
+from verified_book.engine.session import Session
+from verified_book.records import conditions as conditions_mod
+from verified_book.records.results import ResultsFile
+
+STATE = pytest.StashKey[Session]()
+LOCK = pytest.StashKey[conditions_mod.RunLock]()
+REOPEN = pytest.StashKey[Callable[[], None]]()
+NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
+
+RECORDED = pytest.StashKey[ResultsFile | None]()  # this machine's records, read once for --changed or --reading
+
+UNRECORDED = pytest.StashKey[str]()  # why RECORDED holds none: none yet, or a file that does not read
+
+REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
+
+
+def state(config: pytest.Config) -> Session:
+    """The run's session, opened when pytest's session started."""
+    return config.stash[STATE]
