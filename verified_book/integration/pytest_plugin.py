@@ -12,10 +12,8 @@ import contextlib
 import functools
 import gc
 from collections import Counter
-import os
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -46,7 +44,8 @@ from verified_book.engine.provenance import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, open_book, read_config, snapshot
 from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS, OutputCheck, SnippetOutput
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
-from verified_book.records.results import ResultsError, ResultsFile, dumps, folder_problem, merge_into, now
+from verified_book.records.results import ResultsError, ResultsFile, folder_problem, keep_unsaved, merge_into, now
+from verified_book.engine.kept_records import records_words
 from verified_book.engine.rewrite import Reread, Rewrite, rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.engine.session import (  # noqa: F401  (the engine's helpers, named here as before)
     CASE_ID,
@@ -870,33 +869,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             workeroutput["claims_tally"] = run.own_tally().to_json()
     except (ResultsError, OSError) as e:
         warnings.append(f"results not merged into {path}: {e}")
-        kept, aside = _keep_unmerged(path, update)
-        warnings.append(kept)
-        run.unkept = (
-            f"this run's records could not be written to {path}; they are kept in {aside}"
-            if aside
-            else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
-        )
+        kept = keep_unsaved(path, update, e)
+        warnings.append(kept.line)
+        run.unkept = kept.words
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter and warnings and reporter._tw.width_of_current_line:
+        reporter.write("\n")  # -q's progress line ends without one, and the first warning would follow it
     for line in warnings:
         if reporter:
             reporter.write_line(line, red=True)
         else:
             print(line, file=sys.stderr)
-
-
-def _keep_unmerged(path: Path, update: Any) -> tuple[str, Path | None]:
-    """Where a run whose merge was refused keeps its records, so a refusal loses nothing: the line
-    that says so, and the file (None where even that could not be written)."""
-    aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    try:
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        aside.write_text(dumps(update), encoding="utf-8")
-    except (OSError, ValueError) as e:
-        return f"this run's records could not be kept either: {e}", None
-    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed", aside
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -1127,7 +1112,7 @@ def _say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> Non
 def _say_what_was_lost(terminalreporter: Any, run: Session) -> None:
     """The run's last lines: records it could not keep, and what its environment lost."""
     if run.unkept:
-        terminalreporter.write_line(f"results NOT kept: {run.unkept}", red=True)
+        terminalreporter.write_line(records_words(None, run.unkept), red=True)
     for broken in run.broken():
         terminalreporter.write_line(broken.line(), red=True)
 

@@ -10,6 +10,7 @@ one and set it aside instead.
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import functools
 import hashlib
@@ -27,7 +28,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from verified_book.errors import BookError
-from verified_book.records import conditions, identity, kept, record
+from verified_book.records import conditions, identity, kept, record, salvage, unsaved
 from verified_book.records.record import (
     BACKEND_NAMES,
     BOOK_PATH_PATTERN,
@@ -266,7 +267,8 @@ class ResultsFile:
             and not conditions.contended(self.records[cid][b].conditions)
             and self.records[cid][b].status not in (Status.FAILED.value, Status.SKIPPED.value)
         }
-        self.machine = other.machine if other.machine.model_fields_set else self.machine
+        if other.machine.model_fields_set and not identity.absent(hardware(self), hardware(other)):
+            self.machine = other.machine  # a run that lacked the GPU does not make the file's machine GPU-less
         per_record = {}
         for key in PER_RECORD:
             merged = {cid: dict(per) for cid, per in getattr(self.run, key).items()}
@@ -442,8 +444,8 @@ def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
         why = "another machine"
     else:
         changes = identity.differences(old, new) if old and new else []
-        if not changes:
-            return None
+        if not changes or identity.absent(old, new):
+            return None  # the same machine, its GPU missing this run (verified_book.records.identity.absent)
         why = f"the same id on other hardware ({'; '.join(changes)})"
     return (
         f"holds the records of {machine_words(current)}, and this is {machine_words(update)}: {why}. Two machines "
@@ -499,18 +501,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _walk(node: Any, where: str, problems: list[str]) -> None:
+def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | int, ...]] | None = None) -> None:
     """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers.
 
     A problem names its place (`where['records']['a.b'][0]`); the place is spelled out only for a
-    problem, as a sound file has a hundred thousand parts."""
+    problem, as a sound file has a hundred thousand parts. Given `places`, each problem's place is added to it
+    as a key path, for `salvage` to set that part aside."""
     path: list[str | int] = []
 
-    def at() -> str:
+    def at(key: Any = None) -> str:
+        if places is not None:
+            places.append((*path, *([] if key is None else [str(key)])))
         return where + "".join(f"[{k!r}]" for k in path)
 
     def visit(node: Any, depth: int, key: str) -> None:
-        if len(problems) > 50:
+        if len(problems) > 50 and places is None:
             return
         if depth > MAX_DEPTH:
             problems.append(f"{at()}: nested deeper than {MAX_DEPTH} levels")
@@ -518,10 +523,10 @@ def _walk(node: Any, where: str, problems: list[str]) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
                 if not isinstance(k, str):
-                    problems.append(f"{at()}: key {_show(k)} is not a string")
+                    problems.append(f"{at(k)}: key {_show(k)} is not a string")
                     continue
                 if len(k) > MAX_KEY_CHARS:
-                    problems.append(f"{at()}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
+                    problems.append(f"{at(k)}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
                     continue
                 path.append(k)
                 visit(v, depth + 1, k)
@@ -642,11 +647,10 @@ def _checking_code() -> str | None:
     return None if code is None else f"{SCHEMA_VERSION} {pydantic.VERSION}\n{code}"
 
 
-def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
-    """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
-    where = str(path)
+def _loaded(raw: bytes, where: str) -> Any:
+    """A file's bytes as JSON data; what keeps them from being JSON said as a ResultsError."""
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{where}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
@@ -655,7 +659,19 @@ def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFi
         raise ResultsError(f"{where}: nested too deeply to read") from None
     except ValueError as e:  # NaN or Infinity literals, integers of thousands of digits
         raise ResultsError(f"{where}: not a valid results file ({e})") from None
+
+
+def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
+    """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
+    where = str(path)
+    data = _loaded(raw, where)
     doc, problems = parse(data, where, known_claims)
+    return _as_results(data, doc, problems, path)
+
+
+def _as_results(data: Any, doc: ResultsDocument | None, problems: list[str], path: Path) -> ResultsFile:
+    """A checked document as the results of the machine the file's name gives; its problems raised."""
+    where = str(path)
     if doc is not None and doc.slug != path.stem:
         problems.append(
             f"{where}: holds the results of machine {_show(doc.slug)}; "
@@ -670,6 +686,77 @@ def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFi
             migrate(data, where)  # raises NewerSchema: a newer file is left alone, never set aside
         raise ResultsError("\n".join(problems))
     return ResultsFile.from_document(doc)
+
+
+def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvage.SetAside], list[str]]:
+    """`parse`, setting aside each bad part that can go alone (verified_book.records.salvage) and keeping the rest:
+    the document of what is sound, the parts set aside, and, where the file as a whole is bad, every problem
+    (then there is no document)."""
+    if not isinstance(data, dict):
+        return None, [], parse(data, where)[1]
+    problems: list[str] = []
+    places: list[tuple[str | int, ...]] = []
+    _walk(data, where, problems, places)
+    aside: list[salvage.SetAside] = []
+    data = copy.deepcopy(data)
+    if problems:
+        units = [salvage.unit(place) for place in places]
+        if data.get("schema_version") != SCHEMA_VERSION or None in units:
+            return None, [], problems[:51]
+        grouped: dict[tuple[str | int, ...], list[str]] = {}
+        for part, text in zip(units, problems):
+            grouped.setdefault(part, []).append(text.removeprefix(where))  # type: ignore[arg-type]
+        aside += salvage.set_aside(data, grouped)
+    try:
+        data = migrate(data, where)
+    except ResultsError as e:
+        return None, [], str(e).splitlines()
+    while True:
+        try:
+            return ResultsDocument.model_validate(data), aside, []
+        except ValidationError as e:
+            grouped = {}
+            for error in e.errors(include_url=False):
+                loc = tuple(error["loc"])
+                part = salvage.unit(loc)
+                if part is None:
+                    return None, [], record.problems(e, where)
+                inner = "".join(f"[{k!r}]" for k in loc[len(part) :] if k != "[key]")
+                found = f" (found {_show(error['input'])})" if error["type"] != "missing" else ""
+                grouped.setdefault(part, []).append(f"{inner or 'the part'}: {error['msg']}{found}")
+            taken = salvage.set_aside(data, grouped)
+            if not taken:  # nothing left to take: the problem is not the parts'
+                return None, [], record.problems(e, where)
+            aside += taken
+
+
+def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
+    """A results file for a writer to merge into: every sound record kept, each bad part set aside (see
+    `salvaged`); a file that is not a results file at all raises ResultsError, as `read` does."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
+    data = _loaded(raw, where)
+    doc, aside, problems = salvaged(data, where)
+    return _as_results(data, doc, problems, path), aside
+
+
+def _keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside]) -> str:
+    """Write the parts set aside from `path` to a side file beside it; the lines that say so."""
+    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.json")
+    text = json.dumps([part.to_json() for part in aside], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    _atomic_write(side, text)
+    kept_count = sum(len(per) for per in kept.records.values())
+    head = (
+        f"{path}: {kept_count} records kept, {salvage.records_among(aside)} set aside "
+        f"({len(aside)} part{'s' if len(aside) != 1 else ''} in all) in {side.name}:"
+    )
+    return "\n".join([head, *(f"  {path}{part.where()}: {part.why}" for part in aside[:50])])
 
 
 def read_all(
@@ -742,8 +829,12 @@ def merge_into(
 ) -> ResultsFile:
     """Merge `update` into the file at `path` under a lock, atomically; return what was written.
 
-    A corrupt existing file is moved aside to `<name>.corrupt-<time>` and reported, never
-    silently replaced; a file from a newer schema is left alone and the merge refused.
+    An existing file with bad parts keeps every sound record: each bad part is set aside to
+    `<name>.set-aside-<time>.json` with its key path and reason, and reported. A file that is
+    not a results file at all is moved aside whole to `<name>.corrupt-<time>` and reported, never
+    silently replaced; a file from a newer schema is left alone and the merge refused. Records an
+    earlier run could not write to `path` (verified_book.records.unsaved) are merged first, then
+    let go, and the merge says so.
     The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
     killed run leaves no stale lock, only a temporary file that the next merge removes.
     """
@@ -757,7 +848,7 @@ def merge_into(
             current = ResultsFile(update.slug)
             if path.exists():
                 try:
-                    current = read(path)
+                    current, parts = read_salvaging(path)
                 except NewerSchema:
                     raise
                 except ResultsError as e:
@@ -769,10 +860,80 @@ def merge_into(
                     other = same_machine(current, update)
                     if other is not None:
                         raise OtherMachine(f"{path}: {other}")
+                    if parts:
+                        warn(_keep_set_aside(path, current, parts))
+            taken = _take_unsaved(path, current, update, warn)
             current.merge(update)
             _atomic_write(path, dumps(current))
+            for earlier in taken:
+                unsaved.remove(earlier)
+            if taken:
+                runs = "an earlier run" if len(taken) == 1 else f"{len(taken)} earlier runs"
+                warn(
+                    f"{path}: took in the records of {runs} that could not write them, kept in "
+                    f"{', '.join(map(str, taken))} (removed from there now)"
+                )
             return current
     except Timeout:
         raise ResultsError(
             f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; nothing was merged"
         ) from None
+
+
+def _take_unsaved(path: Path, current: ResultsFile, update: ResultsFile, warn: Callable[[str], None]) -> list[Path]:
+    """Merge into `current` the records earlier runs kept in the state folder because they could not write `path`
+    (oldest first, so this run's own records still come last); the files taken. One that cannot be read, or is
+    another machine's, is left where it is and said."""
+    taken = []
+    for earlier in unsaved.meant_for(path):
+        try:
+            records = read(earlier)
+        except ResultsError as e:
+            warn(f"{e}\n{earlier}: left where it is; it was kept for {path}")
+            continue
+        other = same_machine(records, update) if records.slug == update.slug else "another machine's name"
+        if other is not None:
+            warn(f"{earlier}: left where it is; it was kept for {path}, but {other}")
+            continue
+        current.merge(records)
+        taken.append(earlier)
+    return taken
+
+
+def keep_unsaved(path: Path, update: ResultsFile, why: BaseException) -> unsaved.Unsaved:
+    """Where a run keeps the records its results file `path` would not take, so that nothing it computed is lost.
+
+    A merge refused (another machine's file, a lock held too long) keeps them beside the file, to be merged by
+    hand once the cause is fixed; a folder that cannot be written keeps them in the user's state folder
+    (verified_book.records.unsaved), where the next run that can write `path` and `verified-book contribute` take
+    them from."""
+    text = dumps(update)
+    places = [path.with_name(f"{path.name}.unmerged-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")]
+    if not isinstance(why, ResultsError):
+        places = []
+    places.append(unsaved.place_for(path, update.slug))
+    failed = []
+    for place in places:
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(place, text)
+        except OSError as e:
+            failed.append(f"{place}: {e.strerror or e}")
+            continue
+        if place.parent == path.parent:
+            return unsaved.Unsaved(
+                place,
+                f"this run's records are kept in {place}; merge them by hand once the cause is fixed",
+                f"this run's records could not be written to {path}; they are kept in {place}",
+            )
+        return unsaved.Unsaved(
+            place,
+            f"{path} cannot be written, so this run's records are kept in {place}: the next run that can write "
+            f"{path.name} takes them in, and `verified-book contribute` finds them there",
+            f"{path} cannot be written; this run's records are kept in {place}",
+        )
+    return unsaved.Unsaved(
+        None,
+        "this run's records could not be kept either: " + "; ".join(failed),
+        f"this run's records could not be written to {path}, nor kept anywhere else: they are lost",
+    )
