@@ -40,7 +40,7 @@ def test_one_misspelt_status_among_hundreds_sets_aside_that_record_alone(tmp_pat
     merged, warnings = _merge(path)
     assert len(merged.records) == 716 + 2 and "item.r300" not in merged.records
     assert len(read(path).records) == 718
-    (side,) = tmp_path.glob("box.json.set-aside-*.json")
+    (side,) = tmp_path.glob("box.json.set-aside-*")
     (part,) = json.loads(side.read_text())
     assert part["at"] == "['records']['item.r300']['numpy']" and part["value"]["status"] == "verifed"
     assert "status" in part["why"] and "verifed" in part["why"]

@@ -48,6 +48,8 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
         lambda: faults.library_fails_to_import(root / "fragile"),
         lambda: faults.venv_removed_mid_run(root / "vanish"),
         lambda: faults.unwritable_results(root / "unwritable"),
+        lambda: faults.bad_record_among_hundreds(root / "bad-record"),
+        lambda: faults.gpu_lost_and_regained(root / "flicker"),
         lambda: faults.second_machine(root / "two-machines"),
         lambda: faults.two_runs_at_once(root / "two-runs"),
     ]

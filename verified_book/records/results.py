@@ -748,7 +748,7 @@ def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
 
 def _keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside]) -> str:
     """Write the parts set aside from `path` to a side file beside it; the lines that say so."""
-    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.json")
+    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
     text = json.dumps([part.to_json() for part in aside], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     _atomic_write(side, text)
     kept_count = sum(len(per) for per in kept.records.values())
@@ -830,7 +830,7 @@ def merge_into(
     """Merge `update` into the file at `path` under a lock, atomically; return what was written.
 
     An existing file with bad parts keeps every sound record: each bad part is set aside to
-    `<name>.set-aside-<time>.json` with its key path and reason, and reported. A file that is
+    `<name>.set-aside-<time>` (JSON) with its key path and reason, and reported. A file that is
     not a results file at all is moved aside whole to `<name>.corrupt-<time>` and reported, never
     silently replaced; a file from a newer schema is left alone and the merge refused. Records an
     earlier run could not write to `path` (verified_book.records.unsaved) are merged first, then
