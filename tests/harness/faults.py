@@ -401,9 +401,10 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.records.results as results
+import verified_book.records.results  # noqa: F401  (the store, whole, before its writer is patched)
+import verified_book.records.writing as writing
 
-_write = results._atomic_write
+_write = writing._atomic_write
 
 
 def _slow_write(path, text):
@@ -411,9 +412,9 @@ def _slow_write(path, text):
     _write(path, text)
 
 
-results._atomic_write = _slow_write
+writing._atomic_write = _slow_write
 if os.environ.get("CLAIMS_NO_LOCK"):
-    results.FileLock = lambda *args, **kwargs: contextlib.nullcontext()
+    writing.FileLock = lambda *args, **kwargs: contextlib.nullcontext()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -590,6 +591,7 @@ import time
 from pathlib import Path
 
 import verified_book.records.results as results
+import verified_book.records.writing as writing
 
 path, started = Path(sys.argv[1]), Path(sys.argv[2])
 _fdopen = os.fdopen
@@ -597,7 +599,7 @@ _fdopen = os.fdopen
     + SLOW_FILE
     + """
 
-results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
+writing.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
 records = {f"killed.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(300)}
 results.merge_into(path, results.ResultsFile(path.stem, records=records))
 """
@@ -611,7 +613,8 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.records.results as results
+import verified_book.records.results  # noqa: F401  (the store, whole, before its writer is patched)
+import verified_book.records.writing as writing
 """
     + SLOW_FILE
     + """
@@ -620,7 +623,7 @@ import verified_book.records.results as results
 def pytest_sessionfinish(session):
     started = Path(os.environ["CLAIMS_STARTED"])
     fdopen = os.fdopen
-    results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
+    writing.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
 """
 )
 
