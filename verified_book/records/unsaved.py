@@ -10,13 +10,15 @@ them back (`taken_into`), and `verified-book contribute` finds them (`meant_for`
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import itertools
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 STATE_VARIABLE = "VERIFIED_BOOK_STATE_DIR"
+_RUNS = itertools.count()  # a process that keeps records twice in one microsecond (a live preview) keeps both
 
 
 def state_folder() -> Path:
@@ -40,8 +42,8 @@ def _folder_key(results_dir: Path) -> str:
 
 def place_for(target: Path, slug: str) -> Path:
     """A new file for one run's records meant for `target`; its folder is this run's alone."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    return folder() / f"{_folder_key(target.parent)}-{stamp}-{os.getpid()}" / f"{slug}.json"
+    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S%f")
+    return folder() / f"{_folder_key(target.parent)}-{stamp}-{os.getpid()}-{next(_RUNS)}" / f"{slug}.json"
 
 
 def meant_for(target: Path) -> list[Path]:
