@@ -11,11 +11,12 @@ them back (`taken_into`), and `verified-book contribute` finds them (`meant_for`
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from verified_book.vocabulary import fingerprint
 
 STATE_VARIABLE = "VERIFIED_BOOK_STATE_DIR"
 _RUNS = itertools.count()  # a process that keeps records twice in one microsecond (a live preview) keeps both
@@ -37,7 +38,7 @@ def folder() -> Path:
 
 def _folder_key(results_dir: Path) -> str:
     """The results folder a kept run was meant for, as a folder name can say it."""
-    return hashlib.sha256(str(results_dir.absolute()).encode("utf-8")).hexdigest()[:16]
+    return fingerprint(str(results_dir.absolute()))
 
 
 def place_for(target: Path, slug: str) -> Path:
