@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,38 @@ def served(directory: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
         server.shutdown()
+
+
+def _state_of(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_machine_and_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The suite's own machine identity and state folder, in the environment of every run it starts (in this
+    process and in the ones it spawns): no test mints, renames or retires the reader's machine, or keeps records
+    in the reader's state folder. The identity starts as a copy of the reader's, so a run of the book names this
+    machine as the reader's runs do. Ending the session checks that the reader's identity file is as it was."""
+    from verified_book.records import identity, unsaved
+
+    real = identity.default_path()  # the reader's, before the suite points the engine elsewhere
+    before = _state_of(real)
+    home = tmp_path_factory.mktemp("machine")
+    if before is not None:  # the same machine as the reader's, under the same name, in a file of the suite's own
+        (home / "machine.json").write_bytes(before)
+    saved = {name: os.environ.get(name) for name in (identity.FILE_VARIABLE, unsaved.STATE_VARIABLE)}
+    os.environ[identity.FILE_VARIABLE] = str(home / "machine.json")
+    os.environ[unsaved.STATE_VARIABLE] = str(home / "state")
+    yield {"real": real, "before": before}
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    assert _state_of(real) == before, f"the test suite changed the reader's machine identity, {real}"
 
 
 @pytest.fixture(scope="session")

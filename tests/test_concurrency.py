@@ -15,6 +15,7 @@ import pytest
 from harness import faults
 
 import verified_book.records.results as results
+import verified_book.records.writing as writing
 from verified_book.records.results import ResultsError, ResultsFile, merge_into, read
 
 
@@ -44,14 +45,14 @@ def test_threads_racing_keep_every_record(tmp_path: Path) -> None:
 
 def test_without_the_lock_the_same_race_loses_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The control: the race the lock prevents is real, so the tests above can see a loss."""
-    write = results._atomic_write
+    write = writing._atomic_write
 
     def slow_write(path: Path, text: str) -> None:
         time.sleep(0.05)
         write(path, text)
 
-    monkeypatch.setattr(results, "_atomic_write", slow_write)
-    monkeypatch.setattr(results, "FileLock", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(writing, "_atomic_write", slow_write)
+    monkeypatch.setattr(writing, "FileLock", lambda *a, **k: contextlib.nullcontext())
     tally = faults.locked_threads(tmp_path, count=4)
     assert tally.lost > 0, str(tally)
 

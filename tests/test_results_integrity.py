@@ -219,7 +219,15 @@ def test_the_machines_page_tells_this_clone_s_run_from_the_committed_machine() -
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "scenario", ["library_fails_to_import", "venv_removed_mid_run", "unwritable_results", "second_machine"]
+    "scenario",
+    [
+        "library_fails_to_import",
+        "venv_removed_mid_run",
+        "unwritable_results",
+        "bad_record_among_hundreds",
+        "gpu_lost_and_regained",
+        "second_machine",
+    ],
 )
 def test_each_fault_ends_as_stated_and_no_record_is_replaced_by_a_worse_one(scenario: str, tmp_path: Path) -> None:
     tally = getattr(faults, scenario)(tmp_path)

@@ -14,7 +14,7 @@ ENGINE = Path(__file__).resolve().parents[1] / "verified_book"
 WORDS_HERE = {*WORDS, *(s.value for s in OutcomeStatus)}
 #: the same letters meaning something else, each with why
 NOT_STATUSES = {
-    ("records/results.py", "environment"): "the run header's name in schema 0 files, which a migration renames",
+    ("records/migrate.py", "environment"): "the run header's name in schema 0 files, which a migration renames",
     ("backends/__init__.py", "environment"): "where a setting comes from: the process environment",
     ("book/bindings.py", "disputed"): "the keyword a binding's title carries, which the book's author writes",
 }

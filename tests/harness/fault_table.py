@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 from harness import faults, mutation
 
@@ -47,6 +49,8 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
         lambda: faults.library_fails_to_import(root / "fragile"),
         lambda: faults.venv_removed_mid_run(root / "vanish"),
         lambda: faults.unwritable_results(root / "unwritable"),
+        lambda: faults.bad_record_among_hundreds(root / "bad-record"),
+        lambda: faults.gpu_lost_and_regained(root / "flicker"),
         lambda: faults.second_machine(root / "two-machines"),
         lambda: faults.two_runs_at_once(root / "two-runs"),
     ]
@@ -142,6 +146,17 @@ def table(rows: list[faults.Tally], notes: list[str], control: faults.Tally, sec
     return "\n".join(lines) + "\n"
 
 
+def own_machine(root: Path) -> Any:
+    """The runs' own machine identity and state folder under `root`: running the table mints, renames or keeps
+    records for no machine of the reader's."""
+    from verified_book.records import identity, unsaved
+
+    return mock.patch.dict(
+        os.environ,
+        {identity.FILE_VARIABLE: str(root / "machine.json"), unsaved.STATE_VARIABLE: str(root / "state")},
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="verified-book fault-table", description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=3, help="times to try each process-level fault (default 3)")
@@ -150,7 +165,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fault-table-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fault-table-") as tmp, own_machine(Path(tmp)):
         root = Path(tmp)
         rows = scenarios(root, args.tries)
         control = faults.concurrent_processes(root / "race-unlocked", lock=False)

@@ -401,9 +401,10 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.records.results as results
+import verified_book.records.results  # noqa: F401  (the store, whole, before its writer is patched)
+import verified_book.records.writing as writing
 
-_write = results._atomic_write
+_write = writing._atomic_write
 
 
 def _slow_write(path, text):
@@ -411,9 +412,9 @@ def _slow_write(path, text):
     _write(path, text)
 
 
-results._atomic_write = _slow_write
+writing._atomic_write = _slow_write
 if os.environ.get("CLAIMS_NO_LOCK"):
-    results.FileLock = lambda *args, **kwargs: contextlib.nullcontext()
+    writing.FileLock = lambda *args, **kwargs: contextlib.nullcontext()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -590,6 +591,7 @@ import time
 from pathlib import Path
 
 import verified_book.records.results as results
+import verified_book.records.writing as writing
 
 path, started = Path(sys.argv[1]), Path(sys.argv[2])
 _fdopen = os.fdopen
@@ -597,7 +599,7 @@ _fdopen = os.fdopen
     + SLOW_FILE
     + """
 
-results.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
+writing.os.fdopen = lambda fd, *a, **k: SlowFile(_fdopen(fd, *a, **k), started, 512, 0.02)
 records = {f"killed.item.r{i}": {"numpy": {"status": "verified", "value": i, "figures": []}} for i in range(300)}
 results.merge_into(path, results.ResultsFile(path.stem, records=records))
 """
@@ -611,7 +613,8 @@ from pathlib import Path
 
 import pytest
 
-import verified_book.records.results as results
+import verified_book.records.results  # noqa: F401  (the store, whole, before its writer is patched)
+import verified_book.records.writing as writing
 """
     + SLOW_FILE
     + """
@@ -620,7 +623,7 @@ import verified_book.records.results as results
 def pytest_sessionfinish(session):
     started = Path(os.environ["CLAIMS_STARTED"])
     fdopen = os.fdopen
-    results.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
+    writing.os.fdopen = lambda fd, *a, **k: SlowFile(fdopen(fd, *a, **k), started, 256, 0.05)
 """
 )
 
@@ -1511,21 +1514,204 @@ def venv_removed_mid_run(root: Path) -> Tally:
     return tally
 
 
+READER_MKDOCS = "site_name: sample\ndocs_dir: book\nplugins:\n  - verified-book\n"
+
+#: a conftest whose machine has a GPU while GPU_PRESENT is set, as a box whose driver loads in some runs only
+FLICKERING_GPU = """
+import os
+
+
+def pytest_claims_machine_info(machine_info):
+    machine_info.update(cpu="Example CPU 2000", arch="x86_64", cores=2)
+    if os.environ.get("GPU_PRESENT"):
+        machine_info.update(gpu="Example GPU 1000", gpu_memory_gb=24.0, compute_capability="9.0")
+    else:
+        machine_info.update(gpu=None, gpu_memory_gb=None, compute_capability=None)
+"""
+
+
+class ReaderBook(SampleBook):
+    """A sample book laid out as a clone is, run as a reader runs it: `verified-book verify` and `verified-book
+    contribute` in a process of their own, writing to `results.local/`, with an identity file and a state folder
+    of the book's own (so no run touches the reader's)."""
+
+    def __init__(self, root: Path, package: str = "sample_claims") -> None:
+        super().__init__(root, package)
+        (root / "book.toml").write_text(BOOK_TOML.format(package=package) + 'local_results = "results.local"\n')
+        (root / "mkdocs.yml").write_text(READER_MKDOCS)
+        (root / "book" / "index.md").write_text("# Sample\n")
+        self.identity_file = root / "home" / "machine.json"
+        self.state = root / "home" / "state"
+
+    @property
+    def local(self) -> Path:
+        return self.root / "results.local"
+
+    def env(self, absent: Sequence[str] = ()) -> dict[str, str]:
+        env = super().env(absent)
+        env.pop(conditions.RUN_ENV, None)  # a reader's run, not one inside this test run
+        env["VERIFIED_BOOK_MACHINE_FILE"] = str(self.identity_file)
+        env["VERIFIED_BOOK_STATE_DIR"] = str(self.state)
+        return env
+
+    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "verified_book.integration.cli", *args],
+            cwd=self.root,
+            env={**self.env(), **env},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
+
+    def local_records(self, name: str = SLUG) -> dict[str, dict[str, Any]]:
+        path = self.local / f"{name}.json"
+        return json.loads(path.read_text(encoding="utf-8")).get("records", {}) if path.exists() else {}
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+@contextlib.contextmanager
+def _unwritable(folder: Path) -> Any:
+    """`folder` made immutable (chattr +i), as a reader's disk or a mount can make it; where that cannot be done
+    here, its path is taken by a file. Either way a run cannot write its records there; undone at the end."""
+    folder.mkdir(parents=True, exist_ok=True)
+    immutable = subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+    saved = None
+    if not immutable:
+        saved = folder.with_name(folder.name + ".saved")
+        folder.rename(saved)
+        folder.write_text("a file where the results folder should be\n")
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        elif saved is not None:
+            folder.unlink()
+            saved.rename(folder)
+
+
 def unwritable_results(root: Path) -> Tally:
-    """A results folder that cannot be written (its path taken by a file): the run exits non-zero, and its
-    last line says the records were not kept and where they are (here: nowhere)."""
+    """`results.local/` that cannot be written: the run exits non-zero, its verdict says the book holds and that
+    the records were not saved, and its last line names the file that keeps them; `contribute` takes them from
+    there, and the next run that can write the folder takes them in and says so."""
     tally = Tally(
         "results store",
         "results folder cannot be written",
-        "the run exits non-zero; its last lines say the records were not kept, and where they are",
+        "the run exits non-zero; its verdict says the book holds, the records were not saved, and (last) the file "
+        "that keeps them; contribute and the next run take them from there",
     )
-    book = SampleBook.basic(root / "unwritable")
-    book.results_dir.write_text("a file where the results folder should be\n")
-    run = book.run()
+    book = ReaderBook(root / "unwritable")
+    book.claims("basic", BASIC_CLAIMS)
+    book.page("page.md", BASIC_PAGE)
+    first = book.cli("verify", "-q")
+    with _unwritable(book.local):
+        blocked = book.cli("verify", "-q")
+        last = _last_line(blocked.stdout)
+        named = Path(last.rpartition(" kept in ")[2])
+        kept = json.loads(named.read_text()).get("records", {}) if named.is_file() else {}
+        contributed = book.cli("contribute")
+    taken = book.cli("verify", "-q")
+    committed = json.loads((book.root / "results" / f"{SLUG}.json").read_text()).get("records", {})
+    expected = basic_pairs()
     tally.check(
-        run.ret != 0 and "results NOT kept" in run.output and "nor kept anywhere else: they are lost" in run.output,
-        f"exit {run.ret}\n{run.output[-2000:]}",
+        first.returncode == 0
+        and blocked.returncode != 0
+        and last.startswith(f"verified-book: verified on {SLUG}: ")
+        and "records NOT saved: " in last
+        and named.is_relative_to(book.state)
+        and contributed.returncode == 0
+        and named.as_posix() in contributed.stdout
+        and taken.returncode == 0
+        and "took in the records of an earlier run that could not write them" in taken.stdout
+        and not named.exists(),
+        f"exits {first.returncode}, {blocked.returncode}, contribute {contributed.returncode}, "
+        f"{taken.returncode}\n{blocked.stdout[-2500:]}\n{contributed.stdout[-1500:]}\n{taken.stdout[-1500:]}",
     )
+    tally.keep(len(expected), len(expected & _pairs(kept) & _pairs(committed) & _pairs(book.local_records())))
+    return tally
+
+
+def bad_record_among_hundreds(root: Path, count: int = 400) -> Tally:
+    """One misspelt status among hundreds of records in a machine's results file: the next run keeps every other
+    record, sets that one aside with its key path and reason, and says how many of each."""
+    tally = Tally(
+        "results store",
+        "one bad record among hundreds",
+        "every other record kept; the bad one set aside to a side file with its key path and reason; the run "
+        "says how many were kept and set aside",
+    )
+    book = ReaderBook(root / "bad-record")
+    book.claims("many", SUBSET_CLAIMS.format(prefix="many", count=count, offset=0))
+    book.page("page.md", "The item is [7](claim:many.item.1).\n")
+    first = book.cli("verify", "-q")
+    path = book.local / f"{SLUG}.json"
+    data = json.loads(path.read_text())
+    before = _pairs(data["records"])
+    data["records"]["many.item.200"]["none"]["status"] = "verifed"
+    path.write_text(json.dumps(data, indent=2))
+    second = book.cli("verify", "-q", "-k", "many and item and 1")
+    sides = sorted(book.local.glob(f"{SLUG}.json.set-aside-*"))
+    aside = json.loads(sides[0].read_text()) if len(sides) == 1 else []
+    after = _pairs(book.local_records())
+    tally.check(
+        first.returncode == 0
+        and second.returncode == 0
+        and [a["at"] for a in aside] == ["['records']['many.item.200']['none']"]
+        and "verifed" in aside[0]["why"]
+        and f"{len(before) - 1} records kept, 1 set aside" in second.stdout
+        and not list(book.local.glob(f"{SLUG}.json.corrupt-*")),
+        f"exits {first.returncode}, {second.returncode}, side files {sides}\n{second.stdout[-2500:]}",
+    )
+    kept_elsewhere = {("many.item.200", "none")} if aside and aside[0]["value"].get("status") == "verifed" else set()
+    tally.keep(len(before), len(before & (after | kept_elsewhere)))
+    return tally
+
+
+def gpu_lost_and_regained(root: Path) -> Tally:
+    """A box whose GPU driver fails to load for one run: it stays the machine it was (one name, one results file),
+    the run header says no GPU was found, and when the GPU is back nothing is renamed."""
+    tally = Tally(
+        "results store",
+        "a box loses its GPU for one run, then regains it",
+        "one name before, during and after; the run without the GPU says so; one results file keeps every run's "
+        "records",
+    )
+    book = ReaderBook(root / "flicker")
+    book.claims("basic", BASIC_CLAIMS)
+    book.page("page.md", BASIC_PAGE)
+    book.conftest(FLICKERING_GPU)
+    (book.root / "pytest.ini").write_text(INI.format(package=book.package, slug=SLUG).replace(f" --machine {SLUG}", ""))
+    with_gpu = book.cli("verify", GPU_PRESENT="1")
+    named = json.loads(book.identity_file.read_text())["name"] if book.identity_file.exists() else "?"
+    records = book.local_records(named)
+    without = book.cli("verify")
+    during = book.local_records(named)
+    back = book.cli("verify", GPU_PRESENT="1")
+    files = sorted(p.name for p in book.local.glob("*.json"))
+    kept = json.loads(book.identity_file.read_text())
+    tally.check(
+        with_gpu.returncode == 0
+        and without.returncode == 0
+        and back.returncode == 0
+        and "no GPU this run" in without.stdout
+        and f"it is still {named}" in without.stdout
+        and "machine identity" not in back.stdout
+        and files == [f"{named}.json"]
+        and kept["name"] == named
+        and not kept.get("previous")
+        and json.loads((book.local / f"{named}.json").read_text())["machine"]["fingerprint"].get("gpu")
+        == "Example GPU 1000",
+        f"exits {with_gpu.returncode}, {without.returncode}, {back.returncode}; files {files}; identity {kept}\n"
+        f"{without.stdout[-2500:]}\n{back.stdout[-1500:]}",
+    )
+    expected = _pairs(records) | _pairs(during)
+    tally.keep(len(expected), len(expected & _pairs(book.local_records(named))))
     return tally
 
 
@@ -1558,7 +1744,7 @@ def second_machine(root: Path) -> Tally:
         else:
             os.environ["VERIFIED_BOOK_MACHINE_FILE"] = saved
     ids = [json.loads(p.read_text())["id"] for p in (first_identity, second_identity)]
-    aside = sorted(book.results_dir.glob(f"{SLUG}.json.unmerged-*"))
+    aside = sorted(book.results_dir.glob(f"{SLUG}.json.unmerged-*"))  # beside the file it was refused by
     named = all(i in second.output for i in ids) and all(i in said for i in ids)
     tally.check(
         first.ret == 0

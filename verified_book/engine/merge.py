@@ -31,8 +31,9 @@ from typing import Callable
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
+from verified_book.records import unsaved
 from verified_book.records.record import Record
-from verified_book.records.results import ResultsError, ResultsFile, merge_into, read, same_machine
+from verified_book.records.results import PER_RECORD, ResultsError, ResultsFile, merge_into, read, same_machine
 from verified_book.vocabulary import Status
 
 Plausible = Callable[[str, object], "str | None"]
@@ -106,7 +107,17 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
             new = _when(results, claim_id, backend)
             if old is None or new is None or new >= old:
                 kept.setdefault(claim_id, {})[backend] = record
-    return ResultsFile(results.slug, results.machine, results.run, kept, results.outputs, results.claims)
+    # the run header's dates and timings of the records left out go with them, or they would date the newer ones
+    run = results.run.model_copy(
+        update={
+            key: {
+                c: {b: v for b, v in per.items() if b in kept.get(c, {})}
+                for c, per in getattr(results.run, key).items()
+            }
+            for key in PER_RECORD
+        }
+    )
+    return ResultsFile(results.slug, results.machine, run, kept, results.outputs, results.claims)
 
 
 def _other_machine(results: ResultsFile, target: Path) -> str | None:
@@ -217,6 +228,29 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None, name: st
             print(f"{name}: {line}", file=sys.stderr)
         print(f"{name}: {path} -> {target} ({summary})")
     return 0
+
+
+def contributed(local: Path) -> list[Path]:
+    """What `contribute` takes from this clone: its results files, then the records runs kept in the user's state
+    folder because they could not write them there (verified_book.records.unsaved)."""
+    files = sorted(local.glob("*.json")) if local.is_dir() else []
+    return files + unsaved.meant_for_folder(local)
+
+
+def contribute(files: list[Path], into: Path, args: list[str], book: BookConfig, name: str) -> int:
+    """Merge this clone's files into `into` (see `contributed`): its results files as `args` ask, then each run's
+    unsaved records, never replacing a newer record (`--keep-newer`), so whenever they were made the newest
+    record of each claim and backend is the one kept. They stay where they are, for the next run to take in."""
+    kept = [path for path in files if path.is_relative_to(unsaved.folder())]
+    local = [path for path in files if path not in kept]
+    code = main([*map(str, local), "--into", str(into), *args], book=book, name=name) if local else 0
+    for path in kept:
+        if code:
+            break
+        print(f"{name}: {path} holds records a run could not write to its results folder; they go in too")
+        rest = [a for a in args if a != "--keep-newer"]
+        code = main([str(path), "--into", str(into), "--keep-newer", *rest], book=book, name=name)
+    return code
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ torch, mlx or jax, and the machine's fingerprint reads torch's device only where
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
-from verified_book.records.results import ResultsError, ResultsFile, dumps, merge_into, now
+from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
 from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, OutcomeStatus, Status, worst
 
@@ -277,8 +276,9 @@ class Session:
     ) -> list[str]:
         """Merge this run's records into this machine's results file, never replacing it: a run of a subset keeps
         the other records. A merge the file refuses (another machine's, a newer schema, a folder that cannot be
-        written) loses nothing: the records are kept beside it and `unkept` says where. Returns the lines the
-        reader must be told; a run with nothing judged and no snippet run writes nothing."""
+        written) loses nothing: the records are kept aside (`records.results.keep_unsaved`) and `unkept` says
+        where. Returns the lines the reader must be told; a run with nothing judged and no snippet run writes
+        nothing."""
         if not (self.verifier.judged or self.outputs):
             return []
         update = self.records(only, commit)
@@ -289,13 +289,9 @@ class Session:
             self.written = path
         except (ResultsError, OSError) as e:
             warnings.append(f"results not merged into {path}: {e}")
-            kept, aside = keep_unmerged(path, update)
-            warnings.append(kept)
-            self.unkept = (
-                f"this run's records could not be written to {path}; they are kept in {aside}"
-                if aside
-                else f"this run's records could not be written to {path}, nor kept anywhere else: they are lost"
-            )
+            kept = keep_unsaved(path, update, e)
+            warnings.append(kept.line)
+            self.unkept = kept.words
         return warnings
 
     def check_claim(self, claim: Claim, backend: backends_mod.Backend) -> Judgement:
@@ -445,18 +441,6 @@ class Session:
             needs = profile.name if profile else claim.hardware
             return f"needs {needs} ({claim.hardware}); this machine is {self.machine.describe()}"
         return None
-
-
-def keep_unmerged(path: Path, update: ResultsFile) -> tuple[str, Path | None]:
-    """Where a run whose merge was refused keeps its records, so a refusal loses nothing: the line
-    that says so, and the file (None where even that could not be written)."""
-    aside = path.with_name(f"{path.name}.unmerged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    try:
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        aside.write_text(dumps(update), encoding="utf-8")
-    except (OSError, ValueError) as e:
-        return f"this run's records could not be kept either: {e}", None
-    return f"this run's records are kept in {aside}; merge them by hand once the cause is fixed", aside
 
 
 def applies_on(claim: Claim, backend: str, profile: machine_mod.Profile) -> bool:

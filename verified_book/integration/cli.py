@@ -137,18 +137,13 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last line of `verify`: what held on this machine, and where the site and the records are."""
+    from verified_book.engine.kept_records import book_held, records_words
     from verified_book.engine.session import figure_line
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
-    where_results = (
-        f"results NOT kept: {outcome.unkept}"
-        if outcome.unkept
-        else f"results: {book.shown(outcome.written)}"
-        if outcome.written
-        else "no results written"
-    )
-    state = f"NOT all {Status.VERIFIED}" if tested != 0 else _held(outcome.figures)
+    where_results = records_words(book.shown(outcome.written) if outcome.written else None, outcome.unkept)
+    state = _held(outcome.figures) if book_held(tested, outcome.unkept) else f"NOT all {Status.VERIFIED}"
     return (
         f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
     )
@@ -240,7 +235,7 @@ def contribute(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    files = sorted(local.glob("*.json")) if local.is_dir() else []
+    files = merge.contributed(local)
     if not files:
         print(
             f"verified-book: nothing to contribute: {book.shown(local)}/ holds no results file; "
@@ -248,9 +243,7 @@ def contribute(book: BookConfig, args: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    code = merge.main(
-        [*map(str, files), "--into", str(book.results), *args], book=book, name="verified-book contribute"
-    )
+    code = merge.contribute(files, book.results, args, book, "verified-book contribute")
     if code == 0 and "--check-only" not in args:
         print(
             f"verified-book: now commit {book.shown(book.results)}/ (git add {book.shown(book.results)}) and open a "

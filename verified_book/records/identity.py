@@ -7,7 +7,8 @@ made on. It lives in `~/.config/verified-book/machine.json` (under `$XDG_CONFIG_
 is set; `VERIFIED_BOOK_MACHINE_FILE` names another file), as asv keeps its `machine.json`, so a
 fresh clone on the same machine writes the same results file. When the hardware changes (a new
 GPU in the same box) the machine gets a new identity, and the run says so: its old records
-describe other hardware.
+describe other hardware. Hardware it had before gives it back the identity it had then, and a run
+that only lacks the GPU (a driver that did not load) keeps the identity it has.
 """
 
 from __future__ import annotations
@@ -44,6 +45,19 @@ def hardware_of(info: Mapping[str, Any]) -> dict[str, Any]:
 def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """How two machines' hardware differs, a phrase per field ("gpu None → NVIDIA GeForce RTX 5080")."""
     return [f"{key} {old.get(key)} → {new.get(key)}" for key in HARDWARE if old.get(key) != new.get(key)]
+
+
+#: the fields of a GPU: where a run finds none of them, the GPU may be only absent (its driver did not load)
+GPU = ("gpu", "gpu_memory_gb", "compute_capability", "gfx")
+
+
+def absent(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The GPU fields `old` has and `new` lacks, where that is the whole difference between them (a GPU whose
+    driver did not load this run, in a box that is otherwise the same); empty for any other change."""
+    changed = [key for key in HARDWARE if old.get(key) != new.get(key)]
+    if not changed or new.get("gpu") is not None:
+        return []
+    return changed if all(key in GPU and new.get(key) is None for key in changed) else []
 
 
 def describe(hardware: Mapping[str, Any]) -> str:
@@ -130,8 +144,12 @@ def write(path: Path, identity: Identity) -> None:
 
 
 def this_machine(slug: str, info: Mapping[str, Any], path: Path | None = None) -> tuple[Identity, str | None]:
-    """This machine's identity, made on its first run; and a sentence for the run header where one
-    was made or the hardware changed (None when the machine is as it was)."""
+    """This machine's identity, made on its first run; and a sentence for the run header where one was made, the
+    hardware changed, or it lacks its GPU this run (None when the machine is as it was).
+
+    A machine is its hardware over time: hardware this identity file had before takes back the identity it had
+    then (its name and id, so its results file and its history), and a run that only finds no GPU where the
+    identity has one keeps the identity, GPU and all, and says so."""
     path = path or default_path()
     hardware = hardware_of(info)
     if not path.exists():
@@ -144,12 +162,39 @@ def this_machine(slug: str, info: Mapping[str, Any], path: Path | None = None) -
     kept = read(path)
     if kept.hardware == hardware:
         return kept, None
-    changed = differences(kept.hardware, hardware)
-    made = new_identity(slug, info, [*kept.previous, {"name": kept.name, "id": kept.id, "hardware": kept.hardware}])
+    changed = "; ".join(differences(kept.hardware, hardware))
+    if absent(kept.hardware, hardware):
+        return kept, (
+            f"no GPU this run, where {kept.name} has {kept.hardware.get('gpu')} ({changed}): it is still "
+            f"{kept.name}, and its GPU's records stay as they were; check the driver if the GPU should be there"
+        )
+    mine = {"name": kept.name, "id": kept.id, "hardware": kept.hardware, "created": kept.created}
+    before = next((p for p in reversed(kept.previous) if _restorable(p) and p["hardware"] == hardware), None)
+    history = [p for p in kept.previous if p is not before and p.get("id") != kept.id] + [mine]
+    if before is not None:
+        back = Identity(before["name"], before["id"], hardware, str(before.get("created", "")), history)
+        write(path, back)
+        return back, (
+            f"this machine's hardware is again what {path} named {back.name} ({changed}): it is {back.name} "
+            f"again, with that machine's records; {kept.name}'s stay with the hardware that made them"
+        )
+    made = new_identity(slug, info, history)
     write(path, made)
     return made, (
-        f"this machine's hardware changed since {path} named it {kept.name} ({'; '.join(changed)}): it is "
+        f"this machine's hardware changed since {path} named it {kept.name} ({changed}): it is "
         f"{made.name} from now on, and {kept.name}'s records stay with the hardware that made them"
+    )
+
+
+def _restorable(previous: Any) -> bool:
+    """Whether an entry of an identity's history is one a machine can take back: a name, an id, its hardware."""
+    return (
+        isinstance(previous, dict)
+        and isinstance(previous.get("name"), str)
+        and bool(NAME_PATTERN.match(previous["name"]))
+        and isinstance(previous.get("id"), str)
+        and bool(ID_PATTERN.match(previous["id"]))
+        and isinstance(previous.get("hardware"), dict)
     )
 
 

@@ -10,24 +10,23 @@ one and set it aside instead.
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import functools
 import hashlib
 import json
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Container, Mapping
 
-from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from verified_book.errors import BookError
-from verified_book.records import conditions, identity, kept, record
+from verified_book.records import conditions, identity, kept, record, salvage
+from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
+from verified_book.records.errors import show as _show
+from verified_book.records.migrate import MIGRATIONS, migrate
 from verified_book.records.record import (
     BACKEND_NAMES,
     BOOK_PATH_PATTERN,
@@ -42,7 +41,6 @@ from verified_book.records.record import (
     SLUG_PATTERN,
     VOLATILE,
     ClaimMeta,
-    Exact,
     Machine,
     Measured,
     Record,
@@ -51,9 +49,21 @@ from verified_book.records.record import (
     RunOnDisk,
     SnippetOutput,
 )
-from verified_book.vocabulary import NO_BACKEND_NAME, RECORDED, Status
+from verified_book.records.values import MAX_INT_BITS, from_json, to_json
+from verified_book.vocabulary import RECORDED, Status
 
-__all__ = [
+__all__ = [  # the store's names, wherever in the package they are defined
+    "MIGRATIONS",
+    "NewerSchema",
+    "OtherMachine",
+    "ResultsError",
+    "dumps",
+    "from_json",
+    "to_json",
+    "folder_problem",
+    "keep_unsaved",
+    "merge_into",
+    "migrate",
     "BACKEND_NAMES",
     "BOOK_PATH_PATTERN",
     "EXACT_PATTERN",
@@ -70,78 +80,10 @@ __all__ = [
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_STRING_CHARS_BY_KEY = {"message": record.MAX_MESSAGE_CHARS, "text": record.MAX_TEXT_CHARS}
-MAX_INT_BITS = 4000
-
-
-class ResultsError(BookError):
-    """A results file that cannot be used: corrupt, from a newer schema, or invalid."""
-
-
-class OtherMachine(ResultsError):
-    """A merge of one machine's records into another machine's file: refused, naming both."""
-
-
-class NewerSchema(ResultsError):
-    """A results file written by a newer verified-book: left alone, never overwritten or set aside."""
-
-
-def _too_large(value: int | Fraction) -> str:
-    """A number whose digits JSON cannot carry (Python refuses past 4300 digits), kept as its size."""
-    sign = "-" if value < 0 else ""
-    bits = abs(value.numerator if isinstance(value, Fraction) else value).bit_length()
-    return f"{sign}about 2^{bits - 1} (too many digits to store)"
 
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-def to_json(value: Any) -> Any:
-    """A claim's value as JSON: exact fractions keep their exact text beside the float."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value if value.bit_length() <= MAX_INT_BITS else _too_large(value)
-    if isinstance(value, Fraction):
-        if value.denominator == 1:
-            return to_json(int(value))
-        if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_INT_BITS:
-            return _too_large(value)
-        return {"exact": f"{value.numerator}/{value.denominator}", "float": float(value)}
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return to_json(tolist())
-    if type(value).__module__.partition(".")[0] == "sympy":  # asked of its type: no other value loads sympy
-        import sympy
-
-        if isinstance(value, sympy.Basic):
-            return to_json(Fraction(int(value.p), int(value.q))) if value.is_Rational else float(value)
-    return str(value)
-
-
-def from_json(value: Any) -> Any:
-    """A recorded value back as the engine had it: exact fractions exact, `inf`/`nan` as floats."""
-    if isinstance(value, Exact):
-        try:
-            return Fraction(value.exact)
-        except (ValueError, ZeroDivisionError):
-            return value.float
-    if isinstance(value, dict) and isinstance(value.get("exact"), str):  # an input's value, kept as JSON
-        try:
-            return Fraction(value["exact"])
-        except (ValueError, ZeroDivisionError):
-            return value.get("float")
-    if isinstance(value, list):
-        return [from_json(v) for v in value]
-    if isinstance(value, str) and value.strip().lower() in ("inf", "-inf", "nan"):
-        return float(value)
-    return value
 
 
 def _typed(model: Any, value: Any, where: str) -> Any:
@@ -266,7 +208,8 @@ class ResultsFile:
             and not conditions.contended(self.records[cid][b].conditions)
             and self.records[cid][b].status not in (Status.FAILED.value, Status.SKIPPED.value)
         }
-        self.machine = other.machine if other.machine.model_fields_set else self.machine
+        if other.machine.model_fields_set and not identity.absent(hardware(self), hardware(other)):
+            self.machine = other.machine  # a run that lacked the GPU does not make the file's machine GPU-less
         per_record = {}
         for key in PER_RECORD:
             merged = {cid: dict(per) for cid, per in getattr(self.run, key).items()}
@@ -298,122 +241,12 @@ class ResultsFile:
         self.outputs.update(other.outputs)
 
 
-def update_to_1(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 0 (no version field, records as a flat list) to schema 1."""
-    records: dict[str, dict[str, Any]] = {}
-    for item in data.get("records", []) if isinstance(data.get("records"), list) else []:
-        records.setdefault(item["claim"], {})[item.get("backend", NO_BACKEND_NAME)] = {
-            k: v for k, v in item.items() if k not in ("claim", "backend")
-        }
-    if isinstance(data.get("records"), dict):
-        records = data["records"]
-    return {**data, "schema_version": 1, "records": records, "outputs": data.get("outputs", {})}
-
-
-CLAIM_FIELDS = ("kind", "source", "citation", "hardware")
 MEASURED = "measured"
 
 
 #: what the run header keeps per claim and backend, merged like the records: so a rerun that
 #: changes nothing changes the header only
 PER_RECORD = ("seconds", "dates")
-
-
-def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 1 to 2: the environment becomes the run header, timings leave the records for it,
-    each claim's metadata is kept once, and per-record dates go (the run header dates the run).
-
-    A migrated record carries no code fingerprint, so it reads as outdated until its machine
-    runs again: nothing says it still matches the book.
-    """
-    run = dict(data.get("environment") or {})
-    run.setdefault("commit", None)
-    run.setdefault("dirty", None)
-    seconds: dict[str, dict[str, Any]] = {}
-    dates: dict[str, dict[str, Any]] = {}
-    claims: dict[str, dict[str, Any]] = {}
-    records: dict[str, dict[str, Any]] = {}
-    given = data.get("records")
-    if given is not None and not isinstance(given, dict):  # not records at all: left for the check to refuse
-        return {**data, "schema_version": 2}
-    for claim_id, per_backend in (given or {}).items():
-        if not isinstance(per_backend, dict):
-            records[claim_id] = per_backend
-            continue
-        records.setdefault(claim_id, {})
-        for backend, item in per_backend.items():
-            if not isinstance(item, dict):
-                records.setdefault(claim_id, {})[backend] = item
-                continue
-            item = dict(item)
-            meta = {k: item.pop(k) for k in CLAIM_FIELDS if k in item}
-            claims.setdefault(claim_id, meta)
-            if item.get("seconds") is not None:
-                seconds.setdefault(claim_id, {})[backend] = item["seconds"]
-            item.pop("seconds", None)
-            if item.get("date") is not None:
-                dates.setdefault(claim_id, {})[backend] = item["date"]
-            item.pop("date", None)
-            records.setdefault(claim_id, {})[backend] = item
-    run["seconds"], run["dates"] = seconds, dates
-    rest = {k: v for k, v in data.items() if k not in ("environment", "records")}
-    return {**rest, "schema_version": 2, "run": run, "claims": claims, "records": records}
-
-
-def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 2 to 3: the machine gets an identity (verified_book.records.identity). A file written before
-    machines had one is given an id made from its slug and hardware, the same every time, so its
-    history stays its own; a run of another machine of that name is refused, not merged into it."""
-    machine = dict(data.get("machine") or {})
-    fingerprint: dict[str, Any] = machine["fingerprint"] if isinstance(machine.get("fingerprint"), dict) else {}
-    if identity.hardware_of(fingerprint):  # a file that never said its hardware names no machine to keep apart
-        machine.setdefault("id", identity.legacy_id(str(data.get("slug")), fingerprint))
-    return {**data, "schema_version": 3, "machine": machine}
-
-
-def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 3 to 4: where a claim's code is, which schema 3 called `source` beside the claim's `citation`,
-    is `defined_at`, so that `source` names one thing nowhere and the record says what it means."""
-    claims = data.get("claims")
-    if isinstance(claims, dict):
-        claims = {
-            cid: (
-                {("defined_at" if k == "source" else k): v for k, v in meta.items()} if isinstance(meta, dict) else meta
-            )
-            for cid, meta in claims.items()
-        }
-        data = {**data, "claims": claims}
-    return {**data, "schema_version": 4}
-
-
-def update_to_5(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 4 to 5: a snippet's output keeps a hash of the source that printed it (`sha256`). An output
-    recorded before has none: which version of the snippet printed it is not known, and is not guessed."""
-    return {**data, "schema_version": 5}
-
-
-def update_to_6(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 5 to 6: each output block's check keeps a hash of the block's text as compared (`sha256`). A check
-    recorded before has none: `--changed` goes by the page's time for it, as before."""
-    return {**data, "schema_version": 6}
-
-
-def update_to_7(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 6 to 7: a record keeps the versions of the libraries beyond its backend's that its value was
-    computed with (`uses`). A record made before has none: `--changed` computes a claim whose code uses such a
-    library again once, rather than guess which versions made it."""
-    return {**data, "schema_version": 7}
-
-
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: update_to_1,
-    2: update_to_2,
-    3: update_to_3,
-    4: update_to_4,
-    5: update_to_5,
-    6: update_to_6,
-    7: update_to_7,
-}
 
 
 def hardware(results: "ResultsFile") -> dict[str, Any]:
@@ -442,8 +275,8 @@ def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
         why = "another machine"
     else:
         changes = identity.differences(old, new) if old and new else []
-        if not changes:
-            return None
+        if not changes or identity.absent(old, new):
+            return None  # the same machine, its GPU missing this run (verified_book.records.identity.absent)
         why = f"the same id on other hardware ({'; '.join(changes)})"
     return (
         f"holds the records of {machine_words(current)}, and this is {machine_words(update)}: {why}. Two machines "
@@ -451,29 +284,6 @@ def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
         f"{identity.default_path()}, or --machine=NAME), or, if it is that machine and lost its identity, "
         "take it back with  verified-book machine --adopt FILE"
     )
-
-
-def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
-    version = data.get("schema_version", 0)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise ResultsError(
-            f"{where}: schema_version is {_show(version)}, expected a whole number from 0 to {SCHEMA_VERSION}"
-        )
-    if version > SCHEMA_VERSION:
-        raise NewerSchema(
-            f"{where}: written by schema version {version} (a newer verified-book), this checkout reads up to "
-            f"{SCHEMA_VERSION}; update the project (git pull, then `python3 run.py setup`, which reinstalls "
-            "verified-book) to read it"
-        )
-    while version < SCHEMA_VERSION:
-        version += 1
-        try:
-            data = MIGRATIONS[version](data)
-        except Exception as e:  # a malformed old file is refused, not half-migrated
-            raise ResultsError(
-                f"{where}: cannot be migrated to schema version {version}: {type(e).__name__}: {_show(str(e))}"
-            ) from None
-    return data
 
 
 def _finite(value: Any) -> bool:
@@ -494,23 +304,21 @@ def _is_number(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float)) and _finite(value)
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _walk(node: Any, where: str, problems: list[str]) -> None:
+def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | int, ...]] | None = None) -> None:
     """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers.
 
     A problem names its place (`where['records']['a.b'][0]`); the place is spelled out only for a
-    problem, as a sound file has a hundred thousand parts."""
+    problem, as a sound file has a hundred thousand parts. Given `places`, each problem's place is added to it
+    as a key path, for `salvage` to set that part aside."""
     path: list[str | int] = []
 
-    def at() -> str:
+    def at(key: Any = None) -> str:
+        if places is not None:
+            places.append((*path, *([] if key is None else [str(key)])))
         return where + "".join(f"[{k!r}]" for k in path)
 
     def visit(node: Any, depth: int, key: str) -> None:
-        if len(problems) > 50:
+        if len(problems) > 50 and places is None:
             return
         if depth > MAX_DEPTH:
             problems.append(f"{at()}: nested deeper than {MAX_DEPTH} levels")
@@ -518,10 +326,10 @@ def _walk(node: Any, where: str, problems: list[str]) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
                 if not isinstance(k, str):
-                    problems.append(f"{at()}: key {_show(k)} is not a string")
+                    problems.append(f"{at(k)}: key {_show(k)} is not a string")
                     continue
                 if len(k) > MAX_KEY_CHARS:
-                    problems.append(f"{at()}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
+                    problems.append(f"{at(k)}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
                     continue
                 path.append(k)
                 visit(v, depth + 1, k)
@@ -642,11 +450,10 @@ def _checking_code() -> str | None:
     return None if code is None else f"{SCHEMA_VERSION} {pydantic.VERSION}\n{code}"
 
 
-def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
-    """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
-    where = str(path)
+def _loaded(raw: bytes, where: str) -> Any:
+    """A file's bytes as JSON data; what keeps them from being JSON said as a ResultsError."""
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{where}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
@@ -655,7 +462,19 @@ def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFi
         raise ResultsError(f"{where}: nested too deeply to read") from None
     except ValueError as e:  # NaN or Infinity literals, integers of thousands of digits
         raise ResultsError(f"{where}: not a valid results file ({e})") from None
+
+
+def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
+    """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
+    where = str(path)
+    data = _loaded(raw, where)
     doc, problems = parse(data, where, known_claims)
+    return _as_results(data, doc, problems, path)
+
+
+def _as_results(data: Any, doc: ResultsDocument | None, problems: list[str], path: Path) -> ResultsFile:
+    """A checked document as the results of the machine the file's name gives; its problems raised."""
+    where = str(path)
     if doc is not None and doc.slug != path.stem:
         problems.append(
             f"{where}: holds the results of machine {_show(doc.slug)}; "
@@ -672,6 +491,64 @@ def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFi
     return ResultsFile.from_document(doc)
 
 
+def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvage.SetAside], list[str]]:
+    """`parse`, setting aside each bad part that can go alone (verified_book.records.salvage) and keeping the rest:
+    the document of what is sound, the parts set aside, and, where the file as a whole is bad, every problem
+    (then there is no document)."""
+    if not isinstance(data, dict):
+        return None, [], parse(data, where)[1]
+    problems: list[str] = []
+    places: list[tuple[str | int, ...]] = []
+    _walk(data, where, problems, places)
+    aside: list[salvage.SetAside] = []
+    data = copy.deepcopy(data)
+    if problems:
+        units = [salvage.unit(place) for place in places]
+        if data.get("schema_version") != SCHEMA_VERSION or None in units:
+            return None, [], problems[:51]
+        grouped: dict[tuple[str | int, ...], list[str]] = {}
+        for part, text in zip(units, problems):
+            grouped.setdefault(part, []).append(text.removeprefix(where))  # type: ignore[arg-type]
+        aside += salvage.set_aside(data, grouped)
+    try:
+        data = migrate(data, where)
+    except ResultsError as e:
+        return None, [], str(e).splitlines()
+    while True:
+        try:
+            return ResultsDocument.model_validate(data), aside, []
+        except ValidationError as e:
+            grouped = {}
+            for error in e.errors(include_url=False):
+                loc = tuple(error["loc"])
+                part = salvage.unit(loc)
+                if part is None:
+                    return None, [], record.problems(e, where)
+                inner = "".join(f"[{k!r}]" for k in loc[len(part) :] if k != "[key]")
+                found = f" (found {_show(error['input'])})" if error["type"] != "missing" else ""
+                grouped.setdefault(part, []).append(f"{inner or 'the part'}: {error['msg']}{found}")
+            taken = salvage.set_aside(data, grouped)
+            if not taken:  # nothing left to take: the problem is not the parts'
+                return None, [], record.problems(e, where)
+            aside += taken
+
+
+def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
+    """A results file for a writer to merge into: every sound record kept, each bad part set aside (see
+    `salvaged`); a file that is not a results file at all raises ResultsError, as `read` does."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
+    data = _loaded(raw, where)
+    doc, aside, problems = salvaged(data, where)
+    return _as_results(data, doc, problems, path), aside
+
+
 def read_all(
     results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None, kept_in: Path | None = None
 ) -> dict[str, ResultsFile]:
@@ -686,93 +563,5 @@ def read_all(
     return out
 
 
-def folder_problem(folder: Path) -> str | None:
-    """Why no results file could be written in `folder`, found before a run computes anything; None where one
-    can (a missing folder is made when the file is written)."""
-    if folder.exists() and not folder.is_dir():
-        return "is a file; expected a folder to write this machine's <machine>.json in (made where missing)"
-    existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        return f"{existing} is a file, so no folder can be made under it"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{existing} cannot be written to here"
-    return None
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write beside the file and rename over it: a reader, or a crash, sees the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make the committed file private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:
-        folder = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(folder)
-    except OSError:  # some file systems cannot sync a folder; the rename is done all the same
-        pass
-    finally:
-        os.close(folder)
-
-
-def _remove_leftovers(path: Path) -> list[Path]:
-    """Temporary files of a writer killed mid-write; only the lock holder writes them, so none is live."""
-    leftovers = sorted(path.parent.glob(f".{path.name}.*.tmp"))
-    for item in leftovers:
-        item.unlink(missing_ok=True)
-    return leftovers
-
-
-def dumps(results: ResultsFile) -> str:
-    """The file's text: the document's fields as given, keys sorted, two spaces deep, so a rerun's diff is small."""
-    return json.dumps(results.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def merge_into(
-    path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None, timeout: float = 120
-) -> ResultsFile:
-    """Merge `update` into the file at `path` under a lock, atomically; return what was written.
-
-    A corrupt existing file is moved aside to `<name>.corrupt-<time>` and reported, never
-    silently replaced; a file from a newer schema is left alone and the merge refused.
-    The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
-    killed run leaves no stale lock, only a temporary file that the next merge removes.
-    """
-    problems = validate(update.to_dict(), f"{path} (this run's records)")
-    if problems:
-        raise ResultsError("\n".join(problems))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with FileLock(str(path) + ".lock", timeout=timeout):
-            _remove_leftovers(path)
-            current = ResultsFile(update.slug)
-            if path.exists():
-                try:
-                    current = read(path)
-                except NewerSchema:
-                    raise
-                except ResultsError as e:
-                    aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
-                    os.replace(path, aside)
-                    warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
-                    current = ResultsFile(update.slug)
-                else:
-                    other = same_machine(current, update)
-                    if other is not None:
-                        raise OtherMachine(f"{path}: {other}")
-            current.merge(update)
-            _atomic_write(path, dumps(current))
-            return current
-    except Timeout:
-        raise ResultsError(
-            f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; nothing was merged"
-        ) from None
+# the writer, which reads through this module: imported last, so that each of them finds the other whole
+from verified_book.records.writing import dumps, folder_problem, keep_unsaved, merge_into  # noqa: E402

@@ -294,6 +294,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run.unkept and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter and warnings:
+        reporter.ensure_newline()  # -q's progress line ends without one, and the first warning would follow it
     for line in warnings:
         if reporter:
             reporter.write_line(line, red=True)

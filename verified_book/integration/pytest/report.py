@@ -10,6 +10,7 @@ from verified_book import backends as backends_mod
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import BROKEN
+from verified_book.engine.kept_records import records_words
 from verified_book.engine.session import (
     Session,
     figure_counts,
@@ -173,6 +174,6 @@ def say_what_was_rewritten(terminalreporter: Any, config: pytest.Config) -> None
 def say_what_was_lost(terminalreporter: Any, run: Session) -> None:
     """The run's last lines: records it could not keep, and what its environment lost."""
     if run.unkept:
-        terminalreporter.write_line(f"results NOT kept: {run.unkept}", red=True)
+        terminalreporter.write_line(records_words(None, run.unkept), red=True)
     for broken in run.broken():
         terminalreporter.write_line(broken.line(), red=True)

@@ -1,0 +1,200 @@
+"""Writing a machine's results file: merged under a lock, replaced atomically, and nothing a run computed lost.
+
+A run of a subset keeps every other record; a crash mid-write leaves the previous file whole. A file with bad
+parts keeps its sound records (verified_book.records.salvage); records a run could not write are kept elsewhere
+(beside the file, or in the user's state folder: verified_book.records.unsaved) until a run can.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock, Timeout
+
+from verified_book.records import salvage, unsaved
+from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
+from verified_book.records.results import ResultsFile, read, read_salvaging, same_machine, validate
+
+
+def _keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside]) -> str:
+    """Write the parts set aside from `path` to a side file beside it; the lines that say so."""
+    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+    text = json.dumps([part.to_json() for part in aside], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    _atomic_write(side, text)
+    kept_count = sum(len(per) for per in kept.records.values())
+    head = (
+        f"{path}: {kept_count} records kept, {salvage.records_among(aside)} set aside "
+        f"({len(aside)} part{'s' if len(aside) != 1 else ''} in all) in {side.name}:"
+    )
+    return "\n".join([head, *(f"  {path}{part.where()}: {part.why}" for part in aside[:50])])
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why no results file could be written in `folder`, found before a run computes anything; None where one
+    can (a missing folder is made when the file is written)."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file; expected a folder to write this machine's <machine>.json in (made where missing)"
+    existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, so no folder can be made under it"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} cannot be written to here"
+    return None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write beside the file and rename over it: a reader, or a crash, sees the old file or the new one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make the committed file private
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:  # some file systems cannot sync a folder; the rename is done all the same
+        pass
+    finally:
+        os.close(folder)
+
+
+def _remove_leftovers(path: Path) -> list[Path]:
+    """Temporary files of a writer killed mid-write; only the lock holder writes them, so none is live."""
+    leftovers = sorted(path.parent.glob(f".{path.name}.*.tmp"))
+    for item in leftovers:
+        item.unlink(missing_ok=True)
+    return leftovers
+
+
+def dumps(results: ResultsFile) -> str:
+    """The file's text: the document's fields as given, keys sorted, two spaces deep, so a rerun's diff is small."""
+    return json.dumps(results.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def merge_into(
+    path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None, timeout: float = 120
+) -> ResultsFile:
+    """Merge `update` into the file at `path` under a lock, atomically; return what was written.
+
+    An existing file with bad parts keeps every sound record: each bad part is set aside to
+    `<name>.set-aside-<time>` (JSON) with its key path and reason, and reported. A file that is
+    not a results file at all is moved aside whole to `<name>.corrupt-<time>` and reported, never
+    silently replaced; a file from a newer schema is left alone and the merge refused. Records an
+    earlier run could not write to `path` (verified_book.records.unsaved) are merged first, then
+    let go, and the merge says so.
+    The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
+    killed run leaves no stale lock, only a temporary file that the next merge removes.
+    """
+    problems = validate(update.to_dict(), f"{path} (this run's records)")
+    if problems:
+        raise ResultsError("\n".join(problems))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(path) + ".lock", timeout=timeout):
+            _remove_leftovers(path)
+            current = ResultsFile(update.slug)
+            if path.exists():
+                try:
+                    current, parts = read_salvaging(path)
+                except NewerSchema:
+                    raise
+                except ResultsError as e:
+                    aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+                    os.replace(path, aside)
+                    warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
+                    current = ResultsFile(update.slug)
+                else:
+                    other = same_machine(current, update)
+                    if other is not None:
+                        raise OtherMachine(f"{path}: {other}")
+                    if parts:
+                        warn(_keep_set_aside(path, current, parts))
+            taken = _take_unsaved(path, current, update, warn)
+            current.merge(update)
+            _atomic_write(path, dumps(current))
+            for earlier in taken:
+                unsaved.remove(earlier)
+            if taken:
+                runs = "an earlier run" if len(taken) == 1 else f"{len(taken)} earlier runs"
+                warn(
+                    f"{path}: took in the records of {runs} that could not write them, kept in "
+                    f"{', '.join(map(str, taken))} (removed from there now)"
+                )
+            return current
+    except Timeout:
+        raise ResultsError(
+            f"{path}: another run has held its lock ({path.name}.lock) for {timeout:.0f} s; nothing was merged"
+        ) from None
+
+
+def _take_unsaved(path: Path, current: ResultsFile, update: ResultsFile, warn: Callable[[str], None]) -> list[Path]:
+    """Merge into `current` the records earlier runs kept in the state folder because they could not write `path`
+    (oldest first, so this run's own records still come last); the files taken. One that cannot be read, or is
+    another machine's, is left where it is and said."""
+    taken = []
+    for earlier in unsaved.meant_for(path):
+        try:
+            records = read(earlier)
+        except ResultsError as e:
+            warn(f"{e}\n{earlier}: left where it is; it was kept for {path}")
+            continue
+        other = same_machine(records, update) if records.slug == update.slug else "another machine's name"
+        if other is not None:
+            warn(f"{earlier}: left where it is; it was kept for {path}, but {other}")
+            continue
+        current.merge(records)
+        taken.append(earlier)
+    return taken
+
+
+def keep_unsaved(path: Path, update: ResultsFile, why: BaseException) -> unsaved.Unsaved:
+    """Where a run keeps the records its results file `path` would not take, so that nothing it computed is lost.
+
+    A merge refused (another machine's file, a lock held too long) keeps them beside the file, to be merged by
+    hand once the cause is fixed; a folder that cannot be written keeps them in the user's state folder
+    (verified_book.records.unsaved), where the next run that can write `path` and `verified-book contribute` take
+    them from."""
+    text = dumps(update)
+    places = [path.with_name(f"{path.name}.unmerged-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")]
+    if not isinstance(why, ResultsError):
+        places = []
+    places.append(unsaved.place_for(path, update.slug))
+    failed = []
+    for place in places:
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(place, text)
+        except OSError as e:
+            failed.append(f"{place}: {e.strerror or e}")
+            continue
+        if place.parent == path.parent:
+            return unsaved.Unsaved(
+                place,
+                f"this run's records are kept in {place}; merge them by hand once the cause is fixed",
+                f"this run's records could not be written to {path}; they are kept in {place}",
+            )
+        return unsaved.Unsaved(
+            place,
+            f"{path} cannot be written, so this run's records are kept in {place}: the next run that can write "
+            f"{path.name} takes them in, and `verified-book contribute` finds them there",
+            f"{path} cannot be written; this run's records are kept in {place}",
+        )
+    return unsaved.Unsaved(
+        None,
+        "this run's records could not be kept either: " + "; ".join(failed),
+        f"this run's records could not be written to {path}, nor kept anywhere else: they are lost",
+    )
