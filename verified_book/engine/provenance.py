@@ -19,14 +19,16 @@ import subprocess
 import sys
 import types
 import weakref
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
 from verified_book.authoring.registry import Claim
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
+from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import fingerprint
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
@@ -404,6 +406,19 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     """The versioned libraries (`machine.VERSIONED`) the book's code of a claim names or imports: its body,
     what that reaches (as the fingerprint reads it), and its parameters' classes. A library used only
     through the engine is its backend's own or one of its companions (`uses_of`)."""
+    known = _LIBRARIES_CACHE.setdefault(claim.compute, {})
+    key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
+    if key not in known:
+        known[key] = _libraries_of(claim)
+    return known[key]
+
+
+#: the libraries a claim's code names, by claim function, then by its parameters: asked of every value
+#: held at every edit (`outdated_reason`), read once per function
+_LIBRARIES_CACHE: weakref.WeakKeyDictionary[Any, dict[str, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _libraries_of(claim: Claim) -> frozenset[str]:
     from verified_book.engine.machine import VERSIONED
 
     package = _package(claim.compute)
@@ -526,12 +541,91 @@ def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values
     return verdicts[key][1]
 
 
-def outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
-    """Why a record no longer speaks for the book as it is now; None while it still does."""
-    return once("outdated_reason", (claim, meta, record), lambda: _outdated_reason(claim, meta, record))
+@dataclass(frozen=True)
+class VersionsNow:
+    """The versions of a machine's libraries where its records are asked about, as far as the one asking
+    knows them: a backend's library by the backend's name, as the library reports itself (`2.11.0+cu130`),
+    every other library by its own name (`ml_dtypes`). A name left out is not known, and nothing is said of
+    it; a name known as None is a library that is not there."""
+
+    known: tuple[tuple[str, str | None], ...] = ()
+
+    @classmethod
+    def of(cls, versions: Mapping[str, str | None]) -> VersionsNow:
+        return cls(tuple(sorted(versions.items())))
+
+    def get(self, name: str) -> tuple[bool, str | None]:
+        """Whether `name`'s version is known here, and that version."""
+        for known, version in self.known:
+            if known == name:
+                return True, version
+        return False, None
 
 
-def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
+def versions_of_run(results: ResultsFile) -> VersionsNow:
+    """What a machine's libraries were at its latest run, as its results file says (the run header's backends,
+    the fingerprint's library versions): what the site, which runs nothing, compares that machine's records
+    with. A backend the run did not find is not known, so a record of it made earlier is not called outdated."""
+
+    def read() -> VersionsNow:
+        from verified_book.engine.machine import VERSIONED
+
+        fingerprint = results.machine.fingerprint
+        found = {name: _text_or_none(fingerprint[name]) for name in VERSIONED if name in fingerprint}
+        found |= {name: version for name, version in (results.run.backends or {}).items() if version is not None}
+        return VersionsNow.of(found)
+
+    return once("versions_of_run", (results,), read)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def moved_libraries(claim: Claim, record: Record, backend: str, now: VersionsNow) -> str | None:
+    """How the libraries a record was computed with differ from `now`: its backend's library, and the others
+    it computes with (`uses_of`); None where every one `now` knows is the version the record names."""
+    known, version = now.get(backend)
+    if known and record.version != version:
+        return f"recorded on {record.version or 'no library'}; this machine has {version or 'none'} now"
+    used = [name for name in uses_of(claim, backend) if now.get(name)[0]]
+    if not used:
+        return None
+    if record.uses is None:
+        return f"recorded before records kept the versions of the other libraries it computes with ({', '.join(used)})"
+    moved = [
+        f"{name} {record.uses.get(name) or 'absent'}, this machine has {now.get(name)[1] or 'none'} now"
+        for name in used
+        if record.uses.get(name) != now.get(name)[1]
+    ]
+    return "computed with " + "; ".join(moved) if moved else None
+
+
+def outdated_reason(
+    claim: Claim | None,
+    meta: ClaimMeta | None,
+    record: Record,
+    backend: str | None = None,
+    now: VersionsNow | None = None,
+) -> str | None:
+    """Why a record no longer speaks for the book as it is now: its claim's code or an input it read changed
+    since it was made, or (given its `backend` and the versions `now`) a library it was computed with is
+    another version; None while it still does, and computing it again would give its value back.
+
+    The one rule of what an edit invalidates: `serve` recomputes what it names, `--changed` reruns it and the
+    site marks it outdated."""
+    return once(
+        "outdated_reason",
+        (claim, meta, record),
+        lambda: _outdated_reason(claim, meta, record, backend, now),
+        backend,
+        now,
+    )
+
+
+def _outdated_reason(
+    claim: Claim | None, meta: ClaimMeta | None, record: Record, backend: str | None, now: VersionsNow | None
+) -> str | None:
     if claim is None:
         return None
     recorded = meta.code if meta is not None else None
@@ -546,7 +640,9 @@ def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record
             )
         return f"the claim's code changed since this record was made ({claim.defined_at})"
     changes = changed_inputs(record.inputs)
-    return "; ".join(changes) if changes else None
+    if changes:
+        return "; ".join(changes)
+    return moved_libraries(claim, record, backend, now) if backend is not None and now is not None else None
 
 
 def commit_of(root: Path, own: tuple[Path, ...] = ()) -> tuple[str | None, bool | None]:
