@@ -14,6 +14,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry
 from verified_book.engine import provenance
 from verified_book.engine.config import open_book, read_config, snapshot
+from verified_book.engine.source import source_of
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
 
@@ -609,8 +610,8 @@ def test_a_definition_s_source_is_what_inspect_reads(tmp_path: Path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("sources_sample")
     for obj in (module.plain, module.decorated, module.Shape, module.Shape.method, module.ratio):
-        assert provenance.source_of(obj) == inspect.getsource(obj), obj
-    assert provenance.source_of(len) is None
+        assert source_of(obj) == inspect.getsource(obj), obj
+    assert source_of(len) is None
 
 
 def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() -> None:
@@ -630,7 +631,7 @@ def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() ->
     for c in REGISTRY:
         walk(c.compute, provenance._package(c.compute))
     assert len(reached) > 100
-    differ = [obj for obj in reached.values() if provenance.source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
+    differ = [obj for obj in reached.values() if source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
     assert not differ
 
 
