@@ -14,6 +14,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry
 from verified_book.engine import provenance
 from verified_book.engine.config import open_book, read_config, snapshot
+from verified_book.engine.source import source_of
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
 
@@ -321,6 +322,70 @@ def test_a_record_keeps_the_versions_of_the_libraries_its_claim_computes_with_be
     assert uses == {"u.lazy": ("sympy",), "u.model": ("transformers",), "u.array": ("ml_dtypes",), "u.plain": ()}
 
 
+def test_a_record_is_outdated_where_a_library_it_was_computed_with_is_another_version_where_it_is_asked(
+    tmp_path: Path,
+) -> None:
+    """The library part of the one rule: the record's backend's library (its `version`) and the others it computed
+    with (`uses`), against the versions where the record is asked about. A version not known there says nothing."""
+    book = faults.SampleBook(tmp_path / "book")
+    book.claims("u", USES)
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            claim = REGISTRY["u.array"]
+            meta = ClaimMeta(kind="library", code=provenance.code_fingerprint(claim))
+            record = Record(status="verified", value=1, inputs=[], version="2.0.0", uses={"ml_dtypes": "0.5.0"})
+
+            def why(versions: dict[str, str | None] | None, on: Record = record) -> str | None:
+                now = provenance.VersionsNow.of(versions) if versions is not None else None
+                return provenance.outdated_reason(claim, meta, on, "numpy", now)
+
+            assert why(None) is None and why({}) is None, "nothing known, nothing said"
+            assert why({"numpy": "2.0.0", "ml_dtypes": "0.5.0"}) is None
+            assert why({"numpy": "2.1.0"}) == "recorded on 2.0.0; this machine has 2.1.0 now"
+            assert why({"numpy": None}) == "recorded on 2.0.0; this machine has none now"
+            assert why({"numpy": "2.0.0", "ml_dtypes": "0.6.0"}) == (
+                "computed with ml_dtypes 0.5.0, this machine has 0.6.0 now"
+            )
+            unkept = Record(status="verified", value=1, inputs=[], version="2.0.0")
+            assert why({"ml_dtypes": "0.5.0"}, unkept) == (
+                "recorded before records kept the versions of the other libraries it computes with (ml_dtypes)"
+            )
+            assert provenance.outdated_reason(claim, meta, record, "numpy") is None, "no versions asked about"
+    finally:
+        book.forget_modules()
+        reopen()
+
+
+def test_the_site_asks_of_a_record_the_versions_its_machine_s_latest_run_found(tmp_path: Path) -> None:
+    """The site runs nothing: a machine's versions now are those its results file's latest run found. A backend
+    that run did not find is not known, so its earlier records are not called outdated for it."""
+    from verified_book.engine import figure_status
+
+    book = _book(tmp_path / "book")
+    assert book.run().ret == 0
+    results = read(book.results_file)
+    results.run = results.run.model_copy(update={"backends": {"numpy": "2.1.0", "torch:cpu": None}})
+    results.machine = results.machine.model_copy(update={"fingerprint": {"ml_dtypes": "0.6.0", "os": "Linux"}})
+    now = provenance.versions_of_run(results)
+    assert now.get("numpy") == (True, "2.1.0") and now.get("ml_dtypes") == (True, "0.6.0")
+    assert now.get("torch:cpu") == (False, None) and now.get("os") == (False, None)
+    record = Record(status="verified", value=1, inputs=[], version="2.0.0")
+    reopen = snapshot()
+    try:
+        with REGISTRY.isolated():
+            book.forget_modules()
+            assert not open_book(read_config(book.root))
+            assert figure_status.status_now(results, "io.ceiling", record, "numpy") == "outdated"
+            assert figure_status.status_now(results, "io.ceiling", record, "torch:cpu") == "verified"
+            assert figure_status.status_now(results, "io.ceiling", record) == "verified", "no backend, no version asked"
+    finally:
+        book.forget_modules()
+        reopen()
+
+
 def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:
     book = _book(tmp_path / "book")
     book.results_dir.mkdir()
@@ -545,8 +610,8 @@ def test_a_definition_s_source_is_what_inspect_reads(tmp_path: Path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("sources_sample")
     for obj in (module.plain, module.decorated, module.Shape, module.Shape.method, module.ratio):
-        assert provenance.source_of(obj) == inspect.getsource(obj), obj
-    assert provenance.source_of(len) is None
+        assert source_of(obj) == inspect.getsource(obj), obj
+    assert source_of(len) is None
 
 
 def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() -> None:
@@ -566,7 +631,7 @@ def test_every_definition_the_book_s_claims_reach_reads_as_inspect_reads_it() ->
     for c in REGISTRY:
         walk(c.compute, provenance._package(c.compute))
     assert len(reached) > 100
-    differ = [obj for obj in reached.values() if provenance.source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
+    differ = [obj for obj in reached.values() if source_of(obj) != inspect.getsource(obj)]  # type: ignore[arg-type]
     assert not differ
 
 

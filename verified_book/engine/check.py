@@ -9,7 +9,7 @@ import json
 import math
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -410,6 +410,25 @@ class Verifier:
                 self._outcomes[key] = evaluate(claim, backend)
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
+
+    def computed(self, key: tuple[str, str]) -> Outcome | None:
+        """The outcome of (claim id, backend name) computed so far, if any; nothing is computed."""
+        return self._outcomes.get(key)
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """Let go of what was computed and judged for (claim id, backend name): the next `outcome` computes it."""
+        self._outcomes.pop(key, None)
+        self.judged.pop(key, None)
+
+    def renew_claims(self) -> None:
+        """Point every outcome kept at the registry's claim of its id: after the claims were loaded again, the
+        values kept were computed by objects of the same code that the registry no longer holds."""
+        for key, outcome in list(self._outcomes.items()):
+            claim = self.registry.get(key[0])
+            if claim is not None and outcome.claim is not claim:
+                self._outcomes[key] = replace(outcome, claim=claim)
+                if key in self.judged:
+                    self.judged[key] = self._outcomes[key]
 
     def verdicts(self, claim: Claim, backend: Backend) -> list[Verdict]:
         result = self.outcome(claim, backend)

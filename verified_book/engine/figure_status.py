@@ -20,7 +20,7 @@ from verified_book.authoring.registry import Claim
 from verified_book.book.bindings import Binding
 from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
 from verified_book.engine.machine import Machine
-from verified_book.engine.provenance import once, outdated_reason
+from verified_book.engine.provenance import once, outdated_reason, versions_of_run
 from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
@@ -88,14 +88,17 @@ def machine_of(results: ResultsFile) -> Machine:
     return Machine(dict(results.machine.fingerprint), results.slug, tuple(results.machine.markers))
 
 
-def status_now(results: ResultsFile, claim_id: str, record: Record) -> str:
-    """A record's status as the book stands now: outdated where its claim or inputs changed since."""
+def status_now(results: ResultsFile, claim_id: str, record: Record, backend: str | None = None) -> str:
+    """A record's status as the book stands now: outdated where its claim or inputs changed since, or (given its
+    backend) a library it was computed with is not the one the machine's latest run found."""
     status = record.status
     if status == Status.SKIPPED:
         return str(status)
     from verified_book.authoring.registry import REGISTRY
 
-    why = outdated_reason(REGISTRY.get(claim_id), results.claims.get(claim_id), record)
+    why = outdated_reason(
+        REGISTRY.get(claim_id), results.claims.get(claim_id), record, backend, versions_of_run(results)
+    )
     if why:
         return Status.OUTDATED.value
     return CONTENDED if contended_why(str(status), record) else str(status)
@@ -112,7 +115,9 @@ def contended_why(status: str, record: Record) -> str | None:
 def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | None = None, claim_id: str = "") -> str:
     """A claim's status on one machine: the worst over its backends; skipped only if all are.
     Given the results file, a record computed from an older claim or input counts as outdated."""
-    statuses = [(status_now(results, claim_id, r) if results is not None else r.status) for r in per_backend.values()]
+    statuses = [
+        (status_now(results, claim_id, r, b) if results is not None else r.status) for b, r in per_backend.items()
+    ]
     statuses = [status_of(s) for s in statuses]
     if not statuses:
         return UNVERIFIED
@@ -183,7 +188,7 @@ def _measure_now(
     measured = _measure(binding, claim, results, backend, record, machine)
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
-    why = outdated_reason(claim, results.claims.get(binding.claim_id), record)
+    why = outdated_reason(claim, results.claims.get(binding.claim_id), record, backend, versions_of_run(results))
     if why is None:
         return _contended(measured, record)
     return replace(

@@ -8,25 +8,26 @@ its run is *outdated*, with the old and the new value, until that machine runs a
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import contextvars
 import functools
 import inspect
-import linecache
 import os
 import subprocess
 import sys
 import types
 import weakref
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
 from verified_book.authoring.registry import Claim
+from verified_book.engine.source import definitions, source_of
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
+from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import fingerprint
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
@@ -92,7 +93,7 @@ def _constant(constant: Constant, package: str, seen: set[object], depth: int = 
     if module is None or file is None or not os.path.isfile(file):
         return []
     stat = os.stat(file)
-    found = _definitions(file, stat.st_mtime_ns, stat.st_size)
+    found = definitions(file, stat.st_mtime_ns, stat.st_size)
     if constant.name in found.imported:
         origin, attr, level = found.imported[constant.name]
         if level:
@@ -271,106 +272,6 @@ def _read_uncached(fn: Any) -> Reading | None:
 _MISSING = object()
 
 
-def source_of(obj: Any) -> str | None:
-    """`inspect.getsource(obj)` for a function or class, found in one parse of its file.
-
-    inspect tokenises the file anew for each function it is asked about, and a book's claims
-    ask about hundreds; here each file is parsed once and every definition's lines looked up.
-    What the parse does not place (a lambda, say) is left to inspect. None where there is no source.
-    """
-    try:
-        obj = inspect.unwrap(obj)  # as inspect does: a decorated function's own source
-        file = inspect.getsourcefile(obj)
-    except (TypeError, ValueError):
-        return None
-    if file is None:
-        return None
-    try:
-        stat = os.stat(file)
-    except OSError:
-        return None
-    lines, by_line, by_name, _, _ = _definitions(file, stat.st_mtime_ns, stat.st_size)
-    code = getattr(obj, "__code__", None)
-    span = by_line.get(code.co_firstlineno) if code is not None else by_name.get(getattr(obj, "__qualname__", ""))
-    if span is not None and code is not None and code.co_filename != file:
-        span = None
-    if span is None:
-        try:
-            return inspect.getsource(obj)
-        except (OSError, TypeError):
-            return None
-    return "".join(lines[span[0] - 1 : span[1]])
-
-
-class Definitions(NamedTuple):
-    """What one source file defines at its top level and where, as the fingerprint reads it."""
-
-    lines: list[str]
-    by_line: dict[int, tuple[int, int]]  # a function's lines (first, last), by the line its code starts on
-    by_name: dict[str, tuple[int, int]]  # a class's lines, by its qualified name
-    assigned: dict[str, list[tuple[int, int, frozenset[str]]]]  # a module-level name's assignments: lines, names used
-    imported: dict[str, tuple[str, str, int]]  # a name `from M import a as name` binds: (M, a, level of dots)
-
-
-@functools.lru_cache(maxsize=256)
-def _definitions(file: str, mtime_ns: int, size: int) -> Definitions:
-    """A source file's lines; the lines (first, last) of every function and class it defines, by the line a
-    function's code starts on (its first decorator) and by a class's qualified name; each top-level
-    assignment to a name and each name a `from ... import` binds. Cached by the file's modification time
-    and size, so a file rewritten in place is read again."""
-    linecache.checkcache(file)
-    lines = linecache.getlines(file)
-    found = Definitions(lines, {}, {}, {}, {})
-    try:
-        tree = ast.parse("".join(lines))
-    except (SyntaxError, ValueError):
-        return found
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.end_lineno:
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                span = (first, _block_end(lines, node.end_lineno, node.body[0].col_offset))
-                if isinstance(node, ast.ClassDef):
-                    found.by_name[prefix + node.name] = span
-                else:
-                    found.by_line[first] = span
-                inner = (
-                    f"{prefix}{node.name}.<locals>." if not isinstance(node, ast.ClassDef) else f"{prefix}{node.name}."
-                )
-                visit(node.body, inner)
-
-    visit(tree.body, "")
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.end_lineno:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            used = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        found.assigned.setdefault(name.id, []).append((node.lineno, node.end_lineno, used))
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                found.imported[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-    return found
-
-
-def _block_end(lines: list[str], last: int, body_column: int) -> int:
-    """The last line of a definition as inspect's block reader ends it: past the last statement,
-    over comment lines indented as deep as the body (blank lines between them too)."""
-    end, i = last, last
-    while i < len(lines):
-        text = lines[i]
-        stripped = text.strip()
-        i += 1
-        if not stripped:
-            continue
-        if not stripped.startswith("#") or len(text) - len(text.lstrip()) < body_column:
-            break
-        end = i
-    return end
-
-
 def code_fingerprint(claim: Claim, wide: bool = True) -> str:
     """A short hash of what decides a claim's value: its code and what it reaches in the book's package
     (`_own_sources`), the classes of the book's objects among its parameters, its parameters and its
@@ -404,6 +305,19 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     """The versioned libraries (`machine.VERSIONED`) the book's code of a claim names or imports: its body,
     what that reaches (as the fingerprint reads it), and its parameters' classes. A library used only
     through the engine is its backend's own or one of its companions (`uses_of`)."""
+    known = _LIBRARIES_CACHE.setdefault(claim.compute, {})
+    key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
+    if key not in known:
+        known[key] = _libraries_of(claim)
+    return known[key]
+
+
+#: the libraries a claim's code names, by claim function, then by its parameters: asked of every value
+#: held at every edit (`outdated_reason`), read once per function
+_LIBRARIES_CACHE: weakref.WeakKeyDictionary[Any, dict[str, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _libraries_of(claim: Claim) -> frozenset[str]:
     from verified_book.engine.machine import VERSIONED
 
     package = _package(claim.compute)
@@ -526,12 +440,91 @@ def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values
     return verdicts[key][1]
 
 
-def outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
-    """Why a record no longer speaks for the book as it is now; None while it still does."""
-    return once("outdated_reason", (claim, meta, record), lambda: _outdated_reason(claim, meta, record))
+@dataclass(frozen=True)
+class VersionsNow:
+    """The versions of a machine's libraries where its records are asked about, as far as the one asking
+    knows them: a backend's library by the backend's name, as the library reports itself (`2.11.0+cu130`),
+    every other library by its own name (`ml_dtypes`). A name left out is not known, and nothing is said of
+    it; a name known as None is a library that is not there."""
+
+    known: tuple[tuple[str, str | None], ...] = ()
+
+    @classmethod
+    def of(cls, versions: Mapping[str, str | None]) -> VersionsNow:
+        return cls(tuple(sorted(versions.items())))
+
+    def get(self, name: str) -> tuple[bool, str | None]:
+        """Whether `name`'s version is known here, and that version."""
+        for known, version in self.known:
+            if known == name:
+                return True, version
+        return False, None
 
 
-def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record) -> str | None:
+def versions_of_run(results: ResultsFile) -> VersionsNow:
+    """What a machine's libraries were at its latest run, as its results file says (the run header's backends,
+    the fingerprint's library versions): what the site, which runs nothing, compares that machine's records
+    with. A backend the run did not find is not known, so a record of it made earlier is not called outdated."""
+
+    def read() -> VersionsNow:
+        from verified_book.engine.machine import VERSIONED
+
+        fingerprint = results.machine.fingerprint
+        found = {name: _text_or_none(fingerprint[name]) for name in VERSIONED if name in fingerprint}
+        found |= {name: version for name, version in (results.run.backends or {}).items() if version is not None}
+        return VersionsNow.of(found)
+
+    return once("versions_of_run", (results,), read)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def moved_libraries(claim: Claim, record: Record, backend: str, now: VersionsNow) -> str | None:
+    """How the libraries a record was computed with differ from `now`: its backend's library, and the others
+    it computes with (`uses_of`); None where every one `now` knows is the version the record names."""
+    known, version = now.get(backend)
+    if known and record.version != version:
+        return f"recorded on {record.version or 'no library'}; this machine has {version or 'none'} now"
+    used = [name for name in uses_of(claim, backend) if now.get(name)[0]]
+    if not used:
+        return None
+    if record.uses is None:
+        return f"recorded before records kept the versions of the other libraries it computes with ({', '.join(used)})"
+    moved = [
+        f"{name} {record.uses.get(name) or 'absent'}, this machine has {now.get(name)[1] or 'none'} now"
+        for name in used
+        if record.uses.get(name) != now.get(name)[1]
+    ]
+    return "computed with " + "; ".join(moved) if moved else None
+
+
+def outdated_reason(
+    claim: Claim | None,
+    meta: ClaimMeta | None,
+    record: Record,
+    backend: str | None = None,
+    now: VersionsNow | None = None,
+) -> str | None:
+    """Why a record no longer speaks for the book as it is now: its claim's code or an input it read changed
+    since it was made, or (given its `backend` and the versions `now`) a library it was computed with is
+    another version; None while it still does, and computing it again would give its value back.
+
+    The one rule of what an edit invalidates: `serve` recomputes what it names, `--changed` reruns it and the
+    site marks it outdated."""
+    return once(
+        "outdated_reason",
+        (claim, meta, record),
+        lambda: _outdated_reason(claim, meta, record, backend, now),
+        backend,
+        now,
+    )
+
+
+def _outdated_reason(
+    claim: Claim | None, meta: ClaimMeta | None, record: Record, backend: str | None, now: VersionsNow | None
+) -> str | None:
     if claim is None:
         return None
     recorded = meta.code if meta is not None else None
@@ -546,7 +539,9 @@ def _outdated_reason(claim: Claim | None, meta: ClaimMeta | None, record: Record
             )
         return f"the claim's code changed since this record was made ({claim.defined_at})"
     changes = changed_inputs(record.inputs)
-    return "; ".join(changes) if changes else None
+    if changes:
+        return "; ".join(changes)
+    return moved_libraries(claim, record, backend, now) if backend is not None and now is not None else None
 
 
 def commit_of(root: Path, own: tuple[Path, ...] = ()) -> tuple[str | None, bool | None]:

@@ -27,7 +27,7 @@ from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
 from verified_book.book.snippet_output import OutputBlock
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import outdated_reason, uses_of
+from verified_book.engine.provenance import VersionsNow, outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.errors import BookError
 from verified_book.records.record import ClaimMeta, DataInput, Record
@@ -260,25 +260,10 @@ def value_why(
     `provenance.uses_of`, against `libraries_now`); None where computing again here would give it back."""
     if record is None:
         return "no record on this machine"
-    outdated = outdated_reason(claim, meta, record)
-    if outdated:
-        return outdated
-    if record.version != version_now:
-        return f"recorded on {record.version or 'no library'}; this machine has {version_now or 'none'} now"
-    used = uses_of(claim, backend)
-    if used and libraries_now is not None:
-        if record.uses is None:
-            return (
-                f"recorded before records kept the versions of the other libraries it computes with ({', '.join(used)})"
-            )
-        moved = [
-            f"{name} {record.uses.get(name) or 'absent'}, this machine has {libraries_now.get(name) or 'none'} now"
-            for name in used
-            if record.uses.get(name) != libraries_now.get(name)
-        ]
-        if moved:
-            return "computed with " + "; ".join(moved)
-    return None
+    known: dict[str, str | None] = {backend: version_now}
+    if libraries_now is not None:
+        known |= {name: libraries_now.get(name) for name in uses_of(claim, backend)}
+    return outdated_reason(claim, meta, record, backend, VersionsNow.of(known))
 
 
 def figures_why(record: Record, bindings: list[Binding]) -> str | None:

@@ -10,12 +10,13 @@ visible marker at the figure instead.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import posixpath
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import jinja2
 from mkdocs.config import base
@@ -186,6 +187,35 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.problems.append(problem)
         if problem.where not in self.said_elsewhere:
             log.warning(str(problem))
+
+    @contextlib.contextmanager
+    def rendering_again(
+        self,
+        records: ResultsFile | None,
+        records_path: Path,
+        pages: Mapping[Path, Page],
+        load_errors: Sequence[Problem],
+        said: frozenset[str] = frozenset(),
+    ) -> Iterator[None]:
+        """Within, pages of a build kept warm (`verified-book serve`) are rendered again: with `records` as the
+        records of the results file `records_path` now, the book's `pages` (by path) as the caller read them and
+        the claims' `load_errors` as they were last loaded. The problems at `said` (file:line) are the caller's
+        to say: they are not logged; and only this render's problems are kept."""
+        self.problems, self.said_elsewhere = [], said
+        if records is not None:
+            shown = self.book_config.shown(records_path)
+            names = [name for name, where in self.local.items() if where == shown]
+            if not names and records_path.parent == self.book_config.results and records_path.stem in self.results:
+                names = [records_path.stem]  # a book with no local results folder: its runs write the committed one
+            for name in names:
+                self.results[name] = records
+        self._verdicts = {}  # the records are new: each is judged afresh
+        self.context.load_errors = load_errors
+        self._pages.update(pages)
+        try:
+            yield
+        finally:
+            self.said_elsewhere = frozenset()
 
     def on_env(self, env: jinja2.Environment, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
         """Keep the theme's compiled templates between builds, in `.cache/jinja/` at the book's root.
