@@ -25,6 +25,8 @@ MARKS = ".vb-mark, .vb-fig__mark"
 PHONE = {"width": 390, "height": 700}
 #: the least share of two marks' ink that must differ for a reader to tell them apart in greyscale
 APART = 0.2
+#: the least a mark's drawing spans, in CSS pixels, within its box of at least 12
+INK = 11
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +92,13 @@ def test_every_mark_on_the_site_is_at_least_12_px(browser: Any, base_url: str, s
     assert not small, f"marks under 12 px at {width} px: {small}"
 
 
+def ink_extent(image: Any) -> int:
+    """The larger side, in pixels, of the box around a greyscale mark's ink."""
+    paper = max(image.tobytes())
+    box = image.point(lambda p: 255 if p < paper - 60 else 0).getbbox()
+    return max(box[2] - box[0], box[3] - box[1]) if box else 0
+
+
 def ink(image: Any) -> list[bool]:
     """Which pixels of a greyscale mark, brought to 24 x 24 (a box's fraction of a pixel aside), are ink:
     clearly darker than the lightest of its box."""
@@ -101,8 +110,9 @@ def ink(image: Any) -> list[bool]:
 @pytest.mark.browser
 def test_the_legend_tells_every_status_apart_in_greyscale_by_shape_and_words(browser: Any, base_url: str) -> None:
     """WCAG 1.4.1: colour is never the only way a status is told. In a greyscale picture of the
-    legend, every two statuses' marks differ in at least a fifth of their ink; each row names its
-    status in words, and its mark is drawn from a shape of its own (not one shape recoloured)."""
+    legend, each mark's drawing spans at least 11 px and every two statuses' marks differ in at least
+    a fifth of their ink; each row names its status in words, and its mark is drawn from a shape of
+    its own (not one shape recoloured)."""
     page = new_page(browser, 1280, scale=2)
     try:
         page.goto(base_url + "marks.html")
@@ -114,11 +124,16 @@ def test_the_legend_tells_every_status_apart_in_greyscale_by_shape_and_words(bro
         for row, status in zip(rows.all(), statuses):
             assert row.locator("th").inner_text().strip() == LABELS[status], f"{status}: its row does not name it"
         marks: dict[str, list[bool]] = {}
+        extents: dict[str, float] = {}
         for row, status in zip(rows.all(), statuses):
             png = row.locator(".vb-fig__mark").screenshot()
-            marks[status] = ink(greyscale(png, SCREENSHOTS / f"legend-mark-{status}-grey.png"))
+            image = greyscale(png, SCREENSHOTS / f"legend-mark-{status}-grey.png")
+            marks[status] = ink(image)
+            extents[status] = ink_extent(image) / 2  # the page is drawn at twice its CSS pixels
     finally:
         page.context.close()
+    faint = {status: size for status, size in extents.items() if size < INK}
+    assert not faint, f"marks whose drawing is under {INK} px across: {faint}"
     alike = []
     for (a, ink_a), (b, ink_b) in itertools.combinations(marks.items(), 2):
         either = sum(x or y for x, y in zip(ink_a, ink_b))
@@ -266,3 +281,20 @@ def test_the_machines_tables_never_break_a_name_at_400_px(browser: Any, base_url
     assert set(styles) == {"normal"}, f"a table may still break a word between two letters: {styles}"
     assert boxes and set(boxes) == {"auto"}, f"a table's box does not scroll sideways: {boxes}"
     assert page_width <= 400, f"the page itself is {page_width} px wide: a table pushed it"
+
+
+@pytest.mark.browser
+def test_on_a_phone_the_legend_reads_each_meaning_across_the_screen(browser: Any, base_url: str) -> None:
+    """At 390 px a status's meaning takes the screen's width under its mark and name, not a
+    column one word wide."""
+    page = new_page(browser, PHONE["width"], PHONE["height"], phone=True, scale=2)
+    try:
+        page.goto(base_url + "marks.html")
+        widths = page.locator("table.vb-legend tbody td:last-child").evaluate_all(
+            "cells => cells.map(c => c.getBoundingClientRect().width)"
+        )
+        page.locator("table.vb-legend").scroll_into_view_if_needed()
+        shoot(page, "legend-390")
+    finally:
+        page.context.close()
+    assert widths and min(widths) >= 0.8 * (PHONE["width"] - 32), f"the legend's meanings at 390 px: {widths}"
