@@ -292,3 +292,40 @@ def test_every_count_of_a_run_adds_up(book: pytest.Pytester, args: tuple[str, ..
         assert sum(shown.values()) == bound
         for status in ("verified", "cited", "reference", "stale", "failed", "disputed"):
             assert shown.get(status, 0) == parts.get(status, 0), (status, shown, parts)
+
+
+def test_the_panels_badge_shows_the_mark_beside_its_word(tmp_path: Path) -> None:
+    """A status is told by its shape and its word together wherever a panel names it, so a reader
+    who does not see colour learns which shape is which."""
+    from verified_book.site import render
+
+    (tmp_path / "p.md").write_text("A figure [16](claim:x.sixteen).\n")
+    (binding,) = read_page(tmp_path / "p.md", tmp_path).bindings
+    for status in (Status.VERIFIED.value, Status.OUTDATED.value, "unverified"):
+        view = render.FigureView(binding, status, (), None, None)
+        html = render.render_panel(view, {}, None, "p")
+        badge = html[html.index('<span class="vb-badge"') : html.index("</span> ")]
+        assert render.mark(status) in badge and badge.endswith(LABELS[status]), badge
+
+
+def test_the_machines_tables_keep_each_name_version_and_date_whole() -> None:
+    """Each name in the Machines tables (a machine, a marker, a library with its version, a date) is
+    one unbreakable piece, the list breaking only between them, and the text reads as before."""
+    import re
+
+    from verified_book.book.bindings import Book
+    from verified_book.records.results import ResultsFile
+    from verified_book.site import machines
+
+    slug = "nvidia-geforce-rtx-5080"
+    results = ResultsFile(
+        slug,
+        machine={"slug": slug, "markers": ["rtx5080", "ryzen_ai_max"], "fingerprint": {"os": "Linux 6.18.44-fc-v1"}},
+        run={"date": "2026-12-04T15:29:09+00:00", "versions": {"torch": "2.13.0+cpu", "ml_dtypes": "0.6.0"}},
+    )
+    page = machines.render_machines({slug: results}, Book(Path("."), [], []), [], {})
+    whole = set(re.findall(r'<(?:span|a) class="vb-name"[^>]*>([^<]*)<', "".join(page.blocks.values())))
+    expected = {slug, "rtx5080", "ryzen_ai_max", "Linux 6.18.44-fc-v1", "2026-12-04T15:29:09+00:00", "2026-12-04"}
+    assert expected | {"torch 2.13.0+cpu", "ml_dtypes 0.6.0"} <= whole, whole
+    text = re.sub(r"<[^>]+>", "", "".join(page.blocks.values()))
+    assert "rtx5080, ryzen_ai_max" in text and "torch 2.13.0+cpu, ml_dtypes 0.6.0" in text

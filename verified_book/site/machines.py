@@ -112,25 +112,40 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
+def _names(items: Iterable[str | None], limit: int = 300) -> Markup:
+    """Names, versions and dates as a table shows them: each kept whole on its line (a slug, a marker,
+    `torch 2.13.0+cpu`, an ISO date never breaks at its hyphens), the list breaking between them, cut
+    with an ellipsis past `limit` characters."""
+    shown: list[Markup] = []
+    length = 0
+    for item in items:
+        if not item:
+            continue
+        if length + len(item) > limit:
+            shown.append(Markup("…"))
+            break
+        length += len(item) + 2
+        shown.append(markup('<span class="vb-name">{}</span>', item))
+    return Markup(", ").join(shown)
+
+
 def _fingerprint(results: ResultsFile) -> Markup:
     fp = results.machine.fingerprint
     run = results.run
-    rows = [(label, _scalar(fp.get(key))) for key, label in FINGERPRINT_FIELDS]
+    rows: list[tuple[str, list[str | None]]] = [(label, [_scalar(fp.get(key))]) for key, label in FINGERPRINT_FIELDS]
     markers = results.machine.markers
     if markers:
-        rows.append(("matches the book's", ", ".join(markers)))
-    rows.append(("latest run", _scalar(run.date)))
+        rows.append(("matches the book's", list(markers)))
+    rows.append(("latest run", [_scalar(run.date)]))
     versions = run.versions or {}
-    rows.append(("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if _scalar(v)) or None))
+    rows.append(("versions", [f"{k} {v}" for k, v in versions.items() if _scalar(v)]))
     backends = run.backends or {}
-    present = [f"{k} {v}" for k, v in backends.items() if _scalar(v)]
-    absent = [str(k) for k, v in backends.items() if not _scalar(v)]
-    rows.append(("backends present", ", ".join(present) or None))
-    rows.append(("backends absent", ", ".join(absent) or None))
+    rows.append(("backends present", [f"{k} {v}" for k, v in backends.items() if _scalar(v)]))
+    rows.append(("backends absent", [str(k) for k, v in backends.items() if not _scalar(v)]))
     cells = Markup().join(
-        markup('<tr><th scope="row">{}</th><td>{}</td></tr>', label, short(value, 300))
-        for label, value in rows
-        if value
+        markup('<tr><th scope="row">{}</th><td>{}</td></tr>', label, _names(items))
+        for label, items in rows
+        if any(items)
     )
     return Markup(
         '<div class="vb-scroll" data-vb-scroll><table class="vb-fingerprint"><tbody>{}</tbody></table></div>'
@@ -176,7 +191,7 @@ def _overview(
         what = _scalar(fp.get("gpu")) or _scalar(fp.get("cpu")) or "—"
         date = _scalar(rf.run.date) or ""
         cells = Markup().join(markup('<td data-status="{}">{}</td>', s, counted[slug][s]) for s in columns)
-        when = escape(date[:10])
+        when = _names([date[:10]])
         if slug in quiet:
             when += markup(
                 ' <span class="vb-quiet" data-status="{}">{}{}</span>',
@@ -189,7 +204,7 @@ def _overview(
         rows.append(
             markup(
                 '<tr data-machine="{slug}"{quiet}{local}>'
-                '<th scope="row"><a href="#{anchor}">{slug}</a></th>'
+                '<th scope="row"><a class="vb-name" href="#{anchor}">{slug}</a></th>'
                 "<td>{what}</td><td>{when}</td>{cells}</tr>",
                 slug=slug,
                 quiet=Markup(" data-quiet") if slug in quiet else Markup(),

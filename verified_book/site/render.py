@@ -162,7 +162,9 @@ def render_panel(
     parts = [
         markup('<vb-panel class="vb-panel" id="{}" data-search-exclude>', uid),
         Markup('<span class="vb-panel__head">'),
-        markup('<span class="vb-badge" data-status="{}">{}</span> ', view.status, label(view.status)),
+        markup(
+            '<span class="vb-badge" data-status="{}">{}{}</span> ', view.status, mark(view.status), label(view.status)
+        ),
         markup('<code class="vb-panel__id">{}</code>', b.claim_id),
         Markup("</span>"),
     ]

@@ -10,6 +10,7 @@
   "use strict";
 
   var MARGIN = 8;
+  var GAP = 4;  /* between a figure and its panel */
   var SCROLLERS = [
     ".vb-scroll",
     ".vb-matrix__scroll",
@@ -20,25 +21,46 @@
     ".md-typeset .tabbed-labels"
   ].join(", ");
 
-  function place(fig) {
+  /* A panel is placed below its figure, or above where only there it fits whole, and never over
+     the figure (a tap lands on what is under the finger once the panel shows). Where it fits on
+     neither side (a phone's short screen, a tall panel), a panel the reader opened (`reveal`: a
+     tap, a click, Enter) scrolls the page until it fits below the figure, the figure kept clear
+     of the header; one only hovered or still too tall takes the roomier side and scrolls inside
+     itself. So an open panel is always inside the viewport. */
+  function place(fig, reveal) {
     var panel = fig.querySelector(".vb-panel");
     if (!panel) {
       return;
     }
-    var box = fig.getBoundingClientRect();
+    panel.style.maxHeight = "";
+    panel.style.overflowY = "";
     var width = document.documentElement.clientWidth;
     var height = window.innerHeight;
     var w = panel.offsetWidth;
     var h = panel.offsetHeight;
-    var left = Math.max(MARGIN, Math.min(box.left, width - w - MARGIN));
-    var top = box.bottom + 4;
-    var above = top + h > height - MARGIN && box.top - h - 4 > MARGIN;
-    if (above) {
-      top = box.top - h - 4;
+    var box = fig.getBoundingClientRect();
+    var below = height - box.bottom - GAP - MARGIN;
+    var above = box.top - GAP - MARGIN;
+    if (reveal && h > below && h > above) {
+      var header = document.querySelector(".md-header");
+      var clear = (header ? header.getBoundingClientRect().bottom : 0) + MARGIN;
+      var by = Math.min(h - below, box.top - clear);
+      if (by > 0) {
+        window.scrollBy(0, by);
+        box = fig.getBoundingClientRect();
+        below = height - box.bottom - GAP - MARGIN;
+        above = box.top - GAP - MARGIN;
+      }
     }
-    panel.classList.toggle("vb-above", above);
-    panel.style.left = left + "px";
-    panel.style.top = top + "px";
+    var up = h > below && (h <= above || above > below);
+    if (h > (up ? above : below)) {
+      h = Math.max(up ? above : below, 0);
+      panel.style.maxHeight = h + "px";
+      panel.style.overflowY = "auto";
+    }
+    panel.classList.toggle("vb-above", up);
+    panel.style.left = Math.max(MARGIN, Math.min(box.left, width - w - MARGIN)) + "px";
+    panel.style.top = (up ? box.top - GAP - h : box.bottom + GAP) + "px";
   }
 
   function openFigures() {
@@ -50,7 +72,7 @@
     fig.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) {
       fig.classList.remove("vb-closed");
-      place(fig);
+      place(fig, true);
     }
   }
 
@@ -144,7 +166,7 @@
       }
     });
     window.addEventListener("scroll", function (event) {
-      openFigures().forEach(place);
+      openFigures().forEach(function (fig) { place(fig); });
       var box = event.target;
       if (box && box.matches && box.matches(SCROLLERS)) {
         markScroll(box);
@@ -152,7 +174,7 @@
     }, { capture: true, passive: true });
     document.addEventListener("copy", copySelection);
     window.addEventListener("resize", function () {
-      openFigures().forEach(place);
+      openFigures().forEach(function (fig) { place(fig); });
       markScrollers(document);
     }, { passive: true });
   }
