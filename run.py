@@ -5,8 +5,9 @@
     python3 run.py test      run the test suite (arguments after `test` go to pytest)
     python3 run.py site      build the site from the committed results (and this clone's own, if any)
     python3 run.py contribute   copy this machine's records into results/, for a pull request
-    python3 run.py setup     set up only
+    python3 run.py setup     set up only, one line a step (-v: with pip's own output as it comes)
     python3 run.py setup --dry-run   say what set-up would install on this machine, install nothing
+    python3 run.py --help    this text, and every job with what it does
 
 The first call makes `.venv/` and installs what the job needs into it, pinned by
 requirements/lock.txt; later calls install again only when pyproject.toml, the lock or this
@@ -63,6 +64,7 @@ JOBS: dict[str, tuple[str, ...]] = {
     "machine": (),
     "plan": ("verify",),
     "fault-table": ("dev",),
+    "init": ("book",),
     "notebook": ("verify", "notebook"),
     "setup": ("dev",),
 }
@@ -77,6 +79,7 @@ SUMMARY = {
     "machine": "say this machine's identity, the name of its results file (--adopt FILE takes a committed one's back)",
     "plan": "list what a run on one of the book's machines (plan rtx5080) would check, on which backend; run nothing",
     "fault-table": "run every fault scenario and write docs/faults.md",
+    "init": "start a book of your own in an empty folder (init FOLDER), which pytest verifies and mkdocs builds",
     "notebook": "set up for running the snippets as notebooks (jupytext --to ipynb --execute)",
     "setup": "set up the virtual environment only (everything the tests need)",
 }
@@ -100,8 +103,21 @@ def _tool_env() -> dict[str, str]:
     return env
 
 
+#: whether set-up shows each command's own output as it comes (`setup -v`); else it keeps it, shown only on failure
+VERBOSE = False
+
+
 def _run(*cmd: str | Path) -> None:
-    subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True, env=_tool_env())
+    """Run one command of set-up: its own output kept back, and shown whole only if it fails (or as it comes,
+    with `setup -v`), so set-up says one line a step and a failure is read in full."""
+    args = [str(c) for c in cmd]
+    if VERBOSE:
+        subprocess.run(args, cwd=ROOT, check=True, env=_tool_env())
+        return
+    done = subprocess.run(args, cwd=ROOT, env=_tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout)
+        raise subprocess.CalledProcessError(done.returncode, args, done.stdout)
 
 
 def has_nvidia_gpu() -> bool:
@@ -366,7 +382,7 @@ def setup(job: str = "setup") -> None:
         _run(BIN / "python", "-m", "pip", "install", "--upgrade", "pip")
     else:
         _say(f"set-up 1/3: the virtual environment {VENV.relative_to(ROOT)}/ is there")
-    pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on"]
+    pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on" if VERBOSE else "off"]
     if {"verify", "dev"} & set(extras) and not _has_torch():
         index = index_to_check(target)
         args, sentence = torch_plan(target, index is not None and reachable(index + "/torch/"))
@@ -408,17 +424,30 @@ def dry_run(job: str) -> int:
 
 
 def usage() -> str:
-    return "\n".join(f"  {name:<14} {text}" for name, text in SUMMARY.items())
+    """Every job with what it does, one line each (the jobs of `verified-book`, and run.py's own)."""
+    import textwrap
+
+    return "\n".join(
+        "\n".join(textwrap.wrap(text, width=100, initial_indent=f"  {name:<14} ", subsequent_indent=" " * 17))
+        for name, text in SUMMARY.items()
+    )
+
+
+def help_text() -> str:
+    """What `run.py --help` prints: how it is called, then every job."""
+    return f"{__doc__.rstrip()}\n\nThe jobs:\n{usage()}"
 
 
 def _job(job: str, rest: list[str]) -> int:
-    """Run a job through the virtual environment's `verified-book`, leaving Ctrl-C to it."""
+    """Run a job through the virtual environment's `verified-book`, leaving Ctrl-C to it: in the project's
+    folder, which holds the book, except `init`, whose folder is named from where run.py was called."""
     command = [str(BIN / "verified-book"), job, *rest]
+    where = Path.cwd() if job == "init" else ROOT
     # The job stops itself on Ctrl-C and keeps its records; run.py only waits for it. A handler that does
     # nothing, not SIG_IGN, which the job would inherit and so never see the Ctrl-C.
     previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
-        code = subprocess.run(command, cwd=ROOT, env=_tool_env()).returncode
+        code = subprocess.run(command, cwd=where, env=_tool_env()).returncode
     finally:
         signal.signal(signal.SIGINT, previous)
     return INTERRUPTED if code == -signal.SIGINT else code
@@ -427,13 +456,16 @@ def _job(job: str, rest: list[str]) -> int:
 def main(argv: list[str]) -> int:
     job, rest = (argv[0], argv[1:]) if argv else ("help", [])
     if job in ("help", "-h", "--help"):
-        print(__doc__)
+        print(help_text())
         return 0
     if job not in JOBS:
         print(f"run.py: unknown job {job!r}; the jobs are:\n{usage()}", file=sys.stderr)
         return 2
     if job == "setup" and rest == ["--dry-run"]:
         return dry_run(job)
+    if job == "setup" and rest in (["-v"], ["--verbose"]):
+        global VERBOSE
+        VERBOSE = True
     try:
         setup(job)
     except KeyboardInterrupt:

@@ -87,13 +87,33 @@ def test_the_site_extra_brings_no_backend() -> None:
     )
 
 
-def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
+def test_run_py_has_every_job_of_the_command_and_its_help_lists_each() -> None:
     run = _run_py()
-    assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS) - {"init"}  # init runs before a book exists
+    assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)  # setup and notebook are run.py's own
+    assert set(run.SUMMARY) == set(run.JOBS), "each job says what it does"
+    listed = {line.split()[0] for line in run.help_text().split("The jobs:", 1)[1].splitlines() if line.strip()}
+    assert listed == set(run.JOBS)
+    command = {line.split()[1] for line in cli.overall_help().splitlines() if line.startswith("  verified-book ")}
+    assert command == set(cli.JOBS) and command <= listed, "`run.py --help` lists every job `verified-book --help` does"
     assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.integration.cli:run"
 
 
-def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
+def test_set_up_keeps_a_command_s_output_back_unless_it_fails_or_is_asked_for(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    run = _run_py()
+    run._run(sys.executable, "-c", "print('Collecting numpy'); import sys; print('warn', file=sys.stderr)")
+    assert capfd.readouterr() == ("", ""), "a step that succeeds says nothing beyond its own line"
+    with pytest.raises(subprocess.CalledProcessError):
+        run._run(sys.executable, "-c", "print('Collecting numpy'); raise SystemExit('no such version')")
+    out, err = capfd.readouterr()
+    assert "Collecting numpy" in err and "no such version" in err, "a failure shows the command's whole output"
+    run.VERBOSE = True
+    run._run(sys.executable, "-c", "print('Collecting numpy')")
+    assert "Collecting numpy" in capfd.readouterr().out, "setup -v shows pip's detail as it comes"
+
+
+def test_each_set_up_step_is_said_before_it_runs_and_pip_keeps_its_detail_for_a_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _run_py()
@@ -125,7 +145,7 @@ def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
         assert step in out
     assert "cannot be reached" in out, "the fallback is said"
     pips = [c for c in commands if "pip" in c]
-    assert pips and not any({"-q", "--quiet"} & set(c) for c in pips), "pip shows what it installs and how far along"
+    assert pips and not any({"-q", "--quiet"} & set(c) for c in pips), "pip's detail is there for a failure to show"
     project = next(c for c in pips if "-e" in c)
     assert project[-1] == ".[cpu,verify]" and "-c" in project and project[project.index("-c") + 1].endswith("lock.txt")
     assert all("run.py: set-up" in s for s in said), "every command is announced as it starts"
