@@ -1,7 +1,7 @@
 """`verified-book serve`: what each kind of saved file recomputes, and that nothing else runs.
 
 `plan` decides from what each held value was computed from; the engine is then driven on a copy
-of examples/minimal, counting every claim evaluated; the slow test starts the server itself and
+of the book `verified-book init` writes, counting every claim evaluated; the slow test starts the server itself and
 reads the marks from the HTML it serves.
 """
 
@@ -28,7 +28,7 @@ from verified_book.engine import check
 from verified_book.engine.config import read_config, snapshot
 from verified_book.integration.serve import GONE, Changes, Engine, Known, plan
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
+EXAMPLE = Path(__file__).resolve().parents[1] / "verified_book" / "template"  # what `verified-book init` writes
 ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN = {
@@ -124,7 +124,7 @@ def test_a_saved_snippet_holds_back_the_measured_claims_that_read_what_it_printe
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[Path]:
-    """A copy of examples/minimal, opened in this process and given back after."""
+    """A copy of the book `init` writes, opened in this process and given back after."""
     root = tmp_path / "minimal"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
     restore = snapshot()
@@ -608,14 +608,14 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
         start = len(lines)
         second = root / "pages" / "second.md"
         second.write_text("# Second\n\nFP16 tops out at [65504](claim:half.max), below [7](claim:half.nope).\n")
-        wait(lambda: ("half.max", "stale") in marks("second/"), "a new page was never served")
+        wait(lambda: ("half.max", "stale") in marks("second.html"), "a new page was never served")
         wait(lambda: said(start, r"pages/second.md saved: 2 figure"), "no line for the new page")
         time.sleep(0.5)
         named = [line for line in lines[start:] if "half.nope" in line]
         assert len(named) == 1, f"the whole build logs nothing serve said: {named}"
         second.unlink()
         wait(lambda: said(start, r"pages/second.md removed: "), "no line for the page removed")
-        wait(lambda: marks("second/") == [], "the removed page is still served")
+        wait(lambda: marks("second.html") == [], "the removed page is still served")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
