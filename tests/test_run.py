@@ -290,14 +290,17 @@ def test_verify_runs_the_book_and_not_the_engine_s_tests() -> None:
     assert not any(Path(p).is_relative_to(ROOT / "tests") for p in paths)
 
 
-def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> None:
+def test_the_verdict_fits_a_terminal_naming_every_status_and_where_things_are() -> None:
     book = read_config(ROOT)
     outcome = cli._Outcome()
     outcome.figures = {"verified": 900, "disputed": 6, "not here": 14}
     outcome.bound = 920
     outcome.slug, outcome.written = "box", book.writes_to / "box.json"
-    line = cli.verdict(outcome, 0, 0, book)
-    assert "\n" not in line
+    text = cli.verdict(outcome, 0, 0, book)
+    lines = text.splitlines()
+    assert lines[0] == "verified-book: verified on box", "the first line says what held, alone"
+    assert all(len(line) <= 100 for line in lines), [len(line) for line in lines]
+    line = " ".join(part.strip() for part in lines)
     for word in (
         "all 920 bound figures selected",
         "900 verified",
@@ -319,12 +322,14 @@ def test_the_verdict_says_verified_only_where_the_run_verified_a_figure() -> Non
     outcome = cli._Outcome()
     outcome.bound = 920
     outcome.figures = {}  # `--changed` with nothing changed
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: no figure checked: figures (0 of the book's")
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: no figure checked\n  figures (0 of the book's")
     outcome.figures = {"cited": 3}  # a `-k` that selected cited figures only
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: none stale or failed: figures (3 of the book's")
+    assert cli.verdict(outcome, 0, 0, book).startswith(
+        "verified-book: none stale or failed\n  figures (3 of the book's"
+    )
     outcome.figures = {"verified": 2, "cited": 1}
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: verified: figures (3 of the book's")
-    assert cli.verdict(outcome, 1, 0, book).startswith("verified-book: NOT all verified: figures")
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: verified\n  figures (3 of the book's")
+    assert cli.verdict(outcome, 1, 0, book).startswith("verified-book: NOT all verified\n  figures")
 
 
 def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:

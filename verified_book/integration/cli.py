@@ -147,7 +147,9 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
-    """The last line of `verify`: what held on this machine, and where the site and the records are."""
+    """The last lines of `verify`: what held on this machine in its first line, then the figures, where the site
+    is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
+    from verified_book.engine.session import wrapped
     from verified_book.integration.pytest_plugin import figure_line
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
@@ -160,9 +162,8 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
         else "no results written"
     )
     state = f"NOT all {Status.VERIFIED}" if tested != 0 else _held(outcome.figures)
-    return (
-        f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
-    )
+    parts = [figure_line(outcome.figures, outcome.bound), where_site, where_results]
+    return "\n".join([f"verified-book: {state}{machine}", *(line for part in parts for line in wrapped(part, "  "))])
 
 
 def _held(figures: Mapping[str, int]) -> str:
