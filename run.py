@@ -5,11 +5,13 @@
     python3 run.py test      run the test suite (arguments after `test` go to pytest)
     python3 run.py site      build the site from the committed results (and this clone's own, if any)
     python3 run.py contribute   copy this machine's records into results/, for a pull request
-    python3 run.py setup     set up only
+    python3 run.py setup     set up only, one line a step (-v: with pip's own output as it comes)
     python3 run.py setup --dry-run   say what set-up would install on this machine, install nothing
+    python3 run.py --help    this text, and every job with what it does
 
-The first call makes `.venv/` and installs what the job needs into it, pinned by
-requirements/lock.txt; later calls install again only when pyproject.toml, the lock or this
+The first call makes `.venv/` and installs what the job needs into it, pinned with hashes by
+the lock of this platform and Python (requirements/lock/, written by scripts/lock): pip checks
+every file it installs against the lock's hashes; later calls install again only when pyproject.toml, the lock or this
 file change, or when a job needs more than was installed. After set-up each job is the
 `verified-book` command of the project's virtual environment (`.venv/bin/verified-book JOB`).
 
@@ -42,7 +44,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("VERIFIED_BOOK_VENV") or ROOT / ".venv").resolve()
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed"
-LOCK = ROOT / "requirements" / "lock.txt"
+LOCKS = ROOT / "requirements" / "lock"
 TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 ROCM = "rocm7.2"  # the variant of PyTorch's ROCm index (download.pytorch.org/whl/<variant>) for TORCH; TORCH_ROCM picks another
@@ -63,6 +65,7 @@ JOBS: dict[str, tuple[str, ...]] = {
     "machine": (),
     "plan": ("verify",),
     "fault-table": ("dev",),
+    "init": ("book",),
     "notebook": ("verify", "notebook"),
     "setup": ("dev",),
 }
@@ -77,6 +80,7 @@ SUMMARY = {
     "machine": "say this machine's identity, the name of its results file (--adopt FILE takes a committed one's back)",
     "plan": "list what a run on one of the book's machines (plan rtx5080) would check, on which backend; run nothing",
     "fault-table": "run every fault scenario and write docs/faults.md",
+    "init": "start a book of your own in an empty folder (init FOLDER), which pytest verifies and mkdocs builds",
     "notebook": "set up for running the snippets as notebooks (jupytext --to ipynb --execute)",
     "setup": "set up the virtual environment only (everything the tests need)",
 }
@@ -100,8 +104,22 @@ def _tool_env() -> dict[str, str]:
     return env
 
 
-def _run(*cmd: str | Path) -> None:
-    subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True, env=_tool_env())
+#: whether set-up shows each command's own output as it comes (`setup -v`); else it keeps it, shown only on failure
+VERBOSE = False
+
+
+def _run(*cmd: str | Path, tell_failure: bool = True) -> None:
+    """Run one command of set-up: its own output kept back, and shown whole only if it fails (or as it comes,
+    with `setup -v`), so set-up says one line a step and a failure is read in full."""
+    args = [str(c) for c in cmd]
+    if VERBOSE:
+        subprocess.run(args, cwd=ROOT, check=True, env=_tool_env())
+        return
+    done = subprocess.run(args, cwd=ROOT, env=_tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        if tell_failure:
+            sys.stderr.write(done.stdout)
+        raise subprocess.CalledProcessError(done.returncode, args, done.stdout)
 
 
 def has_nvidia_gpu() -> bool:
@@ -185,6 +203,55 @@ def reachable(url: str, timeout: float = 8.0) -> bool:
 def rocm_index() -> str:
     """PyTorch's ROCm index set-up installs torch from: ROCM's variant, or TORCH_ROCM's."""
     return f"https://download.pytorch.org/whl/{os.environ.get('TORCH_ROCM') or ROCM}"
+
+
+#: the locks' names for the platforms they are made for, by `platform`'s system and machine
+LOCK_PLATFORMS = {
+    ("Linux", "x86_64"): "linux-x86_64",
+    ("Linux", "aarch64"): "linux-aarch64",
+    ("Linux", "arm64"): "linux-aarch64",
+    ("Darwin", "arm64"): "macos-arm64",
+}
+
+
+def lock_for(target: Target, python: tuple[int, int] | None = None) -> Path | None:
+    """The lock set-up installs with on `target` under this Python (or `python`): every pin with its hashes;
+    None where scripts/lock makes none (then set-up installs unpinned, and says so)."""
+    name = LOCK_PLATFORMS.get((target.system, target.machine))
+    major, minor = python or sys.version_info[:2]
+    path = LOCKS / f"{name}-py{major}.{minor}.txt"
+    return path if name and path.exists() else None
+
+
+def torch_cpu_lock(target: Target, python: tuple[int, int] | None = None) -> Path | None:
+    """The hashes of torch's CPU build for `target` under this Python, where scripts/lock could read them: what
+    torch is installed with on Linux without an NVIDIA GPU, so PyPI's CUDA build cannot stand in for it."""
+    name = LOCK_PLATFORMS.get((target.system, target.machine))
+    major, minor = python or sys.version_info[:2]
+    path = LOCKS / "torch-cpu" / f"{name}-py{major}.{minor}.txt"
+    return path if name and path.exists() else None
+
+
+def project_requirements(extras: tuple[str, ...] | list[str]) -> list[str]:
+    """What installing the project with `extras` asks for, its own extras expanded, and what builds it: each
+    installed from the lock with hash checking, which an editable install of the project itself cannot take."""
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    project, optional = data["project"], data["project"].get("optional-dependencies", {})
+    name = project["name"].lower()
+    out, todo, seen = [*data["build-system"]["requires"], *project["dependencies"]], list(extras), set()
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for requirement in optional[extra]:
+            if requirement.lower().startswith(f"{name}["):
+                todo += requirement.split("[", 1)[1].split("]", 1)[0].split(",")
+            else:
+                out.append(requirement)
+    return list(dict.fromkeys(out))
 
 
 def _older(found: tuple[int, int] | None, needed: tuple[int, int]) -> bool:
@@ -284,15 +351,23 @@ def plan_lines(job: str, target: Target, index_reachable: bool) -> list[str]:
     extras = extras_for(job, target)
     if {"verify", "dev"} & set(extras):
         args, sentence = torch_plan(target, index_reachable)
-        lines += [f"set-up 2/3: {sentence}", f"  pip install {' '.join(args)}"]
+        cpu = torch_cpu_lock(target) if target.system == "Linux" and target.gpu != NVIDIA and not rocm_torch(target) else None
+        lock = lock_for(target)
+        how = (f"--no-deps --require-hashes -r {cpu.relative_to(ROOT)} {' '.join(args[1:])}" if cpu else
+               " ".join(args) if rocm_torch(target) or not lock or (target.system == "Linux" and target.gpu != NVIDIA)
+               else f"-c {lock.relative_to(ROOT)} --no-deps {' '.join(args)}")
+        lines += [f"set-up 2/3: {sentence}", f"  pip install {how}".rstrip()]
     target_spec = f".[{','.join(sorted(extras))}]" if extras else "."
-    lines += [f"set-up 3/3: installing the project and its dependencies ({target_spec}), pinned by requirements/lock.txt",
-              f"  pip install -c requirements/lock.txt -e {target_spec}"]
+    lock = lock_for(target)
+    pinned = f"pinned with hashes by {lock.relative_to(ROOT)}" if lock else "unpinned: no lock for this platform and Python"
+    lines += [f"set-up 3/3: installing the project and its dependencies ({target_spec}), {pinned}",
+              f"  pip install{f' -c {lock.relative_to(ROOT)}' if lock else ''} <the requirements of {target_spec}>",
+              "  pip install --no-deps --no-build-isolation -e ."]
     return lines
 
 
 def _recipe() -> str:
-    parts = [ROOT / "pyproject.toml", Path(__file__), LOCK]
+    parts = [ROOT / "pyproject.toml", Path(__file__), *sorted(LOCKS.glob("*.txt"))]
     return hashlib.sha256(b"".join(p.read_bytes() for p in parts if p.exists())).hexdigest()
 
 
@@ -366,19 +441,46 @@ def setup(job: str = "setup") -> None:
         _run(BIN / "python", "-m", "pip", "install", "--upgrade", "pip")
     else:
         _say(f"set-up 1/3: the virtual environment {VENV.relative_to(ROOT)}/ is there")
-    pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on"]
+    pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on" if VERBOSE else "off"]
+    lock = lock_for(target)
+    pinned = ["-c", str(lock)] if lock else []
     if {"verify", "dev"} & set(extras) and not _has_torch():
         index = index_to_check(target)
         args, sentence = torch_plan(target, index is not None and reachable(index + "/torch/"))
         _say(f"set-up 2/3: {sentence}")
-        _run(*pip, *args)
+        cpu = torch_cpu_lock(target)
+        # torch alone: its dependencies come in step 3, from PyPI with the lock's hashes, whichever index it came from
+        if rocm_torch(target):
+            # scripts/lock reads PyPI's and the CPU index's hashes only
+            _say("set-up 2/3: torch's ROCm build has no hashes in the lock: installed without hash checking")
+            _run(*pip, *args)
+        elif target.system == "Linux" and target.gpu != NVIDIA and cpu and "--index-url" in args:
+            _run(*pip, "--no-deps", "--require-hashes", "-r", cpu, *args[1:])
+        elif target.system == "Linux" and target.gpu != NVIDIA and cpu:
+            # the CPU index does not answer: the CPU build where pip's configuration offers it (a find-links
+            # folder), else PyPI's build, each checked against its hashes
+            try:
+                _run(*pip, "--no-deps", "--require-hashes", "-r", cpu, tell_failure=False)
+            except subprocess.CalledProcessError:
+                _say("set-up 2/3: pip's configured index has no CPU build of torch: PyPI's build instead, hash-checked")
+                _run(*pip, *pinned, "--no-deps", TORCH)
+        elif target.system == "Linux" and target.gpu != NVIDIA:
+            _say(f"set-up 2/3: the lock has no hashes of torch's CPU build for {target.machine} with Python "
+                 f"{platform.python_version()} (scripts/lock reads them where {CPU_INDEX} answers): installed "
+                 "without hash checking")
+            _run(*pip, "--no-deps", *args)
+        else:
+            _run(*pip, *pinned, "--no-deps", *args)
     else:
         _say("set-up 2/3: torch is there or not needed for this job")
     spec = f".[{','.join(extras)}]" if extras else "."
-    constraints = ["-c", LOCK] if LOCK.exists() else []
-    _say(f"set-up 3/3: installing the project and its dependencies ({spec}), pinned by "
-         f"{LOCK.relative_to(ROOT) if constraints and LOCK.is_relative_to(ROOT) else LOCK if constraints else 'nothing (no lock file)'}")
-    _run(*pip, *constraints, "-e", spec)
+    where = (f"pinned with hashes by {lock.relative_to(ROOT) if lock.is_relative_to(ROOT) else lock}" if lock else
+             f"unpinned: {LOCKS.relative_to(ROOT)}/ has no lock for {target.system} {target.machine} with Python "
+             f"{platform.python_version()}")
+    _say(f"set-up 3/3: installing the project's dependencies ({spec}), {where}")
+    _run(*pip, *pinned, *project_requirements(extras))
+    _say("set-up 3/3: installing the project itself, editable")
+    _run(*pip, "--no-deps", "--no-build-isolation", "-e", ".")
     if {"notebook", "dev"} & set(extras):
         # jupytext --execute picks the kernel whose python is the one running it: this venv's, named here
         _say("set-up: registering this environment's Jupyter kernel (for jupytext --execute on the snippets)")
@@ -408,17 +510,30 @@ def dry_run(job: str) -> int:
 
 
 def usage() -> str:
-    return "\n".join(f"  {name:<14} {text}" for name, text in SUMMARY.items())
+    """Every job with what it does, one line each (the jobs of `verified-book`, and run.py's own)."""
+    import textwrap
+
+    return "\n".join(
+        "\n".join(textwrap.wrap(text, width=100, initial_indent=f"  {name:<14} ", subsequent_indent=" " * 17))
+        for name, text in SUMMARY.items()
+    )
+
+
+def help_text() -> str:
+    """What `run.py --help` prints: how it is called, then every job."""
+    return f"{__doc__.rstrip()}\n\nThe jobs:\n{usage()}"
 
 
 def _job(job: str, rest: list[str]) -> int:
-    """Run a job through the virtual environment's `verified-book`, leaving Ctrl-C to it."""
+    """Run a job through the virtual environment's `verified-book`, leaving Ctrl-C to it: in the project's
+    folder, which holds the book, except `init`, whose folder is named from where run.py was called."""
     command = [str(BIN / "verified-book"), job, *rest]
+    where = Path.cwd() if job == "init" else ROOT
     # The job stops itself on Ctrl-C and keeps its records; run.py only waits for it. A handler that does
     # nothing, not SIG_IGN, which the job would inherit and so never see the Ctrl-C.
     previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
-        code = subprocess.run(command, cwd=ROOT, env=_tool_env()).returncode
+        code = subprocess.run(command, cwd=where, env=_tool_env()).returncode
     finally:
         signal.signal(signal.SIGINT, previous)
     return INTERRUPTED if code == -signal.SIGINT else code
@@ -427,13 +542,16 @@ def _job(job: str, rest: list[str]) -> int:
 def main(argv: list[str]) -> int:
     job, rest = (argv[0], argv[1:]) if argv else ("help", [])
     if job in ("help", "-h", "--help"):
-        print(__doc__)
+        print(help_text())
         return 0
     if job not in JOBS:
         print(f"run.py: unknown job {job!r}; the jobs are:\n{usage()}", file=sys.stderr)
         return 2
     if job == "setup" and rest == ["--dry-run"]:
         return dry_run(job)
+    if job == "setup" and rest in (["-v"], ["--verbose"]):
+        global VERBOSE
+        VERBOSE = True
     try:
         setup(job)
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""The second book, examples/minimal: the engine verifies and builds it from its own folder alone.
+"""The second book, the one `verified-book init` writes: the engine verifies and builds it from its own
+folder alone (examples/minimal holds no copy of it, only a README pointing at `init`).
 
 Both runs happen as a reader's would, in a fresh process with that folder as the working
 directory: `pytest` there must verify every figure of that book and load none of this
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "minimal"
+ROOT = Path(__file__).resolve().parents[1]
 CLAIM_IDS = {
     "half.mantissa_bits",
     "half.eps",
@@ -29,10 +30,10 @@ CLAIM_IDS = {
 pytestmark = pytest.mark.slow
 
 
-def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", *args],
-        cwd=EXAMPLE,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
@@ -40,9 +41,12 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
-def test_the_example_is_verified_and_built_from_its_own_folder(tmp_path: Path) -> None:
+def test_the_book_init_writes_is_verified_and_built_from_its_own_folder(tmp_path: Path) -> None:
+    book = tmp_path / "minimal"
+    started = _run(["verified_book.integration.cli", "init", str(book)], tmp_path, {"PYTHONPATH": str(ROOT)})
+    assert started.returncode == 0, started.stderr
     results = tmp_path / "results"
-    run = _run(["pytest", "-q", f"--results-dir={results}"])
+    run = _run(["pytest", "-q", f"--results-dir={results}"], book)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     (written,) = results.glob("*.json")
     records = json.loads(written.read_text())["records"]
@@ -53,6 +57,7 @@ def test_the_example_is_verified_and_built_from_its_own_folder(tmp_path: Path) -
 
     build = _run(
         ["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        book,
         env={"CLAIMS_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"},
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]

@@ -30,14 +30,14 @@ from conftest import served
 from verified_book.integration import markdown_ext
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "minimal"
+EXAMPLE = ROOT / "verified_book" / "template"  # the book `verified-book init` writes
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 #: each generator's command, in the venv requirements/<name>.txt describes
 GENERATORS = {
     "properdocs": ROOT / ".venv-properdocs" / "bin" / "properdocs",
     "zensical": ROOT / ".venv-zensical" / "bin" / "zensical",
 }
-CONFIGS = [ROOT / "mkdocs.yml", EXAMPLE / "mkdocs.yml", ROOT / "verified_book" / "template" / "mkdocs.yml"]
+CONFIGS = [ROOT / "mkdocs.yml", EXAMPLE / "mkdocs.yml"]
 RAW_CLAIM_LINK = re.compile(r"""href=["']?claim:""")
 
 
@@ -194,7 +194,7 @@ def test_a_chapter_the_generator_built_opens_a_panel_on_click(
 
 @pytest.mark.slow
 def test_zensical_refuses_a_book_whose_pages_are_not_written(tmp_path: Path) -> None:
-    """examples/minimal without `verified-book pages`: the build fails, naming Zensical and what to run, and
+    """The book `init` writes, without `verified-book pages`: the build fails, naming Zensical and what to run, and
     no page is written."""
     project = tmp_path / "minimal"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("site", "results", ".cache", "__pycache__"))

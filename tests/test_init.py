@@ -1,9 +1,10 @@
 """A new book as an author starts one: `verified-book init`, then `pytest`, then `mkdocs build --strict`.
 
-examples/minimal is what `init` writes, kept so here; a book `init` writes verifies and builds with
-every figure marked, its panels hidden until a figure is clicked; and the engine, installed from a
-wheel with the lean `book` extra into a fresh environment outside this repository, does the same
-with no torch, transformers, ml_dtypes or MLX.
+examples/minimal holds no copy of that book, only a pointer to `init`; a book `init` writes verifies and
+builds with every figure marked, its panels hidden until a figure is clicked, and its site opens from disk
+as from a server with every link leading to a page; and the engine, installed from a wheel with the lean
+`book` extra into a fresh environment outside this repository, does the same with no torch,
+transformers, ml_dtypes or MLX.
 """
 
 from __future__ import annotations
@@ -75,15 +76,35 @@ def marks_by_page(site: Path, book_root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def test_the_example_is_what_init_writes(tmp_path: Path) -> None:
-    """examples/minimal is the book `init` writes, file for file: a change to one is made to both."""
+def test_examples_minimal_points_at_init_instead_of_holding_a_copy() -> None:
+    """The minimal book is what `init` writes, made fresh where it is needed (CI, the tests): no second copy
+    of the template to keep equal by hand."""
+    assert sorted(p.name for p in EXAMPLE.iterdir()) == ["README.md"]
+    assert "verified-book init" in (EXAMPLE / "README.md").read_text(encoding="utf-8")
+
+
+#: install lines that name something no reader can reach: a repository that does not resolve, or the engine
+#: by name from PyPI, which does not hold it
+UNREACHABLE = re.compile(r"git\+https://github\.com/verified-book|pip install [\"']?verified-book\[")
+
+
+@pytest.mark.parametrize("readme", [EXAMPLE / "README.md", ROOT / "verified_book" / "template" / "README.md"])
+def test_the_install_lines_name_only_what_resolves(readme: Path) -> None:
+    text = readme.read_text(encoding="utf-8")
+    found = [
+        f"{readme.relative_to(ROOT)}:{n}: {line}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if UNREACHABLE.search(line)
+    ]
+    assert not found, "install lines that cannot resolve:\n" + "\n".join(found)
+
+
+def test_init_writes_the_template_file_for_file(tmp_path: Path) -> None:
     made = tmp_path / "book"
     done = _init(made)
     assert done.returncode == 0, done.stderr
-    written, example = _book_files(made), _book_files(EXAMPLE)
-    assert sorted(written) == sorted(example), "init writes other files than examples/minimal holds"
-    differ = [name for name in written if written[name] != example[name]]
-    assert not differ, f"init writes these otherwise than examples/minimal: {differ}"
+    template = ROOT / "verified_book" / "template"
+    assert _book_files(made) == _book_files(template)
     assert "pytest" in done.stdout and "mkdocs build --strict" in done.stdout
 
 
@@ -122,40 +143,31 @@ def test_a_book_init_writes_verifies_and_builds_with_every_figure_marked(tmp_pat
     for asset in ("assets/stylesheets/claims.css", "assets/javascripts/claims.js"):
         assert (site / asset).is_file(), f"the engine's {asset} is not in the site"
         assert asset in (site / "index.html").read_text(encoding="utf-8")
-    assert (site / "marks" / "index.html").is_file()
+    assert (site / "marks.html").is_file() and (site / "machines.html").is_file(), "pages as files, not folders"
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A book `init` wrote, verified with `pytest` and built with `mkdocs build --strict` in its folder, as its
+    README says; its site is `site/` there."""
+    made = tmp_path_factory.mktemp("own") / "my-book"
+    assert _init(made).returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
+    env.pop("CLAIMS_RESULTS_DIR", None)
+    for command in (["pytest", "-q", "-p", "no:randomly"], ["mkdocs", "build", "--strict"]):
+        done = subprocess.run(
+            [sys.executable, "-m", *command], cwd=made, capture_output=True, text=True, timeout=600, env=env
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return made / "site"
 
 
 @pytest.mark.browser
-def test_the_example_opens_a_panel_on_click_and_hides_it_otherwise(tmp_path: Path, browser: Any) -> None:
-    """examples/minimal built: a figure's panel is hidden until the figure is clicked, and shown after;
-    screenshots at a phone's width and a desktop's (artifacts/screenshots/minimal-*.png)."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "NO_MKDOCS_2_WARNING": "1",
-        "CLAIMS_RESULTS_DIR": str(tmp_path / "results"),
-    }
-    tested = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", f"--results-dir={tmp_path / 'results'}"],
-        cwd=EXAMPLE,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert tested.returncode == 0, tested.stdout[-3000:]
-    site = tmp_path / "site"
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-        cwd=EXAMPLE,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
+def test_a_new_book_opens_a_panel_on_click_and_hides_it_otherwise(built_book: Path, browser: Any) -> None:
+    """A figure's panel is hidden until the figure is clicked, and shown after; screenshots at a phone's
+    width and a desktop's (artifacts/screenshots/minimal-*.png)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with served(site) as base:
+    with served(built_book) as base:
         for width in (400, 1400):
             context = browser.new_context(viewport={"width": width, "height": 900})
             try:
@@ -179,6 +191,74 @@ def test_the_example_opens_a_panel_on_click_and_hides_it_otherwise(tmp_path: Pat
                 page.screenshot(path=str(SCREENSHOTS / f"minimal-{width}-open.png"))
                 page.locator("h1").first.click()
                 panel.wait_for(state="hidden")
+            finally:
+                context.close()
+
+
+#: what a link that leads nowhere shows instead of a page: a server's or a browser's listing of a folder
+LISTING = re.compile(r"Directory listing for|Index of /", re.IGNORECASE)
+
+
+def _follow_every_link(browser: Any, start: str) -> dict[str, str]:
+    """Every page reachable from `start` by the links of the site's pages, each opened in the browser: the
+    URL of each link that does not lead to a page of the site (or to an anchor that page lacks), with what it
+    led to."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    root = start.rsplit("/", 1)[0] + "/"
+    seen: set[str] = set()
+    anchors: dict[str, set[str]] = {}
+    todo, broken = [start], {}
+    try:
+        while todo:
+            url = todo.pop()
+            if url in seen:
+                continue
+            seen.add(url)
+            response = page.goto(url, wait_until="load")
+            status = response.status if response is not None else 200  # file:// answers with no status
+            text = page.locator("body").inner_text()
+            if status >= 400 or LISTING.search(text) or page.locator("article, .md-content").count() == 0:
+                broken[url] = f"status {status}: {text[:80]!r}"
+                continue
+            for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"):
+                target, _, fragment = href.split("?", 1)[0].partition("#")
+                if target.startswith(root):
+                    todo.append(target)
+                    if fragment:
+                        anchors.setdefault(target, set()).add(fragment)
+        for target, fragments in sorted(anchors.items()):
+            if target in broken:
+                continue
+            page.goto(target, wait_until="load")
+            ids = set(page.eval_on_selector_all("[id]", "nodes => nodes.map(n => n.id)"))
+            broken.update({f"{target}#{f}": "no element with that id" for f in sorted(fragments - ids)})
+    finally:
+        context.close()
+    assert len(seen) >= 3, f"the crawl found too few pages to mean anything: {sorted(seen)}"
+    return broken
+
+
+@pytest.mark.browser
+def test_every_link_of_a_new_book_s_site_leads_to_a_page_from_disk_and_from_a_server(
+    built_book: Path, browser: Any
+) -> None:
+    """A reader opens `site/index.html` from disk, or serves the folder: every link of every page, followed
+    in the browser, opens a page of the site, never a folder's listing or a 404; screenshots of the index and
+    the Machines page at a phone's width and a desktop's (artifacts/screenshots/own-book-*.png)."""
+    from_disk = _follow_every_link(browser, (built_book / "index.html").as_uri())
+    assert not from_disk, f"links that lead to no page from file://: {from_disk}"
+    with served(built_book) as base:
+        over_http = _follow_every_link(browser, base + "index.html")
+        assert not over_http, f"links that lead to no page over http: {over_http}"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for width in (390, 1280):
+            context = browser.new_context(viewport={"width": width, "height": 800})
+            try:
+                page = context.new_page()
+                for name, path in (("index", "index.html"), ("machines", "machines.html")):
+                    page.goto(base + path, wait_until="load")
+                    page.screenshot(path=str(SCREENSHOTS / f"own-book-{name}-{width}.png"), full_page=True)
             finally:
                 context.close()
 

@@ -237,11 +237,18 @@ def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(
 
 def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "VERIFIED_BOOK_VENV": str(tmp_path / "venv")}
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
     for target, wanted in [
         ("Linux x86_64 amd 2.39", "--index-url https://download.pytorch.org/whl/rocm"),
-        ("Linux aarch64 nvidia 2.39", "pip install -c requirements/lock.txt -e .[cuda,dev]"),
+        (
+            "Linux aarch64 nvidia 2.39",
+            f"pip install -c requirements/lock/linux-aarch64-{python}.txt <the requirements of .[cuda,dev]>",
+        ),
         ("Linux aarch64 nvidia 2.28", "not available here: MLX: its Linux wheels need glibc 2.35"),
-        ("Darwin arm64 none", "pip install -c requirements/lock.txt -e .[dev]"),
+        (
+            "Darwin arm64 none",
+            f"pip install -c requirements/lock/macos-arm64-{python}.txt <the requirements of .[dev]>",
+        ),
     ]:
         done = subprocess.run(
             [sys.executable, str(ROOT / "run.py"), "setup", "--dry-run"],

@@ -1,8 +1,9 @@
 """The warm book behind `verified-book serve`: what each kind of saved file computes again, and that nothing else runs.
 
-The engine is driven on a copy of examples/minimal, counting every claim evaluated. What it computes again is
-what `provenance.outdated_reason` says of the records of the values it holds (tests/test_invalidation.py holds
-it to the answers `--changed` and the site give); these tests pin what each save costs and shows.
+The engine is driven on a copy of the book `verified-book init` writes, counting every claim evaluated. What it
+computes again is what `provenance.outdated_reason` says of the records of the values it holds
+(tests/test_invalidation.py holds it to the answers `--changed` and the site give); these tests pin what each
+save costs and shows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from verified_book.records.record import SnippetInput
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[Path]:
-    """A copy of examples/minimal, opened in this process and given back after."""
+    """A copy of the book `init` writes, opened in this process and given back after."""
     with opened_copy(tmp_path / "minimal") as root:
         yield root
 

@@ -87,16 +87,39 @@ def test_the_site_extra_brings_no_backend() -> None:
     )
 
 
-def test_every_job_of_run_py_is_a_job_of_the_command() -> None:
+def test_run_py_has_every_job_of_the_command_and_its_help_lists_each() -> None:
     run = _run_py()
-    assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS) - {"init"}  # init runs before a book exists
+    assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)  # setup and notebook are run.py's own
+    assert set(run.SUMMARY) == set(run.JOBS), "each job says what it does"
+    jobs = run.help_text().split("The jobs:", 1)[1].splitlines()
+    listed = {line.split()[0] for line in jobs if re.match(r"  \S", line)}
+    assert all(len(line) <= 100 for line in jobs), "the list fits a terminal"
+    assert listed == set(run.JOBS)
+    command = {line.split()[1] for line in cli.overall_help().splitlines() if line.startswith("  verified-book ")}
+    assert command == set(cli.JOBS) and command <= listed, "`run.py --help` lists every job `verified-book --help` does"
     assert _pyproject()["project"]["scripts"]["verified-book"] == "verified_book.integration.cli:run"
 
 
-def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
+def test_set_up_keeps_a_command_s_output_back_unless_it_fails_or_is_asked_for(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    run = _run_py()
+    run._run(sys.executable, "-c", "print('Collecting numpy'); import sys; print('warn', file=sys.stderr)")
+    assert capfd.readouterr() == ("", ""), "a step that succeeds says nothing beyond its own line"
+    with pytest.raises(subprocess.CalledProcessError):
+        run._run(sys.executable, "-c", "print('Collecting numpy'); raise SystemExit('no such version')")
+    out, err = capfd.readouterr()
+    assert "Collecting numpy" in err and "no such version" in err, "a failure shows the command's whole output"
+    run.VERBOSE = True
+    run._run(sys.executable, "-c", "print('Collecting numpy')")
+    assert "Collecting numpy" in capfd.readouterr().out, "setup -v shows pip's detail as it comes"
+
+
+def test_each_set_up_step_is_said_before_it_runs_and_pip_keeps_its_detail_for_a_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _run_py()
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
     monkeypatch.setattr(run, "ROOT", tmp_path)
     monkeypatch.setattr(run, "VENV", tmp_path / ".venv")
     monkeypatch.setattr(run, "BIN", tmp_path / ".venv" / "bin")
@@ -111,7 +134,7 @@ def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
     said: list[str] = []
     commands: list[list[str]] = []
 
-    def fake_run(*cmd: Any) -> None:
+    def fake_run(*cmd: Any, tell_failure: bool = True) -> None:
         said.append(capsys.readouterr().out)
         commands.append([str(c) for c in cmd])
         if cmd[1:3] == ("-m", "venv"):
@@ -125,9 +148,19 @@ def test_each_set_up_step_is_said_before_it_runs_and_pip_is_never_quiet(
         assert step in out
     assert "cannot be reached" in out, "the fallback is said"
     pips = [c for c in commands if "pip" in c]
-    assert pips and not any({"-q", "--quiet"} & set(c) for c in pips), "pip shows what it installs and how far along"
+    assert pips and not any({"-q", "--quiet"} & set(c) for c in pips), "pip's detail is there for a failure to show"
     project = next(c for c in pips if "-e" in c)
-    assert project[-1] == ".[cpu,verify]" and "-c" in project and project[project.index("-c") + 1].endswith("lock.txt")
+    assert project[-2:] == ["-e", "."] and "--no-deps" in project, "the project itself, its dependencies already in"
+    dependencies = next(c for c in pips if "mkdocs>=1.6,<2" in c)
+    assert "-c" in dependencies and "/requirements/lock/linux-" in dependencies[dependencies.index("-c") + 1]
+    assert not [c for c in dependencies if c.startswith("verified-book")], "the project's own extras are expanded"
+    torch = pips[1]  # after pip's own update
+    assert "--no-deps" in torch, "torch alone: its dependencies come from PyPI with the lock's hashes"
+    cpu = run.torch_cpu_lock(run.this_machine())
+    if cpu:  # its CPU build's own hashes, so PyPI's CUDA build cannot stand in for it
+        assert {"--require-hashes", "-r", str(cpu)} <= set(torch)
+    else:  # no hashes of the CPU build in hand: installed from its index unchecked, and set-up says so
+        assert run.TORCH in torch and "-c" not in torch and "without hash checking" in out
     assert all("run.py: set-up" in s for s in said), "every command is announced as it starts"
 
 
@@ -179,16 +212,71 @@ def test_contribute_refuses_what_it_does_not_take_and_merges_nothing(
     assert not results.exists()
 
 
-def test_the_lock_pins_every_package_once_and_names_no_nvidia_library() -> None:
-    lines = [
-        line
-        for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines()
-        if line and not line.startswith("#")
+#: a lock's entry: a pin, then its hashes on the lines that continue it
+PIN = re.compile(
+    r"^(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>\S+?)(?P<rest>(?: \\\n    --hash=sha256:[0-9a-f]{64})*)$", re.M
+)
+
+
+def _pins(path: Path) -> dict[str, tuple[str, int]]:
+    """A lock's pins: name -> (version, how many hashes); a line that is neither a pin, a hash nor a comment fails."""
+    text = path.read_text(encoding="utf-8")
+    found = {m["name"].lower(): (m["version"], m["rest"].count("--hash=")) for m in PIN.finditer(text)}
+    stray = [
+        f"{path.name}:{n}: {line}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if line.strip()
+        and not line.startswith(("#", "    --hash=", "    # "))
+        and not re.match(r"[A-Za-z0-9_.\-]+==", line)
     ]
-    names = [line.split("==")[0].lower() for line in lines]
-    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][A-Za-z0-9_.]*", line) for line in lines)
-    assert len(names) == len(set(names)) and "torch" in names and "verified-book" not in names
-    assert not [n for n in names if n.startswith(("nvidia-", "cuda-"))], "CI's machine has no GPU"
+    assert not stray, f"lines that are no pin: {stray}"
+    return found
+
+
+def test_every_platform_and_python_has_a_lock_and_every_pin_a_hash() -> None:
+    run = _run_py()
+    pythons = ("3.11", "3.12", "3.13", "3.14")
+    assert _pyproject()["project"]["requires-python"] == ">=3.11"
+    for platform in sorted(set(run.LOCK_PLATFORMS.values())):
+        for python in pythons:
+            lock = run.LOCKS / f"{platform}-py{python}.txt"
+            pins = _pins(lock)
+            text = lock.read_text(encoding="utf-8")
+            starts = len(re.findall(r"^[A-Za-z0-9_.\-]+==", text, re.M))
+            assert len(pins) == starts, f"{lock.name}: a pin the lock's pattern does not read"
+            unhashed = [name for name, (_, hashes) in pins.items() if hashes == 0]
+            assert not unhashed, f"{lock.name}: pins without a hash: {unhashed}"
+            assert pins["torch"][0] == run.TORCH.split("==")[1] and "verified-book" not in pins
+            assert {"numpy", "mkdocs", "pytest", "setuptools"} <= set(pins), f"{lock.name}: the extras are not all in"
+    # torch's CPU build is locked only where scripts/lock could read its index's own hashes
+    for lock in sorted((run.LOCKS / "torch-cpu").glob("*.txt")):
+        assert _pins(lock) == {"torch": (run.TORCH.split("==")[1], lock.read_text().count("--hash="))}
+        assert lock.read_text().count("--hash=") == lock.read_text().count(".whl"), "each hash names its wheel"
+
+
+def test_set_up_finds_its_platform_s_lock_and_none_where_there_is_none() -> None:
+    run = _run_py()
+    linux = run.Target("Linux", "x86_64", None, (2, 39))
+    assert run.lock_for(linux, (3, 11)) == run.LOCKS / "linux-x86_64-py3.11.txt"
+    assert run.lock_for(run.Target("Darwin", "arm64", None), (3, 13)) == run.LOCKS / "macos-arm64-py3.13.txt"
+    assert run.lock_for(run.Target("Windows", "AMD64", None), (3, 11)) is None
+    assert run.lock_for(linux, (3, 10)) is None
+
+
+def test_the_plain_lock_is_the_ci_lock_without_its_hashes() -> None:
+    """requirements/lock.txt serves CI's side environments, which install the project editable."""
+    run = _run_py()
+    hashed = {n: v for n, (v, _) in _pins(run.LOCKS / "linux-x86_64-py3.11.txt").items()}
+    plain = {n: v for n, (v, _) in _pins(ROOT / "requirements" / "lock.txt").items()}
+    assert plain == hashed
+
+
+def test_the_project_s_requirements_expand_its_own_extras() -> None:
+    run = _run_py()
+    wanted = run.project_requirements(("dev",))
+    assert not [r for r in wanted if r.lower().startswith("verified-book")]
+    assert {"setuptools>=68", "numpy>=2.0", "playwright>=1.45", "jupytext>=1.16", "mkdocs>=1.6,<2"} <= set(wanted)
+    assert not [r for r in run.project_requirements(("site",)) if r.startswith(("torch", "mlx"))]
 
 
 # verify: what verifies the book, a verdict, records kept apart from the committed ones.
@@ -201,14 +289,17 @@ def test_verify_runs_the_book_and_not_the_engine_s_tests() -> None:
     assert not any(Path(p).is_relative_to(ROOT / "tests") for p in paths)
 
 
-def test_the_verdict_is_one_line_naming_every_status_and_where_things_are() -> None:
+def test_the_verdict_fits_a_terminal_naming_every_status_and_where_things_are() -> None:
     book = read_config(ROOT)
     outcome = cli._Outcome()
     outcome.figures = {"verified": 900, "disputed": 6, "not here": 14}
     outcome.bound = 920
     outcome.slug, outcome.written = "box", book.writes_to / "box.json"
-    line = cli.verdict(outcome, 0, 0, book)
-    assert "\n" not in line
+    text = cli.verdict(outcome, 0, 0, book)
+    lines = text.splitlines()
+    assert lines[0] == "verified-book: verified on box", "the first line says what held, alone"
+    assert all(len(line) <= 100 for line in lines), [len(line) for line in lines]
+    line = " ".join(part.strip() for part in lines)
     for word in (
         "all 920 bound figures selected",
         "900 verified",
@@ -230,12 +321,14 @@ def test_the_verdict_says_verified_only_where_the_run_verified_a_figure() -> Non
     outcome = cli._Outcome()
     outcome.bound = 920
     outcome.figures = {}  # `--changed` with nothing changed
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: no figure checked: figures (0 of the book's")
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: no figure checked\n  figures (0 of the book's")
     outcome.figures = {"cited": 3}  # a `-k` that selected cited figures only
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: none stale or failed: figures (3 of the book's")
+    assert cli.verdict(outcome, 0, 0, book).startswith(
+        "verified-book: none stale or failed\n  figures (3 of the book's"
+    )
     outcome.figures = {"verified": 2, "cited": 1}
-    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: verified: figures (3 of the book's")
-    assert cli.verdict(outcome, 1, 0, book).startswith("verified-book: NOT all verified: figures")
+    assert cli.verdict(outcome, 0, 0, book).startswith("verified-book: verified\n  figures (3 of the book's")
+    assert cli.verdict(outcome, 1, 0, book).startswith("verified-book: NOT all verified\n  figures")
 
 
 def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[Path]:
-    """A copy of examples/minimal, opened in this process and given back after."""
+    """A copy of the book `init` writes, opened in this process and given back after."""
     with opened_copy(tmp_path / "minimal") as root:
         yield root
 
@@ -201,14 +201,14 @@ def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Pat
         start = len(lines)
         second = root / "pages" / "second.md"
         second.write_text("# Second\n\nFP16 tops out at [65504](claim:half.max), below [7](claim:half.nope).\n")
-        wait(lambda: ("half.max", "stale") in marks("second/"), "a new page was never served")
+        wait(lambda: ("half.max", "stale") in marks("second.html"), "a new page was never served")
         wait(lambda: said(start, r"pages/second.md saved: 2 figure"), "no line for the new page")
         time.sleep(0.5)
         named = [line for line in lines[start:] if "half.nope" in line]
         assert len(named) == 1, f"the whole build logs nothing serve said: {named}"
         second.unlink()
         wait(lambda: said(start, r"pages/second.md removed: "), "no line for the page removed")
-        wait(lambda: marks("second/") == [], "the removed page is still served")
+        wait(lambda: marks("second.html") == [], "the removed page is still served")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -1,5 +1,6 @@
-"""A copy of examples/minimal opened in this process, kept warm (`verified_book.engine.live.Live`), and its
-files saved as an editor saves them: what the tests of the warm book and of `serve` drive."""
+"""A copy of the book `verified-book init` writes, opened in this process, kept warm
+(`verified_book.engine.live.Live`), and its files saved as an editor saves them: what the tests of the warm
+book and of `serve` drive."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import read_config, snapshot
 from verified_book.engine.live import Live, Report
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "minimal"
+EXAMPLE = Path(__file__).resolve().parents[2] / "verified_book" / "template"  # what `verified-book init` writes
 SLUG = "serve-test"
 
 
 @contextlib.contextmanager
 def opened_copy(into: Path) -> Iterator[Path]:
-    """A copy of examples/minimal at `into`; the book this process had open is given back after."""
+    """A copy of the book `verified-book init` writes at `into`; the book this process had open is given back after."""
     shutil.copytree(EXAMPLE, into, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
     restore = snapshot()
     try:

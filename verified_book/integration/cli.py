@@ -136,17 +136,17 @@ def verify_paths(book: BookConfig) -> list[str]:
 
 
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
-    """The last line of `verify`: what held on this machine, and where the site and the records are."""
+    """The last lines of `verify`: what held on this machine in its first line, then the figures, where the site
+    is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
     from verified_book.engine.kept_records import book_held, records_words
-    from verified_book.engine.session import figure_line
+    from verified_book.engine.session import figure_line, wrapped
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
     where_results = records_words(book.shown(outcome.written) if outcome.written else None, outcome.unkept)
     state = _held(outcome.figures) if book_held(tested, outcome.unkept) else f"NOT all {Status.VERIFIED}"
-    return (
-        f"verified-book: {state}{machine}: {figure_line(outcome.figures, outcome.bound)}; {where_site}; {where_results}"
-    )
+    parts = [figure_line(outcome.figures, outcome.bound), where_site, where_results]
+    return "\n".join([f"verified-book: {state}{machine}", *(line for part in parts for line in wrapped(part, "  "))])
 
 
 def _held(figures: Mapping[str, int]) -> str:
@@ -346,7 +346,7 @@ def fault_table(book: BookConfig, args: list[str]) -> int:
         return INTERRUPTED
 
 
-#: the book `init` writes, shipped with the engine (examples/minimal is the same files, kept so by a test)
+#: the book `init` writes, shipped with the engine (examples/minimal/README.md points here)
 TEMPLATE = Path(__file__).resolve().parents[1] / "template"
 
 

@@ -433,7 +433,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def _legend(self, page: MkPage, files: Files) -> str:
         machines = files.get_file_from_path(self.config.machines_page)
-        href = posixpath.relpath(machines.src_uri, posixpath.dirname(page.file.src_uri) or ".") if machines else None
+        # the legend's table is HTML, which MkDocs does not rewrite: the link is the built page's URL, not its source's
+        href = machines.url_relative_to(page.file) if machines else None
         token = "VBLEGENDTABLEZ"
         self.generated[page.file.src_uri] = render.GeneratedPage("", {token: render.render_legend(href)})
         return (

@@ -18,6 +18,8 @@ from verified_book.engine.session import (
     hardware_in,
     outdated_records,
     summary_table,
+    table_lines,
+    wrapped,
 )
 from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
 from verified_book.vocabulary import MEANINGS, NO_BACKEND_NAME, Status
@@ -109,20 +111,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     found = {s for row in table.values() for s in row} - {"selected", "not here"}
     columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
     order = (NO_BACKEND_NAME, *backends_mod.NAMES)
-    width = max(10, *(len(c) + 2 for c in columns))
     terminalreporter.section("verified book")
-    terminalreporter.write_line(f"{'backend':<12}" + "".join(f"{c:>{width}}" for c in columns))
-    for backend_name in sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n)):
-        row = table[backend_name]
-        terminalreporter.write_line(f"{backend_name:<12}" + "".join(f"{row.get(c, 0):>{width}}" for c in columns))
+    rows = sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n))
     total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
-    terminalreporter.write_line(f"{'all':<12}" + "".join(f"{total[c]:>{width}}" for c in columns))
-    terminalreporter.write_line(
+    for line in table_lines({**table, "all": total}, columns, [*rows, "all"]):
+        terminalreporter.write_line(line)
+    for line in wrapped(
         "The table counts checks, one per claim and backend; the figures line below counts "
         "each printed figure once, in the status it has on this machine."
-    )
+    ):
+        terminalreporter.write_line(line)
     for column in columns:
-        terminalreporter.write_line(f"  {column}: {LEGEND.get(column, 'a status the results schema names')}")
+        for line in wrapped(f"{column}: {LEGEND.get(column, 'a status the results schema names')}", "  "):
+            terminalreporter.write_line(line)
     missed = [key for key in tally.selected if key not in statuses]
     for marker in hardware_in(config.getoption("markexpr", "") or ""):
         there = sum(1 for c, b in missed if c in REGISTRY and marker in run.applies_to(REGISTRY[c], b))

@@ -1,1 +1,0 @@
-"""The minimal book's content: its claims (topics) and stated inputs (data)."""
