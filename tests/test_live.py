@@ -14,7 +14,6 @@ from typing import Any, Iterator
 import pytest
 from harness.live_book import opened_copy, saving, started, write
 
-from verified_book.authoring import inputs
 from verified_book.engine import check
 from verified_book.engine.live import Live
 from verified_book.records.record import SnippetInput
@@ -382,7 +381,8 @@ def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path
     engine = started(book)
     write(data, data.read_text().replace("value = 5\n", "value = 6\n"))
     report = engine.apply(engine.changed())
-    shown = f"{inputs.SHOWN_AS}/formats.toml:7: fp16_exponent_bits: value = 6, but its source says 5 bits"
+    data_folder = engine.opened_book.inputs.shown_as
+    shown = f"{data_folder}/formats.toml:7: fp16_exponent_bits: value = 6, but its source says 5 bits"
     assert [p for p in report.problems if "its source says" in p] == [
         f"{shown} ('IEEE 754-2019, table 3.5: binary16 has an exponent field of 5 bits'); correct one of them"
     ]
