@@ -185,6 +185,9 @@ class OpenRegistry(Registry):
     def near(self, claim_id: str, n: int = 3) -> list[str]:
         return self.of_open_book().near(claim_id, n)
 
+    def __getattr__(self, name: str) -> Any:  # `errors`, `modules`: the open book's
+        return getattr(self.of_open_book(), name)
+
 
 #: the open book's claims, whichever book is open when it is asked
 REGISTRY: Registry = OpenRegistry()
