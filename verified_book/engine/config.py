@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -171,12 +171,13 @@ class OpenBook(BookState):
     def __init__(self, config: BookConfig) -> None:
         from verified_book.authoring.inputs import Inputs
         from verified_book.authoring.registry import Registry
+        from verified_book.engine.snippet_figures import SnippetFigures
 
         super().__init__(config.root, Registry(), Inputs(config.data, config.shown(config.data)))
         self.config = config
         self.load_errors: list[Problem] = []  # the topics' load errors and the names they declare that nothing defines
         self._profiles: dict[str, Profile] | None = None
-        self.snippets = SnippetState(config.root, config.pages, config.snippets)
+        self.snippets = SnippetFigures(config.root, config.pages, config.snippets)
 
     @contextlib.contextmanager
     def opened(self) -> Iterator[OpenBook]:
@@ -201,18 +202,6 @@ class OpenBook(BookState):
             with self.opened():
                 self._profiles = read_profiles(self.config.hardware)
         return self._profiles
-
-
-@dataclass
-class SnippetState:
-    """Where an open book's snippet figures are read from, and what was read: the book's output blocks
-    (read once) and this book's runs of its snippets (`verified_book.engine.snippet_figures`)."""
-
-    root: Path
-    pages: Path
-    snippets: Path
-    outputs: Any = None  # the book's output blocks (a `BookOutputs`), once read
-    ran: dict[Path, Any] = field(default_factory=dict)  # each snippet's run and source hash
 
 
 def current_book() -> OpenBook:

@@ -15,6 +15,7 @@ as outdated, as one made before its data changed does.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +24,7 @@ from verified_book.authoring.registry import is_measured
 from verified_book.book.bindings import book_pages
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.book.snippet_output import BookOutputs, NotPrinted, printed_figure, read_book
-from verified_book.engine.config import SnippetState, current_book
+from verified_book.engine.config import current_book
 from verified_book.engine.snippet_run import SnippetRun, forget_shared_runs, shared_run
 from verified_book.vocabulary import fingerprint
 
@@ -32,7 +33,19 @@ class SnippetFigureError(inputs.InputError):
     """A claim asked for a figure its snippet's run did not print: the snippet failed, or printed another line."""
 
 
-def _state() -> SnippetState:
+@dataclass
+class SnippetFigures:
+    """Where an open book's snippet figures are read from (its root, pages and snippets), and what was read:
+    its output blocks, once, and its runs of the snippets, each with its source's hash."""
+
+    root: Path
+    pages: Path
+    snippets: Path
+    outputs: BookOutputs | None = None
+    ran: dict[Path, tuple[SnippetRun, str]] = field(default_factory=dict)
+
+
+def _state() -> SnippetFigures:
     return current_book().snippets
 
 
@@ -49,8 +62,7 @@ def book_outputs() -> BookOutputs:
     if state.outputs is None:
         pages = book_pages(state.pages) if state.pages.is_dir() else []
         state.outputs = read_book(pages, state.root, state.snippets, is_measured)
-    outputs: BookOutputs = state.outputs
-    return outputs
+    return state.outputs
 
 
 def shown(path: Path) -> str:
@@ -79,8 +91,7 @@ def _ran(path: Path) -> tuple[SnippetRun, str]:
     ran = _state().ran
     if path not in ran:
         ran[path] = (shared_run(path), source_hash(path))
-    found: tuple[SnippetRun, str] = ran[path]
-    return found
+    return ran[path]
 
 
 def snippet_figure(claim_id: str) -> float | tuple[float, ...]:
