@@ -618,11 +618,15 @@ def small_pages() -> Iterator[str]:
 
 
 def compare_bandwidth(rounds: int) -> dict[str, Any]:
-    from verified_book.backends import detect
     from verified_book.engine.config import open_book, read_config
 
-    open_book(read_config(ROOT))  # the engine makes the book's content (claims/) importable
+    with open_book(read_config(ROOT)).opened():  # the book current, its content (claims/) importable
+        return bandwidth_against_tools(rounds)
+
+
+def bandwidth_against_tools(rounds: int) -> dict[str, Any]:
     from claims.probes import bandwidth
+    from verified_book.backends import detect
     from verified_book.engine.machine import usable_cpus
 
     numpy_backend = detect()["numpy"]

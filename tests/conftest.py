@@ -86,12 +86,15 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def project_book() -> None:
-    """The project's own book opened again (data folder, hardware profiles, claims): a sample book run
-    earlier in the session points the engine at its own folders."""
+def project_book() -> Iterator[Any]:
+    """The project's own book opened afresh and current for the module's tests (data folder, hardware profiles,
+    claims): whatever another test left in the book the run opened, these read the book as it is on disk."""
     from verified_book.engine import config
 
-    config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
+    book = config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
+    assert not book.load_errors, book.load_errors
+    with book.opened():
+        yield book
 
 
 @pytest.fixture(scope="session")

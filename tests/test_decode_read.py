@@ -21,10 +21,10 @@ CONFIG = "models/qwen3-8b/config.json"
 
 @pytest.fixture(scope="module")
 def decode() -> Iterator[object]:
-    open_book(read_config(ROOT))
-    from claims.topics import decode as module
+    with open_book(read_config(ROOT)).opened():
+        from claims.topics import decode as module
 
-    yield module
+        yield module
 
 
 def test_a_token_reads_every_weight_but_the_embedding_and_one_row_of_it(decode) -> None:  # type: ignore[no-untyped-def]

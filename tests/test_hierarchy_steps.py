@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def hierarchy() -> Iterator[object]:
-    open_book(read_config(ROOT))
-    from claims.topics import hierarchy as module
+    with open_book(read_config(ROOT)).opened():
+        from claims.topics import hierarchy as module
 
-    yield module
+        yield module
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from harness import books
 
 from verified_book.authoring import inputs
 from verified_book.engine.config import ConfigError, read_config
@@ -16,11 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def the_book_s_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This book's data folder, whatever a sample book run earlier in this process pointed at."""
-    monkeypatch.setattr(inputs, "DATA_DIR", ROOT / "claims" / "data")
-    monkeypatch.setattr(inputs, "SHOWN_AS", "claims/data")
-    monkeypatch.setattr(inputs, "_cache", {})
+def the_book_s_data() -> Iterator[None]:
+    """This book's data folder, read afresh."""
+    with books.with_data(ROOT / "claims" / "data", "claims/data"):
+        yield
 
 
 def test_a_missing_config_key_names_the_file_and_the_key() -> None:
@@ -72,10 +72,8 @@ def data(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "data"
     (folder / "models" / "m").mkdir(parents=True)
     (folder / "models" / "m" / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
-    previous = (inputs.DATA_DIR, inputs.SHOWN_AS)
-    inputs.use_data_dir(folder, "data")
-    yield folder
-    inputs.use_data_dir(*previous)
+    with books.with_data(folder, "data"):
+        yield folder
 
 
 def test_get_is_recorded_like_indexing(data: Path) -> None:

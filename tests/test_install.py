@@ -34,9 +34,11 @@ import sys
 from verified_book.integration import mkdocs_plugin
 from verified_book.engine.config import open_book, read_config
 book = read_config({str(ROOT)!r})
-assert not open_book(book)
-from claims import plots
-plots.render_plots_page({{}})
+opened = open_book(book)
+assert not opened.load_errors
+with opened.opened():
+    from claims import plots
+    plots.render_plots_page({{}})
 print(",".join(sorted(m for m in {HEAVY!r} if m in sys.modules)))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

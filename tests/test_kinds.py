@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from harness.mutation import perturbations
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import REGISTRY, Claim, Kind
+from verified_book.authoring.registry import Claim, Kind
 from verified_book.book.bindings import Book
 from verified_book.book.figures import as_number
 from verified_book.engine.config import open_book, read_config
@@ -39,9 +39,9 @@ SOURCES = Path(
 
 
 @pytest.fixture(scope="module")
-def registry() -> Any:
-    open_book(read_config(ROOT))
-    return REGISTRY
+def registry() -> Iterator[Any]:
+    with open_book(read_config(ROOT)).opened() as book:
+        yield book.registry
 
 
 def _value(claim: Claim) -> Any:

@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import pytest
 from harness.live_book import opened_copy, saving, started, write
 
-from verified_book.authoring import inputs
 from verified_book.engine import check
 from verified_book.engine.live import Live
 from verified_book.records.record import SnippetInput
@@ -383,7 +382,8 @@ def test_a_saved_data_file_whose_source_states_another_number_says_so(book: Path
     engine = started(book)
     write(data, data.read_text().replace("value = 5\n", "value = 6\n"))
     report = engine.apply(engine.changed())
-    shown = f"{inputs.SHOWN_AS}/formats.toml:7: fp16_exponent_bits: value = 6, but its source says 5 bits"
+    data_folder = engine.opened_book.inputs.shown_as
+    shown = f"{data_folder}/formats.toml:7: fp16_exponent_bits: value = 6, but its source says 5 bits"
     assert [p for p in report.problems if "its source says" in p] == [
         f"{shown} ('IEEE 754-2019, table 3.5: binary16 has an exponent field of 5 bits'); correct one of them"
     ]
@@ -415,3 +415,51 @@ def test_a_page_edit_writes_the_records_of_its_figures_claims_only_and_keeps_the
     on_disk = json.loads(engine.results_path.read_text())
     assert on_disk["records"]["half.max"]["none"]["figures"][0]["printed"] == "65505"
     assert engine.unkept is None
+
+
+def test_a_reload_opens_a_fresh_book_and_a_build_on_another_thread_sees_it(
+    book: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving a claim module opens a new book (a new registry), not the old one emptied; livereload's build
+    thread and the records' writer work in the book as last loaded."""
+    import threading
+
+    from verified_book.authoring.registry import REGISTRY
+    from verified_book.engine import live as live_mod
+    from verified_book.engine.config import current_book
+
+    engine = started(book)
+    before = engine.opened_book
+    old_registry = before.registry
+    topic = book / "book_claims" / "topics" / "half.py"
+    text = topic.read_text()
+    write(topic, text + '\n\n@claim("half.one", kind="exact")\ndef one() -> int:\n    """One."""\n    return 1\n')
+    seen: dict[str, Any] = {}
+
+    def build() -> None:  # what serve's builder does on livereload's thread
+        report = engine.look()
+        with engine.opened():
+            seen["ids"] = REGISTRY.ids()
+            seen["book"] = current_book()
+        seen["report"] = report
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    thread.join()
+    assert engine.opened_book is not before and seen["book"] is engine.opened_book
+    assert "half.one" in seen["ids"] and "half.one" not in old_registry, "the old registry is left as it was"
+    assert ("half.one", "none") in seen["report"].recomputed
+
+    merging: list[Any] = []
+    merge_into = live_mod.merge_into
+
+    def recorded(path: Path, update: Any) -> Any:
+        merging.append(current_book())
+        return merge_into(path, update)
+
+    monkeypatch.setattr(live_mod, "merge_into", recorded)
+    engine.write(wait=False)
+    engine.write(wait=False)  # the second waits for the first, and is written by a thread as well
+    engine.written()
+    assert merging and all(b is engine.opened_book for b in merging), "the writer thread runs in the book's context"
+    assert current_book() is not engine.opened_book, "outside its calls, the run's own book is current"

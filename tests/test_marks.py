@@ -130,7 +130,7 @@ def test_evidence_names_the_source_and_the_data_line() -> None:
     status, why = evidence(registry["x.quoted"], [read])
     assert status is Status.CITED
     assert why == (
-        f"cited, not computed: a vendor page; {inputs.SHOWN_AS}/hardware/card.toml:7 memory (the vendor's data sheet)"
+        f"cited, not computed: a vendor page; {inputs.shown_as()}/hardware/card.toml:7 memory (the vendor's data sheet)"
     )
     claim("x.exact", kind="exact", registry=registry)(lambda: 1)
     measured = inputs.Input("runs.toml", "ms", 12.5, 3, "a run", measured_on="the author's box")
@@ -276,18 +276,15 @@ def test_every_count_of_a_run_adds_up(book: pytest.Pytester, args: tuple[str, ..
         from verified_book.site import machines as site_machines
 
         (path,) = (book.path / "results").glob("*.json")
-        from verified_book.engine.config import open_book, read_config, snapshot
+        import sys
 
-        reopen = snapshot()
-        with REGISTRY.isolated():
-            import sys
+        from harness import books
 
-            for name in [m for m in sys.modules if m.startswith("sample_claims")]:
-                del sys.modules[name]
-            assert open_book(read_config(book.path)) == []
+        for name in [m for m in sys.modules if m.startswith("sample_claims")]:
+            del sys.modules[name]
+        with books.opened(book.path):
             pages = [read_page(p, book.path) for p in book_pages(book.path / "book")]
             shown = site_machines.figure_counts(read(path), Book(book.path, pages, []))
-        reopen()
         # the Machines page counts the same figures in the same statuses as the run's last line
         assert sum(shown.values()) == bound
         for status in ("verified", "cited", "reference", "stale", "failed", "disputed"):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import numpy
 import pytest
-from harness import faults
+from harness import books, faults
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import binding_hint
 from verified_book.engine.provenance import changed_inputs, input_entry
 
@@ -47,8 +47,7 @@ def book(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def run(pytester: pytest.Pytester, page: str) -> pytest.RunResult:
     (pytester.path / "book" / "page.md").write_text(page)
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess()
+    return pytester.runpytest_inprocess()
 
 
 def test_a_stale_message_says_exact_arithmetic_or_names_the_library_and_its_version(book: pytest.Pytester) -> None:
@@ -93,16 +92,14 @@ def test_binding_hints() -> None:
 
 
 @pytest.fixture
-def model_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def model_data(tmp_path: Path) -> Iterator[Path]:
     (tmp_path / "models" / "m").mkdir(parents=True)
     (tmp_path / "models" / "m" / "config.json").write_text(json.dumps({"hidden_size": 64, "rope_theta": 1000000}))
     (tmp_path / "hw.toml").write_text(
         '[memory_bandwidth]\nunit = "GB/s"\nvalue = 280\nsource = "datasheet: 273 GB/s"\n'
     )
-    monkeypatch.setattr(inputs, "DATA_DIR", tmp_path)
-    monkeypatch.setattr(inputs, "SHOWN_AS", "data")
-    monkeypatch.setattr(inputs, "_cache", {})
-    return tmp_path
+    with books.with_data(tmp_path, "data"):
+        yield tmp_path
 
 
 def test_a_key_of_a_whole_config_says_the_library_reads_all_of_it(model_data: Path) -> None:
@@ -111,7 +108,7 @@ def test_a_key_of_a_whole_config_says_the_library_reads_all_of_it(model_data: Pa
     entries = [input_entry(r) for r in reads]
     assert {e.key: e.whole for e in entries} == {"hidden_size": "transformers", "rope_theta": "transformers"}
     (model_data / "models" / "m" / "config.json").write_text(json.dumps({"hidden_size": 64, "rope_theta": 2000000}))
-    inputs._cache.clear()
+    inputs.forget_read()
     assert changed_inputs(entries) == [
         "transformers reads all of config.json; rope_theta changed (1000000, now 2000000: data/models/m/config.json)"
     ]
@@ -155,8 +152,7 @@ def test_a_page_checked_alone_says_what_kept_the_book_from_loading_once(book: py
         (["book/other.md", "book/page.md"], "book/other.md"),
         (["book/page.md", "book.toml"], "book.toml"),
     ]:
-        with REGISTRY.isolated():
-            result = book.runpytest_inprocess(*args)
+        result = book.runpytest_inprocess(*args)
         assert result.ret == 1, args
         out = result.stdout.str()
         # The short summary repeats each failure's message (in full where CI is set): count the report above it.
@@ -167,8 +163,7 @@ def test_a_page_checked_alone_says_what_kept_the_book_from_loading_once(book: py
     (book.path / "data" / "spark.toml").write_text(
         '[memory_bandwidth]\nvalue = 280\nunit = "GB/s"\nsource = "datasheet: memory bandwidth 280 GB/s"\n'
     )
-    with REGISTRY.isolated():
-        result = book.runpytest_inprocess("book/page.md", "--collect-only", "-q")
+    result = book.runpytest_inprocess("book/page.md", "--collect-only", "-q")
     assert "every topic module loads" not in result.stdout.str(), "a book that loads adds no item to its pages"
 
 
@@ -178,8 +173,7 @@ def test_a_figure_of_an_unknown_claim_says_which_topic_module_did_not_load(book:
     (book.path / "sample_claims" / "broken.py").write_text("x = (\n")
     (book.path / "sample_claims" / "arith.py").write_text("import sample_claims.broken\n" + CLAIMS)
     (book.path / "book" / "page.md").write_text("Ceiling [16.6](claim:arith.ratio).\n")
-    with REGISTRY.isolated():
-        result = book.runpytest_inprocess("book/page.md")
+    result = book.runpytest_inprocess("book/page.md")
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [

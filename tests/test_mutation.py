@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import mutation
+from harness import books, mutation
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, claim
@@ -89,18 +89,17 @@ DATA = {
 
 
 @pytest.fixture
-def small_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def small_book(tmp_path: Path) -> Any:
     data = tmp_path / "data"
     for name, text in DATA.items():
         (data / name).parent.mkdir(parents=True, exist_ok=True)
         (data / name).write_text(text)
-    monkeypatch.setattr(inputs, "DATA_DIR", data)
-    monkeypatch.setattr(inputs, "_cache", {})
     (tmp_path / "book").mkdir()
     (tmp_path / "book" / "page.md").write_text(
         "Ceiling [16.6](claim:small.ceiling), width [4,096](claim:small.width), tokens [3](claim:small.tokens).\n"
     )
-    with REGISTRY.isolated():
+
+    with books.with_data(data, inputs.shown_as()), books.fresh_registry():
 
         @claim("small.ceiling", kind="exact")
         def ceiling() -> Any:
@@ -148,4 +147,4 @@ def test_the_allow_list_gives_a_reason_for_every_entry() -> None:
     entries = {**mutation.read_allowlist(), **mutation.read_allowlist(section=mutation.ELSEWHERE)}
     for (file, key), reason in entries.items():
         assert reason.strip(), f"claims/data/{mutation.ALLOWLIST}: [{file}] {key} has no reason"
-        assert (inputs.DATA_DIR / file).exists(), f"claims/data/{mutation.ALLOWLIST}: [{file}] is no data file"
+        assert (inputs.data_dir() / file).exists(), f"claims/data/{mutation.ALLOWLIST}: [{file}] is no data file"

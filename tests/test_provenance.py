@@ -8,12 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from harness import faults
+from harness import books, faults
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry
 from verified_book.engine import provenance
-from verified_book.engine.config import open_book, read_config, snapshot
 from verified_book.engine.source import source_of
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
@@ -48,17 +47,14 @@ def _book(root: Path) -> faults.SampleBook:
 def _outdated(book: faults.SampleBook) -> str | None:
     """What the site would say of the record now, deciding it without running the claim."""
     results = read(book.results_file)
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()  # the claims as they are on disk now, not as a run imported them
-            assert not open_book(read_config(book.root))
+        book.forget_modules()  # the claims as they are on disk now, not as a run imported them
+        with books.opened(book.root):
             return provenance.outdated_reason(
                 REGISTRY["io.ceiling"], results.claims["io.ceiling"], results.records["io.ceiling"]["none"]
             )
     finally:
         book.forget_modules()
-        reopen()
 
 
 def test_a_record_carries_its_provenance_and_the_run_header(tmp_path: Path) -> None:
@@ -165,15 +161,12 @@ def one_half():
 
 def _fingerprints(book: faults.SampleBook, *, wide: bool = True) -> dict[str, str]:
     """Every claim's fingerprint as the book's files are now, in a registry of their own."""
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             return {c.id: provenance.code_fingerprint(c, wide) for c in REGISTRY}
     finally:
         book.forget_modules()
-        reopen()
 
 
 @pytest.mark.parametrize(
@@ -210,11 +203,9 @@ def test_a_cache_a_claim_fills_as_it_runs_is_not_its_code(tmp_path: Path) -> Non
     book = faults.SampleBook(tmp_path / "book")
     for name, text in REACHED.items():
         book.claims(name.removesuffix(".py"), text)
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             claim = REGISTRY["io.bytes.bf16"]
             before = provenance.code_fingerprint(claim)
             provenance._CODE_CACHE.clear()
@@ -222,7 +213,6 @@ def test_a_cache_a_claim_fills_as_it_runs_is_not_its_code(tmp_path: Path) -> Non
             assert provenance.code_fingerprint(claim) == before
     finally:
         book.forget_modules()
-        reopen()
 
 
 def test_a_record_fingerprinted_before_fingerprints_took_in_what_code_reaches_says_so(tmp_path: Path) -> None:
@@ -250,17 +240,14 @@ def per_element(fmt):
     data["claims"]["io.bytes.bf16"]["code"] = narrow
     book.results_file.write_text(json.dumps(data))
     results = read(book.results_file)
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             why = provenance.outdated_reason(
                 REGISTRY["io.bytes.bf16"], results.claims["io.bytes.bf16"], results.records["io.bytes.bf16"]["none"]
             )
     finally:
         book.forget_modules()
-        reopen()
     assert (why or "").startswith("recorded before fingerprints took in what a claim's code reaches")
 
 
@@ -310,15 +297,12 @@ def test_a_record_keeps_the_versions_of_the_libraries_its_claim_computes_with_be
     backend's own library is its `version`."""
     book = faults.SampleBook(tmp_path / "book")
     book.claims("u", USES)
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             uses = {c.id: provenance.uses_of(c, (c.backends or ("none",))[0]) for c in REGISTRY}
     finally:
         book.forget_modules()
-        reopen()
     assert uses == {"u.lazy": ("sympy",), "u.model": ("transformers",), "u.array": ("ml_dtypes",), "u.plain": ()}
 
 
@@ -329,11 +313,9 @@ def test_a_record_is_outdated_where_a_library_it_was_computed_with_is_another_ve
     with (`uses`), against the versions where the record is asked about. A version not known there says nothing."""
     book = faults.SampleBook(tmp_path / "book")
     book.claims("u", USES)
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             claim = REGISTRY["u.array"]
             meta = ClaimMeta(kind="library", code=provenance.code_fingerprint(claim))
             record = Record(status="verified", value=1, inputs=[], version="2.0.0", uses={"ml_dtypes": "0.5.0"})
@@ -356,7 +338,6 @@ def test_a_record_is_outdated_where_a_library_it_was_computed_with_is_another_ve
             assert provenance.outdated_reason(claim, meta, record, "numpy") is None, "no versions asked about"
     finally:
         book.forget_modules()
-        reopen()
 
 
 def test_the_site_asks_of_a_record_the_versions_its_machine_s_latest_run_found(tmp_path: Path) -> None:
@@ -373,17 +354,14 @@ def test_the_site_asks_of_a_record_the_versions_its_machine_s_latest_run_found(t
     assert now.get("numpy") == (True, "2.1.0") and now.get("ml_dtypes") == (True, "0.6.0")
     assert now.get("torch:cpu") == (False, None) and now.get("os") == (False, None)
     record = Record(status="verified", value=1, inputs=[], version="2.0.0")
-    reopen = snapshot()
     try:
-        with REGISTRY.isolated():
-            book.forget_modules()
-            assert not open_book(read_config(book.root))
+        book.forget_modules()
+        with books.opened(book.root):
             assert figure_status.status_now(results, "io.ceiling", record, "numpy") == "outdated"
             assert figure_status.status_now(results, "io.ceiling", record, "torch:cpu") == "verified"
             assert figure_status.status_now(results, "io.ceiling", record) == "verified", "no backend, no version asked"
     finally:
         book.forget_modules()
-        reopen()
 
 
 def test_a_migrated_record_is_outdated_until_its_machine_runs_again(tmp_path: Path) -> None:
@@ -430,15 +408,10 @@ def test_records_of_a_retired_claim_are_kept_but_not_counted(tmp_path: Path) -> 
 
 
 def test_the_current_value_of_an_input_is_read_without_recording(tmp_path: Path) -> None:
-    reopen = snapshot()
-    try:
-        (tmp_path / "hw.toml").write_text(DATA.format(value=273))
-        inputs.use_data_dir(tmp_path, "data")
-        with inputs.recording() as reads:
-            assert inputs.current("hw.toml", "memory_bandwidth") == 273
-        assert reads == []
-    finally:
-        reopen()
+    (tmp_path / "hw.toml").write_text(DATA.format(value=273))
+    with books.with_data(tmp_path), inputs.recording() as reads:
+        assert inputs.current("hw.toml", "memory_bandwidth") == 273
+    assert reads == []
 
 
 def test_a_setting_the_answer_depended_on_is_kept_in_the_record(tmp_path: Path) -> None:
@@ -501,16 +474,12 @@ def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path)
     import subprocess
     import sys
 
-    from verified_book.authoring.registry import REGISTRY
-    from verified_book.engine.config import open_book, read_config
-
     root = Path(__file__).resolve().parents[1]
     script = (
         "import json; from pathlib import Path; from verified_book.engine.config import open_book, read_config; "
-        "from verified_book.authoring.registry import REGISTRY; from verified_book.engine.provenance import "
-        "code_fingerprint; "
-        f"open_book(read_config(Path({str(root)!r}))); "
-        "print(json.dumps({c.id: code_fingerprint(c) for c in REGISTRY}))"
+        "from verified_book.engine.provenance import code_fingerprint; "
+        f"book = open_book(read_config(Path({str(root)!r}))); "
+        "print(json.dumps({c.id: code_fingerprint(c) for c in book.registry}))"
     )
     there = {}
     for seed in ("1", "2"):
@@ -524,12 +493,8 @@ def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path)
         )
         assert done.returncode == 0, done.stderr[-2000:]
         there[seed] = json.loads(done.stdout)
-    reopen = snapshot()
-    try:
-        open_book(read_config(root))
-        here = {c.id: provenance.code_fingerprint(c) for c in REGISTRY}
-    finally:
-        reopen()
+    with books.opened(root) as book:
+        here = {c.id: provenance.code_fingerprint(c) for c in book.registry}
     assert len(here) > 500
     assert there["1"] == there["2"] == here
 
@@ -668,11 +633,9 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
     ]
 
     def outdated() -> str | None:
-        reopen = snapshot()
         try:
-            with REGISTRY.isolated():
-                book.forget_modules()
-                assert not open_book(read_config(book.root))
+            book.forget_modules()
+            with books.opened(book.root):
                 return provenance.outdated_reason(
                     REGISTRY["lab.ms"],
                     ClaimMeta.model_validate(data["claims"]["lab.ms"]),
@@ -680,7 +643,6 @@ def test_a_figure_read_from_a_snippets_run_is_outdated_once_the_snippet_changes(
                 )
         finally:
             book.forget_modules()
-            reopen()
 
     assert outdated() is None
     snippet.write_text('print("took 1.25 ms a call")  # the same line, from another program\n')

@@ -92,11 +92,11 @@ def test_contribute_refuses_a_run_whose_environment_broke(tmp_path: Path) -> Non
     ]
     path = tmp_path / f"{data['slug']}.json"
     path.write_text(json.dumps(data))
-    from verified_book.authoring.registry import REGISTRY
     from verified_book.engine.config import open_book, read_config
 
-    open_book(read_config(ROOT))
-    results, problems = problems_of(path, set(REGISTRY.ids()))
+    book = open_book(read_config(ROOT))
+    with book.opened():
+        results, problems = problems_of(path, set(book.registry.ids()))
     assert results is None and any("did not check everything, because the environment lost gguf" in p for p in problems)
 
 

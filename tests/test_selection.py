@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from harness import faults
+from harness import books, faults
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,12 +124,8 @@ def test_a_mistyped_reading_is_refused_naming_what_is_near_with_records_or_witho
 
 @contextlib.contextmanager
 def _the_book_s_data() -> Iterator[None]:
-    previous = inputs.DATA_DIR, inputs.SHOWN_AS
-    inputs.use_data_dir(Path(__file__).resolve().parent.parent / "claims" / "data", "claims/data")
-    try:
+    with books.with_data(Path(__file__).resolve().parent.parent / "claims" / "data", "claims/data"):
         yield
-    finally:
-        inputs.use_data_dir(*previous)
 
 
 def _names(node: Any, prefix: str = "") -> Iterator[str]:

@@ -22,7 +22,6 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest import served
-from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book
 from verified_book.engine import figure_status
 from verified_book.engine.config import open_book, read_config
@@ -192,13 +191,13 @@ def chapter_with_figures(book: Book) -> str:
 
 def verified_figure(book: Book) -> tuple[Any, Any]:
     """A figure in prose that the committed results verify, to change a digit of."""
-    open_book(read_config(ROOT))
+    registry = open_book(read_config(ROOT)).registry
     results = read_all(ROOT / "results", lambda _: None)
     for page in book.pages:
         for b in page.bindings:
             if b.in_output or b.title is not None or not re.search(r"\d", b.text):
                 continue
-            if figure_status.figure_view(b, REGISTRY.get(b.claim_id), results).status == "verified":
+            if figure_status.figure_view(b, registry.get(b.claim_id), results).status == "verified":
                 return page, b
     pytest.skip("no figure of the book is verified by the committed results yet")
 

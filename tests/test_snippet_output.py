@@ -362,8 +362,7 @@ def book(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess("-m", "not slow", *args)
+    return pytester.runpytest_inprocess("-m", "not slow", *args)
 
 
 def outputs_of(pytester: pytest.Pytester) -> dict:

@@ -65,7 +65,12 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
 
 def mutation_rows(root: Path) -> tuple[list[faults.Tally], list[str]]:
     """The book's own mutation counts, as rows, and the lines that say what was left out and why."""
-    verifier = mutation.book_verifier(ROOT)
+    with mutation.book_verifier(ROOT) as verifier:
+        return mutation_rows_of(verifier)
+
+
+def mutation_rows_of(verifier: Any) -> tuple[list[faults.Tally], list[str]]:
+    """The mutation counts of the book `verifier` checks, its book open."""
     figures = mutation.mutate_figures(verifier)
     row = faults.Tally(
         "mutation of the book",

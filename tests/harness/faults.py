@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import read_page
 from verified_book.engine import figure_status
 from verified_book.records import conditions, results
@@ -114,9 +113,8 @@ def sample_book(
 
 
 def run_book(pytester: Any, *args: str) -> Any:
-    """One verification run of a sample book, in this process, with a registry of its own."""
-    with REGISTRY.isolated():
-        return pytester.runpytest_inprocess(*args)
+    """One verification run of a sample book, in this process: its session opens the book of its own."""
+    return pytester.runpytest_inprocess(*args)
 
 
 # A book turns the engine's plugin on in its own conftest.py, as the project's does.
@@ -255,7 +253,7 @@ class SampleBook:
             del sys.modules[name]
 
     def run(self, *args: str) -> Run:
-        """Verify the book in this process, with its own registry; the caller's state is restored."""
+        """Verify the book in this process: its session opens the book of its own; the caller's is current after."""
         self.forget_modules()
         before = set(sys.modules)
         saved_path = list(sys.path)
@@ -265,7 +263,7 @@ class SampleBook:
         try:
             import pytest
 
-            with REGISTRY.isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 # the unraisable-exception plugin collects garbage twice at exit: seconds inside a big run
                 ret = int(pytest.main(["--capture=sys", "-p", "no:unraisableexception", *args]))
         finally:
@@ -1394,7 +1392,7 @@ def _contribute(book: SampleBook, into: Path) -> tuple[int, str]:
     saved = os.getcwd()
     os.chdir(book.root)
     try:
-        with REGISTRY.isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             code = merge.main([str(book.results_file), "--into", str(into)], book=read_config(book.root))
     finally:
         os.chdir(saved)

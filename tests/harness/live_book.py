@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from verified_book.authoring.registry import REGISTRY
-from verified_book.engine.config import read_config, snapshot
+from verified_book.engine.config import read_config
 from verified_book.engine.live import Live, Report
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "verified_book" / "template"  # what `verified-book init` writes
@@ -22,14 +21,12 @@ SLUG = "serve-test"
 
 @contextlib.contextmanager
 def opened_copy(into: Path) -> Iterator[Path]:
-    """A copy of the book `verified-book init` writes at `into`; the book this process had open is given back after."""
+    """A copy of the book `verified-book init` writes at `into` (its `Live` opens the book of its own); its
+    claims modules are forgotten after."""
     shutil.copytree(EXAMPLE, into, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
-    restore = snapshot()
     try:
-        with REGISTRY.isolated():
-            yield into
+        yield into
     finally:
-        restore()
         for name in [m for m in sys.modules if m.split(".")[0] == "book_claims"]:
             del sys.modules[name]
 

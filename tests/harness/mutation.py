@@ -341,7 +341,7 @@ def read_allowlist(text: str | None = None, section: str | None = None) -> dict[
     like any input where one does.
     """
     if text is None:
-        path = inputs.DATA_DIR / ALLOWLIST
+        path = inputs.data_dir() / ALLOWLIST
         text = path.read_text(encoding="utf-8") if path.exists() else ""
     data = tomllib.loads(text)
     if section is not None:
@@ -534,8 +534,10 @@ def perturb_inputs(
     return report
 
 
-def book_verifier(root: Any) -> Verifier:
-    """A verifier of the project's book outside pytest (for scripts): the run's claims, book and machine."""
+@contextlib.contextmanager
+def book_verifier(root: Any) -> Iterator[Verifier]:
+    """A verifier of the project's book outside pytest (for scripts): the run's claims, book and machine, with
+    the book open for the block."""
     from pathlib import Path
 
     from verified_book import backends as backends_mod
@@ -545,9 +547,10 @@ def book_verifier(root: Any) -> Verifier:
     from verified_book.engine.config import open_book, read_config
 
     config = read_config(Path(root))
-    errors = open_book(config)
-    if errors:
-        raise RuntimeError("topic modules do not import:\n" + "\n".join(errors))
-    book = Book.read(config.pages, config.root, config.allowlist)
-    machine = machine_mod.identify(machine_mod.fingerprint())
-    return Verifier(REGISTRY, book, dict(backends_mod.detect()), machine)
+    opened = open_book(config)
+    if opened.load_errors:
+        raise RuntimeError("topic modules do not import:\n" + "\n".join(map(str, opened.load_errors)))
+    with opened.opened():
+        book = Book.read(config.pages, config.root, config.allowlist)
+        machine = machine_mod.identify(machine_mod.fingerprint())
+        yield Verifier(REGISTRY, book, dict(backends_mod.detect()), machine)

@@ -20,20 +20,45 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from verified_book.authoring import state as book_state
 from verified_book.errors import BookError, Problem, unparsable
 
-DATA_DIR = Path("data")
-SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
-
-
-def use_data_dir(path: Path, shown_as: str) -> None:
-    """Read inputs from `path` from now on (the book's `data` folder); forget what was cached."""
-    global DATA_DIR, SHOWN_AS
-    DATA_DIR, SHOWN_AS = Path(path), shown_as
-    _cache.clear()
-
-
 GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
+
+
+class Inputs:
+    """One open book's inputs: its data folder, how messages name it, its given file, what was read of it
+    (each file parsed once) and the values a mutation test put in place of the data's."""
+
+    def __init__(self, data_dir: Path, shown_as: str, given: str = GIVEN) -> None:
+        self.data_dir = Path(data_dir)
+        self.shown_as = shown_as  # relative to the book's root
+        self.given = given
+        self.read: dict[str, tuple[str, Any]] = {}
+        self.overrides: dict[tuple[str, str], Any] = {}
+
+    def forget_read(self) -> None:
+        """Read every data file again from disk at its next use (a live preview, after a file was saved)."""
+        self.read.clear()
+
+
+def _inputs() -> Inputs:
+    return book_state.current().inputs
+
+
+def data_dir() -> Path:
+    """The open book's data folder."""
+    return _inputs().data_dir
+
+
+def shown_as() -> str:
+    """How messages name the open book's data folder: relative to the book's root."""
+    return _inputs().shown_as
+
+
+def forget_read() -> None:
+    """Read the open book's data files again from disk at their next use."""
+    _inputs().forget_read()
 
 
 class InputError(BookError):
@@ -61,12 +86,12 @@ class Input:
 
     def __str__(self) -> str:
         cited = f" ({self.source})" if self.source else ""
-        return f"{SHOWN_AS}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
+        return f"{shown_as()}/{self.file}:{self.line} {self.key} = {self.value!r}{cited}"
 
     @property
     def place(self) -> str:
         """Where the value is written: the data file and line, as messages and panels name it."""
-        return f"{SHOWN_AS}/{self.file}:{self.line}"
+        return f"{shown_as()}/{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -112,8 +137,6 @@ def snippet_figure_read(item: SnippetFigure) -> None:
 
 
 _reads: contextvars.ContextVar[list[Read] | None] = contextvars.ContextVar("reads", default=None)
-_overrides: dict[tuple[str, str], Any] = {}
-_cache: dict[str, tuple[str, Any]] = {}
 
 
 @contextlib.contextmanager
@@ -130,11 +153,12 @@ def recording() -> Iterator[list[Read]]:
 @contextlib.contextmanager
 def overridden(file: str, key: str, value: Any) -> Iterator[None]:
     """Replace one input for the duration of the block (mutation tests use this)."""
-    _overrides[(file, key)] = value
+    overrides = _inputs().overrides
+    overrides[(file, key)] = value
     try:
         yield
     finally:
-        del _overrides[(file, key)]
+        del overrides[(file, key)]
 
 
 def _record(item: Read) -> None:
@@ -144,18 +168,19 @@ def _record(item: Read) -> None:
 
 
 def _load(file: str) -> tuple[str, Any]:
-    if file not in _cache:
-        path = DATA_DIR / file
+    state = _inputs()
+    if file not in state.read:
+        path = state.data_dir / file
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise InputError(f"{SHOWN_AS}/{file}: no such data file") from None
+            raise InputError(f"{state.shown_as}/{file}: no such data file") from None
         try:
             parsed = tomllib.loads(text) if file.endswith(".toml") else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise InputError(str(unparsable(f"{SHOWN_AS}/{file}", e))) from None
-        _cache[file] = (text, parsed)
-    return _cache[file]
+            raise InputError(str(unparsable(f"{state.shown_as}/{file}", e))) from None
+        state.read[file] = (text, parsed)
+    return state.read[file]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -184,7 +209,8 @@ def _value_line(lines: list[str], header: int) -> int:
 
 def data_files() -> list[str]:
     """Every data file a claim can read, relative to the data folder."""
-    return sorted(str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*") if p.suffix in (".toml", ".json"))
+    folder = data_dir()
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.suffix in (".toml", ".json"))
 
 
 def table(file: str) -> dict[str, Any]:
@@ -199,7 +225,7 @@ def vendor(file: str, key: str) -> Any:
     `vendor("hardware/dgx_spark.toml", "memory_bandwidth")`.
     """
     text, node = _stated(file, key)
-    value = _overrides.get((file, key), node["value"])
+    value = _inputs().overrides.get((file, key), node["value"])
     _record(Input(file, key, value, _line_of(text, key), node.get("source"), _measured_on(node)))
     return value
 
@@ -236,12 +262,12 @@ def _stated(file: str, key: str) -> tuple[str, Mapping[str, Any]]:
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
             raise InputError(
-                f"{SHOWN_AS}/{file}: no entry {key!r} (found: "
+                f"{shown_as()}/{file}: no entry {key!r} (found: "
                 f"{', '.join(sorted(node)) if isinstance(node, Mapping) else type(node).__name__})"
             )
         node = node[part]
     if not isinstance(node, Mapping) or "value" not in node:
-        raise InputError(f"{SHOWN_AS}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
+        raise InputError(f"{shown_as()}/{file}:{_line_of(text, key)}: entry {key!r} has no `value`")
     return text, node
 
 
@@ -253,7 +279,7 @@ def current(file: str, key: str) -> Any:
     if file.endswith(".json"):
         parsed = _load(file)[1]
         if not isinstance(parsed, Mapping) or key not in parsed:
-            raise InputError(f"{SHOWN_AS}/{file}: no key {key!r}")
+            raise InputError(f"{shown_as()}/{file}: no key {key!r}")
         return parsed[key]
     return _stated(file, key)[1]["value"]
 
@@ -264,7 +290,7 @@ def given(key: str) -> Any:
     An example's batch, a prompt length, a layout from a standard: `given("intensity.batches")`.
     A claim of kind `given` returns one of these; an `exact` claim derives from them.
     """
-    return vendor(GIVEN, key)
+    return vendor(_inputs().given, key)
 
 
 def exact(value: Any) -> Fraction:
@@ -285,8 +311,8 @@ class _TrackedConfig(dict):
         if not super().__contains__(key):
             near = difflib.get_close_matches(str(key), [str(k) for k in self], n=3)
             hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise MissingKey(f"{SHOWN_AS}/{self._file}: no key {key!r} in the model's config{hint}")
-        value = _overrides.get((self._file, key), super().__getitem__(key))
+            raise MissingKey(f"{shown_as()}/{self._file}: no key {key!r} in the model's config{hint}")
+        value = _inputs().overrides.get((self._file, key), super().__getitem__(key))
         _record(Input(self._file, key, value, _line_of(self._text, key)))
         return value
 
@@ -299,7 +325,7 @@ def model_config(model: str) -> dict[str, Any]:
     """The shipped `config.json` of a model, with every key read recorded."""
     file = f"models/{model}/config.json"
     text, parsed = _load(file)
-    merged = {k: _overrides.get((file, k), v) for k, v in parsed.items()}
+    merged = {k: _inputs().overrides.get((file, k), v) for k, v in parsed.items()}
     return _TrackedConfig(file, text, merged)
 
 
@@ -311,7 +337,7 @@ def model_config_all(model: str, reader: str = "transformers") -> dict[str, Any]
     text, _ = _load(file)
     config = model_config(model)
     for key in config:
-        value = _overrides.get((file, key), dict.__getitem__(config, key))
+        value = _inputs().overrides.get((file, key), dict.__getitem__(config, key))
         _record(Input(file, key, value, _line_of(text, key), whole=reader))
     return dict(config)
 
@@ -356,7 +382,7 @@ def source_disagreements() -> list[Problem]:
             if numbers and exact(value) not in numbers:
                 problems.append(
                     Problem(
-                        f"{SHOWN_AS}/{file}:{_line_of(text, key)}",
+                        f"{shown_as()}/{file}:{_line_of(text, key)}",
                         f"{key}: value = {value!r}, but its source says "
                         f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
                         "correct one of them",

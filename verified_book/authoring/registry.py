@@ -6,17 +6,18 @@ expected values, and they live in the book, not here.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import inspect
 import itertools
 import pkgutil
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from verified_book.authoring.state import current
 from verified_book.errors import BookError, Problem
 from verified_book.vocabulary import ID_PATTERN, NO_BACKEND_NAME, Kind  # noqa: F401  (Kind re-exported for topic modules)
 
@@ -94,6 +95,15 @@ class Registry:
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
         self.errors: list[Problem] = []
+        self.modules: set[str] = set()  # the modules whose declarations it holds
+
+    def declare(self, item: Claim, module: str) -> None:
+        """Add a claim a module declares: a bad or duplicated id is one error, the module's other claims add."""
+        self.modules.add(module)
+        try:
+            self.add(item)
+        except RegistryError as e:
+            self.errors.append(e.problem or Problem(item.defined_at, str(e)))
 
     def add(self, item: Claim) -> None:
         if not ID_PATTERN.match(item.id):
@@ -129,24 +139,6 @@ class Registry:
     def ids(self) -> list[str]:
         return sorted(self._claims)
 
-    def clear(self) -> None:
-        """Forget every claim, before the topics are imported again (a live preview reloads them)."""
-        self._claims.clear()
-        self.errors.clear()
-
-    @contextlib.contextmanager
-    def isolated(self) -> Iterator["Registry"]:
-        """Empty the registry for the block and restore it after (for runs inside a run)."""
-        saved, saved_errors = dict(self._claims), list(self.errors)
-        self._claims.clear()
-        self.errors.clear()
-        try:
-            yield self
-        finally:
-            self._claims.clear()
-            self._claims.update(saved)
-            self.errors[:] = saved_errors
-
     def near(self, claim_id: str, n: int = 3) -> list[str]:
         """Ids that look like a mistyped one, for error messages."""
         import difflib
@@ -154,20 +146,59 @@ class Registry:
         return difflib.get_close_matches(claim_id, self._claims, n=n, cutoff=0.6)
 
 
-REGISTRY = Registry()
+class OpenRegistry(Registry):
+    """The registry of the book open when it is asked (`verified_book.authoring.state`): `REGISTRY` is one,
+    holding no claims of its own, so a lookup never sees another book's claims."""
+
+    def __init__(self) -> None:  # holds nothing: every question goes to the open book's registry
+        pass
+
+    @staticmethod
+    def of_open_book() -> Registry:
+        """The open book's own registry."""
+        return current().registry
+
+    def add(self, item: Claim) -> None:
+        self.of_open_book().add(item)
+
+    def declare(self, item: Claim, module: str) -> None:
+        self.of_open_book().declare(item, module)
+
+    def __getitem__(self, claim_id: str) -> Claim:
+        return self.of_open_book()[claim_id]
+
+    def __contains__(self, claim_id: object) -> bool:
+        return claim_id in self.of_open_book()
+
+    def __iter__(self) -> Iterator[Claim]:
+        return iter(self.of_open_book())
+
+    def __len__(self) -> int:
+        return len(self.of_open_book())
+
+    def get(self, claim_id: str) -> Claim | None:
+        return self.of_open_book().get(claim_id)
+
+    def ids(self) -> list[str]:
+        return self.of_open_book().ids()
+
+    def near(self, claim_id: str, n: int = 3) -> list[str]:
+        return self.of_open_book().near(claim_id, n)
+
+    def __getattr__(self, name: str) -> Any:  # `errors`, `modules`: the open book's
+        return getattr(self.of_open_book(), name)
 
 
-ROOT = Path.cwd()
+#: the open book's claims, whichever book is open when it is asked
+REGISTRY: Registry = OpenRegistry()
 
-
-def use_root(root: Path) -> None:
-    """Name claims' source files relative to `root` (the book's root) from now on."""
-    global ROOT
-    ROOT = Path(root).resolve()
+#: where a module keeps the claims it declared when it was imported, so that a book opened after it was
+#: imported (a second book of the same claims in one process) registers them without importing it again
+DECLARED = "__verified_book_claims__"
 
 
 def _relative(path: str) -> str:
-    return _relative_to(path, ROOT)
+    return _relative_to(path, current().root)
 
 
 @functools.cache  # a topic module declares dozens of claims; its path is resolved once
@@ -198,7 +229,7 @@ def claim(
     quote: str | None = None,
     quote_at: str | None = None,
     measured_here: str | None = None,
-    registry: Registry = REGISTRY,
+    registry: Registry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a claim, or a family of claims when `over` names parameters.
 
@@ -211,7 +242,8 @@ def claim(
     `file:line` in the source texts (`../shared/sources/` beside the repository): the
     claim computes what that sentence asserts. `measured_here` names the measured claim of
     the same quantity, for a figure computed from another machine's measurement: its
-    panel shows what each machine measured beside it.
+    panel shows what each machine measured beside it. The claims go to the open book's registry, or to
+    `registry` where one is given.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
@@ -226,6 +258,11 @@ def claim(
         line = _first_line(fn)
         doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
         names = list(over or {})
+        module = sys.modules.get(fn.__module__)
+        declared: list[Claim] | None = None
+        if registry is None and module is not None:
+            declared = vars(module).setdefault(DECLARED, [])
+        into = registry if registry is not None else current().registry
         for combo in itertools.product(*(over or {}).values()):
             params = dict(zip(names, combo))
             try:
@@ -251,10 +288,9 @@ def claim(
                 defined_in=file,
                 defined_line=line,
             )
-            try:
-                registry.add(item)
-            except RegistryError as e:  # one bad or duplicated id is one error; the module's other claims register
-                registry.errors.append(e.problem or Problem(f"{file}:{line}", str(e)))
+            if declared is not None:
+                declared.append(item)
+            into.declare(item, fn.__module__)
         return fn
 
     return register
@@ -334,15 +370,17 @@ def load_topics(package: str) -> list[Problem]:
     one line naming the module, and the run reports it as a failure.
     """
     errors: list[Problem] = []
-    declared = len(REGISTRY.errors)
+    registry = current().registry
+    declared = len(registry.errors)
     try:
         pkg = importlib.import_module(package)
     except ImportError as e:
         return [Problem("book.toml", f"[book] topics names package {package!r}, which does not import: {e}")]
+    _declare_again(pkg, registry)
     for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{package}.", onerror=lambda name: None):
         name = info.name
         try:
-            importlib.import_module(name)
+            _declare_again(importlib.import_module(name), registry)
         except Exception as e:  # any fault in one topic module is reported, not fatal
             import traceback
 
@@ -355,4 +393,12 @@ def load_topics(package: str) -> list[Problem]:
             errors.append(
                 Problem(f"{_relative(str(where[0]))}:{where[1]}", f"{name} does not import: {type(e).__name__}: {e}")
             )
-    return REGISTRY.errors[declared:] + errors
+    return registry.errors[declared:] + errors
+
+
+def _declare_again(module: Any, registry: Registry) -> None:
+    """Give `registry` the claims `module` declared when another book imported it (the module is not run again)."""
+    if module.__name__ in registry.modules:
+        return
+    for item in vars(module).get(DECLARED, ()):
+        registry.declare(item, module.__name__)

@@ -351,7 +351,7 @@ def _from(outcome: Outcome) -> str:
         if isinstance(read, inputs.Input) and reader:
             if read.file not in whole:
                 whole.add(read.file)
-                lines.append(f"{inputs.SHOWN_AS}/{read.file}, all of it ({reader} reads every key)")
+                lines.append(f"{inputs.shown_as()}/{read.file}, all of it ({reader} reads every key)")
             continue
         lines.append(str(read))
     return ("\n    from " + "\n    and  ".join(lines)) if lines else ""

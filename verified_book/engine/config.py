@@ -1,8 +1,8 @@
 """Where a book keeps its parts: `book.toml` at the book's root, read here for both plugins.
 
-The engine knows no book. The pytest plugin and the MkDocs plugin each call `open_book`
-with the folder they run from; it reads `book.toml`, points the input reader at the
-book's data, makes the book's content importable and loads its topic modules. A book
+The engine knows no book. Every door (the pytest plugin, the MkDocs plugin, the CLI, serve) reads
+`book.toml` with `read_config` and calls `open_book`, which returns one `OpenBook`: the book's
+registry, inputs, profiles and snippet figures, made current with `with book.opened():`. A book
 that another author writes is a folder with a `book.toml`, its pages and its claims.
 
     [book]
@@ -28,13 +28,18 @@ that another author writes is a folder with a `book.toml`, its pages and its cla
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Iterator
 
+from verified_book.authoring.state import BookState, NoBookOpen, current
 from verified_book.errors import BookError, Problem, unparsable
+
+if TYPE_CHECKING:
+    from verified_book.engine.machine import Profile
 
 FILE_NAME = "book.toml"
 
@@ -158,58 +163,76 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
-def snapshot() -> Callable[[], None]:
-    """Remember which book this process has open; the returned function reopens it.
+class OpenBook(BookState):
+    """One book opened: its layout (`config`), its claims, its inputs, its hardware profiles and the figures
+    its snippets printed. `with book.opened():` makes it the book every authoring function and engine lookup
+    reads (`current_book`); opening another book, after it or inside it, sees nothing of this one's."""
 
-    A run inside a run (pytester, a sample book) opens its own book; on its way out it
-    gives the outer run its book back, data folder, root and profiles alike.
-    """
-    from verified_book.authoring import inputs, registry
-    from verified_book.engine import machine, snippet_figures
+    def __init__(self, config: BookConfig) -> None:
+        from verified_book.authoring.inputs import Inputs
+        from verified_book.authoring.registry import Registry
+        from verified_book.engine.snippet_figures import SnippetFigures
 
-    saved = (
-        inputs.DATA_DIR,
-        inputs.SHOWN_AS,
-        registry.ROOT,
-        machine.HARDWARE_DIR,
-        list(sys.path),
-        snippet_figures.book(),
-    )
+        super().__init__(config.root, Registry(), Inputs(config.data, config.shown(config.data)))
+        self.config = config
+        self.load_errors: list[Problem] = []  # the topics' load errors and the names they declare that nothing defines
+        self._profiles: dict[str, Profile] | None = None
+        self.snippets = SnippetFigures(config.root, config.pages, config.snippets)
 
-    def restore() -> None:
-        data, shown, root, hardware, path, snippets = saved
-        inputs.use_data_dir(data, shown)
-        registry.use_root(root)
-        machine.use_hardware_dir(hardware)
-        sys.path[:] = path
-        snippet_figures.use_book(*snippets)
-
-    return restore
-
-
-def open_book(config: BookConfig) -> list[Problem]:
-    """Make `config` the book this process verifies or renders; return its topics' load errors.
-
-    Points `inputs` at the book's data, `registry` at its root (for file:line in
-    messages) and `snippet_figures` at its pages and snippets, puts the root on `sys.path`
-    so its content imports, and loads its topics.
-    """
-    from verified_book.authoring import inputs, registry
-    from verified_book.engine import machine, snippet_figures
-
-    inputs.use_data_dir(config.data, config.shown(config.data))
-    machine.use_hardware_dir(config.hardware)
-    registry.use_root(config.root)
-    snippet_figures.use_book(config.root, config.pages, config.snippets)
-    if str(config.root) not in sys.path:
-        sys.path.insert(0, str(config.root))
-    errors: list[Problem] = []
-    for package in config.topics:
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[OpenBook]:
+        """The book current for the block, its root on `sys.path` so its content imports (claims, plots,
+        plausibility); the book current before is again after, and `sys.path` as it was."""
+        root = str(self.root)
+        added = root not in sys.path
+        if added:
+            sys.path.insert(0, root)
         try:
-            errors += registry.load_topics(package)
-        except registry.RegistryError as e:
-            errors.append(e.problem or Problem(FILE_NAME, str(e)))
-    from verified_book.backends import NAMES
+            with super().opened():
+                yield self
+        finally:
+            if added and root in sys.path:
+                sys.path.remove(root)
 
-    profiles = {marker: profile.backends for marker, profile in machine.profiles().items()}
-    return errors + registry.undeclared_names(registry.REGISTRY, NAMES, profiles, config.elsewhere)
+    def profiles(self) -> dict[str, Profile]:
+        """The book's hardware profiles by marker, read once from its data folder."""
+        if self._profiles is None:
+            from verified_book.engine.machine import read_profiles
+
+            with self.opened():
+                self._profiles = read_profiles(self.config.hardware)
+        return self._profiles
+
+
+def current_book() -> OpenBook:
+    """The book open in this context (`NoBookOpen` where none is)."""
+    book = current()
+    if not isinstance(book, OpenBook):
+        raise NoBookOpen(f"the book open is not one `open_book` opened: {book!r}")
+    return book
+
+
+def open_book(config: BookConfig) -> OpenBook:
+    """Open the book at `config`: a fresh registry filled by its topics, its inputs, profiles and snippet figures.
+
+    Its topics load inside `book.opened()` (the book's root on `sys.path`), so their claims go to this
+    book's registry; a topic module another book imported already gives this one the claims it declared
+    then. The topics' load errors are `book.load_errors`. The caller enters `with book.opened():` for the work it does.
+    """
+    from verified_book.authoring import registry
+    from verified_book.backends import NAMES
+    from verified_book.engine.snippet_run import forget_shared_runs
+
+    book = OpenBook(config)
+    forget_shared_runs()
+    errors: list[Problem] = []
+    with book.opened():
+        for package in config.topics:
+            try:
+                errors += registry.load_topics(package)
+            except registry.RegistryError as e:
+                errors.append(e.problem or Problem(FILE_NAME, str(e)))
+        profiles = {marker: profile.backends for marker, profile in book.profiles().items()}
+        errors += registry.undeclared_names(book.registry, NAMES, profiles, config.elsewhere)
+    book.load_errors = errors
+    return book

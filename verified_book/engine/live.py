@@ -25,21 +25,24 @@ its mend. The records go to this machine's results file, merged as a run merges 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
+import functools
 import importlib
 import importlib.metadata
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim, Kind
 from verified_book.book.bindings import AllowListError, Binding, Page, read_allowlist, read_page, unknown_claim
 from verified_book.engine import snippet_figures
 from verified_book.engine.check import Outcome, judge
-from verified_book.engine.config import BookConfig, open_book
+from verified_book.engine.config import BookConfig, OpenBook, open_book
 from verified_book.engine.machine import VERSIONED
 from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
 from verified_book.errors import Problem
@@ -48,6 +51,7 @@ from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
 from verified_book.vocabulary import BROKEN_ENVIRONMENT, NO_BACKEND_NAME, NOT_HERE, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
+T = TypeVar("T")
 #: statuses of a value that computed nothing to go by
 NO_VALUE = (Status.FAILED.value, BROKEN_ENVIRONMENT)
 
@@ -124,6 +128,23 @@ class Saved:
         return [*self.pages, *self.data, *self.code, *self.snippets, *self.results, *self.site, *self.allowlist]
 
 
+def in_book(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a method of `Live` with its book open, whichever thread calls it (serve's, livereload's build
+    thread, a test's); a reload of the topics inside it opens the fresh book for the rest of the call."""
+
+    @functools.wraps(method)
+    def run(self: Live, *args: Any, **kwargs: Any) -> T:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.opened_book.opened())
+            outer, self._opening = self._opening, stack
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._opening = outer
+
+    return run
+
+
 class Live:
     """One warm verification of a book: the session, every value computed, and the record of each."""
 
@@ -131,6 +152,7 @@ class Live:
         from verified_book.engine.session import Session
 
         self.book = book
+        self._opening: contextlib.ExitStack | None = None  # the open book of the call under way (`in_book`)
         self.session = Session(book, machine_info=machine_info)
         self.measured = measured
         self.held: dict[Key, Held] = {}
@@ -145,6 +167,17 @@ class Live:
         self._topics_roots = sorted({t.split(".")[0] for t in book.topics})
         self._asked_with: VersionsNow | None = None  # the versions the rule last judged every value held with
         self.files = self.scan()
+
+    @property
+    def opened_book(self) -> OpenBook:
+        """The book as last loaded: a reload of the topics opens a fresh one (a new registry)."""
+        return self.session.opened_book
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[OpenBook]:
+        """The book current for the block, for a door that works with it beside these methods (a site render)."""
+        with self.opened_book.opened() as book:
+            yield book
 
     # -- what is on disk
 
@@ -239,6 +272,7 @@ class Live:
             if version != started.get(library)
         }
 
+    @in_book
     def invalidated(
         self,
         keys: Iterable[Key] | None = None,
@@ -277,6 +311,7 @@ class Live:
         }
         return out
 
+    @in_book
     def reading(self, data: Iterable[str] = (), snippets: Iterable[str] = ()) -> set[Key]:
         """The values held whose records read one of the `data` files (relative to the data folder) or a
         figure one of the `snippets` (relative to the book's root) printed, and those that failed: the only
@@ -295,6 +330,7 @@ class Live:
 
     # -- computing
 
+    @in_book
     def start(self) -> Report:
         """Compute every (claim, backend) that is not measured (and the measured ones where asked)."""
         report = Report("started")
@@ -328,6 +364,7 @@ class Live:
             del self.held[key]
             self.session.verifier.forget(key)
 
+    @in_book
     def status_of(self, binding: Binding) -> tuple[str, list[str]]:
         """A figure's status against the values held, and the lines for what is wrong with it.
         A figure of a claim held nowhere (a measured one not asked for) is `not here`."""
@@ -356,6 +393,7 @@ class Live:
 
     # -- a change
 
+    @in_book
     def look(self, *, measure: bool = False) -> Report:
         """Answer what was saved since the last look: `apply`, unless a library the values held were computed
         with is another version on disk now, which this process cannot import: then a report that says what
@@ -373,6 +411,7 @@ class Live:
                 )
         return self.apply(self.changed(), measure=measure, on_disk=on_disk)
 
+    @in_book
     def apply(
         self, paths: Iterable[Path], *, measure: bool = False, on_disk: dict[str, str | None] | None = None
     ) -> Report:
@@ -406,7 +445,7 @@ class Live:
         if saved.allowlist:
             self._reread_allowlist(report)
         if saved.data:
-            inputs.use_data_dir(inputs.DATA_DIR, inputs.SHOWN_AS)  # the data read again from disk
+            inputs.forget_read()  # the data read again from disk
         if saved.code:
             self._reload_topics()
         snippet_names = frozenset(self.book.shown(p) for p in saved.snippets)
@@ -420,7 +459,7 @@ class Live:
             ]
         data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
         if saved.data:  # a saved `source` that states another number than its `value`, as a run's load check says
-            shown = {f"{inputs.SHOWN_AS}/{file}" for file in data_rel}
+            shown = {f"{inputs.shown_as()}/{file}" for file in data_rel}
             report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
         versions = self.versions_now(on_disk)
         everything = saved.code or measure or versions != self._asked_with
@@ -467,6 +506,7 @@ class Live:
         self.write([key for key in verifier.judged if key[0] in claims], wait=False)
         return report
 
+    @in_book
     def unbound(self, pages: set[str]) -> list[str]:
         """Each number of `pages` bound to no claim and excused by no allow-list entry, and what is wrong with the
         allow-list there or as a whole: the lines `every number is bound` fails with."""
@@ -503,17 +543,22 @@ class Live:
         return next((p for p in self.session.book.pages if p.file == rel), None)
 
     def _reload_topics(self) -> None:
-        """Import the book's claim packages again from disk."""
+        """Import the book's claim packages again from disk, into a fresh open book (a new registry), which is
+        the current book for the rest of the call and the session's from now on."""
         for name in [m for m in sys.modules if m.split(".")[0] in self._topics_roots]:
             del sys.modules[name]
         importlib.invalidate_caches()
-        REGISTRY.clear()
-        self.topic_errors = open_book(self.book)
+        book = open_book(self.book)
+        self.session.opened_book = book
+        if self._opening is not None:
+            self._opening.enter_context(book.opened())
+        self.topic_errors = book.load_errors
         for line in self.topic_errors:
             print(f"verified-book serve: {line}", flush=True)
 
     # -- the records
 
+    @in_book
     def write(self, keys: Iterable[Key] | None = None, *, wait: bool = True) -> None:
         """This machine's records of the values held (those of `keys`, or all), merged into its results file
         as a run merges them. With `wait` false the file is written by a thread while the page is shown:
@@ -525,7 +570,9 @@ class Live:
             self._merge(update)
             return
         self.merged.merge(copy.deepcopy(update))  # what the file will hold, for the page shown now
-        self._writer = threading.Thread(target=self._merge, args=(update,), name="verified-book-serve-records")
+        self._writer = threading.Thread(  # in the book's context, as every thread serve starts
+            target=contextvars.copy_context().run, args=(self._merge, update), name="verified-book-serve-records"
+        )
         self._writer.start()
 
     def _merge(self, update: ResultsFile) -> None:

@@ -26,7 +26,6 @@ number is the field's value within `MATCH_TOLERANCE` (a memory configuration: 12
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -41,15 +40,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from verified_book.authoring import inputs
-
-HARDWARE_DIR = "hardware"  # the profiles' folder inside the book's data folder (`hardware` in book.toml)
-
-
-def use_hardware_dir(folder: str) -> None:
-    """Read profiles from this folder of the data folder from now on."""
-    global HARDWARE_DIR
-    HARDWARE_DIR = folder
-    profiles.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -91,12 +81,18 @@ def field_matches(wanted: Any, found: Any) -> bool:
     return abs(value - wanted) <= MATCH_TOLERANCE * abs(wanted)
 
 
-@functools.cache
 def profiles() -> dict[str, Profile]:
-    """Every hardware profile of the book, by marker."""
+    """Every hardware profile of the open book, by marker (read once per book)."""
+    from verified_book.engine.config import current_book
+
+    return current_book().profiles()
+
+
+def read_profiles(hardware: str) -> dict[str, Profile]:
+    """The open book's hardware profiles, from the folder `hardware` of its data folder."""
     out: dict[str, Profile] = {}
     for file in inputs.data_files():
-        if not file.startswith(HARDWARE_DIR + "/"):
+        if not file.startswith(hardware + "/"):
             continue
         data = inputs.table(file)
         marker = data.get("marker") or Path(file).stem

@@ -23,6 +23,7 @@ arrive does not matter.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib
 import sys
@@ -152,82 +153,86 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None, name: st
         help="never replace a record with an older one (by the date of the run that made it)",
     )
     args = parser.parse_args(argv)
-
-    try:
-        if book is None:
-            root = find_root(Path.cwd())
-            if root is None:
-                print(f"{name}: no book.toml in {Path.cwd()} or above", file=sys.stderr)
-                return 2
-            book = read_config(root)
-        errors = open_book(book)
-        plausible = plausibility(book)
-    except ConfigError as e:
-        print(f"{name}: {e}", file=sys.stderr)
-        return 2
-    if errors:
-        print(f"{name}: the book's claims do not load, so no file can be checked:", file=sys.stderr)
-        print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
-        return 2
-    known = set(REGISTRY.ids())
-    into = args.into or book.results
-
-    sound: list[tuple[Path, ResultsFile]] = []
-    refused = 0
-    slugs: dict[str, Path] = {}
-    for path in args.files:
-        results, problems = problems_of(path, known, plausible)
-        if results is not None and results.slug in slugs:
-            problems = [f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"]
-            results = None
-        if results is not None and not args.check_only:
-            other = _other_machine(results, into / f"{results.slug}.json")
-            if other:
-                problems, results = [f"{path}: {other}"], None
-        if results is None:
-            refused += 1
-            print(f"{name}: refused {path}:", file=sys.stderr)
-            for line in problems[:50]:
-                print(f"  {line}", file=sys.stderr)
-            if len(problems) > 50:
-                print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
-            continue
-        slugs[results.slug] = path
-        sound.append((path, results))
-    if refused:
-        print(f"{name}: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
-        return 1
-    for path, results in sound:
-        counts = results.counts()
-        summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(
-            f"{n} {s}" for s, n in counts.items() if n
-        )
-        if args.check_only:
-            print(f"{name}: {path}: sound ({results.slug}: {summary})")
-            continue
-        target = into / f"{results.slug}.json"
-        if args.keep_newer:
-            results = newer_only(results, target)
-            if not results.records:
-                print(f"{name}: {path}: nothing newer than {target}; kept as it is")
-                continue
-        warnings: list[str] = []
+    with contextlib.ExitStack() as stack:  # the book stays open until the merge is done
         try:
-            merge_into(target, results, warn=warnings.append)
-        except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
-            print(f"{name}: refused {path}: {e}", file=sys.stderr)
+            if book is None:
+                root = find_root(Path.cwd())
+                if root is None:
+                    print(f"{name}: no book.toml in {Path.cwd()} or above", file=sys.stderr)
+                    return 2
+                book = read_config(root)
+            opened = open_book(book)
+            errors = opened.load_errors
+            stack.enter_context(opened.opened())
+            plausible = plausibility(book)
+        except ConfigError as e:
+            print(f"{name}: {e}", file=sys.stderr)
+            return 2
+        if errors:
+            print(f"{name}: the book's claims do not load, so no file can be checked:", file=sys.stderr)
+            print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
+            return 2
+        known = set(REGISTRY.ids())
+        into = args.into or book.results
+
+        sound: list[tuple[Path, ResultsFile]] = []
+        refused = 0
+        slugs: dict[str, Path] = {}
+        for path in args.files:
+            results, problems = problems_of(path, known, plausible)
+            if results is not None and results.slug in slugs:
+                problems = [
+                    f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"
+                ]
+                results = None
+            if results is not None and not args.check_only:
+                other = _other_machine(results, into / f"{results.slug}.json")
+                if other:
+                    problems, results = [f"{path}: {other}"], None
+            if results is None:
+                refused += 1
+                print(f"{name}: refused {path}:", file=sys.stderr)
+                for line in problems[:50]:
+                    print(f"  {line}", file=sys.stderr)
+                if len(problems) > 50:
+                    print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
+                continue
+            slugs[results.slug] = path
+            sound.append((path, results))
+        if refused:
+            print(f"{name}: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
             return 1
-        except OSError as e:  # the results folder cannot be written: the records stay where they were
-            print(
-                f"{name}: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
-                f"and {path} is left as it was",
-                file=sys.stderr,
+        for path, results in sound:
+            counts = results.counts()
+            summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(
+                f"{n} {s}" for s, n in counts.items() if n
             )
-            return 1
-        for line in warnings:
-            print(f"{name}: {line}", file=sys.stderr)
-        print(f"{name}: {path} -> {target} ({summary})")
-    return 0
+            if args.check_only:
+                print(f"{name}: {path}: sound ({results.slug}: {summary})")
+                continue
+            target = into / f"{results.slug}.json"
+            if args.keep_newer:
+                results = newer_only(results, target)
+                if not results.records:
+                    print(f"{name}: {path}: nothing newer than {target}; kept as it is")
+                    continue
+            warnings: list[str] = []
+            try:
+                merge_into(target, results, warn=warnings.append)
+            except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
+                print(f"{name}: refused {path}: {e}", file=sys.stderr)
+                return 1
+            except OSError as e:  # the results folder cannot be written: the records stay where they were
+                print(
+                    f"{name}: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
+                    f"and {path} is left as it was",
+                    file=sys.stderr,
+                )
+                return 1
+            for line in warnings:
+                print(f"{name}: {line}", file=sys.stderr)
+            print(f"{name}: {path} -> {target} ({summary})")
+        return 0
 
 
 def contributed(local: Path) -> list[Path]:

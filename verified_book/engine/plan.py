@@ -10,7 +10,7 @@ from verified_book import backends as backends_mod
 from verified_book.authoring.registry import REGISTRY, Claim
 from verified_book.book.bindings import Book, book_pages, read_page
 from verified_book.engine import machine as machine_mod
-from verified_book.engine.config import BookConfig, open_book, snapshot
+from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.session import applies_on
 from verified_book.errors import BookError, Problem
 
@@ -68,11 +68,8 @@ def plan_lines(marker: str, book: Book, option: str = "--plan") -> list[str]:
 
 def book_plan(config: BookConfig, marker: str, option: str = "--plan") -> tuple[list[str], list[Problem]]:
     """Open the book at `config` and say its plan for MARKER, with the book's load errors; the book that
-    was open before is open again afterwards."""
-    restore = snapshot()
-    try:
-        errors = open_book(config)
+    was open before (if any) is open again afterwards."""
+    book = open_book(config)
+    with book.opened():
         pages = [read_page(path, config.root) for path in book_pages(config.pages)] if config.pages.is_dir() else []
-        return plan_lines(marker, Book(config.root, pages, []), option), errors
-    finally:
-        restore()
+        return plan_lines(marker, Book(config.root, pages, []), option), book.load_errors

@@ -365,10 +365,10 @@ def input_entry(item: inputs.Read) -> InputEntry:
 
 def changed_snippet(entry: SnippetInput) -> str | None:
     """How a snippet a record read its figure from differs from the book's now, or None."""
-    from verified_book.authoring import registry
+    from verified_book.authoring.state import current
     from verified_book.engine.snippet_figures import source_hash
 
-    path = registry.ROOT / entry.snippet
+    path = current().root / entry.snippet
     if not path.is_file():
         return f"computed from what {entry.snippet} printed; the book has no such snippet now"
     if source_hash(path) != entry.sha256:
@@ -396,12 +396,12 @@ def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
         if now != entry.value and entry.whole:
             out.append(
                 f"{entry.whole} reads all of {Path(entry.file).name}; {entry.key} changed "
-                f"({entry.value!r}, now {now!r}: {inputs.SHOWN_AS}/{entry.file})"
+                f"({entry.value!r}, now {now!r}: {inputs.shown_as()}/{entry.file})"
             )
         elif now != entry.value:
             out.append(
                 f"computed from {entry.key} = {entry.value!r}; the book now says {now!r} "
-                f"({inputs.SHOWN_AS}/{entry.file})"
+                f"({inputs.shown_as()}/{entry.file})"
             )
     return out
 

@@ -61,7 +61,7 @@ def parse_reading(text: str) -> Reading:
     """`hardware/dgx_spark.toml:memory_bandwidth`, also written with the data folder in front
     (`claims/data/hardware/dgx_spark.toml`, as messages name it)."""
     path, _, key = text.partition(":")
-    for prefix in (f"{inputs.SHOWN_AS}/", f"{inputs.DATA_DIR.as_posix()}/"):
+    for prefix in (f"{inputs.shown_as()}/", f"{inputs.data_dir().as_posix()}/"):
         if prefix != "/" and path.startswith(prefix):
             path = path[len(prefix) :]
             break
@@ -86,8 +86,8 @@ def checked_reading(text: str) -> Reading:
         near_stems = difflib.get_close_matches(Path(reading.file).stem, sorted(stems), n=3, cutoff=0.5)
         near = [f for stem in near_stems for f in files if Path(f).stem == stem]
         raise ReadingError(
-            f"--reading {text}: {inputs.SHOWN_AS}/{reading.file} is no data file of the book; expected a file "
-            f"relative to {inputs.SHOWN_AS}/"
+            f"--reading {text}: {inputs.shown_as()}/{reading.file} is no data file of the book; expected a file "
+            f"relative to {inputs.shown_as()}/"
             + (f"; did you mean {' or '.join(near)}?" if near else f", one of: {', '.join(files)}")
         )
     if reading.key is None:
@@ -102,7 +102,7 @@ def checked_reading(text: str) -> Reading:
         if depth and isinstance(node, Mapping) and "value" in node:  # an entry is read whole, never its fields
             entry = ".".join(parts[:depth])
             raise ReadingError(
-                f"--reading {text}: {entry!r} is one entry of {inputs.SHOWN_AS}/{reading.file} (its value, unit "
+                f"--reading {text}: {entry!r} is one entry of {inputs.shown_as()}/{reading.file} (its value, unit "
                 f"and source), read whole; name it as {reading.file}:{entry}"
             )
         if isinstance(node, Mapping) and part in node:
@@ -110,7 +110,7 @@ def checked_reading(text: str) -> Reading:
             continue
         keys = sorted(map(str, node)) if isinstance(node, Mapping) else []
         under = ".".join(parts[:depth])
-        place = f"{inputs.SHOWN_AS}/{reading.file}" + (f" under {under!r}" if under else "")
+        place = f"{inputs.shown_as()}/{reading.file}" + (f" under {under!r}" if under else "")
         near = difflib.get_close_matches(part, keys, n=3, cutoff=0.5)
         prefix = f"{under}." if under else ""
         raise ReadingError(

@@ -34,7 +34,7 @@ from verified_book.book.snippet_output import BookOutputs, check_snippet
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
-from verified_book.engine.config import FILE_NAME, BookConfig, open_book
+from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
 from verified_book.engine.provenance import commit_of, outdated_reason
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
@@ -181,32 +181,34 @@ class Session:
         self.book_dir = book.pages
         self.snippets_dir = book.snippets
         self.results_dir = Path(results_dir or book.writes_to)
-        self.load_errors: list[Problem] = open_book(book) + inputs_mod.source_disagreements()
-        self.book = self.read_book()
-        self.bound_figures = sum(1 for _ in self.book.bindings())
-        self._allowlist_problems: list[tuple[str | None, str]] | None = None
-        self.output_blocks: BookOutputs = book_outputs()
-        info = machine_mod.fingerprint()
-        replaced = machine_info(info) if machine_info is not None else None
-        info = replaced if replaced is not None else info
-        given = info.pop("slug", None)  # a stand-in machine's (the machine-info hook) names itself
-        given_id = info.pop("id", None)
-        self.identity_notice: str | None = None
-        if given is not None:
-            machine_id = given_id or identity_mod.legacy_id(given, info)
-            name = machine_name or given
-        else:
+        self.opened_book: OpenBook = open_book(book)  # the door enters `opened_book.opened()` for the run
+        with self.opened_book.opened():
+            self.load_errors: list[Problem] = self.opened_book.load_errors + inputs_mod.source_disagreements()
+            self.book = self.read_book()
+            self.bound_figures = sum(1 for _ in self.book.bindings())
+            self._allowlist_problems: list[tuple[str | None, str]] | None = None
+            self.output_blocks: BookOutputs = book_outputs()
+            info = machine_mod.fingerprint()
+            replaced = machine_info(info) if machine_info is not None else None
+            info = replaced if replaced is not None else info
+            given = info.pop("slug", None)  # a stand-in machine's (the machine-info hook) names itself
+            given_id = info.pop("id", None)
+            self.identity_notice: str | None = None
+            if given is not None:
+                machine_id = given_id or identity_mod.legacy_id(given, info)
+                name = machine_name or given
+            else:
+                try:
+                    kept, self.identity_notice = identity_mod.this_machine(machine_mod.slug_of(info), info)
+                except identity_mod.IdentityError as e:
+                    raise SessionError(str(e)) from None
+                machine_id, name = kept.id, machine_name or kept.name
+            self.machine = machine_mod.identify(info, name, machine_id)
             try:
-                kept, self.identity_notice = identity_mod.this_machine(machine_mod.slug_of(info), info)
-            except identity_mod.IdentityError as e:
-                raise SessionError(str(e)) from None
-            machine_id, name = kept.id, machine_name or kept.name
-        self.machine = machine_mod.identify(info, name, machine_id)
-        try:
-            self.backends = Backends(backends_mod.declared(book.backends))
-        except ValueError as e:
-            raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
-        self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
+                self.backends = Backends(backends_mod.declared(book.backends))
+            except ValueError as e:
+                raise SessionError(f"{book.root / 'book.toml'}: [book] backends: {e}") from None
+            self.verifier = Verifier(REGISTRY, self.book, self.backends, self.machine)
         self.outputs: dict[str, SnippetOutput] = {}
         self.started = time.time()
         self.tally = Tally()

@@ -15,7 +15,7 @@ as outdated, as one made before its data changed does.
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -24,49 +24,51 @@ from verified_book.authoring.registry import is_measured
 from verified_book.book.bindings import book_pages
 from verified_book.book.figures import FigureSyntaxError, Printed, parse
 from verified_book.book.snippet_output import BookOutputs, NotPrinted, printed_figure, read_book
+from verified_book.engine.config import current_book
 from verified_book.engine.snippet_run import SnippetRun, forget_shared_runs, shared_run
 from verified_book.vocabulary import fingerprint
-
-_ROOT = Path(".")
-_PAGES = Path("book")
-_SNIPPETS = Path("book/snippets")
 
 
 class SnippetFigureError(inputs.InputError):
     """A claim asked for a figure its snippet's run did not print: the snippet failed, or printed another line."""
 
 
-def use_book(root: Path, pages: Path, snippets: Path) -> None:
-    """Read figures from this book's pages and snippets from now on; forget earlier books' runs."""
-    global _ROOT, _PAGES, _SNIPPETS
-    _ROOT, _PAGES, _SNIPPETS = root, pages, snippets
-    book_outputs.cache_clear()
-    _ran.cache_clear()
-    forget_shared_runs()
+@dataclass
+class SnippetFigures:
+    """Where an open book's snippet figures are read from (its root, pages and snippets), and what was read:
+    its output blocks, once, and its runs of the snippets, each with its source's hash."""
+
+    root: Path
+    pages: Path
+    snippets: Path
+    outputs: BookOutputs | None = None
+    ran: dict[Path, tuple[SnippetRun, str]] = field(default_factory=dict)
+
+
+def _state() -> SnippetFigures:
+    return current_book().snippets
 
 
 def forget_runs() -> None:
-    """Forget this process's runs of the snippets, so that the next figure read runs its snippet as it is now
+    """Forget the open book's runs of the snippets, so that the next figure read runs its snippet as it is now
     (a live preview, after a snippet was saved)."""
-    _ran.cache_clear()
+    _state().ran.clear()
     forget_shared_runs()
 
 
-def book() -> tuple[Path, Path, Path]:
-    """The root, pages and snippets figures are read from now (for `config.snapshot`)."""
-    return _ROOT, _PAGES, _SNIPPETS
-
-
-@cache
 def book_outputs() -> BookOutputs:
-    """The book's output blocks, read once per book (the claims are loaded by then)."""
-    pages = book_pages(_PAGES) if _PAGES.is_dir() else []
-    return read_book(pages, _ROOT, _SNIPPETS, is_measured)
+    """The open book's output blocks, read once per book (the claims are loaded by then)."""
+    state = _state()
+    if state.outputs is None:
+        pages = book_pages(state.pages) if state.pages.is_dir() else []
+        state.outputs = read_book(pages, state.root, state.snippets, is_measured)
+    return state.outputs
 
 
 def shown(path: Path) -> str:
     """A snippet's path as records and messages name it: relative to the book's root."""
-    return str(path.relative_to(_ROOT)) if path.is_relative_to(_ROOT) else str(path)
+    root = _state().root
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def source_hash(path: Path) -> str:
@@ -84,10 +86,12 @@ def snippet_hashes(snippets: Path) -> Callable[[str], str | None]:
     return of
 
 
-@cache
 def _ran(path: Path) -> tuple[SnippetRun, str]:
-    """This process's run of a snippet, and the hash of its source, read once beside the run."""
-    return shared_run(path), source_hash(path)
+    """The open book's run of a snippet, and the hash of its source, read once beside the run."""
+    ran = _state().ran
+    if path not in ran:
+        ran[path] = (shared_run(path), source_hash(path))
+    return ran[path]
 
 
 def snippet_figure(claim_id: str) -> float | tuple[float, ...]:
@@ -122,9 +126,10 @@ def _printed(claim_id: str) -> tuple[Printed, ...]:
             f"no output block of the book shows {claim_id} on a line declared varying "
             "(```output <snippet> varies=<lines>), so no snippet's run prints it"
         )
-    path = _SNIPPETS / block.snippet
+    snippets = _state().snippets
+    path = snippets / block.snippet
     if not path.is_file():
-        raise SnippetFigureError(f"{block.where}: the block shows {block.snippet}, which is not in {shown(_SNIPPETS)}")
+        raise SnippetFigureError(f"{block.where}: the block shows {block.snippet}, which is not in {shown(snippets)}")
     run, digest = _ran(path)
     if run.exit_status != 0:
         raise SnippetFigureError(

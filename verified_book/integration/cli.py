@@ -311,10 +311,11 @@ def plan(book: BookConfig, args: list[str]) -> int:
         from verified_book.engine.config import open_book
         from verified_book.engine.machine import profiles
 
-        open_book(book)
+        with open_book(book).opened():
+            machines = ", ".join(profiles())
         print(
             f"verified-book plan: expected one machine's marker, found {' '.join(args) or 'none'}; the book's "
-            f"machines are {', '.join(profiles())}",
+            f"machines are {machines}",
             file=sys.stderr,
         )
         return 2

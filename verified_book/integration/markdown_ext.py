@@ -76,6 +76,7 @@ class _Build:
     verdicts: dict[Any, Any]
     problems: list[Any]
     settings: dict[str, Any]  # the generator's configuration, as far as it is read here
+    book: Any  # the OpenBook, current while a page of it renders
 
 
 _LOCK = threading.Lock()
@@ -117,7 +118,6 @@ def _build() -> _Build:
 
 
 def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]) -> _Build:
-    from verified_book.authoring.registry import REGISTRY  # noqa: PLC0415
     from verified_book.book.bindings import AllowListError, Book  # noqa: PLC0415
     from verified_book.engine.config import ConfigError, open_book, read_config  # noqa: PLC0415
     from verified_book.engine.snippet_figures import snippet_hashes  # noqa: PLC0415
@@ -185,7 +185,8 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
                 f"extra_{'css' if kind == 'css' else 'javascript'} does not list {src}, which every "
                 f"page needs for its marks; add it there (the MkDocs plugin keeps it where it is listed)",
             )
-    problems.extend(open_book(book_config))
+    opened = open_book(book_config)
+    problems.extend(opened.load_errors)
     quiet = site_machines.quiet_machines(
         results.files, site_machines.today(written.settings["today"]), written.settings["report_within_days"]
     )
@@ -200,9 +201,9 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
 
     context = transform.Context(
         results.files,
-        REGISTRY.get,
+        opened.registry.get,
         settings.get("repo_url"),
-        REGISTRY.near,
+        opened.registry.near,
         quiet,
         included,
         snippet_hash=snippet_hashes(book_config.snippets),
@@ -213,7 +214,7 @@ def _open(root: Path, docs: Path, settings: dict[str, Any], key: tuple[Any, ...]
         for path in pages
         if path.is_relative_to(docs)
     }
-    build = _Build(key, root, docs, written, pages, texts, context, {}, problems, settings)
+    build = _Build(key, root, docs, written, pages, texts, context, {}, problems, settings, opened)
     for problem in problems:
         _report(build, problem)
     return build
@@ -289,9 +290,10 @@ class _Marks(Preprocessor):
             return lines
         if src is None or src not in build.texts:
             return lines  # not one of the book's pages
-        rendered = site_book.render_page(
-            markdown, build.docs / src, build.root, build.pages, build.context, build.verdicts
-        )
+        with build.book.opened():
+            rendered = site_book.render_page(
+                markdown, build.docs / src, build.root, build.pages, build.context, build.verdicts
+            )
         for problem in rendered.problems:
             _report(build, problem)
         self.state.rendered = rendered

@@ -16,7 +16,7 @@ import posixpath
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import jinja2
 from mkdocs.config import base
@@ -30,7 +30,7 @@ from mkdocs.structure.pages import Page as MkPage
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import AllowListError, Book, Page
 from verified_book.engine import provenance
-from verified_book.engine.config import ConfigError, open_book, read_config, snapshot
+from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
 from verified_book.engine.machine import usable_cpus
 from verified_book.engine.snippet_figures import snippet_hashes
@@ -92,9 +92,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self.book_config = read_config(self.root)
         except ConfigError as e:
             raise PluginError(str(e)) from None
-        self._reopen: Callable[[], None] | None = (
-            snapshot()
-        )  # a build inside another process (a test) gives its book back
+        self._opened = contextlib.ExitStack()  # the book, current from here to the build's end
         generates_plots = not self._own(self.config.plots_page)
         if generates_plots:
             self._start_plots()
@@ -103,7 +101,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._read_results()
         if self._drawing is not None:  # it draws while the topics load, which it does not need
             self._drawing.give(self.results)
-        load_errors = open_book(self.book_config)
+        self.opened_book = open_book(self.book_config)
+        self._opened.enter_context(self.opened_book.opened())
+        load_errors = self.opened_book.load_errors
         for line in load_errors:
             self._problem(line)
         if generates_plots:
@@ -466,10 +466,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         drawing, self._drawing = getattr(self, "_drawing", None), None
         if drawing is not None:
             drawing.cancel()
-        reopen: Callable[[], None] | None = getattr(self, "_reopen", None)
-        self._reopen = None
-        if reopen is not None:
-            reopen()
+        opened: contextlib.ExitStack | None = getattr(self, "_opened", None)
+        self._opened = contextlib.ExitStack()
+        if opened is not None:  # the book that was current before the build (a test's, or none) is again
+            opened.close()
 
     def on_build_error(self, error: Exception) -> None:
         self._give_back()

@@ -86,7 +86,7 @@ class Site:
         shown = {Path(f.abs_src_path).resolve(): f for f in files.documentation_pages() if f.abs_src_path}
         plugin = config.plugins["verified-book"]
         kept = {path: page for path, page in read.items() if page is not None}
-        with plugin.rendering_again(results, results_path, kept, engine.topic_errors, said):
+        with engine.opened(), plugin.rendering_again(results, results_path, kept, engine.topic_errors, said):
             for path in sorted(read):
                 file = shown.get(path)
                 if file is not None and file.page is not None:
@@ -138,12 +138,13 @@ def serve(book: BookConfig, args: list[str]) -> int:
             restart(report.restart)
         asked.clear()
         failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED.value)
-        if report.rebuild:
-            engine.written()  # the whole build reads the records from the results file
-            site.build(said=failed)
-        elif report.pages or report.snippets:
-            pages = report.pages | including(engine, report.snippets)
-            site.render(pages, engine.merged, engine.results_path, engine, said=failed)
+        with engine.opened():  # livereload's build thread works in the book as last loaded (the look may reload it)
+            if report.rebuild:
+                engine.written()  # the whole build reads the records from the results file
+                site.build(said=failed)
+            elif report.pages or report.snippets:
+                pages = report.pages | including(engine, report.snippets)
+                site.render(pages, engine.merged, engine.results_path, engine, said=failed)
         if report.what:
             print(report.line(), flush=True)
 

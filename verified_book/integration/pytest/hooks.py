@@ -21,7 +21,7 @@ from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import generated
 from verified_book.engine import offline
 from verified_book.engine import selection as selection_mod
-from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, read_config, snapshot
+from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, read_config
 from verified_book.engine.plan import PlanError, book_plan
 from verified_book.engine.rewrite import rejudge, rewrite_stale, rewritten, sentences_to_reread
 from verified_book.engine.session import Session, SessionError, Tally, hardware_in
@@ -35,7 +35,7 @@ from verified_book.integration.pytest.items import (
     keep_one_load_check,
 )
 from verified_book.integration.pytest.marks import expression_of, pair_selected
-from verified_book.integration.pytest.stash import LOCK, NARROWED, RECORDED, REOPEN, REWRITTEN, STATE, UNRECORDED, state
+from verified_book.integration.pytest.stash import LOCK, NARROWED, OPENED, RECORDED, REWRITTEN, STATE, UNRECORDED, state
 from verified_book.records import conditions as conditions_mod
 from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS
 from verified_book.records.results import folder_problem
@@ -66,7 +66,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if book.offline:
         offline.set_hub_offline()
         offline.install()
-    config.stash[REOPEN] = snapshot()
 
     def machine_info(info: dict[str, Any]) -> dict[str, Any] | None:
         replaced: dict[str, Any] | None = config.hook.pytest_claims_machine_info(machine_info=info)
@@ -82,6 +81,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except SessionError as e:
         raise pytest.UsageError(str(e)) from None
     run = config.stash[STATE]
+    opened = contextlib.ExitStack()  # the book is the current one until the run ends (pytest_unconfigure)
+    opened.enter_context(run.opened_book.opened())
+    config.stash[OPENED] = opened
     try:
         for text in config.getoption("claims_reading"):
             selection_mod.checked_reading(text)
@@ -136,8 +138,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[LOCK].release()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
         offline.uninstall()
-    if REOPEN in config.stash:
-        config.stash[REOPEN]()
+    if OPENED in config.stash:
+        config.stash[OPENED].close()
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
 
 import pytest
 
@@ -14,7 +14,7 @@ from verified_book.records.results import ResultsFile
 
 STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
-REOPEN = pytest.StashKey[Callable[[], None]]()
+OPENED = pytest.StashKey[contextlib.ExitStack]()  # the book held open from the session's start to its end
 NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
 
 RECORDED = pytest.StashKey[ResultsFile | None]()  # this machine's records, read once for --changed or --reading
