@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from claims.topics.memory_lab import gb, gib
 from verified_book import InvariantFailed, claim, exact, table, vendor
 from verified_book import device as catalogue_device
 
@@ -147,11 +148,11 @@ def catalogued_device(device: str, field: str) -> Fraction | tuple[Fraction, ...
     "hardware.units.{unit}",
     kind="quoted",
     over={"unit": ("gb", "gib")},
-    citation="SI (giga, 10^9) and IEC 80000-13 (gibi, 2^30), named in claims/data/devices.toml",
+    citation="SI (giga, 10^9) and IEC 80000-13 (gibi, 2^30), in claims/data/given.toml",
 )
 def unit_bytes(unit: str) -> int:
     """The bytes in a GB and in a GiB: the one convention every page, panel and plot uses."""
-    value = int(vendor(CATALOGUE, f"units.{unit}"))
+    value = gb() if unit == "gb" else gib()
     if value != {"gb": 10**9, "gib": 2**30}[unit]:
-        raise InvariantFailed(f"claims/data/devices.toml: units.{unit} = {value:,}, not the standard's prefix")
+        raise InvariantFailed(f"claims/data/given.toml: units.{unit} = {value:,}, not the standard's prefix")
     return value
