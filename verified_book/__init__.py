@@ -25,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from verified_book.authoring.catalogue import Device, check_range, device, devices, match_device, span
     from verified_book.authoring.inputs import (
         GIVEN,
         exact,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
         table,
         vendor,
     )
-    from verified_book.authoring.catalogue import Device, check_range, device, devices, match_device, span
     from verified_book.authoring.lazy import lazy_import
     from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
     from verified_book.backends import NAMES, Adapter, Backend, available, names_of

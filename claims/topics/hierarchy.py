@@ -279,7 +279,9 @@ def card_links(host_link: str) -> list[Fraction]:
 
 def card_steps() -> list[tuple[str, Fraction]]:
     """The first step down the list for every catalogued Track N card on every link it can run at."""
-    host_links = {key: entry.get("host_link") for key, entry in table("devices.toml").items() if isinstance(entry, dict)}
+    host_links = {
+        key: entry.get("host_link") for key, entry in table("devices.toml").items() if isinstance(entry, dict)
+    }
     out = []
     for card in devices(TRACK_N_CARDS):
         if card.bandwidth is None or not host_links.get(card.key):
@@ -422,8 +424,11 @@ def _bandwidth_of(key: str) -> Fraction:
 # range, with no vendor page behind that end): the book's own values, kind given. The M5 Ultra's
 # 1,200 GB/s is the source's, with no Apple page in hand: unsourced in the catalogue, never cited.
 TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
-# The ends computed over a class of the catalogue: a minimum or maximum over its devices.
-TRACK_SPANS = ("n_vram_min", "n_vram_max", "n_bandwidth_max")
+# The ends computed over a class of the catalogue: a minimum or maximum over its devices, held by one
+# device each. Track N's 8 GB floor is two cards' (the RTX 4060's and the RTX 5060's, and the small
+# RTX 4060 Ti and RTX 5060 Ti): no one card's figure moves it, so it is the vendors' figure, quoted,
+# and its range is still held to every card of the class.
+TRACK_SPANS = ("n_vram_max", "n_bandwidth_max")
 TRACK_QUOTED = tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES + TRACK_SPANS + ("n_bandwidth_min",))
 
 
@@ -440,8 +445,9 @@ def _held(figure: str) -> Fraction:
     "hierarchy.tracks.{figure}",
     kind="quoted",
     over={"figure": TRACK_QUOTED},
-    citation="vendor pages: GeForce RTX 5060, RTX 5090, RTX PRO 6000, DGX Spark datasheet, AMD Ryzen AI Max+ 395, "
-    "Apple M4 announcement, Apple Mac Studio (2025); each named in claims/data/devices.toml or its hardware profile",
+    citation="vendor pages: GeForce RTX 4060 and RTX 5060, RTX 5090, RTX PRO 6000, DGX Spark datasheet, "
+    "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in "
+    "claims/data/devices.toml or its hardware profile",
 )
 @claim(
     "hierarchy.tracks.{figure}",

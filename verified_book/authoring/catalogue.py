@@ -145,9 +145,7 @@ def check_range(cls: str, field: Field, low: Any, high: Any, file: str = CATALOG
         )
 
 
-def match_device(
-    cls: str, *, memory: Any = None, bandwidth: Any = None, file: str = CATALOGUE
-) -> Device:
+def match_device(cls: str, *, memory: Any = None, bandwidth: Any = None, file: str = CATALOGUE) -> Device:
     """The catalogued device of a class with every figure given (memory in GB, bandwidth in GB/s); fail
     naming the nearest real devices where none has them all."""
     wanted: dict[Field, Fraction] = {}
