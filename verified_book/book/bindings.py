@@ -11,7 +11,8 @@ except fenced blocks whose info string starts with `output`: those are a snippet
 you should see" text, where figures are bound like anywhere else. In prose the scanner
 sees digits, versions (`2.14.0`), numbers in words, numbers glued to a unit or a letter, the
 numbers inside inline math (which cannot hold a binding, so they are allow-listed with a
-reason), and a code span that is a number and nothing else (`50`), which a reader reads as one.
+reason), and a code span that is a number and nothing else (`50`), which a reader reads as one:
+it is bound as the plain number it is ([50](claim:...)), since a binding's text is prose.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
     for match in BINDING.finditer(raw):
         start, end = match.span()
         bound.append((start, end))
-        if not in_output and text[start:end].strip() != raw[start:end].strip() and not _code_figure(match, text):
+        if not in_output and text[start:end].strip() != raw[start:end].strip():
             continue
         title = match.group("title")
         disputed = title is not None and any(p.strip().lower() == "disputed" for p in title.split(";"))
@@ -282,14 +283,6 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
             page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
     for start, found in _math_numbers(raw) + _code_numbers(raw, bound):
         page.unbound.append(Unbound(rel, number, start + 1, found, raw.strip()))
-
-
-def _code_figure(match: re.Match[str], text: str) -> bool:
-    """A binding whose printed text is a code span holding a number ([`50`](claim:id "50")): a figure in
-    prose, though the code span in it is masked like any other."""
-    inner = match.group("text")
-    after = match.start() + 1 + len(inner)
-    return CODE_NUMBER.fullmatch(inner) is not None and text[after : match.end()] == match.string[after : match.end()]
 
 
 def _code_numbers(raw: str, bound: Sequence[tuple[int, int]] = ()) -> list[tuple[int, str]]:
