@@ -8,6 +8,7 @@ page said; a range that holds every device, and a card that is sold, pass. The s
 
 from __future__ import annotations
 
+import contextlib
 from fractions import Fraction
 from pathlib import Path
 
@@ -101,3 +102,19 @@ def test_every_catalogued_device_has_a_locator_or_says_it_is_unsourced(book: Non
             if field in entry and (not source or source.startswith("unsourced")):
                 missing.append(f"{key}.{field}: no quoted spec row")
     assert not missing, "\n".join(missing)
+
+
+def test_the_track_n_correction_propagates_through_the_catalogue(book: None) -> None:
+    """Every figure that rested on the source's 936 GB/s floor reads the catalogue's cards now: were every
+    card at 936 GB/s or more, the disputed floor would hold (and its mark fail), and the first step's
+    span would move with it."""
+    from claims.topics import hierarchy  # after the book is open: its module reads the data when imported
+
+    assert hierarchy.track_n_bandwidth_floor() == 272
+    assert hierarchy.step_span("vram_to_pcie", "low") == Fraction(672, 64)
+    slow = [d.key for d in catalogue.devices("geforce") if d.bandwidth is not None and d.bandwidth < 936]
+    with contextlib.ExitStack() as stack:
+        for key in slow:
+            stack.enter_context(inputs.overridden("devices.toml", f"{key}.bandwidth", 936))
+        assert hierarchy.track_n_bandwidth_floor() == 936
+        assert hierarchy.step_span("vram_to_pcie", "low") == Fraction(936, 64)
