@@ -423,13 +423,16 @@ def _bandwidth_of(key: str) -> Fraction:
 # The tracks table's figures that only the course itself gives (its own definition of a track's
 # range, with no vendor page behind that end): the book's own values, kind given. The M5 Ultra's
 # 1,200 GB/s is the source's, with no Apple page in hand: unsourced in the catalogue, never cited.
-TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
+TRACK_CHOICES = ("x_memory_min", "m_memory_min")
+TRACK_UNSOURCED = ("m_bandwidth_max",)
 # The ends computed over a class of the catalogue: a minimum or maximum over its devices, held by one
 # device each. Track N's 8 GB floor is two cards' (the RTX 4060's and the RTX 5060's, and the small
 # RTX 4060 Ti and RTX 5060 Ti): no one card's figure moves it, so it is the vendors' figure, quoted,
 # and its range is still held to every card of the class.
 TRACK_SPANS = ("n_vram_max", "n_bandwidth_max")
-TRACK_QUOTED = tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES + TRACK_SPANS + ("n_bandwidth_min",))
+TRACK_QUOTED = tuple(
+    f for f in TRACK_FIGURES if f not in TRACK_CHOICES + TRACK_UNSOURCED + TRACK_SPANS + ("n_bandwidth_min",)
+)
 
 
 def _held(figure: str) -> Fraction:
@@ -460,6 +463,13 @@ def _held(figure: str) -> Fraction:
     kind="given",
     over={"figure": TRACK_CHOICES},
     citation="the book's own choice: the course's definition of its tracks, which no vendor states",
+)
+@claim(
+    "hierarchy.tracks.{figure}",
+    kind="given",
+    over={"figure": TRACK_UNSOURCED},
+    citation="unsourced: the source chapter's M5 Ultra figure; no Apple page in hand states it "
+    "(claims/data/devices.toml, m5_ultra)",
 )
 def track_figure(figure: str) -> Fraction:
     """A figure of the tracks table; a range's ends must hold every catalogued device of its class."""
