@@ -18,10 +18,12 @@ from verified_book.book.bindings import (
     AllowListError,
     Binding,
     Book,
+    binding_hint,
     is_number_word,
     iter_numbers,
     read_allowlist,
     read_page,
+    word_value,
 )
 from verified_book.book.figures import as_number, parse
 from verified_book.site.render import from_json
@@ -144,7 +146,8 @@ def test_a_number_standing_alone_is_found(number: int, before: str, after: str) 
 def test_a_number_inside_a_name_is_not(number: int, name: str) -> None:
     assert iter_numbers(f"{name}{number}") == []
     assert iter_numbers(f"{name}{number}-{name}") == []
-    assert iter_numbers(f"`{number}`") == []
+    assert iter_numbers(f"`{number}`") == [str(number)]  # a code span that is a number is one a reader reads
+    assert iter_numbers(f"`x[{number}]`") == []
 
 
 @given(n=st.integers(min_value=2, max_value=999).filter(lambda n: n >= 100 or n % 100 != 1), before=words, after=words)
@@ -484,3 +487,45 @@ def test_no_figure_in_the_book_admits_its_neighbouring_round_figure() -> None:
     assert len(checked) > 50, f"only {len(checked)} figures in words or 'about N' have a committed value to check"
     problems = [p for b in checked for p in admitted_neighbours(b, values[b.claim_id])]
     assert not problems, "\n".join(problems)
+
+
+# Every number a reader sees: versions, code spans that are numbers, hyphenated number words, "dozen", and
+# "one" where it counts a unit.
+
+
+@given(major=st.integers(0, 99), minor=st.integers(0, 99), patch=st.integers(0, 99), before=words, after=words)
+def test_a_dotted_version_is_one_number(major: int, minor: int, patch: int, before: str, after: str) -> None:
+    version = f"{major}.{minor}.{patch}"
+    assert iter_numbers(f"{before} {version}, {after}") == [version]
+    assert iter_numbers(f"{before}{version}") == []  # inside a name (py3.11.4, v2.1.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("The product of `50` probabilities of `0.001`", ["50", "0.001"]),
+        ("It keeps FP32's whole eight-bit exponent", ["eight"]),
+        ("a two-layer MLP", ["two"]),
+        ("A CPU with a dozen cores", ["dozen"]),
+        ("a few dozen lines", []),
+        ("one byte per weight and one CPU core", ["one", "one"]),
+        ("one-byte codes", ["one"]),
+        ("one of them is the one that counts", []),
+        ("twenty-five times", ["twenty-five"]),
+    ],
+)
+def test_the_scanner_sees_what_a_reader_reads_as_a_number(text: str, found: list[str]) -> None:
+    assert iter_numbers(text) == found
+
+
+def test_a_dozen_states_its_value() -> None:
+    assert word_value("a dozen") == "12"
+    assert binding_hint("dozen") == '[dozen](claim:... "12")'
+
+
+def test_a_code_span_that_is_a_number_is_seen_outside_bindings(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("The product of [50](claim:a.factors) probabilities of `0.001`, `x[3]` apart.\n")
+    read = read_page(page, tmp_path)
+    assert [(b.text, b.claim_id) for b in read.bindings] == [("50", "a.factors")]
+    assert [u.text for u in read.unbound] == ["0.001"] and not read.malformed

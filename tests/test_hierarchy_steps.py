@@ -93,8 +93,26 @@ def test_data_that_put_every_step_in_range_would_make_the_disputed_figure_hold( 
 
 
 def test_the_spans_cover_every_part_the_chapter_names(hierarchy) -> None:  # type: ignore[no-untyped-def]
-    assert hierarchy.step_span("vram_to_pcie", "low") == Fraction(936, 64)
+    # the first step's span is over every catalogued Track N card on its own link: the RTX 5070's
+    # 672 GB/s over Gen5 x16 at the low end, the RTX 5090 in a Gen3 x16 slot at the high end
+    assert hierarchy.step_span("vram_to_pcie", "low") == Fraction(672, 64)
     assert hierarchy.step_span("vram_to_pcie", "high") == Fraction(1792, 16)
     assert hierarchy.step_span("ddr5_to_nvme", "low") == Fraction("89.6") / 16
     for name in hierarchy.STEPS:
         assert hierarchy.step_span(name, "low") <= hierarchy.step(name) <= hierarchy.step_span(name, "high")
+
+
+def test_a_card_runs_at_its_own_link_or_an_older_slots(hierarchy) -> None:  # type: ignore[no-untyped-def]
+    # an x8 Gen4 card (an RTX 4060) in a Gen5 x16 slot still moves eight Gen4 lanes: 16 GB/s, not 64
+    assert hierarchy.card_links("pcie_gen4_x8") == [Fraction(8), Fraction(16)]
+    assert hierarchy.card_links("pcie_gen5_x16") == [Fraction(16), Fraction(32), Fraction(64)]
+    steps = dict(hierarchy.card_steps())
+    assert min(ratio for name, ratio in hierarchy.card_steps() if name == "GeForce RTX 4060") == Fraction(272, 16)
+    assert "GeForce RTX 3090" not in steps  # the source's floor is a card of the generation before
+
+
+def test_no_track_n_card_on_its_own_link_brings_the_first_step_inside_four_to_ten(hierarchy) -> None:  # type: ignore[no-untyped-def]
+    # the prose says so; a catalogued card that did (an x16 Gen5 card at 640 GB/s or less) must move the span
+    assert hierarchy.step_span("vram_to_pcie", "low") > 10
+    with inputs.overridden("devices.toml", "rtx_5070.bandwidth", 600):
+        assert hierarchy.step_span("vram_to_pcie", "low") == Fraction(600, 64)

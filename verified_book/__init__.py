@@ -5,6 +5,8 @@ A book's author imports from here and nowhere else in the engine:
 - declaring claims: `claim`, `InvariantFailed`, `NotOnBackend`, `ID_PATTERN` (a claim id's form);
 - the inputs a claim reads, recorded with their file and line: `given`, `vendor`, `exact`, `table`,
   `model_config`, `model_config_all`, `setting`, `GIVEN` (the given inputs' file);
+- the catalogue of real devices a range or a supposed device is held to: `Device`, `devices`, `device`,
+  `span`, `check_range`, `match_device`;
 - libraries imported when a claim needs them: `lazy_import`;
 - the backends a claim computes on: `Backend`, `Adapter` (what every library's adapter does), `NAMES`,
   `names_of`, `available`;
@@ -23,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from verified_book.authoring.catalogue import Device, check_range, device, devices, match_device, span
     from verified_book.authoring.inputs import (
         GIVEN,
         exact,
@@ -58,6 +61,12 @@ _WHERE = {
     "setting": "verified_book.authoring.inputs",
     "GIVEN": "verified_book.authoring.inputs",
     "lazy_import": "verified_book.authoring.lazy",
+    "Device": "verified_book.authoring.catalogue",
+    "devices": "verified_book.authoring.catalogue",
+    "device": "verified_book.authoring.catalogue",
+    "span": "verified_book.authoring.catalogue",
+    "check_range": "verified_book.authoring.catalogue",
+    "match_device": "verified_book.authoring.catalogue",
     "Backend": "verified_book.backends",
     "Adapter": "verified_book.backends",
     "NAMES": "verified_book.backends",
@@ -82,18 +91,23 @@ __all__ = [
     "NAMES",
     "Adapter",
     "Backend",
+    "Device",
     "GeneratedPage",
     "InvariantFailed",
     "Machine",
     "NotOnBackend",
     "ResultsFile",
     "available",
+    "check_range",
     "claim",
+    "device",
+    "devices",
     "exact",
     "fingerprint",
     "given",
     "identify",
     "lazy_import",
+    "match_device",
     "model_config",
     "model_config_all",
     "names_of",
@@ -103,6 +117,7 @@ __all__ = [
     "setting",
     "snippet_figure",
     "snippet_holds",
+    "span",
     "table",
     "usable_cpus",
     "vendor",

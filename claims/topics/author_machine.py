@@ -128,3 +128,19 @@ def device_bf16_step(backend: Backend) -> Fraction:
     if lost != 0.0:
         raise InvariantFailed(f"1 + {float(step) / 2} in BF16 on the GPU kept {lost}; half a step should round away")
     return Fraction(kept)
+
+
+@claim(
+    "author_runs.version.{library}",
+    kind="quoted",
+    over={"library": ("numpy", "torch")},
+    citation="the source chapter's output captions, transcribed in claims/data/author_runs.toml",
+)
+def author_version(library: str) -> tuple[int, ...]:
+    """The library version the source's author printed an output with (major, minor, patch): the book
+    names it beside each output block, so a reader knows which release the printed figures came from."""
+    text = str(vendor("author_runs.toml", f"versions.{library}"))
+    parts = text.split(".")
+    if not all(part.isdigit() for part in parts):
+        raise InvariantFailed(f"claims/data/author_runs.toml: versions.{library} = {text!r} is not a version")
+    return tuple(int(part) for part in parts)

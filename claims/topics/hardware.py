@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from claims.topics.memory_lab import gb, gib
 from verified_book import InvariantFailed, claim, exact, table, vendor
+from verified_book import device as catalogue_device
 
 MACHINES = ("rtx5080", "rtx5090", "dgx_spark", "ryzen_ai_max", "m4_max", "h100", "h200")
 NVIDIA = ("rtx5080", "rtx5090", "dgx_spark", "h100", "h200")
@@ -81,3 +83,76 @@ def bandwidth_from_interface(machine: str) -> Fraction:
 def interface_over_vendor(machine: str) -> Fraction:
     """How far the bandwidth from the interface lies above the vendor's rounded figure, in GB/s."""
     return bandwidth_from_interface(machine) - memory_bandwidth(machine)
+
+
+def _catalogued() -> tuple[str, ...]:
+    """The catalogue's devices with figures of their own (not a hardware profile's or a link's)."""
+    return tuple(
+        key
+        for key, entry in table(CATALOGUE).items()
+        if isinstance(entry, dict) and "class" in entry and "profile" not in entry and "link" not in entry
+    )
+
+
+CATALOGUE = "devices.toml"
+
+
+@claim(
+    "hardware.catalogue.{device}.{field}",
+    kind="quoted",
+    over={
+        "device": (
+            "rtx_4060",
+            "rtx_4060_ti",
+            "rtx_4070",
+            "rtx_4070_ti",
+            "rtx_4080",
+            "rtx_4090",
+            "rtx_5060",
+            "rtx_5060_ti",
+            "rtx_5070",
+            "rtx_5070_ti",
+            "rtx_3090",
+            "rtx_pro_6000",
+            "m4",
+            "m4_pro",
+            "m3_ultra",
+        ),
+        "field": ("memory", "bandwidth"),
+    },
+    citation="the device's vendor page, named with its spec row in claims/data/devices.toml",
+)
+@claim(
+    "hardware.catalogue.{device}.{field}",
+    kind="given",
+    over={"device": ("rtx_pro_5000",), "field": ("memory", "bandwidth")},
+    citation="unsourced: no vendor page in hand; claims/data/devices.toml says what is missing",
+)
+@claim(
+    "hardware.catalogue.{device}.{field}",
+    kind="given",
+    over={"device": ("m5_ultra",), "field": ("bandwidth",)},
+    citation="unsourced: the source chapter's figure, no Apple page in hand; claims/data/devices.toml says so",
+)
+def catalogued_device(device: str, field: str) -> Fraction | tuple[Fraction, ...]:
+    """A catalogued device's memory (GB, every configuration sold) or bandwidth (GB/s), as its vendor states it."""
+    if device not in _catalogued():
+        raise InvariantFailed(f"claims/data/devices.toml has no device {device!r} with figures of its own")
+    values = catalogue_device(device).values("memory" if field == "memory" else "bandwidth")
+    if not values:
+        raise InvariantFailed(f"claims/data/devices.toml: {device} has no {field}")
+    return values[0] if len(values) == 1 else values
+
+
+@claim(
+    "hardware.units.{unit}",
+    kind="quoted",
+    over={"unit": ("gb", "gib")},
+    citation="SI (giga, 10^9) and IEC 80000-13 (gibi, 2^30), in claims/data/given.toml",
+)
+def unit_bytes(unit: str) -> int:
+    """The bytes in a GB and in a GiB: the one convention every page, panel and plot uses."""
+    value = gb() if unit == "gb" else gib()
+    if value != {"gb": 10**9, "gib": 2**30}[unit]:
+        raise InvariantFailed(f"claims/data/given.toml: units.{unit} = {value:,}, not the standard's prefix")
+    return value

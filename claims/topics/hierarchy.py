@@ -1,7 +1,8 @@
 """The memory hierarchy in numbers: each level's size and bandwidth, and what reading a model from it costs.
 
 Per-SM figures come from the CUDA programming guide's table by compute capability
-(`claims/data/cuda_sm.toml`); device memories from the hardware profiles; links and
+(`claims/data/cuda_sm.toml`); device memories from the hardware profiles and the catalogue of
+real devices (`claims/data/devices.toml`), against which every range is held; links and
 modules from `claims/data/links.toml`, where every derived rate is checked by arithmetic
 (two channels × transfers × bytes, a quarter of an x16 link for four lanes, bits ÷ 8).
 On a machine with a CUDA device the driver's own per-SM figures are read and compared
@@ -10,12 +11,26 @@ with the guide's row for the device's compute capability.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Callable
 
 from claims.topics.decode import bandwidth_gbps
 from claims.topics.models import checkpoint_gb
-from verified_book import Backend, InvariantFailed, NotOnBackend, claim, exact, given, table, vendor
+from verified_book import (
+    Backend,
+    InvariantFailed,
+    NotOnBackend,
+    check_range,
+    claim,
+    device,
+    devices,
+    exact,
+    given,
+    span,
+    table,
+    vendor,
+)
 
 BITS_PER_BYTE = 8
 KIB = 1024
@@ -237,17 +252,42 @@ X16_LINKS: tuple[Callable[[], Fraction], ...] = (
     lambda: link("pcie_gen4_x16_per_direction"),
     lambda: link("pcie_gen5_x16_per_direction"),
 )
-# Every part the chapter gives for a level, for the span of a step across them: Track N's cards
-# (the ends of the tracks table's range), the three x16 links, DDR5, and NVMe drives on Gen4 and Gen5.
+# Every part the chapter gives for a level, for the span of a step across them: the three x16 links,
+# DDR5, and NVMe drives on Gen4 and Gen5. The card level is every catalogued Track N card, each on its
+# own host link (`card_links`), not on every link: an x8 card in an x16 slot still moves eight lanes.
 LEVEL_PARTS: dict[str, tuple[Callable[[], Fraction], ...]] = {
-    "accelerator_memory": (
-        lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
-        lambda: bandwidth_gbps("rtx5090"),
-    ),
     "pcie_link": X16_LINKS,
     "system_memory": (ddr5_gbps,),
     "storage_and_network": (lambda: nvme_gbps(4), lambda: nvme_gbps(5)),
 }
+#: the class of catalogued devices Track N's cards are (claims/data/devices.toml)
+TRACK_N_CARDS = "geforce"
+X16_BY_GENERATION = {3: "pcie_gen3_x16", 4: "pcie_gen4_x16_per_direction", 5: "pcie_gen5_x16_per_direction"}
+LANES = {8: "pcie_lanes_x8", 16: "pcie_lanes_x16"}
+
+
+def card_links(host_link: str) -> list[Fraction]:
+    """A card's host-link bandwidths, one direction, in GB/s: at its own generation and in each older
+    slot it fits (Gen3 up), at its own lane count; a faster slot runs it no faster than its own link."""
+    found = re.fullmatch(r"pcie_gen(\d)_x(\d+)", host_link)
+    if found is None or int(found[1]) not in X16_BY_GENERATION or int(found[2]) not in LANES:
+        raise InvariantFailed(f"host_link {host_link!r} is not pcie_gen<3-5>_x<8|16> (claims/data/devices.toml)")
+    generation, lanes = int(found[1]), int(found[2])
+    width = link(LANES[lanes]) / link("pcie_lanes_x16")
+    return [link(X16_BY_GENERATION[g]) * width for g in range(3, generation + 1)]
+
+
+def card_steps() -> list[tuple[str, Fraction]]:
+    """The first step down the list for every catalogued Track N card on every link it can run at."""
+    host_links = {
+        key: entry.get("host_link") for key, entry in table("devices.toml").items() if isinstance(entry, dict)
+    }
+    out = []
+    for card in devices(TRACK_N_CARDS):
+        if card.bandwidth is None or not host_links.get(card.key):
+            raise InvariantFailed(f"{card.name} needs a bandwidth and a host_link (claims/data/devices.toml)")
+        out += [(card.name, card.bandwidth / bandwidth) for bandwidth in card_links(str(host_links[card.key]))]
+    return out
 
 
 def consecutive_steps() -> dict[str, Fraction]:
@@ -279,7 +319,10 @@ def step(step: str) -> Fraction:
 def step_span(step: str, end: str) -> Fraction:
     """The smallest or largest a step can be across every part the chapter gives its two levels."""
     upper, lower = STEPS[step]
-    ratios = [above() / below() for above in LEVEL_PARTS[upper] for below in LEVEL_PARTS[lower]]
+    if upper == "accelerator_memory":
+        ratios = [ratio for _, ratio in card_steps()]
+    else:
+        ratios = [above() / below() for above in LEVEL_PARTS[upper] for below in LEVEL_PARTS[lower]]
     return min(ratios) if end == "low" else max(ratios)
 
 
@@ -341,42 +384,79 @@ def split_total(field: str) -> Fraction:
     }[field]
 
 
+# The tracks table's figures. A range's end over a class of real devices is that class's end in the
+# catalogue (claims/data/devices.toml), computed over every device of it; a named device's figure is
+# read there or in its hardware profile.
 TRACK_FIGURES: dict[str, Callable[[], Fraction]] = {
-    "n_vram_min": lambda: exact(vendor("tracks.toml", "track_n.smallest_vram")),
-    "n_vram_max": lambda: exact(vendor("hardware/rtx5090.toml", "memory_capacity")),
-    "n_rtx_pro_6000": lambda: exact(vendor("tracks.toml", "track_n.rtx_pro_6000_vram")),
-    "n_bandwidth_min": lambda: exact(vendor("tracks.toml", "track_n.slowest_bandwidth")),
-    "n_bandwidth_max": lambda: bandwidth_gbps("rtx5090"),
+    "n_vram_min": lambda: span(TRACK_N_CARDS, "memory")[0],
+    "n_vram_max": lambda: span(TRACK_N_CARDS, "memory")[1],
+    "n_rtx_pro_6000": lambda: max(device("rtx_pro_6000").memory),
+    "n_bandwidth_min": lambda: span(TRACK_N_CARDS, "bandwidth")[0],
+    "n_bandwidth_max": lambda: span(TRACK_N_CARDS, "bandwidth")[1],
     "s_memory": lambda: exact(vendor("hardware/dgx_spark.toml", "memory_capacity")),
     "s_bandwidth": lambda: bandwidth_gbps("dgx_spark"),
     "x_memory_min": lambda: exact(vendor("tracks.toml", "track_x.smallest_memory")),
     "x_memory_max": lambda: exact(vendor("hardware/ryzen_ai_max.toml", "memory_capacity")),
     "x_bandwidth": lambda: bandwidth_gbps("ryzen_ai_max"),
     "m_memory_min": lambda: exact(vendor("tracks.toml", "track_m.smallest_memory")),
-    "m_memory_max": lambda: exact(vendor("tracks.toml", "track_m.largest_memory")),
-    "m_bandwidth_min": lambda: exact(vendor("tracks.toml", "track_m.slowest_bandwidth")),
-    "m_bandwidth_max": lambda: exact(vendor("tracks.toml", "track_m.fastest_bandwidth")),
+    "m_memory_max": lambda: max(device("m3_ultra").memory),
+    "m_bandwidth_min": lambda: _bandwidth_of("m4"),
+    "m_bandwidth_max": lambda: _bandwidth_of("m5_ultra"),
 }
-# Each range must hold the track's own machine: (low, high, the machine's figure).
+# Each range the table prints, held to the catalogued class it speaks of: (low, high, class, field).
+# Track M's memory floor is the course's own (machines from 24 GB), not a claim about every Apple chip:
+# an M4 is sold with 16 GB, so that range is not held to the class (the tracks.toml entry says so).
 TRACK_RANGES = {
-    "n_vram": ("n_vram_min", "n_vram_max", lambda: exact(vendor("hardware/rtx5080.toml", "memory_capacity"))),
-    "n_bandwidth": ("n_bandwidth_min", "n_bandwidth_max", lambda: bandwidth_gbps("rtx5080")),
-    "m_memory": ("m_memory_min", "m_memory_max", lambda: exact(vendor("hardware/m4_max.toml", "memory_capacity"))),
-    "m_bandwidth": ("m_bandwidth_min", "m_bandwidth_max", lambda: bandwidth_gbps("m4_max")),
+    "n_vram": ("n_vram_min", "n_vram_max", TRACK_N_CARDS, "memory"),
+    "n_bandwidth": ("n_bandwidth_min", "n_bandwidth_max", TRACK_N_CARDS, "bandwidth"),
+    "m_bandwidth": ("m_bandwidth_min", "m_bandwidth_max", "apple", "bandwidth"),
 }
+
+
+def _bandwidth_of(key: str) -> Fraction:
+    bandwidth = device(key).bandwidth
+    if bandwidth is None:
+        raise InvariantFailed(f"claims/data/devices.toml: {key} has no bandwidth")
+    return bandwidth
 
 
 # The tracks table's figures that only the course itself gives (its own definition of a track's
-# range, with no vendor page behind that end): the book's own values, kind given.
-TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
+# range, with no vendor page behind that end): the book's own values, kind given. The M5 Ultra's
+# 1,200 GB/s is the source's, with no Apple page in hand: unsourced in the catalogue, never cited.
+TRACK_CHOICES = ("x_memory_min", "m_memory_min")
+TRACK_UNSOURCED = ("m_bandwidth_max",)
+# The ends computed over a class of the catalogue: a minimum or maximum over its devices, held by one
+# device each. Track N's 8 GB floor is two cards' (the RTX 4060's and the RTX 5060's, and the small
+# RTX 4060 Ti and RTX 5060 Ti): no one card's figure moves it, so it is the vendors' figure, quoted,
+# and its range is still held to every card of the class.
+TRACK_SPANS = ("n_vram_max", "n_bandwidth_max")
+TRACK_QUOTED = tuple(
+    f for f in TRACK_FIGURES if f not in TRACK_CHOICES + TRACK_UNSOURCED + TRACK_SPANS + ("n_bandwidth_min",)
+)
+
+
+def _held(figure: str) -> Fraction:
+    """A figure of the tracks table, after every range it ends is held to its catalogued class."""
+    value = TRACK_FIGURES[figure]()
+    for low_key, high_key, cls, field in TRACK_RANGES.values():
+        if figure in (low_key, high_key) and figure != "n_bandwidth_min":
+            check_range(cls, field, TRACK_FIGURES[low_key](), TRACK_FIGURES[high_key]())
+    return value
 
 
 @claim(
     "hierarchy.tracks.{figure}",
     kind="quoted",
-    over={"figure": tuple(f for f in TRACK_FIGURES if f not in TRACK_CHOICES)},
-    citation="vendor pages: GeForce RTX 5060, RTX 3090, RTX 5090, RTX 5080, RTX PRO 6000, DGX Spark datasheet, "
-    "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in its data file",
+    over={"figure": TRACK_QUOTED},
+    citation="vendor pages: GeForce RTX 4060 and RTX 5060, RTX 5090, RTX PRO 6000, DGX Spark datasheet, "
+    "AMD Ryzen AI Max+ 395, Apple M4 announcement, Apple Mac Studio (2025); each named in "
+    "claims/data/devices.toml or its hardware profile",
+)
+@claim(
+    "hierarchy.tracks.{figure}",
+    kind="exact",
+    over={"figure": TRACK_SPANS},
+    citation="the smallest or largest figure over every catalogued Track N card (claims/data/devices.toml)",
 )
 @claim(
     "hierarchy.tracks.{figure}",
@@ -384,15 +464,45 @@ TRACK_CHOICES = ("x_memory_min", "m_memory_min", "m_bandwidth_max")
     over={"figure": TRACK_CHOICES},
     citation="the book's own choice: the course's definition of its tracks, which no vendor states",
 )
+@claim(
+    "hierarchy.tracks.{figure}",
+    kind="given",
+    over={"figure": TRACK_UNSOURCED},
+    citation="unsourced: the source chapter's M5 Ultra figure; no Apple page in hand states it "
+    "(claims/data/devices.toml, m5_ultra)",
+)
 def track_figure(figure: str) -> Fraction:
-    """A figure of the tracks table; a range's ends must hold the track's profiled machine."""
-    value = TRACK_FIGURES[figure]()
-    for name, (low_key, high_key, member) in TRACK_RANGES.items():
-        if figure in (low_key, high_key):
-            low, high, inside = TRACK_FIGURES[low_key](), TRACK_FIGURES[high_key](), member()
-            if not low <= inside <= high:
-                raise InvariantFailed(f"the {name} range {low} to {high} does not hold its profiled machine's {inside}")
-    return value
+    """A figure of the tracks table; a range's ends must hold every catalogued device of its class."""
+    return _held(figure)
+
+
+@claim(
+    "hierarchy.tracks.n_bandwidth_min",
+    kind="exact",
+    quote="936 to 1,792 by card",
+    quote_at="tensors-gpus-and-precision.txt:254",
+    citation="the slowest catalogued Track N card (claims/data/devices.toml); the source's 936 GB/s is an RTX 3090's",
+)
+def track_n_bandwidth_floor() -> Fraction:
+    """The slowest Track N card's bandwidth over the catalogue: the source's 936 GB/s floor is the RTX 3090's,
+    a card of the generation before, and every catalogued card from the RTX 4060 (272) to the RTX 5070 Ti
+    (896) lies below it."""
+    return TRACK_FIGURES["n_bandwidth_min"]()
+
+
+@claim(
+    "hierarchy.catalogue.{card}.{field}",
+    kind="quoted",
+    citation="the card's vendor page, named in claims/data/devices.toml",
+    over={"card": ("rtx_3090", "rtx_5060", "rtx_5070", "rtx_5070_ti"), "field": ("bandwidth",)},
+)
+def catalogued(card: str, field: str) -> Fraction:
+    """A catalogued card's figure the book names beside the range it corrects: the RTX 3090 the source's
+    floor is, and the cards below that floor."""
+    values = device(card).values("bandwidth" if field == "bandwidth" else "memory")
+    if len(values) != 1:
+        raise InvariantFailed(f"claims/data/devices.toml: {card} has {len(values)} {field} figures, not one")
+    return values[0]
 
 
 def _capability_row(major: int, minor: int) -> str:

@@ -14,9 +14,10 @@ from fractions import Fraction
 from claims.topics.decode import bandwidth_gbps, ceiling
 from claims.topics.flops import forward_flops_per_param, prompt_length
 from claims.topics.formats import FORMATS
-from claims.topics.hierarchy import MS_PER_S, link
+from claims.topics.hierarchy import MS_PER_S, TRACK_N_CARDS, link
+from claims.topics.memory_lab import gb, gib
 from claims.topics.models import GB, checkpoint_gb, gguf_bits_per_weight, q4_k_m_gb, total_params
-from verified_book import claim, given
+from verified_book import InvariantFailed, claim, devices, given, match_device
 
 Q1_MACHINE = "dgx_spark"
 
@@ -198,3 +199,59 @@ def q5_slow_share(of: str) -> Fraction:
     if of == "bytes":
         return (q5_model_gb() - q5_vram_gb()) / q5_model_gb()
     return q5_ms("system") / q5_ms("total")
+
+
+# Question 5's card against the catalogue, and its units -------------------------------------
+
+
+@claim(
+    "questions.q5.bandwidth.sold",
+    kind="exact",
+    quote="a card with 16 GB of VRAM whose bandwidth is 1,792 gigabytes per second",
+    quote_at="tensors-gpus-and-precision.txt:482",
+    citation="the catalogue of real devices, claims/data/devices.toml",
+)
+def q5_sold_bandwidth() -> Fraction:
+    """The bandwidth of Q5's card if one is sold (its figure), else of the fastest catalogued card with its
+    memory: no card has 16 GB at 1,792 GB/s (that is the 32 GB RTX 5090's); the RTX 5080 has 16 GB at 960."""
+    return _q5_sold_card_bandwidth()
+
+
+def _q5_sold_card_bandwidth() -> Fraction:
+    stated = bandwidth_gbps("rtx5090")
+    try:
+        card = match_device(TRACK_N_CARDS, memory=q5_vram_gb(), bandwidth=stated)
+    except InvariantFailed:
+        with_memory = [d.bandwidth for d in devices(TRACK_N_CARDS) if q5_vram_gb() in d.memory and d.bandwidth]
+        if not with_memory:
+            raise
+        return max(with_memory)
+    assert card.bandwidth is not None
+    return card.bandwidth
+
+
+@claim("questions.q5.sold_ceiling", kind="exact")
+def q5_sold_ceiling() -> Fraction:
+    """Q5's split on the fastest 16 GB card that is sold (an RTX 5080): 16 / 960 + 4 / 64 s per thousand tokens."""
+    seconds = q5_vram_gb() / _q5_sold_card_bandwidth() + (q5_model_gb() - q5_vram_gb()) / link(
+        "pcie_gen5_x16_per_direction"
+    )
+    return 1 / seconds
+
+
+def _q5_card_gb() -> Fraction:
+    """Q5's card's "16 GB" in decimal GB: a vendor's capacity GB are GiB (claims/data/devices.toml)."""
+    return q5_vram_gb() * gib() / gb()
+
+
+@claim("questions.q5.gib.{what}", kind="exact", over={"what": ("vram_gb", "system", "ceiling")})
+def q5_in_one_unit(what: str) -> Fraction:
+    """Q5 with the card's GB read as GiB and the model's as decimal GB, as the book counts them: 17.2 GB on
+    the card, 2.8 GB left over PCIe, and the ceiling that gives."""
+    on_card = _q5_card_gb()
+    spilled = q5_model_gb() - on_card
+    if what == "vram_gb":
+        return on_card
+    if what == "system":
+        return spilled
+    return 1 / (on_card / bandwidth_gbps("rtx5090") + spilled / link("pcie_gen5_x16_per_direction"))

@@ -142,6 +142,12 @@ def probability_product(backend: Backend) -> float:
     return float(x.prod().item())
 
 
+@claim("stability.log_space.{given_input}", kind="given", over={"given_input": ("factors", "probability")})
+def log_space_input(given_input: str) -> Fraction:
+    """The example's inputs as the page prints them in code: 50 factors, each a probability of 0.001."""
+    return Fraction(str(given(f"stability.log_space_{given_input}")))
+
+
 @claim("stability.log_space.exact_product", kind="exact")
 def probability_product_exact() -> Fraction:
     """The same product computed exactly, in rationals: what FP32 would have to hold."""

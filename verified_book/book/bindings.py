@@ -9,8 +9,10 @@ source while showing that it does not hold.
 Code blocks, inline code, display math and HTML are not prose and are not scanned,
 except fenced blocks whose info string starts with `output`: those are a snippet's "what
 you should see" text, where figures are bound like anywhere else. In prose the scanner
-sees digits, numbers in words, numbers glued to a unit or a letter, and the numbers
-inside inline math (which cannot hold a binding, so they are allow-listed with a reason).
+sees digits, versions (`2.14.0`), numbers in words, numbers glued to a unit or a letter, the
+numbers inside inline math (which cannot hold a binding, so they are allow-listed with a
+reason), and a code span that is a number and nothing else (`50`), which a reader reads as one:
+it is bound as the plain number it is ([50](claim:...)), since a binding's text is prose.
 """
 
 from __future__ import annotations
@@ -34,20 +36,26 @@ NUMBER = re.compile(
     r"|\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\w]|\.\d|-\w|,\d)"
 )
 # Numbers in words. A figure in words is one of: a cardinal from two up, alone or in a
-# compound ("twenty-five", "two hundred and fifty-six", "ten billion"); a fraction ("half",
-# "a quarter", "nine tenths"); a multiple ("twice", "doubles", "fourfold"). "One" is left
-# out on its own (it is an article and a pronoun far more often than a count) but counts
-# inside a compound ("twenty-one") and before a scale ("one hundred", "one billion"). Ordinals other than fractions
-# ("second", "first") are
-# not quantities, and neither are plural magnitudes ("tens to hundreds of gigabytes",
-# "thousands of cores"), which name no value. Each match is one phrase: "four to ten" is
-# two, "four" and "ten".
+# compound ("twenty-five", "two hundred and fifty-six", "ten billion"), or joined by a hyphen
+# to the noun it counts ("eight-bit", "two-layer"); "a dozen"; a fraction ("half", "a quarter",
+# "nine tenths"); a multiple ("twice", "doubles", "fourfold"). "One" is left out on its own (it
+# is an article and a pronoun far more often than a count) but counts inside a compound
+# ("twenty-one"), before a scale ("one hundred", "one billion") and before a unit the book
+# measures in (`COUNTED`: "one byte", "one-bit", "one CPU core"). Ordinals other than fractions
+# ("second", "first") are not quantities, and neither are plural magnitudes ("tens to hundreds
+# of gigabytes", "thousands of cores", "a few dozen lines"), which name no value. Each match is
+# one phrase: "four to ten" is two, "four" and "ten".
 _UNITS = (
     "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
     "sixteen|seventeen|eighteen|nineteen"
 )
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _SCALES = "hundred|thousand|million|billion|trillion"
+#: the units the book counts in, before which "one" is a figure ("one byte", "one CPU core", "one-bit")
+COUNTED = (
+    "bits?|bytes?|tokens?|flops?|layers?|elements?|weights?|parameters?|rows?|columns?|blocks?|"
+    r"cores?|cpu(?:\s+cores?)?|gpus?|channels?|lanes?"
+)
 _FRACTIONS = (
     "half|halves|halved|halve|thirds?|quarters?|fifths?|sixths?|sevenths?|eighths?|ninths?|"
     "tenths?|hundredths?|thousandths?"
@@ -56,11 +64,17 @@ _MULTIPLES = (
     "twice|double[sd]?|triple[sd]?|treble[sd]?|quadruple[sd]?|"
     "(?:two|three|four|five|six|eight|ten|hundred|thousand)fold"
 )
-_WORD = rf"(?:{_TENS})(?:-(?:one|{_UNITS}))?|{_UNITS}|{_SCALES}|{_FRACTIONS}|{_MULTIPLES}"
+_WORD = rf"(?:{_TENS})(?:-(?:one|{_UNITS}))?|{_UNITS}|{_SCALES}|(?<!few\s)dozen(?!s)|{_FRACTIONS}|{_MULTIPLES}"
 WORD_NUMBER = re.compile(
-    rf"(?<![\w-])(?:{_WORD}|one(?=[\s-]+(?:{_SCALES})\b))(?:(?:\s+and\s+|\s+|-)(?:{_WORD}|one))*(?![\w-])",
+    rf"(?<![\w-])(?:{_WORD}|one(?=[\s-]+(?:{_SCALES}|{COUNTED})\b))(?:(?:\s+and\s+|\s+|-)(?:{_WORD}|one))*"
+    r"(?!\w)(?!-\d)",
     re.IGNORECASE,
 )
+#: a version or any number with two dots or more ("torch 2.14.0"): one figure, which the plain number's
+#: pattern leaves alone because no part of it stands by itself
+VERSION = re.compile(r"(?<![\w.\-/^$])\d+(?:\.\d+){2,}(?![\w.]*\d)(?!\w)")
+#: a code span in prose that is a number and nothing else (`50`, `0.001`): a figure the reader reads
+CODE_NUMBER = re.compile(r"(?<!`)(?P<tick>`+)(?P<number>-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)(?P=tick)(?!`)")
 # A number glued to letters is a figure with a unit or a multiplier: "0.6B", "2X", "16-bit",
 # "T/2", "2T". A run of letters directly before the digits (FP32, BF16, E4M3, Qwen3, x16)
 # makes a name, not a figure, and so does a number joined by a hyphen to a word before it
@@ -195,8 +209,10 @@ def read_page(path: Path, root: Path) -> Page:
 
 def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> None:
     text = raw if in_output else _prose_mask(raw)
+    bound: list[tuple[int, int]] = []
     for match in BINDING.finditer(raw):
         start, end = match.span()
+        bound.append((start, end))
         if not in_output and text[start:end].strip() != raw[start:end].strip():
             continue
         title = match.group("title")
@@ -262,11 +278,20 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
         page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
     if in_output:
         return
-    for pattern in (WORD_NUMBER, GLUED):
+    for pattern in (WORD_NUMBER, GLUED, VERSION):
         for match in pattern.finditer(text):
             page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
-    for start, found in _math_numbers(raw):
+    for start, found in _math_numbers(raw) + _code_numbers(raw, bound):
         page.unbound.append(Unbound(rel, number, start + 1, found, raw.strip()))
+
+
+def _code_numbers(raw: str, bound: Sequence[tuple[int, int]] = ()) -> list[tuple[int, str]]:
+    """Code spans of a prose line that are a number and nothing else, outside bindings, with their offsets."""
+    return [
+        (m.start("number"), m.group("number"))
+        for m in CODE_NUMBER.finditer(raw)
+        if not any(start <= m.start() < end for start, end in bound)
+    ]
 
 
 def _math_numbers(raw: str) -> list[tuple[int, str]]:
@@ -447,6 +472,8 @@ def _cardinal(words: list[str]) -> int | None:
             current += _TEN[word]
         elif word == "hundred":
             current = max(current, 1) * 100
+        elif word == "dozen":
+            current = max(current, 1) * 12
         elif word in _SCALE:
             total, current = total + max(current, 1) * _SCALE[word], 0
         else:
@@ -627,8 +654,10 @@ class Book:
 def iter_numbers(text: str) -> Iterable[str]:
     """The numbers the scanner would flag in one line of prose (for tests and tools), in order of place.
 
-    Digits standing alone, numbers in words, numbers glued to letters, and numbers in inline math.
+    Digits standing alone, numbers in words, numbers glued to letters, versions, numbers in inline math,
+    and code spans that are a number.
     """
     masked = _prose_mask(text)
-    found = [(m.start(), m.group(0)) for pattern in (NUMBER, WORD_NUMBER, GLUED) for m in pattern.finditer(masked)]
-    return [t for _, t in sorted(found + _math_numbers(text))]
+    patterns = (NUMBER, WORD_NUMBER, GLUED, VERSION)
+    found = [(m.start(), m.group(0)) for pattern in patterns for m in pattern.finditer(masked)]
+    return [t for _, t in sorted(found + _math_numbers(text) + _code_numbers(text))]

@@ -26,9 +26,9 @@ FINGERPRINT_FIELDS = (
     ("cpu", "CPU"),
     ("arch", "architecture"),
     ("cores", "logical cores"),
-    ("memory_gb", "memory (GB)"),
+    ("memory_gb", "memory"),
     ("gpu", "accelerator"),
-    ("gpu_memory_gb", "accelerator memory (GB)"),
+    ("gpu_memory_gb", "accelerator memory"),
     ("compute_capability", "compute capability"),
     ("driver", "driver"),
     ("os", "operating system"),
@@ -129,10 +129,26 @@ def _names(items: Iterable[str | None], limit: int = 300) -> Markup:
     return Markup(", ").join(shown)
 
 
+#: the fingerprint's memory fields, in decimal GB (10^9 bytes)
+MEMORY_FIELDS = ("memory_gb", "gpu_memory_gb")
+BYTES_PER_GB, BYTES_PER_GIB = 10**9, 2**30
+
+
+def memory_words(gigabytes: Any) -> str | None:
+    """A fingerprint's memory in GiB first, as vendors print a memory's size ("141 GB" on an H200 is GiB),
+    then in decimal GB, as the fingerprint stores it: "140.4 GiB (150.8 GB)"."""
+    if isinstance(gigabytes, bool) or not isinstance(gigabytes, (int, float)):
+        return _scalar(gigabytes)
+    return f"{gigabytes * BYTES_PER_GB / BYTES_PER_GIB:,.1f} GiB ({gigabytes:,.1f} GB)"
+
+
 def _fingerprint(results: ResultsFile) -> Markup:
     fp = results.machine.fingerprint
     run = results.run
-    rows: list[tuple[str, list[str | None]]] = [(label, [_scalar(fp.get(key))]) for key, label in FINGERPRINT_FIELDS]
+    rows: list[tuple[str, list[str | None]]] = [
+        (label, [memory_words(fp.get(key)) if key in MEMORY_FIELDS else _scalar(fp.get(key))])
+        for key, label in FINGERPRINT_FIELDS
+    ]
     markers = results.machine.markers
     if markers:
         rows.append(("matches the book's", list(markers)))
