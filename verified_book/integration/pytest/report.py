@@ -94,6 +94,8 @@ LEGEND = {
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.option.collectonly:
+        return  # nothing ran, so there is nothing to count: every selected check would be `not run`
     run = state(config)
     absent = {name for name, b in run.backends.known().items() if not b.available}
     statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
