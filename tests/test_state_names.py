@@ -5,6 +5,7 @@ vocabulary's words, read here from each surface for the same sample book."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import subprocess
 import sys
@@ -17,7 +18,6 @@ from harness import faults
 from verified_book.book.bindings import Book, read_page
 from verified_book.engine import figure_status
 from verified_book.engine.live import Report
-from verified_book.engine.plan import plan_lines
 from verified_book.records.results import read as read_results
 from verified_book.site import machines, render
 from verified_book.vocabulary import (
@@ -50,22 +50,20 @@ HARDWARE_PAGE = "The card holds [16](claim:card.vram) GB.\n"
 
 @contextlib.contextmanager
 def opened(book: faults.SampleBook) -> Iterator[Book]:
-    """The sample book's claims registered in this process, and its pages read, for the site's and plan's
-    functions; this process's registry as it was afterwards."""
-    from verified_book.engine.config import open_book, read_config, snapshot
-
+    """The sample book's claims registered in this process (its topic modules imported into a registry of
+    their own) and its pages read, for the site's and plan's functions; nothing else of the book this process
+    has open changes, and its registry is as it was afterwards."""
     pages = [read_page(p, book.root) for p in sorted((book.root / "book").glob("*.md"))]
-    restore = snapshot()
     with faults.REGISTRY.isolated():
         book.forget_modules()
         sys.path.insert(0, str(book.root))
         try:
-            open_book(read_config(book.root))
+            for module in sorted((book.root / book.package).glob("[!_]*.py")):
+                importlib.import_module(f"{book.package}.{module.stem}")
             yield Book(book.root, pages, [])
         finally:
             sys.path.remove(str(book.root))
             book.forget_modules()
-            restore()
 
 
 def verify(book: faults.SampleBook, *args: str) -> subprocess.Popen[str]:
@@ -138,18 +136,16 @@ def test_the_panel_the_machines_page_and_the_legend_name_it_as_the_verdict_does(
 
 def test_plan_names_the_exact_kinds_backend_as_what_it_means(verified: tuple[faults.SampleBook, str]) -> None:
     book, _ = verified
-    pages = [read_page(p, book.root) for p in sorted((book.root / "book").glob("*.md"))]
-    with faults.REGISTRY.isolated():
-        faults.SampleBook(book.root).forget_modules()
-        sys.path.insert(0, str(book.root))
-        try:
-            from verified_book.engine.config import open_book, read_config
-
-            open_book(read_config(book.root))
-            lines = plan_lines("rtx5080", Book(book.root, pages, []))
-        finally:
-            sys.path.remove(str(book.root))
-            faults.SampleBook(book.root).forget_modules()
+    done = subprocess.run(
+        [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "plan", "rtx5080"],
+        cwd=book.root,
+        env=book.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
     ratio = next(line for line in lines if "basic.ratio" in line)
     assert ratio.split()[-2:] == NO_BACKEND_LABEL.split(), lines
     assert not any(line.rstrip().endswith(f" {NO_BACKEND_NAME}") for line in lines), lines
