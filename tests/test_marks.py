@@ -100,7 +100,7 @@ def test_each_figure_shows_the_evidence_it_has(book: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "figures (all 4 bound figures selected): 1 verified, 2 cited, 0 stale, 0 failed, 0 disputed, 1 reference, "
-            "0 not computed on this machine"
+            "0 not computable here"
         ]
     )
 

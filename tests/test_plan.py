@@ -23,6 +23,7 @@ from verified_book.book.bindings import Book, book_pages, read_page
 from verified_book.engine import machine
 from verified_book.engine.config import read_config
 from verified_book.engine.plan import PLAN_UNPRINTED, plan_lines, plan_of
+from verified_book.vocabulary import NO_BACKEND_LABEL, NO_BACKEND_NAME
 
 pytest_plugins = ["pytester"]
 
@@ -118,12 +119,16 @@ def book(pytester: pytest.Pytester) -> pytest.Pytester:
 run = faults.run_book
 
 
+NAMED = {NO_BACKEND_LABEL: NO_BACKEND_NAME}
+
+
 def planned_pairs(output: str) -> set[tuple[str, str]]:
     pairs = set()
     for line in output.splitlines():
         found = re.match(r"^  (plan\.[a-z_.]+)\s+(.+)$", line)
         if found:
-            pairs.update((found[1], b.strip()) for b in found[2].split(","))
+            # the plan names the exact kinds' backend `none` as what it means
+            pairs.update((found[1], NAMED.get(b.strip(), b.strip())) for b in found[2].split(","))
     return pairs
 
 

@@ -202,7 +202,7 @@ def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
     results = {"alpha": machine("alpha", {"t.max": {"torch:cuda": record("skipped", None, message="no CUDA here")}})}
     view = figure_status.figure_view(b, CLAIMS["t.max"], results)
     assert view.status == "unverified"
-    assert "not run here: torch:cuda" in render.render_figure(view, results, None, "p")
+    assert "not computable here: torch:cuda" in render.render_figure(view, results, None, "p")
 
 
 def test_a_page_renders_each_binding_as_one_element_and_no_claim_link(page: Any) -> None:

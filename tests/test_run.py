@@ -308,7 +308,7 @@ def test_the_verdict_fits_a_terminal_naming_every_status_and_where_things_are() 
         "0 failed",
         "6 disputed",
         "0 reference",
-        "14 not computed on this machine",
+        "14 not computable here",
         "on box",
         "site: ",
         "results: results.local/box.json",

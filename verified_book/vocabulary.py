@@ -135,7 +135,14 @@ WORDS: dict[str, Word] = {
             "a circular arrow",
             False,
         ),
-        Word("skipped", "skipped", "not computable here, with the reason", "⊖", "a circle with a bar", True),
+        Word(
+            "skipped",
+            "not computable here",
+            "needs hardware or a library this machine lacks, or no backend here computes it; the reason is given",
+            "⊖",
+            "a circle with a bar",
+            True,
+        ),
         Word(
             BROKEN_ENVIRONMENT,
             "not checked",
@@ -180,11 +187,35 @@ WORDS: dict[str, Word] = {
     )
 }
 
+# What a run did not judge, each state named once for every surface (the verdict, the summary table and its
+# legend, the figure panel, the Machines page, the site's legend, serve's line): a figure or check this machine
+# cannot compute is `skipped`, named "not computable here"; one the run never reached is "not run (interrupted)";
+# one no machine has a record of is "not yet verified" (`UNVERIFIED`).
+#: the key under which a run counts the selected figures and checks no backend of this machine computed;
+#: named, meant and drawn as `skipped` ("not computable here")
+NOT_HERE = "not here"
+#: the key under which a run counts the selected figures and checks it never reached: Ctrl-C, `-x`, a lost worker
+NOT_RUN = "not run"
+WORDS[NOT_RUN] = Word(
+    NOT_RUN,
+    "not run (interrupted)",
+    "selected, but the run stopped before it got to it (Ctrl-C, -x, a worker lost); any earlier record of it "
+    "stands, and a run again checks it",
+    "⏸",
+    "two upright bars",
+    False,
+)
+#: how every surface names the backend of exact and quoted claims (`NO_BACKEND_NAME`), which compute once on none
+NO_BACKEND_LABEL = "exact arithmetic"
+
 #: what each status means, in one sentence a reader understands (README, legend, report)
 MEANINGS: dict[str, str] = {name: w.meaning for name, w in WORDS.items()}
 LABELS: dict[str, str] = {name: w.label for name, w in WORDS.items()}
 #: each mark's glyph and shape in words, so no status is told by colour alone (claims.css draws them)
 SHAPES: dict[str, tuple[str, str]] = {name: (w.glyph, w.shape) for name, w in WORDS.items()}
+#: the run's count of what this machine cannot compute is the skipped state under another key
+LABELS[NOT_HERE] = LABELS[Status.SKIPPED.value]
+MEANINGS[NOT_HERE] = MEANINGS[Status.SKIPPED.value]
 
 #: worst first: the status a reader sees where several backends or machines disagree
 ORDER: tuple[Status, ...] = (
@@ -219,12 +250,13 @@ RECORDED: tuple[str, ...] = tuple(s.value for s in Status if WORDS[s.value].reco
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 #: what a run's figure line counts, in this order: each figure the run selected falls in exactly one
-#: (`not here`: no backend of this machine computed it); a run judges its figures now, so none is outdated
-NOT_HERE = "not here"
+#: (`not here`: no backend of this machine computed it; `not run`: the run stopped before it); a run judges its
+#: figures now, so none is outdated
 FIGURE_COUNTS: tuple[str, ...] = (
     *(s.value for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
     BROKEN_ENVIRONMENT,
     NOT_HERE,
+    NOT_RUN,
 )
 
 

@@ -45,6 +45,7 @@ def scenarios(root: Path, tries: int) -> list[faults.Tally]:
         lambda: faults.absent_packages(root / "absent"),
         lambda: faults.out_of_memory(root / "oom"),
         lambda: faults.keyboard_interrupt(root / "interrupt"),
+        lambda: faults.interrupted_whole_run(root / "interrupted-run"),
         lambda: faults.network(root / "network"),
         lambda: faults.library_fails_to_import(root / "fragile"),
         lambda: faults.venv_removed_mid_run(root / "vanish"),

@@ -29,7 +29,7 @@ from verified_book.book.bindings import read_page
 from verified_book.engine import figure_status
 from verified_book.records import conditions, results
 from verified_book.records.results import read as read_results
-from verified_book.vocabulary import CONTENDED, RECORDED
+from verified_book.vocabulary import CONTENDED, LABELS, NO_BACKEND_NAME, NOT_HERE, NOT_RUN, RECORDED
 
 SLUG = "sample"
 
@@ -505,7 +505,7 @@ def summary_rows(output: str) -> dict[str, dict[str, int]]:
     except StopIteration:
         return rows
     body = [line for line in lines[start + 1 :] if line.strip()]
-    header = body[0].replace("not here", "not_here").split() if body else []
+    header = body[0].replace(LABELS[NOT_HERE], "not_here").replace(LABELS[NOT_RUN], "not_run").split() if body else []
     for line in body[1:]:
         parts = line.split()
         if len(parts) != len(header) or not all(p.isdigit() for p in parts[1:]):
@@ -1289,6 +1289,80 @@ def keyboard_interrupt(root: Path) -> Tally:
     tally.check(
         run.ret == 2 and "KeyboardInterrupt" in run.output and "results: " in run.output,
         f"exit {run.ret}\n{run.output[-2000:]}",
+    )
+    return tally
+
+
+INTERRUPTED_CLAIMS = '''\
+from verified_book.authoring.registry import claim
+
+
+@claim("late.item.{i}", kind="exact", over={"i": (1, 2, 3)})
+def item(i):
+    """A figure on the page the run is stopped at."""
+    return i * 10
+
+
+@claim("late.vram", kind="measured", hardware="rtx5080")
+def vram(backend):
+    """About a GPU this machine is not: not computable here, whether the run is stopped or not."""
+    return 16
+'''
+
+#: the run holds at the second late claim's check, after saying so, until it is interrupted: the basic claims and
+#: the first late one are judged by then, the other two late ones and every figure are not
+INTERRUPTED_CONFTEST = """
+import os
+import time
+from pathlib import Path
+
+
+def pytest_runtest_setup(item):
+    if item.nodeid.endswith("late.item.2[none]"):
+        Path(os.environ["CLAIMS_STARTED"]).touch()
+        time.sleep(120)
+"""
+
+#: what a whole-book run stopped by Ctrl-C says of the figures it never reached, and of the one it cannot compute
+INTERRUPTED_SAYS = ("0 verified", "1 not computable here", "5 not run (interrupted)")
+
+
+def interrupted_whole_run(root: Path) -> Tally:
+    """Ctrl-C (SIGINT) to `verified-book verify` of a whole book, after some claims were judged: the verdict and
+    the summary table count what the run never reached as not run (interrupted), apart from what this machine
+    cannot compute, and every record made before it is in the results file."""
+    tally = Tally(
+        "environment",
+        "Ctrl-C part-way through a whole-book verify",
+        "what it never ran counted apart, as not run (interrupted); every record made before it written",
+    )
+    book = SampleBook.basic(root / "interrupted-run")
+    book.claims("late", INTERRUPTED_CLAIMS)
+    book.page("z-late.md", "Reached last: [10](claim:late.item.1), [20](claim:late.item.2), [30](claim:late.item.3).\n")
+    book.page("hardware.md", "The card holds [16](claim:late.vram) GB.\n")
+    book.conftest(INTERRUPTED_CONFTEST)
+    started = book.root / "started"
+    env = {**book.env(absent=("torch", "mlx")), "CLAIMS_STARTED": str(started)}
+    command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify"]
+    proc = subprocess.Popen(
+        command, cwd=book.root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    reached = _wait_for(started, 120, proc)
+    if reached:
+        proc.send_signal(signal.SIGINT)
+    run = book.finish(proc)
+    verdict = next((line for line in run.output.splitlines() if line.startswith("verified-book: interrupted")), "")
+    here = {(c, b) for c, b in basic_pairs() if not b.startswith(("torch", "mlx"))}  # as the run sees this machine
+    expected = here | {("late.item.1", "none")}
+    tally.keep(len(expected), len(expected & _pairs(run.records)))
+    table = summary_rows(run.output)
+    tally.check(
+        reached
+        and run.ret == 130
+        and all(words in verdict for words in INTERRUPTED_SAYS)
+        and table.get(NO_BACKEND_NAME, {}).get("not_run") == 2
+        and not {c for c, _ in _pairs(run.records)} & {"late.item.2", "late.item.3"},
+        f"exit {run.ret}\n{run.output[-2500:]}",
     )
     return tally
 

@@ -48,7 +48,7 @@ from verified_book.engine.provenance import VersionsNow, changed_snippet, commit
 from verified_book.errors import Problem
 from verified_book.records.record import ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, NO_BACKEND_NAME, NOT_HERE, Status, worst
+from verified_book.vocabulary import BROKEN_ENVIRONMENT, LABELS, NO_BACKEND_NAME, NOT_HERE, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
 T = TypeVar("T")
@@ -105,7 +105,7 @@ class Report:
             if self.recomputed
             else "no claim ran"
         )
-        shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+        shown = ", ".join(f"{n} {LABELS.get(s, s)}" for s, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
         text = f"{self.what}: {len(self.figures)} figure(s) touched" + (f" ({shown})" if shown else "") + f"; {ran}"
         if self.held_back:
             text += f"; {self.held_back} measured held back (m to measure)"
@@ -367,7 +367,7 @@ class Live:
     @in_book
     def status_of(self, binding: Binding) -> tuple[str, list[str]]:
         """A figure's status against the values held, and the lines for what is wrong with it.
-        A figure of a claim held nowhere (a measured one not asked for) is `not here`."""
+        A figure of a claim held nowhere (a measured one not asked for) is `not here` (not computable here)."""
         claim = REGISTRY.get(binding.claim_id)
         if binding.error:
             return Status.FAILED.value, [f"{binding.where}: figure {binding.text}: {binding.error}"]

@@ -13,6 +13,7 @@ from verified_book.engine import machine as machine_mod
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.session import applies_on
 from verified_book.errors import BookError, Problem
+from verified_book.vocabulary import NO_BACKEND_LABEL, NO_BACKEND_NAME
 
 #: the heading under which the plan lists the claims no page prints
 PLAN_UNPRINTED = "not printed"
@@ -62,8 +63,13 @@ def plan_lines(marker: str, book: Book, option: str = "--plan") -> list[str]:
     for page, entries in plan.items():
         lines.append(page)
         width = max(len(claim.id) for claim, _ in entries)
-        lines += [f"  {claim.id:<{width}}  {', '.join(backends)}" for claim, backends in entries]
+        lines += [f"  {claim.id:<{width}}  {', '.join(map(backend_label, backends))}" for claim, backends in entries]
     return lines
+
+
+def backend_label(name: str) -> str:
+    """A backend as the plan names it: the arithmetic kinds' `none` as what it means."""
+    return NO_BACKEND_LABEL if name == NO_BACKEND_NAME else name
 
 
 def book_plan(config: BookConfig, marker: str, option: str = "--plan") -> tuple[list[str], list[Problem]]:

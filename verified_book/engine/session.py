@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
@@ -43,7 +43,16 @@ from verified_book.records import identity as identity_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
-from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, OutcomeStatus, Status, worst
+from verified_book.vocabulary import (
+    FIGURE_COUNTS,
+    LABELS,
+    NO_BACKEND_NAME,
+    NOT_HERE,
+    NOT_RUN,
+    OutcomeStatus,
+    Status,
+    worst,
+)
 
 
 class SessionError(BookError):
@@ -483,9 +492,13 @@ def claim_of_nodeid(nodeid: str) -> str | None:
 
 
 def summary_table(
-    statuses: dict[tuple[str, str], str], selected: set[tuple[str, str]] | None = None
+    statuses: dict[tuple[str, str], str],
+    selected: set[tuple[str, str]] | None = None,
+    cannot: Container[tuple[str, str]] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Counts by backend: each status judged, and (given the selection) `selected` and `not here`."""
+    """Counts by backend: each status judged, and (given the selection) `selected`, `not here` for the selected
+    checks this machine cannot run (`cannot`: it lacks their hardware or library) and `not run` for those the run
+    never reached (stopped before them). Without `cannot`, every selected check not judged is `not here`."""
     table: dict[str, dict[str, int]] = {}
     for (_, backend_name), status in statuses.items():
         row = table.setdefault(backend_name, {})
@@ -494,7 +507,8 @@ def summary_table(
         row = table.setdefault(key[1], {})
         row["selected"] = row.get("selected", 0) + 1
         if key not in statuses:
-            row["not here"] = row.get("not here", 0) + 1
+            state = NOT_HERE if cannot is None or key in cannot else NOT_RUN
+            row[state] = row.get(state, 0) + 1
     return table
 
 
@@ -561,11 +575,12 @@ def hardware_in(markexpr: str) -> list[str]:
 
 
 def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
-    """Figures by their status on this machine, each selected figure once; `not here` for those that no
-    backend here computed."""
+    """Figures by their status on this machine, each selected figure once: `not here` for those that no
+    backend here computed (skipped, at collection or when judged), `not run` for those the run never
+    reached (it was stopped before them)."""
     counts: dict[str, int] = {}
     for nodeid in selected | set(figure_statuses):
-        status = figure_statuses.get(nodeid, Status.SKIPPED.value)
+        status = figure_statuses.get(nodeid, NOT_RUN)
         status = NOT_HERE if status == Status.SKIPPED else status
         counts[status] = counts.get(status, 0) + 1
     return counts
@@ -573,11 +588,14 @@ def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[s
 
 def figure_line(counts: Mapping[str, int], bound: int) -> str:
     """What the run found of the book's printed figures, each counted once in one status, the parts
-    adding up to the figures the run selected; the summary and the verdict both print this line."""
+    adding up to the figures the run selected; the summary and the verdict both print this line. What the
+    run did not judge is named as the vocabulary names it: not computable here, not run (interrupted)."""
     selected = sum(counts.values())
     of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
-    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE)]
+    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE, NOT_RUN)]
     if counts.get(BROKEN):
         parts.append(f"{counts[BROKEN]} not checked (the environment broke)")
-    parts.append(f"{counts.get(NOT_HERE, 0)} not computed on this machine")
+    parts.append(f"{counts.get(NOT_HERE, 0)} {LABELS[NOT_HERE]}")
+    if counts.get(NOT_RUN):
+        parts.append(f"{counts[NOT_RUN]} {LABELS[NOT_RUN]}")
     return f"figures ({of} bound figures selected): {', '.join(parts)}"

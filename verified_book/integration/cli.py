@@ -149,6 +149,20 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     return "\n".join([f"verified-book: {state}{machine}", *(line for part in parts for line in wrapped(part, "  "))])
 
 
+def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
+    """The last line of a `verify` stopped by Ctrl-C: what it judged before it stopped, what it never reached
+    counted apart from what this machine cannot compute, and where the records of what ran are kept."""
+    from verified_book.engine.session import figure_line
+
+    machine = f" on {outcome.slug}" if outcome.slug else ""
+    if not sum(outcome.figures.values()):
+        found = "while collecting, before any figure was checked"
+    else:
+        found = figure_line(outcome.figures, outcome.bound)
+    kept = f" in {book.shown(outcome.written)}" if outcome.written else ""
+    return f"verified-book: interrupted{machine}: {found}; the records judged so far are kept{kept}"
+
+
 def _held(figures: Mapping[str, int]) -> str:
     """A run that held, in a word it earned: `verified` only where it compared a figure with a value computed
     here (a `--changed` that found nothing changed, or a `-k` that selected only cited figures, did not)."""
@@ -168,11 +182,7 @@ def verify(book: BookConfig, args: list[str]) -> int:
     outcome = _Outcome()
     tested = pytest_run([*VERIFY_OPTIONS, *verify_paths(book), *args], outcome, "verify")
     if tested == INTERRUPTED:
-        print(
-            "verified-book: interrupted; the records judged so far are kept"
-            + (f" in {book.shown(outcome.written)}" if outcome.written else ""),
-            file=sys.stderr,
-        )
+        print(interrupted_verdict(outcome, book), file=sys.stderr)
         return INTERRUPTED
     # nothing ran: a site and a verdict would speak of a run that did not happen
     if tested == PYTEST_USAGE_ERROR:

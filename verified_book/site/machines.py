@@ -89,17 +89,21 @@ def _token(seed: str, n: int) -> str:
 
 def figure_counts(results: ResultsFile, book: Book, name: str | None = None) -> dict[str, int]:
     """How many of the book's printed figures a machine shows in each status: each bound figure once,
-    as its panel shows that machine's records (skipped where every backend there skipped it, not yet
-    verified where the machine has no record), so a machine's counts add up to the book's figures.
+    as its panel shows that machine's records (not computable here where every backend there skipped it or
+    the claim is about other hardware, not yet verified where the machine has no record), so a machine's counts
+    add up to the book's figures.
     `name` is the one the site shows the machine as (this clone's run of a committed machine has its own),
     under which the pages measured its records already."""
     from verified_book.authoring.registry import REGISTRY
 
     counts = {s: 0 for s in (*COUNTED, UNVERIFIED)}
     for binding in book.bindings():
-        view = figure_view(binding, REGISTRY.get(binding.claim_id), {name or results.slug: results})
+        claim = REGISTRY.get(binding.claim_id)
+        view = figure_view(binding, claim, {name or results.slug: results})
         ran = [m.status for m in view.measurements if m.status != Status.SKIPPED]
         status = view.status if ran or not view.measurements else Status.SKIPPED.value
+        if not view.measurements and claim is not None and claim.hardware not in (None, *results.machine.markers):
+            status = Status.SKIPPED.value  # about hardware this machine is not: not computable here, not unverified
         counts[status] = counts.get(status, 0) + 1
     return counts
 

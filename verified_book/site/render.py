@@ -34,6 +34,7 @@ from verified_book.vocabulary import (
     CONTENDED,
     LABELS,
     MEANINGS,
+    NO_BACKEND_LABEL,
     NO_BACKEND_NAME,
     NOT_REPORTED,
     SHAPES,
@@ -86,7 +87,7 @@ def pretty(text: str) -> Markup:
     return Markup(_POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped))
 
 
-BACKEND_LABELS = {NO_BACKEND_NAME: "exact arithmetic"}
+BACKEND_LABELS = {NO_BACKEND_NAME: NO_BACKEND_LABEL}
 
 
 def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> Markup:
@@ -206,7 +207,12 @@ def render_panel(
             reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
             names = ", ".join(m.backend for m in skipped)
             parts.append(
-                markup('<span class="vb-row__skipped" title="{}">not run here: {}</span>', short(reasons, 600), names)
+                markup(
+                    '<span class="vb-row__skipped" title="{}">{}: {}</span>',
+                    short(reasons, 600),
+                    LABELS[Status.SKIPPED.value],
+                    names,
+                )
             )
         parts.append(Markup("</span>"))
     parts.append(source_link(view.source, repo_url))

@@ -39,6 +39,7 @@ from verified_book.integration.pytest.stash import LOCK, NARROWED, OPENED, RECOR
 from verified_book.records import conditions as conditions_mod
 from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS
 from verified_book.records.results import folder_problem
+from verified_book.vocabulary import Status
 
 #: the plugin's other modules, registered with this one
 pytest_plugins = ["verified_book.integration.pytest.options", "verified_book.integration.pytest.report"]
@@ -181,7 +182,9 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Note what the run selected (after -m and -k have deselected), for the summary's counts.
+    """Note what the run selected (after -m and -k have deselected), for the summary's counts: a figure
+    of a claim about hardware not here counts as not computable here from the start, so that one the run
+    never reached (stopped before it) is told apart from it.
 
     A figure's item carries the marks of every backend its claim runs on, so that `-m` keeps it where
     any of them is selected; under `-m` it then checks only the backends the expression selects (on
@@ -216,6 +219,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         elif isinstance(item, FigureItem):
             tally.figures_selected.add(item.nodeid)
             claim = REGISTRY.get(item.binding.claim_id)
+            if claim is not None and run.hardware_skip(claim):
+                # not computable here, known now: counted so even where the run stops before the item
+                tally.figure_statuses.setdefault(item.nodeid, Status.SKIPPED.value)
             if claim is not None:
                 names = (
                     [name for name in run.verifier.backends if claim.runs_on(name)]

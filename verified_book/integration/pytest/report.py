@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from verified_book.engine.session import (
     wrapped,
 )
 from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
-from verified_book.vocabulary import MEANINGS, NO_BACKEND_NAME, Status
+from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, NOT_HERE, NOT_RUN, Status
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -50,6 +51,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     run = state(config)
     if config.get_verbosity() < 0 or config.getoption("no_header", False):
         return []  # the run's header is not shown either
+    if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # pytest says collection finished as Ctrl-C stops it
+        return ["interrupted while collecting: no check ran, no library was loaded and nothing is recorded"]
     for name in sorted({b for _, b in run.tally.selected if b in run.backends}):
         run.backends[name]  # the libraries the selected checks run on, loaded now (before the first item runs)
     return backend_lines(run)
@@ -76,23 +79,30 @@ def backend_lines(run: Session, every: bool = False) -> list[str]:
 # meets that is not here gets a column after them.
 TABLE_STATUSES = tuple(s.value for s in Status)
 
+#: the summary's columns for what the run did not judge, after the statuses
+UNJUDGED = (NOT_HERE, NOT_RUN)
+
 LEGEND = {
     "selected": "claim × backend checks this run selected (by path, -k or -m)",
     **{s.value: MEANINGS[s.value] for s in Status},
     Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or "
     "input",
     Status.SKIPPED.value: "run here but not applicable on this backend (reasons: pytest -rs)",
-    "not here": "selected, but they need hardware or a backend this machine lacks, so they did not run",
+    NOT_HERE: "selected, but they need hardware or a library this machine lacks, so they did not run",
+    NOT_RUN: "selected, but the run stopped before it reached them (Ctrl-C, -x, a worker lost); run again to check "
+    "them",
     BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
 }
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.option.collectonly:
+        return  # nothing ran, so there is nothing to count: every selected check would be `not run`
     run = state(config)
     absent = {name for name, b in run.backends.known().items() if not b.available}
     statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
     tally = run.tally
-    table = summary_table(statuses, tally.selected)
+    table = summary_table(statuses, tally.selected, cannot_run(run, tally.selected - set(statuses), absent))
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
@@ -108,13 +118,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not table:
         say_what_was_lost(terminalreporter, run)
         return
-    found = {s for row in table.values() for s in row} - {"selected", "not here"}
-    columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), "not here")
+    found = {s for row in table.values() for s in row} - {"selected", *UNJUDGED}
+    unjudged = (NOT_HERE, *(s for s in UNJUDGED[1:] if any(s in row for row in table.values())))
+    columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), *unjudged)
     order = (NO_BACKEND_NAME, *backends_mod.NAMES)
+    names = {c: LABELS[c] if c in UNJUDGED else c for c in columns}
     terminalreporter.section("verified book")
     rows = sorted(table, key=lambda n: (order.index(n) if n in order else len(order), n))
     total = {c: sum(row.get(c, 0) for row in table.values()) for c in columns}
-    for line in table_lines({**table, "all": total}, columns, [*rows, "all"]):
+    shown = {r: {names[c]: n for c, n in row.items() if c in names} for r, row in {**table, "all": total}.items()}
+    for line in table_lines(shown, [names[c] for c in columns], [*rows, "all"]):
         terminalreporter.write_line(line)
     for line in wrapped(
         "The table counts checks, one per claim and backend; the figures line below counts "
@@ -122,7 +135,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     ):
         terminalreporter.write_line(line)
     for column in columns:
-        for line in wrapped(f"{column}: {LEGEND.get(column, 'a status the results schema names')}", "  "):
+        for line in wrapped(f"{names[column]}: {LEGEND.get(column, 'a status the results schema names')}", "  "):
+            terminalreporter.write_line(line)
+    if NO_BACKEND_NAME in table:
+        for line in wrapped(
+            f"backend {NO_BACKEND_NAME}: exact and quoted claims, computed once in {NO_BACKEND_LABEL} on no backend",
+            "  ",
+        ):
             terminalreporter.write_line(line)
     missed = [key for key in tally.selected if key not in statuses]
     for marker in hardware_in(config.getoption("markexpr", "") or ""):
@@ -141,6 +160,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for path in sorted({str(written)} if written else tally.written):
         terminalreporter.write_line(f"results: {path} (machine {run.machine.slug})")
     say_what_was_lost(terminalreporter, run)
+
+
+def cannot_run(run: Session, unjudged: set[tuple[str, str]], absent: set[str]) -> set[tuple[str, str]]:
+    """Of the selected checks the run did not judge, those this machine cannot run: their claim is about
+    hardware not here, or their backend's library is absent. The others it never reached."""
+    return {
+        (claim_id, backend)
+        for claim_id, backend in unjudged
+        if backend in absent or (claim_id in REGISTRY and run.hardware_skip(REGISTRY[claim_id]) is not None)
+    }
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
