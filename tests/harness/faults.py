@@ -505,13 +505,16 @@ def summary_rows(output: str) -> dict[str, dict[str, int]]:
     except StopIteration:
         return rows
     body = [line for line in lines[start + 1 :] if line.strip()]
-    header = body[0].replace(LABELS[NOT_HERE], "not_here").replace(LABELS[NOT_RUN], "not_run").split() if body else []
-    for line in body[1:]:
+    header: list[str] = []
+    for line in body:  # one block of columns, or more where a terminal's 100 columns end
+        if line.startswith("backend "):
+            header = line.replace(LABELS[NOT_HERE], "not_here").replace(LABELS[NOT_RUN], "not_run").split()
+            continue
         parts = line.split()
-        if len(parts) != len(header) or not all(p.isdigit() for p in parts[1:]):
+        if not header or len(parts) != len(header) or not all(p.isdigit() for p in parts[1:]):
             break
         if parts[0] != "all":  # the totals row
-            rows[parts[0]] = {h: int(v) for h, v in zip(header[1:], parts[1:])}
+            rows.setdefault(parts[0], {}).update({h: int(v) for h, v in zip(header[1:], parts[1:], strict=True)})
     return rows
 
 
@@ -1351,7 +1354,9 @@ def interrupted_whole_run(root: Path) -> Tally:
     if reached:
         proc.send_signal(signal.SIGINT)
     run = book.finish(proc)
-    verdict = next((line for line in run.output.splitlines() if line.startswith("verified-book: interrupted")), "")
+    lines = run.output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("verified-book: interrupted")), len(lines))
+    verdict = " ".join(lines[start:])  # its first line, then the figures and the records, indented
     here = {(c, b) for c, b in basic_pairs() if not b.startswith(("torch", "mlx"))}  # as the run sees this machine
     expected = here | {("late.item.1", "none")}
     tally.keep(len(expected), len(expected & _pairs(run.records)))

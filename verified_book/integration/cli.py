@@ -150,9 +150,10 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
 
 
 def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
-    """The last line of a `verify` stopped by Ctrl-C: what it judged before it stopped, what it never reached
-    counted apart from what this machine cannot compute, and where the records of what ran are kept."""
-    from verified_book.engine.session import figure_line
+    """The last lines of a `verify` stopped by Ctrl-C: what it judged before it stopped, what it never reached
+    counted apart from what this machine cannot compute, and where the records of what ran are kept, laid out
+    as `verdict` lays out its lines."""
+    from verified_book.engine.session import figure_line, wrapped
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     if not sum(outcome.figures.values()):
@@ -160,7 +161,10 @@ def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
     else:
         found = figure_line(outcome.figures, outcome.bound)
     kept = f" in {book.shown(outcome.written)}" if outcome.written else ""
-    return f"verified-book: interrupted{machine}: {found}; the records judged so far are kept{kept}"
+    parts = [found, f"the records judged so far are kept{kept}"]
+    return "\n".join(
+        [f"verified-book: interrupted{machine}", *(line for part in parts for line in wrapped(part, "  "))]
+    )
 
 
 def _held(figures: Mapping[str, int]) -> str:
