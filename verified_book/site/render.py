@@ -110,7 +110,16 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
 def _row_note(m: Measurement) -> str:
     """What a row needs said beyond its value: why it failed, why it is outdated (what it was computed
     from and what the book says now), what the author's machine printed, or that it was judged from the record."""
-    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, Status.CITED, CONTENDED) and m.message:
+    shown = (
+        Status.FAILED,
+        Status.OUTDATED,
+        Status.REFERENCE,
+        Status.CITED,
+        Status.PREMISE,
+        Status.UNSOURCED,
+        CONTENDED,
+    )
+    if (m.status in shown or (m.status == Status.VERIFIED and m.message.startswith("verified:"))) and m.message:
         return short(m.message.splitlines()[0], 300)
     if m.rejudged and m.status != Status.VERIFIED:
         return short(m.message, 300)
