@@ -61,6 +61,9 @@ UNVERIFIED = "unverified"
 NOT_REPORTED = "not-reported"
 #: the site's word for a figure whose binding is broken (the build reports where)
 BROKEN_BINDING = "error"
+#: the site's word for a record computed with a library version other than those the figure is stated for
+#: (a claim's `stated_for`): that version's answer, shown with its value and version, never the book failing
+ANOTHER_VERSION = "another-version"
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,15 @@ WORDS: dict[str, Word] = {
             "measured while another run of the book, or a heavy load, shared the machine; not the machine's figure",
             "⇄",
             "two arrows, one each way",
+            False,
+        ),
+        Word(
+            ANOTHER_VERSION,
+            "another version",
+            "computed with a library version other than the one the book states this figure for: that version's "
+            "value and version shown, not a failure of the book",
+            "⑂",
+            "a forked path",
             False,
         ),
         Word(

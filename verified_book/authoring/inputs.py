@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from verified_book.errors import BookError, Problem, unparsable
+from verified_book.vocabulary import Status
 
 DATA_DIR = Path("data")
 SHOWN_AS = "data"  # how messages name the data folder: relative to the book's root
@@ -222,7 +223,7 @@ def measured_on(file: str, key: str) -> str | None:
 
 #: what backs a data entry (its `basis`): an outside source a reader can follow (the default, and then its
 #: `source` names the document and the words), the book's own choice or example input, or nothing in hand
-SOURCE, PREMISE, UNSOURCED = "source", "premise", "unsourced"
+SOURCE, PREMISE, UNSOURCED = "source", Status.PREMISE.value, Status.UNSOURCED.value
 BASES: tuple[str, ...] = (SOURCE, PREMISE, UNSOURCED)
 
 
@@ -322,7 +323,29 @@ def exact(value: Any) -> Fraction:
     """A stated decimal as an exact fraction, so `273 / 16.4` is not a float's guess."""
     if isinstance(value, Fraction):
         return value
-    return Fraction(str(value))
+    result = Fraction(str(value))
+    seen = _conversions.get()
+    if seen is not None:
+        seen.append((value, result))
+    return result
+
+
+_conversions: contextvars.ContextVar[list[tuple[Any, Fraction]] | None] = contextvars.ContextVar(
+    "conversions", default=None
+)
+
+
+@contextlib.contextmanager
+def conversions() -> Iterator[list[tuple[Any, Fraction]]]:
+    """Collect each (stated value, its exact fraction) `exact` makes inside the block: the same figure in
+    another type, so a value read through `exact` is still known for the input it was
+    (verified_book.engine.check.passed_through)."""
+    seen: list[tuple[Any, Fraction]] = []
+    token = _conversions.set(seen)
+    try:
+        yield seen
+    finally:
+        _conversions.reset(token)
 
 
 class _TrackedConfig(dict):

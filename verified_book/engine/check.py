@@ -375,6 +375,15 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
         return status, f"{status.value}, not computed: {through.place} {through.key} read unchanged" + (
             f" ({said})" if said else ""
         )
+    if claim.assumes:
+        return Status.PREMISE, f"premise: {computed_from(claim, read)[len('verified: ') :]}, under the book's " + (
+            f"assumption that {claim.assumes}"
+        )
+    if claim.about and not claim.needs_backend:
+        return Status.CITED, (
+            f"cited: {computed_from(claim, read)[len('verified: ') :]}, from the vendor's lists for {claim.about}; "
+            "nothing ran on that device"
+        )
     measured = [r for r in read if r.measured_on]
     if measured:
         places = "; ".join(f"{r.place} {r.key} = {r.value!r}, measured on {r.measured_on}" for r in measured)
@@ -425,23 +434,34 @@ def _passed_through(
             returned = value()
         except Exception:  # the run reports a claim that cannot compute; here it is simply not a read-through
             return None
-    for read in reads:
-        if not isinstance(read, inputs.Input) or read.whole:
-            continue
+    data = [r for r in reads if isinstance(r, inputs.Input) and not r.whole]
+    for read in data:
         for part in _parts_equal(read.value, returned):
-            if any(_follows(value, read, probe, part) for probe in _probes(read.value)):
+            if any(_follows(value, read, probe, part, alone=len(data) == 1) for probe in _probes(read.value)):
                 return read
     return None
 
 
-def _follows(value: Callable[[], Any], read: inputs.Input, probe: Any, part: int | None) -> bool:
-    """Whether the claim's answer becomes `probe` (or its item `part`) when `read` holds it."""
-    with inputs.overridden(read.file, read.key, probe), inputs.recording():
+def _follows(value: Callable[[], Any], read: inputs.Input, probe: Any, part: int | None, alone: bool) -> bool:
+    """Whether the claim's answer is `probe` (or its item `part`) when `read` holds it: the very object read
+    (or `exact`'s fraction of it), or, where the claim read nothing else, a value equal to it."""
+    with inputs.overridden(read.file, read.key, probe), inputs.recording(), inputs.conversions() as seen:
         try:
             moved = value()
         except Exception:  # a probe the claim cannot take (a range it must lie in): this probe tells nothing
             return False
-    return _same(moved, probe if part is None else probe[part])
+    target = probe if part is None else probe[part]
+    return _same(moved, target) and (alone or _carried(moved, target, seen))
+
+
+def _carried(moved: Any, target: Any, seen: list[tuple[Any, Fraction]]) -> bool:
+    """Whether `moved` is the object `target` itself, item by item, or `exact`'s fraction of it: read through,
+    not arrived at by arithmetic that cancels (an intensity of 2·P·b / 2·P is b, computed)."""
+    if moved is target or any(stated is target and result is moved for stated, result in seen):
+        return True
+    if isinstance(moved, (list, tuple)) and isinstance(target, (list, tuple)) and len(moved) == len(target):
+        return all(_carried(m, t, seen) for m, t in zip(moved, target))
+    return False
 
 
 def _parts_equal(value: Any, returned: Any) -> list[int | None]:
@@ -456,8 +476,8 @@ def _parts_equal(value: Any, returned: Any) -> list[int | None]:
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, str) and not isinstance(b, str):
-        return _same(_decimal(a), b)
+    if isinstance(a, str) != isinstance(b, str):  # a number written as text in the data ("12.0")
+        return _same(_decimal(a), b) if isinstance(a, str) else _same(a, _decimal(b))
     if isinstance(a, (str, bool)) or isinstance(b, (str, bool)):
         return type(a) is type(b) and a == b
     x, y = as_number(a), as_number(b)
@@ -485,8 +505,10 @@ def _probe(value: Any, far: bool) -> Any:
         items = [_probe(v, far) for v in value]
         return None if any(i is None for i in items) else type(value)(items)
     if isinstance(value, str):
-        decimal = _decimal(value)
-        return None if decimal is None else f"{float(decimal * 7919 + 7 if far else decimal + Fraction(1, 8)):.3f}"
+        whole, dot, places = value.strip().partition(".")
+        if _decimal(value) is None or not whole.isdigit():
+            return None
+        return f"{int(whole) * 7919 + 7 if far else int(whole) + 1}{dot}{places}"  # its digits after the point kept
     if isinstance(value, int):
         return value * 7919 + 7 if far else value + 1  # an integer still: a claim may take int() of its input
     if isinstance(value, float):

@@ -30,6 +30,7 @@ from verified_book.engine.figure_status import (
 )
 from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import (
+    ANOTHER_VERSION,
     BROKEN_BINDING,
     CONTENDED,
     LABELS,
@@ -118,6 +119,7 @@ def _row_note(m: Measurement) -> str:
         Status.PREMISE,
         Status.UNSOURCED,
         CONTENDED,
+        ANOTHER_VERSION,
     )
     if (m.status in shown or (m.status == Status.VERIFIED and m.message.startswith("verified:"))) and m.message:
         return short(m.message.splitlines()[0], 300)
