@@ -285,7 +285,7 @@ def mark(status: str) -> Markup:
     return markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>', status)
 
 
-LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
+LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, ANOTHER_VERSION, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
 
 
 def render_legend(machines_href: str | None = None) -> Markup:
