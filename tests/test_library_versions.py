@@ -3,8 +3,9 @@
 A figure that one supported version answers differently from another must say which versions it is
 stated for (`stated_for`), or a reader of the site sees the book fail where a library moved. This
 installs each version into a temporary folder with pip (from the package index pip is configured
-with), computes every numpy library claim that uses ml_dtypes under it (a measured one moves from run to run), and records what moves: a file
-`ml_dtypes-moves.json` beside the test's temporary folder, and the test's output.
+with), computes every numpy library claim that uses ml_dtypes under it (a measured one moves from
+run to run), and records what moves: `ml_dtypes-moves.json` in the test's temporary folder, and the
+test's output.
 """
 
 from __future__ import annotations
