@@ -237,8 +237,8 @@ def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None
     result = run(book)
     result.stdout.fnmatch_lines(
         [
-            "figures (all 2 bound figures selected): 2 verified, 0 cited, 0 stale, 0 failed, 0 disputed, 0 reference, "
-            "0 not computed on this machine"
+            "figures (all 2 bound figures selected): 2 verified, 0 cited, 0 premise, 0 unsourced, 0 stale, 0 failed, "
+            "0 disputed, 0 reference, 0 not computed on this machine"
         ]
     )
 
