@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -23,8 +24,9 @@ SOURCE = SOURCES / "tensors-gpus-and-precision.txt"
 
 
 @pytest.fixture(scope="module")
-def book() -> None:
-    open_book(read_config(ROOT))
+def book() -> Iterator[None]:
+    with open_book(read_config(ROOT)).opened():
+        yield
 
 
 @pytest.mark.skipif(not SOURCE.is_file(), reason=f"the source texts are not beside the repository ({SOURCE})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from fractions import Fraction
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from harness import faults
@@ -52,8 +53,9 @@ def test_a_range_that_leaves_out_a_card_and_a_card_that_is_not_sold_fail_at_thei
 
 
 @pytest.fixture(scope="module")
-def book() -> None:
-    open_book(read_config(ROOT))
+def book() -> Iterator[None]:
+    with open_book(read_config(ROOT)).opened():
+        yield
 
 
 def test_the_books_track_n_range_is_checked_against_every_card(book: None) -> None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from harness import faults
+from harness import books, faults
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry, claim, undeclared_names
@@ -63,6 +63,7 @@ GIVEN = """
 value = 5
 unit = "rows"
 source = "the book's own choice of example"
+basis = "premise"
 """
 
 PAGE = (
@@ -93,14 +94,14 @@ def test_each_figure_shows_the_evidence_it_has(book: pytest.Pytester) -> None:
     assert result.ret == 0
     assert figure_statuses(book) == {
         "sample.card.memory": "cited",  # transcribed from a vendor: cited, never verified
-        "sample.batch": "cited",  # the book's own stated choice: cited too
+        "sample.batch": "premise",  # the book's own stated choice: premise, nothing to verify
         "sample.per_item_ms": "reference",  # computed from the author's measurement: inherits reference
         "sample.bytes": "verified",  # arithmetic computed here from a cited value: verified
     }
     result.stdout.fnmatch_lines(
         [
-            "figures (all 4 bound figures selected): 1 verified, 2 cited, 0 stale, 0 failed, 0 disputed, 1 reference, "
-            "0 not computable here"
+            "figures (all 4 bound figures selected): 1 verified, 1 cited, 1 premise, 0 unsourced, 0 stale, 0 failed, "
+            "0 disputed, 1 reference, 0 not computable here"
         ]
     )
 
@@ -123,20 +124,28 @@ def test_a_measurement_that_is_no_longer_one_verifies(book: pytest.Pytester) -> 
     assert figure_statuses(book)["sample.per_item_ms"] == "verified"
 
 
-def test_evidence_names_the_source_and_the_data_line() -> None:
+def test_evidence_names_the_source_and_the_data_line(tmp_path: Path) -> None:
+    (tmp_path / "card.toml").write_text(CARD)
     registry = Registry()
-    claim("x.quoted", kind="quoted", citation="a vendor page", registry=registry)(lambda: 1)
-    read = inputs.Input("hardware/card.toml", "memory", 16, 7, "the vendor's data sheet")
-    status, why = evidence(registry["x.quoted"], [read])
-    assert status is Status.CITED
-    assert why == (
-        f"cited, not computed: a vendor page; {inputs.shown_as()}/hardware/card.toml:7 memory (the vendor's data sheet)"
+    claim("x.quoted", kind="quoted", citation="a vendor page", registry=registry)(
+        lambda: inputs.vendor("card.toml", "memory")
     )
-    claim("x.exact", kind="exact", registry=registry)(lambda: 1)
-    measured = inputs.Input("runs.toml", "ms", 12.5, 3, "a run", measured_on="the author's box")
-    status, why = evidence(registry["x.exact"], [read, measured])
-    assert status is Status.REFERENCE and "/runs.toml:3 ms = 12.5, measured on the author's box" in why
-    assert evidence(registry["x.exact"], [read]) == (Status.VERIFIED, "")
+    claim("x.exact", kind="exact", registry=registry)(
+        lambda: inputs.exact(inputs.vendor("card.toml", "author_ms")) * inputs.vendor("card.toml", "memory")
+    )
+    with books.with_data(tmp_path, "data"):
+        memory = inputs.Input("card.toml", "memory", 16, 3, "the vendor's data sheet")
+        status, why = evidence(registry["x.quoted"], [memory])
+        assert status is Status.CITED
+        assert (
+            why
+            == "cited, not computed: data/card.toml:3 memory read unchanged (a vendor page; the vendor's data sheet)"
+        )
+        measured = inputs.Input("card.toml", "author_ms", 12.5, 8, "a run", measured_on="the author's box")
+        status, why = evidence(registry["x.exact"], [memory, measured])
+        assert status is Status.REFERENCE and "data/card.toml:8 author_ms = 12.5, measured on the author's box" in why
+        status, why = evidence(registry["x.exact"], [memory])
+        assert status is Status.VERIFIED and why.endswith("from data/card.toml:3 memory")
 
 
 def test_a_disputed_figure_that_holds_fails(tmp_path: Path) -> None:
@@ -147,7 +156,7 @@ def test_a_disputed_figure_that_holds_fails(tmp_path: Path) -> None:
     machine = Machine({}, "here", ())
     outcome = Outcome(registry["x.ratio"], "none", COMPUTED, value=10)
     (tmp_path / "p.md").write_text(
-        'A factor of [ten](claim:x.ratio "10; disputed"), or [ten](claim:x.ratio "11; disputed").\n'
+        'A factor of [ten](claim:x.ratio "10; disputed"), or [ten](claim:x.ratio "12; disputed").\n'
     )
     holds, refuted = read_page(tmp_path / "p.md", tmp_path).bindings
     assert holds.disputed and refuted.disputed

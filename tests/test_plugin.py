@@ -58,7 +58,7 @@ def test_a_sound_book_passes_and_is_recorded(book: pytest.Pytester) -> None:
     result = run(book)
     assert result.ret == 0 and result.parseoutcomes().get("failed", 0) == 0
     result.stdout.fnmatch_lines(
-        ["*verified book*", "backend*verified*stale*failed*disputed*skipped*", "none*", "results: *"]
+        ["*verified book*", "backend*verified*stale*failed*disputed*", "none*", "backend*skipped*", "results: *"]
     )
     records = _records(book)
     assert records["arith.ratio"]["none"]["status"] == "verified"
@@ -238,8 +238,8 @@ def test_the_figures_line_counts_each_figure_once(book: pytest.Pytester) -> None
     result = run(book)
     result.stdout.fnmatch_lines(
         [
-            "figures (all 2 bound figures selected): 2 verified, 0 cited, 0 stale, 0 failed, 0 disputed, 0 reference, "
-            "0 not computable here"
+            "figures (all 2 bound figures selected): 2 verified, 0 cited, 0 premise, 0 unsourced, 0 stale, 0 failed, "
+            "0 disputed, 0 reference, 0 not computable here"
         ]
     )
 

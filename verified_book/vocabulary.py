@@ -21,6 +21,8 @@ class Status(str, Enum):
 
     VERIFIED = "verified"
     CITED = "cited"
+    PREMISE = "premise"
+    UNSOURCED = "unsourced"
     STALE = "stale"
     FAILED = "failed"
     DISPUTED = "disputed"
@@ -59,6 +61,9 @@ UNVERIFIED = "unverified"
 NOT_REPORTED = "not-reported"
 #: the site's word for a figure whose binding is broken (the build reports where)
 BROKEN_BINDING = "error"
+#: the site's word for a record computed with a library version other than those the figure is stated for
+#: (a claim's `stated_for`): that version's answer, shown with its value and version, never the book failing
+ANOTHER_VERSION = "another-version"
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,8 @@ WORDS: dict[str, Word] = {
         Word(
             "verified",
             "verified",
-            "the printed figure was compared with a value computed or measured here, on the device it speaks of, "
-            "and held",
+            "the printed figure was compared with a value computed or measured here from its inputs (the panel names "
+            "them), and held",
             "✓",
             "a tick",
             True,
@@ -88,10 +93,27 @@ WORDS: dict[str, Word] = {
         Word(
             "cited",
             "cited",
-            "the figure is taken from the source its panel names (a vendor, a standard, or the book's own stated "
-            "choice), and the book prints what its data file transcribes; nothing here computed it",
+            "the figure is read unchanged from an outside source its panel names (a vendor's page, a standard: the "
+            "document and its words), which a reader can follow; nothing here computed it",
             "❝",
             "a quotation mark",
+            True,
+        ),
+        Word(
+            "premise",
+            "premise",
+            "the book's own choice or example input (a batch size, a prompt length, a worked example's budget), "
+            "shown as the book chooses it: nothing to verify",
+            "□",
+            "a hollow square",
+            True,
+        ),
+        Word(
+            "unsourced",
+            "unsourced",
+            "a factual figure the book prints that no source in hand backs: neither computed here nor cited",
+            "?",
+            "a question mark",
             True,
         ),
         Word(
@@ -161,6 +183,15 @@ WORDS: dict[str, Word] = {
             False,
         ),
         Word(
+            ANOTHER_VERSION,
+            "another version",
+            "computed with a library version other than the one the book states this figure for: that version's "
+            "value and version shown, not a failure of the book",
+            "⑂",
+            "a forked path",
+            False,
+        ),
+        Word(
             UNVERIFIED,
             "not yet verified",
             "no machine has recorded a result for this claim yet",
@@ -223,8 +254,10 @@ ORDER: tuple[Status, ...] = (
     Status.STALE,
     Status.OUTDATED,
     Status.DISPUTED,
+    Status.UNSOURCED,
     Status.REFERENCE,
     Status.CITED,
+    Status.PREMISE,
     Status.VERIFIED,
     Status.SKIPPED,
 )
@@ -236,8 +269,10 @@ SHOWN_ORDER: tuple[Status, ...] = (
     Status.FAILED,
     Status.STALE,
     Status.DISPUTED,
+    Status.UNSOURCED,
     Status.VERIFIED,
     Status.CITED,
+    Status.PREMISE,
     Status.REFERENCE,
     Status.OUTDATED,
 )
@@ -287,9 +322,6 @@ KIND_MEANINGS: dict[Kind, str] = {
     Kind.MEASURED: "depends on the machine (a time, a bandwidth, an allocation)",
     Kind.QUOTED: "a figure taken from a cited source",
 }
-
-#: the kinds whose figures are transcribed, not computed: a figure of one that holds is cited
-TRANSCRIBED: frozenset[Kind] = frozenset({Kind.GIVEN, Kind.QUOTED})
 
 KINDS: tuple[str, ...] = tuple(k.value for k in Kind)
 

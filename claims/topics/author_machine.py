@@ -36,7 +36,11 @@ def card_bytes() -> Fraction:
     return vram_gb() * gib()
 
 
-@claim("author_machine.card_bytes", kind="exact")
+@claim(
+    "author_machine.card_bytes",
+    kind="exact",
+    assumes="the vendor's \u201c16 GB\u201d on a card means 16 GiB (2^30 bytes each), which its page does not say",
+)
 def card_bytes_claim() -> Fraction:
     """The card's "16 GB" in bytes, read as GiB."""
     return card_bytes()
@@ -69,7 +73,7 @@ def tensor_core_minimum(fmt: str) -> Fraction:
     return _as_number(capability(vendor("cuda_formats.toml", fmt)))
 
 
-@claim("author_machine.tensor_core_formats", kind="exact")
+@claim("author_machine.tensor_core_formats", kind="exact", about="rtx5080")
 def tensor_core_formats() -> int:
     """How many of TF32, BF16 and FP8 the card's tensor cores take: those whose minimum it meets."""
     card = capability(vendor(PROFILE, "compute_capability"))

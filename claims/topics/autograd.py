@@ -248,7 +248,7 @@ def saved_bytes(backend: Backend, mode: str) -> int:
     return record(backend, mode).saved_bytes
 
 
-@claim("autograd.recorded.{mode}.graph_nodes", kind="library", over={"mode": MODES})
+@claim("autograd.recorded.{mode}.graph_nodes", kind="library", over={"mode": MODES}, stated_for={"torch": ">=2.13"})
 def graph_nodes(backend: Backend, mode: str) -> int:
     """Nodes of the backward graph reachable from the loss's grad_fn (none without one), views aside."""
     return record(backend, mode).graph_nodes

@@ -51,6 +51,9 @@ def inf_value(backend: Backend, fmt: Format) -> float:
     return decode(backend, fmt, [inf_bits(backend, fmt)])[0]
 
 
+# The versions a library's figures are stated for, where an older one answers otherwise: torch 2.11 casts
+# inf to NaN in E4M3 (pattern 127), torch 2.13 saturates it to 448 (pattern 126).
+STATED_FOR = {"torch": {"torch": ">=2.13"}}
 # Which formats each library can cast to, and where the cast of inf reads back as a number (not NaN).
 CASTS = {"ml_dtypes": (FP8, (FORMATS["e5m2"],)), "torch": (FP8, FP8), "mlx": ((FORMATS["e4m3"],), (FORMATS["e4m3"],))}
 for _lib, (_bits_formats, _value_formats) in CASTS.items():
@@ -59,12 +62,14 @@ for _lib, (_bits_formats, _value_formats) in CASTS.items():
         kind="library",
         over={"fmt": _bits_formats},
         backends=LIBRARIES[_lib],
+        stated_for=STATED_FOR.get(_lib),
     )(inf_bits)
     claim(
         f"formats.special.{{fmt}}.inf_value.{_lib}",
         kind="library",
         over={"fmt": _value_formats},
         backends=LIBRARIES[_lib],
+        stated_for=STATED_FOR.get(_lib),
     )(inf_value)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Mapping
 
 from verified_book.authoring import state as book_state
 from verified_book.errors import BookError, Problem, unparsable
+from verified_book.vocabulary import Status
 
 GIVEN = "given.toml"  # a book's given inputs: values it states or chooses, with their source
 
@@ -246,6 +247,57 @@ def measured_on(file: str, key: str) -> str | None:
         return None
 
 
+#: what backs a data entry (its `basis`): an outside source a reader can follow (the default, and then its
+#: `source` names the document and the words), the book's own choice or example input, or nothing in hand
+SOURCE, PREMISE, UNSOURCED = "source", Status.PREMISE.value, Status.UNSOURCED.value
+BASES: tuple[str, ...] = (SOURCE, PREMISE, UNSOURCED)
+
+
+def basis_of(file: str, key: str) -> str:
+    """What backs a data entry (`BASES`): its `basis`, else a source where it names one, else unsourced;
+    a config.json key is the model's published file, a source. Unrecorded; a file or key that is gone is
+    unsourced."""
+    if file.endswith(".json"):
+        return SOURCE
+    try:
+        node = _stated(file, key)[1]
+    except InputError:
+        return UNSOURCED
+    basis = node.get("basis")
+    if basis in BASES:
+        return str(basis)
+    return SOURCE if node.get("source") else UNSOURCED
+
+
+def basis_problems() -> list[Problem]:
+    """Every data entry whose `basis` is not one of `BASES`, or that claims an outside source and names none."""
+    problems: list[Problem] = []
+    for file in data_files():
+        if not file.endswith(".toml"):
+            continue
+        try:
+            text, parsed = _load(file)
+        except InputError:
+            continue
+        stack: list[tuple[str, Any]] = list(parsed.items()) if isinstance(parsed, dict) else []
+        while stack:
+            key, node = stack.pop()
+            if not isinstance(node, Mapping):
+                continue
+            stack += [(f"{key}.{k}", v) for k, v in node.items()]
+            if "value" not in node:
+                continue
+            basis = node.get("basis", SOURCE)
+            where = f"{shown_as()}/{file}:{_line_of(text, key)}"
+            if basis not in BASES:
+                problems.append(Problem(where, f"{key}: basis = {basis!r}", f"one of {', '.join(BASES)}"))
+            elif basis == SOURCE and not str(node.get("source") or "").strip():
+                problems.append(
+                    Problem(where, f"{key}: no `source`", 'the document and its words, or basis = "premise"')
+                )
+    return sorted(problems, key=str)
+
+
 def source_of(file: str, key: str) -> str | None:
     """The `source` a data entry names, or None; unrecorded, and None for a file or key that is gone."""
     try:
@@ -297,7 +349,29 @@ def exact(value: Any) -> Fraction:
     """A stated decimal as an exact fraction, so `273 / 16.4` is not a float's guess."""
     if isinstance(value, Fraction):
         return value
-    return Fraction(str(value))
+    result = Fraction(str(value))
+    seen = _conversions.get()
+    if seen is not None:
+        seen.append((value, result))
+    return result
+
+
+_conversions: contextvars.ContextVar[list[tuple[Any, Fraction]] | None] = contextvars.ContextVar(
+    "conversions", default=None
+)
+
+
+@contextlib.contextmanager
+def conversions() -> Iterator[list[tuple[Any, Fraction]]]:
+    """Collect each (stated value, its exact fraction) `exact` makes inside the block: the same figure in
+    another type, so a value read through `exact` is still known for the input it was
+    (verified_book.engine.check.passed_through)."""
+    seen: list[tuple[Any, Fraction]] = []
+    token = _conversions.set(seen)
+    try:
+        yield seen
+    finally:
+        _conversions.reset(token)
 
 
 class _TrackedConfig(dict):

@@ -54,6 +54,11 @@ class Claim:
     quote: str | None = None
     quote_at: str | None = None
     measured_here: str | None = None  # the measured claim of the same quantity, where one measures it here
+    about: str | None = None  # the hardware profile a figure states a fact of, computed here from its vendor's lists
+    assumes: str | None = None  # the book's assumption a figure holds under, which no input states
+    #: the library versions the printed figure is stated for ({"torch": ">=2.13"}): a record from another is
+    #: another version's answer, not the book failing
+    stated_for: Mapping[str, str] = field(default_factory=dict)
     defined_in: str = ""  # the file of the function that computes it, relative to the book's root
     defined_line: int = 0
 
@@ -229,6 +234,9 @@ def claim(
     quote: str | None = None,
     quote_at: str | None = None,
     measured_here: str | None = None,
+    about: str | None = None,
+    assumes: str | None = None,
+    stated_for: Mapping[str, str] | None = None,
     registry: Registry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a claim, or a family of claims when `over` names parameters.
@@ -242,8 +250,12 @@ def claim(
     `file:line` in the source texts (`../shared/sources/` beside the repository): the
     claim computes what that sentence asserts. `measured_here` names the measured claim of
     the same quantity, for a figure computed from another machine's measurement: its
-    panel shows what each machine measured beside it. The claims go to the open book's registry, or to
-    `registry` where one is given.
+    panel shows what each machine measured beside it. `about` names the hardware profile a
+    figure computed from vendor lists states a fact of (it is cited, not verified, until the
+    device itself answers in a measured claim); `assumes` is the book's assumption a figure
+    holds under that no input states (it is premise); `stated_for` the library versions its
+    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). The claims
+    go to the open book's registry, or to `registry` where one is given.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
@@ -285,6 +297,9 @@ def claim(
                 quote=quote,
                 quote_at=quote_at,
                 measured_here=measured_here,
+                about=about,
+                assumes=assumes,
+                stated_for=dict(stated_for or {}),
                 defined_in=file,
                 defined_line=line,
             )

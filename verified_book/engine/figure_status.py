@@ -25,7 +25,16 @@ from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
 from verified_book.records.results import ResultsFile, from_json
-from verified_book.vocabulary import BROKEN_BINDING, CONTENDED, RECORDED, SHOWN_ORDER, STATUSES, UNVERIFIED, Status
+from verified_book.vocabulary import (
+    ANOTHER_VERSION,
+    BROKEN_BINDING,
+    CONTENDED,
+    RECORDED,
+    SHOWN_ORDER,
+    STATUSES,
+    UNVERIFIED,
+    Status,
+)
 
 #: the statuses a record can carry, as the report, the results file and the site name them
 VOCABULARY = STATUSES
@@ -50,7 +59,7 @@ def show_value(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return "NaN" if value != value else f"{value:.6g}"
     if isinstance(value, Exact):
         return short(f"{value.exact} ≈ {value.float:.6g}", 120)
     if isinstance(value, dict) and "exact" in value:
@@ -185,7 +194,9 @@ def measure(
 def _measure_now(
     binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
 ) -> Measurement:
-    measured = _measure(binding, claim, results, backend, record, machine)
+    measured = _another_version(claim, record, _measure(binding, claim, results, backend, record, machine))
+    if measured.status == ANOTHER_VERSION:
+        return measured
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
     why = outdated_reason(claim, results.claims.get(binding.claim_id), record, backend, versions_of_run(results))
@@ -197,6 +208,76 @@ def _measure_now(
         rejudged=False,
         message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}",
     )
+
+
+_CLAUSE = re.compile(r"^\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<version>\d+(?:\.\d+)*)\s*$")
+_OPERATORS = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """A version's release numbers ("2.11.0+cu130" is (2, 11, 0)), padded so 2.13 and 2.13.0 compare equal."""
+    numbers = re.match(r"\d+(?:\.\d+)*", version.strip())
+    parts = tuple(int(n) for n in numbers.group(0).split(".")) if numbers else ()
+    return parts + (0,) * (4 - len(parts))
+
+
+def satisfies(version: str, specifier: str) -> bool:
+    """Whether a library version meets a figure's stated versions: comma-separated clauses such as ">=2.13" or
+    ">=2.0, <2.3" on release numbers (a local tag such as +cu130 is not compared). A clause this cannot read
+    counts as met: a version the book states wrongly never shows a record as another version."""
+    for clause in specifier.split(","):
+        match = _CLAUSE.match(clause)
+        if match and not _OPERATORS[match.group("op")](_release(version), _release(match.group("version"))):
+            return False
+    return True
+
+
+def version_outside(claim: Claim | None, backend: str, record: Record) -> tuple[str, str, str] | None:
+    """(library, version the record was computed with, versions the figure is stated for) where a record comes
+    from a version the claim's `stated_for` excludes; None where it does not, or the claim states none."""
+    if claim is None or not claim.stated_for:
+        return None
+    versions: dict[str, str] = {k: v for k, v in (record.uses or {}).items() if v}
+    if record.version:
+        versions.setdefault(backend.split(":")[0], record.version)
+    for library, specifier in sorted(claim.stated_for.items()):
+        found = versions.get(library)
+        if found and not satisfies(found, specifier):
+            return library, found, specifier
+    return None
+
+
+def _another_version(claim: Claim | None, record: Record, measured: Measurement) -> Measurement:
+    """A figure a record from another library version does not hold shows as another version: that version's
+    value (a computed NaN is a value) and version, never the book failing."""
+    if measured.status not in (Status.FAILED.value, Status.STALE.value):
+        return measured
+    outside = version_outside(claim, measured.backend, record)
+    if outside is None:
+        return measured
+    library, found, specifier = outside
+    value = measured.value
+    if value is None and "returned NaN" in (record.message or ""):
+        value = float("nan")
+    return replace(
+        measured,
+        status=ANOTHER_VERSION,
+        value=value,
+        message=f"{library} {found} gives {show_value(value)}; the book states this figure for {library} {specifier}",
+    )
+
+
+def shown_otherwise(views: Iterable[FigureView]) -> list[tuple[Binding, Measurement]]:
+    """Each figure a machine's records show otherwise because they come from another library version than the
+    one the figure is stated for, with that machine's measurement: what the verdict counts."""
+    return [(v.binding, m) for v in views for m in v.measurements if m.status == ANOTHER_VERSION]
 
 
 def _contended(measured: Measurement, record: Record) -> Measurement:

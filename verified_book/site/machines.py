@@ -199,7 +199,15 @@ def _overview(
     # a column for contended measurements only where a machine has one: most never do, and the table must fit
     # what a figure can show where it holds or fails, always; the rest (outdated, contended, skipped, not yet
     # verified) only where some machine has one, so that the overview fits beside the navigation
-    always = (Status.VERIFIED, Status.CITED, Status.STALE, Status.FAILED, Status.DISPUTED, Status.REFERENCE)
+    always = (
+        Status.VERIFIED,
+        Status.CITED,
+        Status.UNSOURCED,
+        Status.STALE,
+        Status.FAILED,
+        Status.DISPUTED,
+        Status.REFERENCE,
+    )
     columns = [s for s in (*COUNTED, UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
     head = Markup().join(
         markup('<th scope="col">{}<span class="vb-overview__label">{}</span></th>', mark(s), LABELS[s]) for s in columns

@@ -30,6 +30,7 @@ from verified_book.engine.figure_status import (
 )
 from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import (
+    ANOTHER_VERSION,
     BROKEN_BINDING,
     CONTENDED,
     LABELS,
@@ -111,7 +112,17 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
 def _row_note(m: Measurement) -> str:
     """What a row needs said beyond its value: why it failed, why it is outdated (what it was computed
     from and what the book says now), what the author's machine printed, or that it was judged from the record."""
-    if m.status in (Status.FAILED, Status.OUTDATED, Status.REFERENCE, Status.CITED, CONTENDED) and m.message:
+    shown = (
+        Status.FAILED,
+        Status.OUTDATED,
+        Status.REFERENCE,
+        Status.CITED,
+        Status.PREMISE,
+        Status.UNSOURCED,
+        CONTENDED,
+        ANOTHER_VERSION,
+    )
+    if (m.status in shown or (m.status == Status.VERIFIED and m.message.startswith("verified:"))) and m.message:
         return short(m.message.splitlines()[0], 300)
     if m.rejudged and m.status != Status.VERIFIED:
         return short(m.message, 300)
@@ -282,7 +293,7 @@ def mark(status: str) -> Markup:
     return markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>', status)
 
 
-LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
+LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, ANOTHER_VERSION, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
 
 
 def render_legend(machines_href: str | None = None) -> Markup:
