@@ -513,7 +513,7 @@ def summary_rows(output: str) -> dict[str, dict[str, int]]:
         if len(parts) != len(header) or not all(p.isdigit() for p in parts[1:]):
             break
         if parts[0] != "all":  # the totals row
-            rows[parts[0]] = {h: int(v) for h, v in zip(header[1:], parts[1:])}
+            rows[parts[0]] = {h: int(v) for h, v in zip(header[1:], parts[1:], strict=True)}
     return rows
 
 
@@ -1180,7 +1180,7 @@ def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> l
         books.append(book)
         procs.append(book.spawn(absent=(package,)))
     tallies = []
-    for package, book, proc in zip(packages, books, procs):
+    for package, book, proc in zip(packages, books, procs, strict=True):
         run = book.finish(proc)
         tally = Tally(
             "environment",

@@ -227,7 +227,7 @@ def claim(
         doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
         names = list(over or {})
         for combo in itertools.product(*(over or {}).values()):
-            params = dict(zip(names, combo))
+            params = dict(zip(names, combo, strict=True))
             try:
                 cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
             except KeyError as e:

@@ -245,7 +245,7 @@ def match_line(book: BookLine, printed: str) -> str | None:
     if book.varies:
         return None
     figures: dict[tuple[int, int], list[tuple[Number, str]]] = {}  # a bound figure's numbers, or one unbound number
-    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed))):
+    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed), strict=True)):
         key = (expected.figure_start, -1) if expected.claim_id else (expected.start, i)
         figures.setdefault(key, []).append((expected, found))
     differ = []

@@ -373,14 +373,9 @@ class Live:
                 )
         return self.apply(self.changed(), measure=measure, on_disk=on_disk)
 
-    def apply(
-        self, paths: Iterable[Path], *, measure: bool = False, on_disk: dict[str, str | None] | None = None
-    ) -> Report:
-        """Answer the files saved: read them again, compute again what the rule invalidates, judge the figures
-        it touches and those of the pages saved, write the records."""
-        saved = self.sort(paths)
-        root = self.book.root
-        said = "; ".join(
+    def _said(self, saved: Saved) -> str:
+        """The files saved and removed, named (three of each at most), for the report's line."""
+        return "; ".join(
             ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
             for verb, names in (
                 ("saved", [self.book.shown(p) for p in saved.answered() if p.exists()]),
@@ -388,6 +383,50 @@ class Live:
             )
             if names
         )
+
+    def _read_again(self, saved: Saved, report: Report) -> None:
+        """Read again the pages, the allow-list, the data and the claims' code that were saved."""
+        for path in saved.pages:
+            self._reread(path)
+        if saved.pages:
+            self.session.verifier.bindings = self.session.book.by_claim()
+        if saved.allowlist:
+            self._reread_allowlist(report)
+        if saved.data:
+            inputs.use_data_dir(inputs.DATA_DIR, inputs.SHOWN_AS)  # the data read again from disk
+        if saved.code:
+            self._reload_topics()
+
+    def _snippets_saved(self, saved: Saved, report: Report) -> frozenset[str]:
+        """The saved snippets' names; their pages shown again, and said to be checked by pytest, not here."""
+        snippet_names = frozenset(self.book.shown(p) for p in saved.snippets)
+        if saved.snippets:
+            snippet_figures.forget_runs()  # the next measure runs the snippet as it is now
+            report.pages |= self._showing(saved.snippets)
+            report.snippets = set(snippet_names)
+            report.problems += [
+                f"{name}: serve does not run snippets; `pytest {name}` runs it and checks its output blocks"
+                for name in sorted(snippet_names)
+            ]
+        return snippet_names
+
+    def _data_saved(self, saved: Saved, report: Report) -> frozenset[str]:
+        """The saved data files, relative to the data folder; a saved `source` that states another number than
+        its `value` is reported, as a run's load check says."""
+        data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
+        if saved.data:
+            shown = {f"{inputs.SHOWN_AS}/{file}" for file in data_rel}
+            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
+        return data_rel
+
+    def apply(
+        self, paths: Iterable[Path], *, measure: bool = False, on_disk: dict[str, str | None] | None = None
+    ) -> Report:
+        """Answer the files saved: read them again, compute again what the rule invalidates, judge the figures
+        it touches and those of the pages saved, write the records."""
+        saved = self.sort(paths)
+        root = self.book.root
+        said = self._said(saved)
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
         if not (saved.pages or saved.data or saved.code or saved.snippets or saved.allowlist or measure):
             report.rebuild = bool(saved.results or saved.site)
@@ -399,29 +438,9 @@ class Live:
         had = {page.file for page in self.session.book.pages}
         # a page added or removed changes the site's files and nav: MkDocs builds it whole again
         report.rebuild = any((str(p.relative_to(root)) in had) != p.is_file() for p in saved.pages)
-        for path in saved.pages:
-            self._reread(path)
-        if saved.pages:
-            verifier.bindings = self.session.book.by_claim()
-        if saved.allowlist:
-            self._reread_allowlist(report)
-        if saved.data:
-            inputs.use_data_dir(inputs.DATA_DIR, inputs.SHOWN_AS)  # the data read again from disk
-        if saved.code:
-            self._reload_topics()
-        snippet_names = frozenset(self.book.shown(p) for p in saved.snippets)
-        if saved.snippets:
-            snippet_figures.forget_runs()  # the next measure runs the snippet as it is now
-            report.pages |= self._showing(saved.snippets)
-            report.snippets = set(snippet_names)
-            report.problems += [
-                f"{name}: serve does not run snippets; `pytest {name}` runs it and checks its output blocks"
-                for name in sorted(snippet_names)
-            ]
-        data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
-        if saved.data:  # a saved `source` that states another number than its `value`, as a run's load check says
-            shown = {f"{inputs.SHOWN_AS}/{file}" for file in data_rel}
-            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
+        self._read_again(saved, report)
+        snippet_names = self._snippets_saved(saved, report)
+        data_rel = self._data_saved(saved, report)
         versions = self.versions_now(on_disk)
         everything = saved.code or measure or versions != self._asked_with
         self._asked_with = versions
