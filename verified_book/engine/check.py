@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
+from verified_book.authoring.registry import Claim, InvariantFailed, NotOnBackend, Registry
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.book.bindings import Binding, Book
 from verified_book.book.figures import as_number
@@ -25,7 +25,7 @@ from verified_book.engine.provenance import code_fingerprint, input_entry, uses_
 from verified_book.records.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
 from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
-from verified_book.vocabulary import TRANSCRIBED, OutcomeStatus, Status, worst
+from verified_book.vocabulary import TRANSCRIBED, Kind, OutcomeStatus, Status, worst
 
 if TYPE_CHECKING:
     from verified_book.records.conditions import RunLock

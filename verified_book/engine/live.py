@@ -35,17 +35,18 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import REGISTRY, Claim, Kind
+from verified_book.authoring.registry import REGISTRY, Claim
 from verified_book.book.bindings import AllowListError, Binding, Page, read_allowlist, read_page, unknown_claim
 from verified_book.engine import snippet_figures
-from verified_book.engine.check import Outcome, judge
+from verified_book.engine.check import judge
 from verified_book.engine.config import BookConfig, open_book
 from verified_book.engine.machine import VERSIONED
+from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
 from verified_book.errors import Problem
 from verified_book.records.record import ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, NO_BACKEND_NAME, NOT_HERE, Status, worst
+from verified_book.vocabulary import BROKEN_ENVIRONMENT, NO_BACKEND_NAME, NOT_HERE, Kind, Status, worst
 
 Key = tuple[str, str]  # (claim id, backend name)
 #: statuses of a value that computed nothing to go by

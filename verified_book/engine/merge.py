@@ -27,7 +27,7 @@ import datetime as dt
 import importlib
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
@@ -45,7 +45,7 @@ def plausibility(book: BookConfig) -> Plausible:
         return lambda claim_id, value: None
     module, _, name = book.plausible.partition(":")
     try:
-        return getattr(importlib.import_module(module), name)
+        return cast(Plausible, getattr(importlib.import_module(module), name))
     except (ImportError, AttributeError) as e:
         raise ConfigError(
             f"{book.root / 'book.toml'}: plausible = {book.plausible!r} does not name a function: {e}"

@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar, cast
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
@@ -437,7 +437,7 @@ def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values
     key = (kind, *map(id, objects), *values)
     if key not in verdicts:
         verdicts[key] = (objects, judge())
-    return verdicts[key][1]
+    return cast(T, verdicts[key][1])  # stored by `judge` of this very key
 
 
 @dataclass(frozen=True)

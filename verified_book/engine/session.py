@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
-from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
+from verified_book.authoring.registry import REGISTRY, Claim, is_measured
 from verified_book.book.bindings import (
     AllowListError,
     Binding,
@@ -43,7 +43,7 @@ from verified_book.records import identity as identity_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
-from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, OutcomeStatus, Status, worst
+from verified_book.vocabulary import FIGURE_COUNTS, NO_BACKEND_NAME, NOT_HERE, Kind, OutcomeStatus, Status, worst
 
 
 class SessionError(BookError):
