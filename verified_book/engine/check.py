@@ -22,7 +22,7 @@ from verified_book.engine import environment
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import code_fingerprint, input_entry, uses_of
-from verified_book.records.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
+from verified_book.records.record import Check, ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
 from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
 from verified_book.vocabulary import TRANSCRIBED, Kind, OutcomeStatus, Status, worst
@@ -378,11 +378,11 @@ class Verifier:
         self.backends = backends
         self.machine = machine
         self.bindings = book.by_claim()
-        self._outcomes: dict[tuple[str, str], Outcome] = {}
-        self.judged: dict[tuple[str, str], Outcome] = {}
+        self._outcomes: dict[Check, Outcome] = {}
+        self.judged: dict[Check, Outcome] = {}
         #: the outcomes taken from this machine's records, which this run judges against without computing
         #: (`--changed`, see verified_book.engine.recorded)
-        self.recorded: dict[tuple[str, str], Outcome] = {}
+        self.recorded: dict[Check, Outcome] = {}
         self._live: Callable[[str], Backend] | None = getattr(backends, "live", None)
 
     def backends_for(self, claim: Claim) -> list[Backend]:
@@ -395,7 +395,7 @@ class Verifier:
         return list({b.lost: b for b in found}.values())
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
-        key = (claim.id, backend.name)
+        key = Check(claim.id, backend.name)
         if key not in self._outcomes and key in self.recorded:
             self._outcomes[key] = self.recorded[key]
         if key not in self._outcomes:
@@ -411,11 +411,11 @@ class Verifier:
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
 
-    def computed(self, key: tuple[str, str]) -> Outcome | None:
+    def computed(self, key: Check) -> Outcome | None:
         """The outcome of (claim id, backend name) computed so far, if any; nothing is computed."""
         return self._outcomes.get(key)
 
-    def forget(self, key: tuple[str, str]) -> None:
+    def forget(self, key: Check) -> None:
         """Let go of what was computed and judged for (claim id, backend name): the next `outcome` computes it."""
         self._outcomes.pop(key, None)
         self.judged.pop(key, None)
@@ -518,7 +518,7 @@ class Verifier:
             backend = self.backends.get(backend_name, NO_BACKEND)
             if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
                 continue
-            if self.judged[(claim_id, backend_name)].status == BROKEN:  # not asked: the earlier record stands
+            if self.judged[Check(claim_id, backend_name)].status == BROKEN:  # not asked: the earlier record stands
                 continue
             try:
                 record = self.record(claim, backend)
@@ -536,7 +536,7 @@ class Verifier:
                 )
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
-            outcome = self._outcomes[(claim_id, backend_name)]
+            outcome = self._outcomes[Check(claim_id, backend_name)]
             seconds.setdefault(claim_id, {})[backend_name] = round(outcome.seconds, 4)
             # a value taken from a record keeps the date it was computed on; its figures are judged anew
             dates.setdefault(claim_id, {})[backend_name] = outcome.recorded or run.get("date") or now()

@@ -44,11 +44,11 @@ from verified_book.engine.machine import VERSIONED
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
 from verified_book.errors import Problem
-from verified_book.records.record import ClaimMeta, DataInput, Record, SnippetInput
+from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
 from verified_book.vocabulary import BROKEN_ENVIRONMENT, NO_BACKEND_NAME, NOT_HERE, Kind, Status, worst
 
-Key = tuple[str, str]  # (claim id, backend name)
+Key = Check
 #: statuses of a value that computed nothing to go by
 NO_VALUE = (Status.FAILED.value, BROKEN_ENVIRONMENT)
 
@@ -315,7 +315,7 @@ class Live:
 
     def _compute(self, claim: Claim, backend: Any, report: Report) -> None:
         verifier = self.session.verifier
-        key = (claim.id, backend.name)
+        key = Check(claim.id, backend.name)
         verifier.forget(key)  # the value held is the one this computes again
         verifier.outcome(claim, backend)
         if not backend.available:
@@ -339,7 +339,7 @@ class Live:
             said = unknown_claim(binding, REGISTRY.near(binding.claim_id), self.topic_errors)
             return Status.FAILED.value, [f"{binding.where}: {said}"]
         verifier = self.session.verifier
-        outcomes = [verifier.computed((claim.id, b.name)) for b in verifier.backends_for(claim)]
+        outcomes = [verifier.computed(Check(claim.id, b.name)) for b in verifier.backends_for(claim)]
         held: list[Outcome] = [o for o in outcomes if o is not None]
         if not held or binding.printed is None:
             return NOT_HERE, []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
@@ -194,6 +194,13 @@ OutputName = Annotated[
     _key("not a snippet file name", lambda k: OUTPUT_NAME_PATTERN.match(k) is not None),
 ]
 Key = Annotated[str, Field(max_length=MAX_KEY_CHARS)]
+
+
+class Check(NamedTuple):
+    """What one record answers: a claim on a backend. The results file keys its records by the two, in this order."""
+
+    claim: str
+    backend: str
 
 
 class Strict(BaseModel):
