@@ -22,7 +22,16 @@ from verified_book.engine import environment
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import code_fingerprint, input_entry, uses_of
-from verified_book.records.record import Check, ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
+from verified_book.records.record import (
+    Check,
+    ClaimMeta,
+    Conditions,
+    FigureVerdict,
+    Record,
+    RunHeader,
+    SnippetOutput,
+    revised,
+)
 from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
 from verified_book.vocabulary import TRANSCRIBED, Kind, OutcomeStatus, Status, worst
@@ -475,9 +484,9 @@ class Verifier:
         )
         uses = self.uses(claim, backend.name)
         if uses is not None:  # left out, not null, where it computes with no other library
-            record = record.model_copy(update={"uses": uses})
+            record = revised(record, uses=uses)
         if claim.kind is Kind.MEASURED and self.conditions is not None:  # what the machine was doing meanwhile
-            record = record.model_copy(update={"conditions": Conditions.model_validate(self.conditions.seen().entry())})
+            record = revised(record, conditions=Conditions.model_validate(self.conditions.seen().entry()))
         return record
 
     def uses(self, claim: Claim, backend: str) -> dict[str, str | None] | None:
@@ -542,7 +551,7 @@ class Verifier:
             dates.setdefault(claim_id, {})[backend_name] = outcome.recorded or run.get("date") or now()
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
-                claims[claim_id] = self.claim_meta(self.registry[claim_id]).model_copy(update={"skipped": reason})
+                claims[claim_id] = revised(self.claim_meta(self.registry[claim_id]), skipped=reason)
         machine = MachineRecord(
             slug=slug,
             **({"id": self.machine.id} if self.machine.id else {}),

@@ -32,7 +32,7 @@ from typing import Callable, cast
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
 from verified_book.records import unsaved
-from verified_book.records.record import Record
+from verified_book.records.record import Record, revised
 from verified_book.records.results import PER_RECORD, ResultsError, ResultsFile, merge_into, read, same_machine
 from verified_book.vocabulary import Status
 
@@ -108,14 +108,15 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
             if old is None or new is None or new >= old:
                 kept.setdefault(claim_id, {})[backend] = record
     # the run header's dates and timings of the records left out go with them, or they would date the newer ones
-    run = results.run.model_copy(
-        update={
+    run = revised(
+        results.run,
+        **{
             key: {
                 c: {b: v for b, v in per.items() if b in kept.get(c, {})}
                 for c, per in getattr(results.run, key).items()
             }
             for key in PER_RECORD
-        }
+        },
     )
     return ResultsFile(results.slug, results.machine, run, kept, results.outputs, results.claims)
 

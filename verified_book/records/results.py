@@ -48,6 +48,7 @@ from verified_book.records.record import (
     RunHeader,
     RunOnDisk,
     SnippetOutput,
+    revised,
 )
 from verified_book.records.values import MAX_INT_BITS, from_json, to_json
 from verified_book.vocabulary import RECORDED, Status
@@ -165,8 +166,8 @@ class ResultsFile:
         records = {cid: dict(per) for cid, per in doc.records.items()}
         for claim_id, per_backend in doc.run.measured.items():
             for backend, volatile in per_backend.items():
-                records[claim_id][backend] = records[claim_id][backend].model_copy(
-                    update={k: getattr(volatile, k) for k in volatile.model_fields_set}
+                records[claim_id][backend] = revised(
+                    records[claim_id][backend], **{k: getattr(volatile, k) for k in volatile.model_fields_set}
                 )
         run = RunHeader.model_validate(doc.run.model_dump(exclude={"measured", "outputs"}, exclude_unset=True))
         return cls(doc.slug, doc.machine, run, records, {**doc.outputs, **doc.run.outputs}, dict(doc.claims))
