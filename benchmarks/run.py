@@ -176,7 +176,10 @@ def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any]
             f"    round {n + 1}: verify {verifies[-1]['seconds']:.1f} s, snippets {snippet_runs[-1]['seconds']:.1f} s",
             flush=True,
         )
-    ratios = [v["seconds"] / s["seconds"] if s["seconds"] > 0 else math.inf for v, s in zip(verifies, snippet_runs)]
+    ratios = [
+        v["seconds"] / s["seconds"] if s["seconds"] > 0 else math.inf
+        for v, s in zip(verifies, snippet_runs, strict=True)
+    ]
     median_round = sorted(range(rounds), key=lambda i: ratios[i])[(rounds - 1) // 2]
     verify = {
         **verifies[median_round],
@@ -184,7 +187,7 @@ def verify_against_snippets(rounds: int, cores: int = 1) -> tuple[dict[str, Any]
         "rounds": rounds,
         "each_round": [
             {"verify_s": v["seconds"], "snippets_s": s["seconds"], "ratio": round(r, 2)}
-            for v, s, r in zip(verifies, snippet_runs, ratios)
+            for v, s, r in zip(verifies, snippet_runs, ratios, strict=True)
         ],
         "over_snippets": round(ratios[median_round], 2),
         "exit_status": max((v["exit_status"] for v in verifies), key=abs),
@@ -636,7 +639,7 @@ def bandwidth_against_tools(rounds: int) -> dict[str, Any]:
     result: dict[str, Any] = {
         "working_set_mib": size_mib,
         "threads": threads,
-        "llc": dict(zip(("bytes", "from"), bandwidth.last_level_cache())),
+        "llc": dict(zip(("bytes", "from"), bandwidth.last_level_cache(), strict=True)),
     }
 
     def probe_runs(n_threads: int = 1) -> list[float]:
@@ -700,6 +703,130 @@ def bandwidth_against_tools(rounds: int) -> dict[str, Any]:
     return result
 
 
+def _time_suite(report: dict[str, Any], cores: int) -> None:
+    """Time the default test run into `report`, saying its phases and slowest items."""
+    print("  timing the default test run ...", flush=True)
+    report["suite"] = run_suite(cores)
+    print(
+        f"  suite: {report['suite']['seconds']:.1f} s (exit {report['suite']['exit_status']}; "
+        f"{report['suite']['summary']})",
+        flush=True,
+    )
+    for line in report["suite"]["failed"]:
+        print(f"    {line}")
+    split = report["suite"].get("phases", {})
+    for name, seconds in split.get("seconds", {}).items():
+        heading = name.removesuffix("_items")
+        count = split["items"].get(heading)
+        print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
+        for nodeid, item_seconds in split["slowest"].get(heading, []):
+            print(f"      {item_seconds:5.2f} s  {nodeid}")
+
+
+def _time_verify(report: dict[str, Any], rounds: int, cores: int) -> None:
+    """Time `run.py verify` against the snippets, alternating, into `report`, saying the median round's phases."""
+    print(
+        f"  timing python3 run.py verify and the snippets, alternating, {rounds} round(s) ...",
+        flush=True,
+    )
+    report["verify"], report["snippets"] = verify_against_snippets(rounds, cores)
+    print(
+        f"  verify: {report['verify']['seconds']:.1f} s, median of {report['verify']['rounds']} "
+        f"(exit {report['verify']['exit_status']}); {report['verify']['verdict']}",
+        flush=True,
+    )
+    split = report["verify"].get("phases", {})
+    for name, seconds in split.get("seconds", {}).items():
+        heading = name.removesuffix("_items")
+        count = split["items"].get(heading)
+        shown = "close (the site build and the exit)" if name == "close" else name.replace("_", " ")
+        print(
+            f"    {shown}: {seconds:.1f} s"
+            + (f" ({count} items)" if count is not None else "")
+            + " in the median round"
+        )
+    if "floor_seconds" in split:
+        print(
+            f"    {split['cpu_seconds']['all']:.1f} CPU seconds in all, {split['cpu_seconds']['timed_items']:.1f} "
+            f"of them in the timed items: no order of this work takes less than {split['floor_seconds']:.1f} s "
+            f"on {split['cores']} cores"
+        )
+
+
+def _time_site(report: dict[str, Any]) -> None:
+    """Time the site build into `report`, and its growth per machine."""
+    print("  timing the site build ...", flush=True)
+    report["site"] = run_site()
+    site = report["site"]
+    print(
+        f"  site: {site['skipped']}"
+        if "skipped" in site
+        else f"  site: {site['seconds']:.1f} s (exit {site['exit_status']})"
+    )
+    grown = site.get("per_machine", {})
+    if "seconds_per_added_machine" in grown:
+        print(
+            f"  site with {grown['committed']['machines']} machines: {grown['committed']['seconds']:.1f} s, "
+            f"with {grown['grown']['machines']}: {grown['grown']['seconds']:.1f} s "
+            f"({grown['seconds_per_added_machine']:.2f} s a machine)"
+        )
+
+
+def _suite_ratios(report: dict[str, Any], figures: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The test run's and verify's ratios to the snippets, and the targets they meet."""
+    ratios: dict[str, Any] = {}
+    targets: dict[str, Any] = {}
+    suite = report.get("suite")
+    if suite:
+        targets["suite_under_60_s"] = suite["seconds"] < SUITE_TARGET_S
+        ratios["figures_per_second"] = round(figures / suite["seconds"], 2)
+        if "verify" in report:
+            ratios["verify_over_snippets"] = report["verify"]["over_snippets"]
+            targets["verify_at_most_1_6x_snippets"] = ratios["verify_over_snippets"] <= VERIFY_OVER_SNIPPETS_TARGET
+            floor = report["verify"].get("phases", {}).get("floor_seconds")
+            if floor and report["snippets"]["seconds"] > 0:
+                ratios["verify_floor_over_snippets"] = round(floor / report["snippets"]["seconds"], 2)
+        if report["snippets"]["seconds"] > 0:
+            ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
+            targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
+            if "floor_seconds" in suite.get("phases", {}):
+                ratios["floor_over_snippets"] = round(
+                    suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2
+                )
+    return ratios, targets
+
+
+def _print_suite_summary(report: dict[str, Any], ratios: dict[str, Any], targets: dict[str, Any]) -> None:
+    """Say the test run's and verify's figures against their targets."""
+    suite = report["suite"]
+    print(
+        f"whole default run: {suite['seconds']:.1f} s (target < {SUITE_TARGET_S:.0f} s: "
+        f"{'met' if targets['suite_under_60_s'] else 'NOT met'})"
+    )
+    print(f"figures verified per second: {ratios['figures_per_second']}")
+    if "verify_over_snippets" in ratios:
+        print(
+            f"verify / snippets: {ratios['verify_over_snippets']}× (target ≤ {VERIFY_OVER_SNIPPETS_TARGET}×: "
+            f"{'met' if targets['verify_at_most_1_6x_snippets'] else 'NOT met'})"
+        )
+    if "verify_floor_over_snippets" in ratios:
+        print(
+            f"least verify's work could take in any order on {report['verify']['phases']['cores']} cores, the "
+            f"timed items alone: {ratios['verify_floor_over_snippets']}× the snippets (shown, not judged)"
+        )
+    if "suite_over_snippets" in ratios:
+        print(
+            f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
+            f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})"
+        )
+    if "floor_over_snippets" in ratios:
+        print(
+            f"least the same work could take on {suite['phases']['cores']} cores with the timed items alone: "
+            f"{suite['phases']['floor_seconds']:.1f} s, {ratios['floor_over_snippets']}× the snippets "
+            "(shown, not judged)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-suite", action="store_true", help="do not time the test run")
@@ -733,51 +860,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = count_figures()
     report["figures"] = figures
     if not args.skip_suite:
-        print("  timing the default test run ...", flush=True)
-        report["suite"] = run_suite(info.get("cores") or 1)
-        print(
-            f"  suite: {report['suite']['seconds']:.1f} s (exit {report['suite']['exit_status']}; "
-            f"{report['suite']['summary']})",
-            flush=True,
-        )
-        for line in report["suite"]["failed"]:
-            print(f"    {line}")
-        split = report["suite"].get("phases", {})
-        for name, seconds in split.get("seconds", {}).items():
-            heading = name.removesuffix("_items")
-            count = split["items"].get(heading)
-            print(f"    {name.replace('_', ' ')}: {seconds:.1f} s" + (f" ({count} items)" if count is not None else ""))
-            for nodeid, item_seconds in split["slowest"].get(heading, []):
-                print(f"      {item_seconds:5.2f} s  {nodeid}")
+        _time_suite(report, info.get("cores") or 1)
     if not args.skip_suite:
-        print(
-            f"  timing python3 run.py verify and the snippets, alternating, {args.verify_rounds} round(s) ...",
-            flush=True,
-        )
-        report["verify"], report["snippets"] = verify_against_snippets(
-            max(1, args.verify_rounds), info.get("cores") or 1
-        )
-        print(
-            f"  verify: {report['verify']['seconds']:.1f} s, median of {report['verify']['rounds']} "
-            f"(exit {report['verify']['exit_status']}); {report['verify']['verdict']}",
-            flush=True,
-        )
-        split = report["verify"].get("phases", {})
-        for name, seconds in split.get("seconds", {}).items():
-            heading = name.removesuffix("_items")
-            count = split["items"].get(heading)
-            shown = "close (the site build and the exit)" if name == "close" else name.replace("_", " ")
-            print(
-                f"    {shown}: {seconds:.1f} s"
-                + (f" ({count} items)" if count is not None else "")
-                + " in the median round"
-            )
-        if "floor_seconds" in split:
-            print(
-                f"    {split['cpu_seconds']['all']:.1f} CPU seconds in all, {split['cpu_seconds']['timed_items']:.1f} "
-                f"of them in the timed items: no order of this work takes less than {split['floor_seconds']:.1f} s "
-                f"on {split['cores']} cores"
-            )
+        _time_verify(report, max(1, args.verify_rounds), info.get("cores") or 1)
     else:
         print("  timing the snippets ...", flush=True)
         report["snippets"] = run_snippets()
@@ -806,41 +891,10 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     if not args.skip_site:
-        print("  timing the site build ...", flush=True)
-        report["site"] = run_site()
-        site = report["site"]
-        print(
-            f"  site: {site['skipped']}"
-            if "skipped" in site
-            else f"  site: {site['seconds']:.1f} s (exit {site['exit_status']})"
-        )
-        grown = site.get("per_machine", {})
-        if "seconds_per_added_machine" in grown:
-            print(
-                f"  site with {grown['committed']['machines']} machines: {grown['committed']['seconds']:.1f} s, "
-                f"with {grown['grown']['machines']}: {grown['grown']['seconds']:.1f} s "
-                f"({grown['seconds_per_added_machine']:.2f} s a machine)"
-            )
+        _time_site(report)
 
-    ratios: dict[str, Any] = {}
-    targets: dict[str, Any] = {}
+    ratios, targets = _suite_ratios(report, figures)
     suite = report.get("suite")
-    if suite:
-        targets["suite_under_60_s"] = suite["seconds"] < SUITE_TARGET_S
-        ratios["figures_per_second"] = round(figures / suite["seconds"], 2)
-        if "verify" in report:
-            ratios["verify_over_snippets"] = report["verify"]["over_snippets"]
-            targets["verify_at_most_1_6x_snippets"] = ratios["verify_over_snippets"] <= VERIFY_OVER_SNIPPETS_TARGET
-            floor = report["verify"].get("phases", {}).get("floor_seconds")
-            if floor and report["snippets"]["seconds"] > 0:
-                ratios["verify_floor_over_snippets"] = round(floor / report["snippets"]["seconds"], 2)
-        if report["snippets"]["seconds"] > 0:
-            ratios["suite_over_snippets"] = round(suite["seconds"] / report["snippets"]["seconds"], 2)
-            targets["suite_at_most_1_5x_snippets"] = ratios["suite_over_snippets"] <= SUITE_OVER_SNIPPETS_TARGET
-            if "floor_seconds" in suite.get("phases", {}):
-                ratios["floor_over_snippets"] = round(
-                    suite["phases"]["floor_seconds"] / report["snippets"]["seconds"], 2
-                )
     print("  measuring bandwidth with likwid-bench, mbw, sysbench and the probe, alternating ...", flush=True)
     report["bandwidth"] = bw = compare_bandwidth(max(2, args.rounds))
     targets["one_page_within_2_s"] = report["one_page"]["seconds"] <= ONE_PAGE_TARGET_S
@@ -854,32 +908,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"figures bound in the book: {figures}")
     if suite:
-        print(
-            f"whole default run: {suite['seconds']:.1f} s (target < {SUITE_TARGET_S:.0f} s: "
-            f"{'met' if targets['suite_under_60_s'] else 'NOT met'})"
-        )
-        print(f"figures verified per second: {ratios['figures_per_second']}")
-        if "verify_over_snippets" in ratios:
-            print(
-                f"verify / snippets: {ratios['verify_over_snippets']}× (target ≤ {VERIFY_OVER_SNIPPETS_TARGET}×: "
-                f"{'met' if targets['verify_at_most_1_6x_snippets'] else 'NOT met'})"
-            )
-        if "verify_floor_over_snippets" in ratios:
-            print(
-                f"least verify's work could take in any order on {report['verify']['phases']['cores']} cores, the "
-                f"timed items alone: {ratios['verify_floor_over_snippets']}× the snippets (shown, not judged)"
-            )
-        if "suite_over_snippets" in ratios:
-            print(
-                f"suite / snippets: {ratios['suite_over_snippets']}× (target ≤ {SUITE_OVER_SNIPPETS_TARGET}×: "
-                f"{'met' if targets['suite_at_most_1_5x_snippets'] else 'NOT met'})"
-            )
-        if "floor_over_snippets" in ratios:
-            print(
-                f"least the same work could take on {suite['phases']['cores']} cores with the timed items alone: "
-                f"{suite['phases']['floor_seconds']:.1f} s, {ratios['floor_over_snippets']}× the snippets "
-                "(shown, not judged)"
-            )
+        _print_suite_summary(report, ratios, targets)
     print(
         f"one page, computing every figure: {report['one_page']['seconds']:.2f} s (target ≤ {ONE_PAGE_TARGET_S:.0f} s: "
         f"{'met' if targets['one_page_within_2_s'] else 'NOT met'}; its libraries' import alone "

@@ -250,7 +250,7 @@ def _fields(spec: dict[str, Any]) -> str:
         (f"`{name}`", _type(field), "yes" if name in required else "") for name, field in fields.items()
     ]
     if any(field.get("description") for field in fields.values()):
-        rows = [row + (field.get("description", ""),) for row, field in zip(rows, fields.values())]
+        rows = [row + (field.get("description", ""),) for row, field in zip(rows, fields.values(), strict=True)]
         return table(("field", "type", "required", "what it holds"), rows)
     return table(("field", "type", "required"), rows)
 

@@ -15,7 +15,7 @@ import pytest
 from harness.faults import conditions_of, shown_status, spawn, timed_book, wait_for_line
 
 from verified_book.records import conditions
-from verified_book.records.conditions import RUN_ENV, Conditions, RunLock
+from verified_book.records.conditions import RUN_ENV, RunConditions, RunLock
 from verified_book.records.results import ResultsError, ResultsFile, read, validate
 from verified_book.vocabulary import CONTENDED
 
@@ -32,7 +32,7 @@ def test_the_load_threshold_is_one_and_a_half_times_the_cores() -> None:
 
 
 def test_a_conditions_entry_is_checked_by_the_results_schema() -> None:
-    good = Conditions(cores=4, load_before=0.5, load_after=0.7, beside=["pid 9 (pytest)"]).entry()
+    good = RunConditions(cores=4, load_before=0.5, load_after=0.7, beside=["pid 9 (pytest)"]).entry()
     assert good == {"load_before": 0.5, "load_after": 0.7, "cores": 4, "beside": "pid 9 (pytest)"}
     assert conditions.is_entry(good)
     for bad in (

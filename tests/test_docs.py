@@ -103,7 +103,7 @@ def test_the_layers_are_the_import_contract_s_in_its_order() -> None:
     contract = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]["contracts"][0]
     rows = hooks.layer_rows()
     assert len(rows) == len(contract["layers"])
-    for row, layer in zip(rows, contract["layers"]):
+    for row, layer in zip(rows, contract["layers"], strict=True):
         for dotted in layer.split("|"):
             assert dotted.strip().rsplit(".", 1)[-1] in row[0], f"{layer} is not in the row {row}"
     engine = next(row for row in rows if row[0] == "`engine/`")

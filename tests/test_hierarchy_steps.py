@@ -10,6 +10,7 @@ the book would be wrong to dispute it.
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterator
@@ -46,7 +47,7 @@ def test_every_consecutive_pair_of_levels_with_bandwidths_is_a_step(hierarchy) -
     levels = list(hierarchy.SOURCE_LEVELS)
     known = [
         (a, b)
-        for a, b in zip(levels, levels[1:])
+        for a, b in itertools.pairwise(levels)
         if hierarchy.SOURCE_LEVELS[a] is not None and hierarchy.SOURCE_LEVELS[b] is not None
     ]
     assert known == list(hierarchy.STEPS.values())

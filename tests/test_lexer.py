@@ -7,6 +7,7 @@ reference written here line by line, another way than the lexer's.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from hypothesis import given
@@ -154,7 +155,7 @@ def check_invariants(lines: list[str]) -> None:
         assert regions == ()
         return
     assert regions[0].first == 1 and regions[-1].last == len(lines)
-    for before, after in zip(regions, regions[1:]):
+    for before, after in itertools.pairwise(regions):
         assert after.first == before.last + 1
         assert not (isinstance(before, Prose) and isinstance(after, Prose))
     for region in regions:

@@ -121,11 +121,11 @@ def test_the_legend_tells_every_status_apart_in_greyscale_by_shape_and_words(bro
         statuses = rows.evaluate_all("rows => rows.map(r => r.dataset.status)")
         masks = rows.evaluate_all("rows => rows.map(r => getComputedStyle(r.querySelector('.vb-fig__mark')).maskImage)")
         assert "none" not in masks and len(set(masks)) == len(masks), f"two statuses share a shape: {masks}"
-        for row, status in zip(rows.all(), statuses):
+        for row, status in zip(rows.all(), statuses, strict=True):
             assert row.locator("th").inner_text().strip() == LABELS[status], f"{status}: its row does not name it"
         marks: dict[str, list[bool]] = {}
         extents: dict[str, float] = {}
-        for row, status in zip(rows.all(), statuses):
+        for row, status in zip(rows.all(), statuses, strict=True):
             png = row.locator(".vb-fig__mark").screenshot()
             image = greyscale(png, SCREENSHOTS / f"legend-mark-{status}-grey.png")
             marks[status] = ink(image)
@@ -136,8 +136,8 @@ def test_the_legend_tells_every_status_apart_in_greyscale_by_shape_and_words(bro
     assert not faint, f"marks whose drawing is under {INK} px across: {faint}"
     alike = []
     for (a, ink_a), (b, ink_b) in itertools.combinations(marks.items(), 2):
-        either = sum(x or y for x, y in zip(ink_a, ink_b))
-        differ = sum(x != y for x, y in zip(ink_a, ink_b))
+        either = sum(x or y for x, y in zip(ink_a, ink_b, strict=True))
+        differ = sum(x != y for x, y in zip(ink_a, ink_b, strict=True))
         if differ < APART * either:
             alike.append(f"{a} and {b} ({differ} of {either} ink pixels differ)")
     assert not alike, "in greyscale these marks look alike: " + "; ".join(alike)

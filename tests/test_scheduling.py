@@ -64,7 +64,7 @@ def simulate(
     cuda_flags = cuda_flags or [False] * len(quiet_flags)
     ids = [
         f"t{i}" + (" cuda" if c else "") + (" timed" if q else "")
-        for i, (q, c) in enumerate(zip(quiet_flags, cuda_flags))
+        for i, (q, c) in enumerate(zip(quiet_flags, cuda_flags, strict=True))
     ]
     sched = QuietLastScheduling(
         FakeConfig(workers),

@@ -31,7 +31,7 @@ def test_every_snippet_keeps_every_code_line_in_order_and_drops_only_markers(pat
     code = [line for line in source.splitlines() if line.strip() and not line.startswith("# %%")]
     kept = [line for line in shown.splitlines() if line.strip()]
     assert len(kept) == len(code), f"{path.name}: {len(code)} lines of the script, {len(kept)} shown"
-    for original, line in zip(code, kept):
+    for original, line in zip(code, kept, strict=True):
         same_comment = original.startswith("#") and line.startswith("# ") and line.lstrip("# ") == original.lstrip("# ")
         assert line == original or same_comment, f"{path.name}: {original!r} is shown as {line!r}"
 

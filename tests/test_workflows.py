@@ -150,7 +150,7 @@ def test_the_tests_workflow_runs_lint_types_and_the_default_run_on_every_push_an
         "python run.py test",
     ]
     places = [next((i for i, r in enumerate(commands) if step in r), -1) for step in order]
-    assert -1 not in places, f"tests.yml lacks {[s for s, p in zip(order, places) if p == -1]}"
+    assert -1 not in places, f"tests.yml lacks {[s for s, p in zip(order, places, strict=True) if p == -1]}"
     assert places == sorted(places), f"tests.yml: expected {order} in this order, found {commands}"
 
 

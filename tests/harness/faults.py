@@ -1181,7 +1181,7 @@ def absent_packages(root: Path, packages: Sequence[str] = ("torch", "mlx")) -> l
         books.append(book)
         procs.append(book.spawn(absent=(package,)))
     tallies = []
-    for package, book, proc in zip(packages, books, procs):
+    for package, book, proc in zip(packages, books, procs, strict=True):
         run = book.finish(proc)
         tally = Tally(
             "environment",

@@ -465,6 +465,17 @@ def _search(cases: _Cases, group: list[DataInput], quick: bool | None, caught: d
     _search(cases, group[middle:], quick, caught)
 
 
+def _allowlist_problems(listed: dict[tuple[str, str], str], known: set[tuple[str, str]]) -> list[str]:
+    """The allow-list's entries that name no input or give no reason."""
+    problems = []
+    for (file, key), reason in sorted(listed.items()):
+        if (file, key) not in known:
+            problems.append(f'claims/data/{ALLOWLIST}: ["{file}"] {key} names no input in claims/data/; remove it')
+        if not reason.strip():
+            problems.append(f'claims/data/{ALLOWLIST}: ["{file}"] {key} has no reason')
+    return problems
+
+
 def perturb_inputs(
     verifier: Verifier,
     allowlist: dict[tuple[str, str], str] | None = None,
@@ -483,14 +494,7 @@ def perturb_inputs(
     elsewhere = read_allowlist(section=ELSEWHERE) if elsewhere is None else elsewhere
     report = InputReport()
     items = data_inputs()
-    known = {(i.file, i.key) for i in items}
-    for (file, key), reason in sorted({**allowlist, **elsewhere}.items()):
-        if (file, key) not in known:
-            report.problems.append(
-                f'claims/data/{ALLOWLIST}: ["{file}"] {key} names no input in claims/data/; remove it'
-            )
-        if not reason.strip():
-            report.problems.append(f'claims/data/{ALLOWLIST}: ["{file}"] {key} has no reason')
+    report.problems += _allowlist_problems({**allowlist, **elsewhere}, {(i.file, i.key) for i in items})
     cases = _Cases(verifier)
     caught: dict[DataInput, str] = {}
     pending: dict[str, list[DataInput]] = {}

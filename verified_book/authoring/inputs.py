@@ -216,7 +216,8 @@ def data_files() -> list[str]:
 
 def table(file: str) -> dict[str, Any]:
     """The parsed contents of a data file, unrecorded (for listings and profiles)."""
-    return _load(file)[1]
+    parsed: dict[str, Any] = _load(file)[1]
+    return parsed
 
 
 def vendor(file: str, key: str) -> Any:
@@ -374,7 +375,7 @@ def conversions() -> Iterator[list[tuple[Any, Fraction]]]:
         _conversions.reset(token)
 
 
-class _TrackedConfig(dict):
+class _TrackedConfig(dict[str, Any]):
     """A model's config.json whose every key lookup is recorded as an input."""
 
     def __init__(self, file: str, text: str, data: Mapping[str, Any]) -> None:

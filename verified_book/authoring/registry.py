@@ -276,7 +276,7 @@ def claim(
             declared = vars(module).setdefault(DECLARED, [])
         into = registry if registry is not None else current().registry
         for combo in itertools.product(*(over or {}).values()):
-            params = dict(zip(names, combo))
+            params = dict(zip(names, combo, strict=True))
             try:
                 cid = claim_id.format(**{k: _id_part(v) for k, v in params.items()})
             except KeyError as e:

@@ -140,7 +140,8 @@ class JaxAdapter(Adapter):
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
         import jax
 
-        return jax.default_device(jax.devices(self.backend.device)[0])
+        device: contextlib.AbstractContextManager[Any] = jax.default_device(jax.devices(self.backend.device)[0])
+        return device
 
     def array(self, values: Any, dtype: Any = None) -> Any:
         import jax.numpy as jnp

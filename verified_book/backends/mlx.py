@@ -50,7 +50,8 @@ class MlxAdapter(Adapter):
     def on_device(self) -> contextlib.AbstractContextManager[Any]:
         mx = _core()
 
-        return mx.stream(mx.cpu if self.backend.device == "cpu" else mx.gpu)
+        stream: contextlib.AbstractContextManager[Any] = mx.stream(mx.cpu if self.backend.device == "cpu" else mx.gpu)
+        return stream
 
     def array(self, values: Any, dtype: Any = None) -> Any:
         mx = _core()

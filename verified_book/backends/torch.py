@@ -282,7 +282,8 @@ class TorchAdapter(Adapter):
             fn()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3 / inner
+        seconds: float = start.elapsed_time(end) / 1e3 / inner
+        return seconds
 
     def release_memory(self) -> None:
         import torch

@@ -79,7 +79,7 @@ class Printed:
             return (
                 items is not None
                 and len(items) == len(self.value)
-                and all(p.holds(c) for p, c in zip(self.value, items))
+                and all(p.holds(c) for p, c in zip(self.value, items, strict=True))
             )
         number = as_number(computed)
         if number is None:
@@ -97,7 +97,8 @@ class Printed:
         """Print a computed value the way this figure was printed, for rewriting stale text."""
         if self.is_tuple:
             items = _as_sequence(computed) or []
-            inner = ", ".join(p.render(c) for p, c in zip(self.value, items))  # type: ignore[arg-type]
+            # A computed value of another length is rewritten as far as both go: the stale text is shown, not raised.
+            inner = ", ".join(p.render(c) for p, c in zip(self.value, items, strict=False))  # type: ignore[arg-type]
             return f"{self.prefix}{inner}{self.suffix}"
         return f"{self.prefix}{format_like(self.core, computed, self.group)}{self.suffix}"
 

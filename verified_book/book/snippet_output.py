@@ -110,7 +110,7 @@ class OutputBlock:
 
 
 @dataclass(frozen=True)
-class Check:
+class BlockComparison:
     """How one output block compared with one run of its snippet."""
 
     file: str
@@ -245,7 +245,7 @@ def match_line(book: BookLine, printed: str) -> str | None:
     if book.varies:
         return None
     figures: dict[tuple[int, int], list[tuple[Number, str]]] = {}  # a bound figure's numbers, or one unbound number
-    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed))):
+    for i, (expected, (_, _, found)) in enumerate(zip(book.numbers, numbers_in(printed), strict=True)):
         key = (expected.figure_start, -1) if expected.claim_id else (expected.start, i)
         figures.setdefault(key, []).append((expected, found))
     differ = []
@@ -283,7 +283,7 @@ def _trimmed(lines: Iterable[str]) -> list[str]:
     return out
 
 
-def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
+def compare(block: OutputBlock, stdout: str, how: str = "") -> BlockComparison:
     """One block against one run's stdout, aligned line by line; stale with a message per line that differs."""
     book = list(block.lines)
     while book and not book[-1].text.strip():
@@ -321,8 +321,8 @@ def compare(block: OutputBlock, stdout: str, how: str = "") -> Check:
     if problems:
         more = len(problems) - MAX_REPORTED
         shown = problems[:MAX_REPORTED] + ([f"{block.where}: and {more} more line(s) differ"] if more > 0 else [])
-        return Check(block.file, block.line, Status.STALE.value, "\n".join(shown))
-    return Check(block.file, block.line, Status.VERIFIED.value)
+        return BlockComparison(block.file, block.line, Status.STALE.value, "\n".join(shown))
+    return BlockComparison(block.file, block.line, Status.VERIFIED.value)
 
 
 def _aligned(book: list[BookLine], printed: list[str]) -> list[tuple[int, int, int, int]]:
@@ -409,7 +409,7 @@ def read_book(pages: Iterable[Path], root: Path, snippets_dir: Path, is_measured
 
 def check_snippet(
     outputs: BookOutputs, name: str, stdout: str, how: str = "", devices: Iterable[str] = ()
-) -> list[Check]:
+) -> list[BlockComparison]:
     """Each block that shows snippet `name`, against this run's stdout. A block printed without a
     device this machine has is skipped with that reason."""
     present = set(devices)
@@ -418,7 +418,7 @@ def check_snippet(
         absent = [d for d in block.without if d in present]
         if absent:
             checks.append(
-                Check(
+                BlockComparison(
                     block.file,
                     block.line,
                     Status.SKIPPED.value,
@@ -427,7 +427,7 @@ def check_snippet(
                 )
             )
         elif block.errors:
-            checks.append(Check(block.file, block.line, Status.STALE.value, "\n".join(block.errors)))
+            checks.append(BlockComparison(block.file, block.line, Status.STALE.value, "\n".join(block.errors)))
         else:
             checks.append(compare(block, stdout, how))
         checks[-1] = replace(checks[-1], sha256=block.sha256)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import Claim, InvariantFailed, Kind, NotOnBackend, Registry
+from verified_book.authoring.registry import Claim, InvariantFailed, NotOnBackend, Registry
 from verified_book.backends import NO_BACKEND, Backend, empty_caches
 from verified_book.book.bindings import Binding, Book
 from verified_book.book.figures import Printed, as_number
@@ -23,10 +23,19 @@ from verified_book.engine import environment
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import code_fingerprint, input_entry, uses_of
-from verified_book.records.record import ClaimMeta, Conditions, FigureVerdict, Record, RunHeader, SnippetOutput
+from verified_book.records.record import (
+    Check,
+    ClaimMeta,
+    Conditions,
+    FigureVerdict,
+    Record,
+    RunHeader,
+    SnippetOutput,
+    revised,
+)
 from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
-from verified_book.vocabulary import OutcomeStatus, Status, worst
+from verified_book.vocabulary import Kind, OutcomeStatus, Status, worst
 
 if TYPE_CHECKING:
     from verified_book.records.conditions import RunLock
@@ -334,7 +343,7 @@ def beyond_precision(printed: Printed, computed: Any) -> bool:
         items = _as_items(computed)
         if items is None or len(items) != len(printed.value):
             return True
-        return any(beyond_precision(p, c) for p, c in zip(printed.value, items))
+        return any(beyond_precision(p, c) for p, c in zip(printed.value, items, strict=True))
     number, value = as_number(computed), printed.value
     if number is None or isinstance(number, float) or isinstance(value, float):
         return not printed.holds(computed)
@@ -456,7 +465,7 @@ def _carried(moved: Any, target: Any, seen: list[tuple[Any, Fraction]]) -> bool:
     if moved is target or any(stated is target and result is moved for stated, result in seen):
         return True
     if isinstance(moved, (list, tuple)) and isinstance(target, (list, tuple)) and len(moved) == len(target):
-        return all(_carried(m, t, seen) for m, t in zip(moved, target))
+        return all(_carried(m, t, seen) for m, t in zip(moved, target, strict=True))
     return False
 
 
@@ -471,7 +480,7 @@ def _parts_equal(value: Any, returned: Any) -> list[int | None]:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, str) != isinstance(b, str):  # a number written as text in the data ("12.0")
         return _same(_decimal(a), b) if isinstance(a, str) else _same(a, _decimal(b))
     if isinstance(a, (str, bool)) or isinstance(b, (str, bool)):
@@ -571,11 +580,11 @@ class Verifier:
         self.backends = backends
         self.machine = machine
         self.bindings = book.by_claim()
-        self._outcomes: dict[tuple[str, str], Outcome] = {}
-        self.judged: dict[tuple[str, str], Outcome] = {}
+        self._outcomes: dict[Check, Outcome] = {}
+        self.judged: dict[Check, Outcome] = {}
         #: the outcomes taken from this machine's records, which this run judges against without computing
         #: (`--changed`, see verified_book.engine.recorded)
-        self.recorded: dict[tuple[str, str], Outcome] = {}
+        self.recorded: dict[Check, Outcome] = {}
         self._live: Callable[[str], Backend] | None = getattr(backends, "live", None)
 
     def backends_for(self, claim: Claim) -> list[Backend]:
@@ -588,7 +597,7 @@ class Verifier:
         return list({b.lost: b for b in found}.values())
 
     def outcome(self, claim: Claim, backend: Backend) -> Outcome:
-        key = (claim.id, backend.name)
+        key = Check(claim.id, backend.name)
         if key not in self._outcomes and key in self.recorded:
             self._outcomes[key] = self.recorded[key]
         if key not in self._outcomes:
@@ -604,11 +613,11 @@ class Verifier:
         self.judged[key] = self._outcomes[key]
         return self._outcomes[key]
 
-    def computed(self, key: tuple[str, str]) -> Outcome | None:
+    def computed(self, key: Check) -> Outcome | None:
         """The outcome of (claim id, backend name) computed so far, if any; nothing is computed."""
         return self._outcomes.get(key)
 
-    def forget(self, key: tuple[str, str]) -> None:
+    def forget(self, key: Check) -> None:
         """Let go of what was computed and judged for (claim id, backend name): the next `outcome` computes it."""
         self._outcomes.pop(key, None)
         self.judged.pop(key, None)
@@ -668,9 +677,9 @@ class Verifier:
         )
         uses = self.uses(claim, backend.name)
         if uses is not None:  # left out, not null, where it computes with no other library
-            record = record.model_copy(update={"uses": uses})
+            record = revised(record, uses=uses)
         if claim.kind is Kind.MEASURED and self.conditions is not None:  # what the machine was doing meanwhile
-            record = record.model_copy(update={"conditions": Conditions.model_validate(self.conditions.seen().entry())})
+            record = revised(record, conditions=Conditions.model_validate(self.conditions.seen().entry()))
         return record
 
     def uses(self, claim: Claim, backend: str) -> dict[str, str | None] | None:
@@ -711,7 +720,7 @@ class Verifier:
             backend = self.backends.get(backend_name, NO_BACKEND)
             if not backend.available:  # an absent backend leaves no record; the run header lists what is absent
                 continue
-            if self.judged[(claim_id, backend_name)].status == BROKEN:  # not asked: the earlier record stands
+            if self.judged[Check(claim_id, backend_name)].status == BROKEN:  # not asked: the earlier record stands
                 continue
             try:
                 record = self.record(claim, backend)
@@ -729,13 +738,13 @@ class Verifier:
                 )
             records.setdefault(claim_id, {})[backend_name] = record
             claims[claim_id] = self.claim_meta(claim)
-            outcome = self._outcomes[(claim_id, backend_name)]
+            outcome = self._outcomes[Check(claim_id, backend_name)]
             seconds.setdefault(claim_id, {})[backend_name] = round(outcome.seconds, 4)
             # a value taken from a record keeps the date it was computed on; its figures are judged anew
             dates.setdefault(claim_id, {})[backend_name] = outcome.recorded or run.get("date") or now()
         for claim_id, reason in sorted((not_here or {}).items()):
             if claim_id not in records and claim_id in self.registry:
-                claims[claim_id] = self.claim_meta(self.registry[claim_id]).model_copy(update={"skipped": reason})
+                claims[claim_id] = revised(self.claim_meta(self.registry[claim_id]), skipped=reason)
         machine = MachineRecord(
             slug=slug,
             **({"id": self.machine.id} if self.machine.id else {}),

@@ -18,8 +18,9 @@ from typing import Any, Iterable, Mapping
 from verified_book.authoring.inputs import Read
 from verified_book.authoring.registry import Claim
 from verified_book.book.bindings import Binding
-from verified_book.engine.check import COMPUTED, HELD, Outcome, evidence, judge
+from verified_book.engine.check import COMPUTED, HELD, evidence, judge
 from verified_book.engine.machine import Machine
+from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import once, outdated_reason, versions_of_run
 from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended

@@ -38,19 +38,20 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import REGISTRY, Claim, Kind
+from verified_book.authoring.registry import REGISTRY, Claim
 from verified_book.book.bindings import AllowListError, Binding, Page, read_allowlist, read_page, unknown_claim
 from verified_book.engine import snippet_figures
-from verified_book.engine.check import Outcome, judge
+from verified_book.engine.check import judge
 from verified_book.engine.config import BookConfig, OpenBook, open_book
 from verified_book.engine.machine import VERSIONED
+from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
 from verified_book.errors import Problem
-from verified_book.records.record import ClaimMeta, DataInput, Record, SnippetInput
+from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, LABELS, NO_BACKEND_NAME, NOT_HERE, Status, worst
+from verified_book.vocabulary import BROKEN_ENVIRONMENT, LABELS, NO_BACKEND_NAME, NOT_HERE, Kind, Status, worst
 
-Key = tuple[str, str]  # (claim id, backend name)
+Key = Check
 T = TypeVar("T")
 #: statuses of a value that computed nothing to go by
 NO_VALUE = (Status.FAILED.value, BROKEN_ENVIRONMENT)
@@ -350,7 +351,7 @@ class Live:
 
     def _compute(self, claim: Claim, backend: Any, report: Report) -> None:
         verifier = self.session.verifier
-        key = (claim.id, backend.name)
+        key = Check(claim.id, backend.name)
         verifier.forget(key)  # the value held is the one this computes again
         verifier.outcome(claim, backend)
         if not backend.available:
@@ -375,7 +376,7 @@ class Live:
             said = unknown_claim(binding, REGISTRY.near(binding.claim_id), self.topic_errors)
             return Status.FAILED.value, [f"{binding.where}: {said}"]
         verifier = self.session.verifier
-        outcomes = [verifier.computed((claim.id, b.name)) for b in verifier.backends_for(claim)]
+        outcomes = [verifier.computed(Check(claim.id, b.name)) for b in verifier.backends_for(claim)]
         held: list[Outcome] = [o for o in outcomes if o is not None]
         if not held or binding.printed is None:
             return NOT_HERE, []
@@ -411,6 +412,52 @@ class Live:
                 )
         return self.apply(self.changed(), measure=measure, on_disk=on_disk)
 
+    def _said(self, saved: Saved) -> str:
+        """The files saved and removed, named (three of each at most), for the report's line."""
+        return "; ".join(
+            ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
+            for verb, names in (
+                ("saved", [self.book.shown(p) for p in saved.answered() if p.exists()]),
+                ("removed", [self.book.shown(p) for p in saved.answered() if not p.exists()]),
+            )
+            if names
+        )
+
+    def _read_again(self, saved: Saved, report: Report) -> None:
+        """Read again the pages, the allow-list, the data and the claims' code that were saved."""
+        for path in saved.pages:
+            self._reread(path)
+        if saved.pages:
+            self.session.verifier.bindings = self.session.book.by_claim()
+        if saved.allowlist:
+            self._reread_allowlist(report)
+        if saved.data:
+            inputs.forget_read()  # the data read again from disk
+        if saved.code:
+            self._reload_topics()
+
+    def _snippets_saved(self, saved: Saved, report: Report) -> frozenset[str]:
+        """The saved snippets' names; their pages shown again, and said to be checked by pytest, not here."""
+        snippet_names = frozenset(self.book.shown(p) for p in saved.snippets)
+        if saved.snippets:
+            snippet_figures.forget_runs()  # the next measure runs the snippet as it is now
+            report.pages |= self._showing(saved.snippets)
+            report.snippets = set(snippet_names)
+            report.problems += [
+                f"{name}: serve does not run snippets; `pytest {name}` runs it and checks its output blocks"
+                for name in sorted(snippet_names)
+            ]
+        return snippet_names
+
+    def _data_saved(self, saved: Saved, report: Report) -> frozenset[str]:
+        """The saved data files, relative to the data folder; a saved `source` that states another number than
+        its `value` is reported, as a run's load check says."""
+        data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
+        if saved.data:
+            shown = {f"{inputs.shown_as()}/{file}" for file in data_rel}
+            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
+        return data_rel
+
     @in_book
     def apply(
         self, paths: Iterable[Path], *, measure: bool = False, on_disk: dict[str, str | None] | None = None
@@ -419,14 +466,7 @@ class Live:
         it touches and those of the pages saved, write the records."""
         saved = self.sort(paths)
         root = self.book.root
-        said = "; ".join(
-            ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") + f" {verb}"
-            for verb, names in (
-                ("saved", [self.book.shown(p) for p in saved.answered() if p.exists()]),
-                ("removed", [self.book.shown(p) for p in saved.answered() if not p.exists()]),
-            )
-            if names
-        )
+        said = self._said(saved)
         report = Report("measured claims asked for" + (f"; {said}" if said else "") if measure else said)
         if not (saved.pages or saved.data or saved.code or saved.snippets or saved.allowlist or measure):
             report.rebuild = bool(saved.results or saved.site)
@@ -438,29 +478,9 @@ class Live:
         had = {page.file for page in self.session.book.pages}
         # a page added or removed changes the site's files and nav: MkDocs builds it whole again
         report.rebuild = any((str(p.relative_to(root)) in had) != p.is_file() for p in saved.pages)
-        for path in saved.pages:
-            self._reread(path)
-        if saved.pages:
-            verifier.bindings = self.session.book.by_claim()
-        if saved.allowlist:
-            self._reread_allowlist(report)
-        if saved.data:
-            inputs.forget_read()  # the data read again from disk
-        if saved.code:
-            self._reload_topics()
-        snippet_names = frozenset(self.book.shown(p) for p in saved.snippets)
-        if saved.snippets:
-            snippet_figures.forget_runs()  # the next measure runs the snippet as it is now
-            report.pages |= self._showing(saved.snippets)
-            report.snippets = set(snippet_names)
-            report.problems += [
-                f"{name}: serve does not run snippets; `pytest {name}` runs it and checks its output blocks"
-                for name in sorted(snippet_names)
-            ]
-        data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
-        if saved.data:  # a saved `source` that states another number than its `value`, as a run's load check says
-            shown = {f"{inputs.shown_as()}/{file}" for file in data_rel}
-            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
+        self._read_again(saved, report)
+        snippet_names = self._snippets_saved(saved, report)
+        data_rel = self._data_saved(saved, report)
         versions = self.versions_now(on_disk)
         everything = saved.code or measure or versions != self._asked_with
         self._asked_with = versions

@@ -28,12 +28,12 @@ import datetime as dt
 import importlib
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
 from verified_book.records import unsaved
-from verified_book.records.record import Record
+from verified_book.records.record import Record, revised
 from verified_book.records.results import PER_RECORD, ResultsError, ResultsFile, merge_into, read, same_machine
 from verified_book.vocabulary import Status
 
@@ -46,7 +46,7 @@ def plausibility(book: BookConfig) -> Plausible:
         return lambda claim_id, value: None
     module, _, name = book.plausible.partition(":")
     try:
-        return getattr(importlib.import_module(module), name)
+        return cast(Plausible, getattr(importlib.import_module(module), name))
     except (ImportError, AttributeError) as e:
         raise ConfigError(
             f"{book.root / 'book.toml'}: plausible = {book.plausible!r} does not name a function: {e}"
@@ -109,14 +109,15 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
             if old is None or new is None or new >= old:
                 kept.setdefault(claim_id, {})[backend] = record
     # the run header's dates and timings of the records left out go with them, or they would date the newer ones
-    run = results.run.model_copy(
-        update={
+    run = revised(
+        results.run,
+        **{
             key: {
                 c: {b: v for b, v in per.items() if b in kept.get(c, {})}
                 for c, per in getattr(results.run, key).items()
             }
             for key in PER_RECORD
-        }
+        },
     )
     return ResultsFile(results.slug, results.machine, run, kept, results.outputs, results.claims)
 
@@ -174,64 +175,12 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None, name: st
             return 2
         known = set(REGISTRY.ids())
         into = args.into or book.results
-
-        sound: list[tuple[Path, ResultsFile]] = []
-        refused = 0
-        slugs: dict[str, Path] = {}
-        for path in args.files:
-            results, problems = problems_of(path, known, plausible)
-            if results is not None and results.slug in slugs:
-                problems = [
-                    f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"
-                ]
-                results = None
-            if results is not None and not args.check_only:
-                other = _other_machine(results, into / f"{results.slug}.json")
-                if other:
-                    problems, results = [f"{path}: {other}"], None
-            if results is None:
-                refused += 1
-                print(f"{name}: refused {path}:", file=sys.stderr)
-                for line in problems[:50]:
-                    print(f"  {line}", file=sys.stderr)
-                if len(problems) > 50:
-                    print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
-                continue
-            slugs[results.slug] = path
-            sound.append((path, results))
-        if refused:
-            print(f"{name}: {refused} of {len(args.files)} file(s) refused; nothing merged", file=sys.stderr)
+        sound = _sound_files(args.files, known, plausible, None if args.check_only else into, name)
+        if sound is None:
             return 1
         for path, results in sound:
-            counts = results.counts()
-            summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(
-                f"{n} {s}" for s, n in counts.items() if n
-            )
-            if args.check_only:
-                print(f"{name}: {path}: sound ({results.slug}: {summary})")
-                continue
-            target = into / f"{results.slug}.json"
-            if args.keep_newer:
-                results = newer_only(results, target)
-                if not results.records:
-                    print(f"{name}: {path}: nothing newer than {target}; kept as it is")
-                    continue
-            warnings: list[str] = []
-            try:
-                merge_into(target, results, warn=warnings.append)
-            except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
-                print(f"{name}: refused {path}: {e}", file=sys.stderr)
+            if not _merge_one(path, results, into, args.check_only, args.keep_newer, name):
                 return 1
-            except OSError as e:  # the results folder cannot be written: the records stay where they were
-                print(
-                    f"{name}: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
-                    f"and {path} is left as it was",
-                    file=sys.stderr,
-                )
-                return 1
-            for line in warnings:
-                print(f"{name}: {line}", file=sys.stderr)
-            print(f"{name}: {path} -> {target} ({summary})")
         return 0
 
 
@@ -256,6 +205,74 @@ def contribute(files: list[Path], into: Path, args: list[str], book: BookConfig,
         rest = [a for a in args if a != "--keep-newer"]
         code = main([str(path), "--into", str(into), "--keep-newer", *rest], book=book, name=name)
     return code
+
+
+def _sound_files(
+    files: list[Path], known: set[str], plausible: Plausible | None, into: Path | None, name: str
+) -> list[tuple[Path, ResultsFile]] | None:
+    """Each file with its checked results, or None when any is refused (each refusal said on stderr).
+    Given `into`, a file of a machine other than the one its target holds is refused too."""
+    sound: list[tuple[Path, ResultsFile]] = []
+    refused = 0
+    slugs: dict[str, Path] = {}
+    for path in files:
+        results, problems = problems_of(path, known, plausible)
+        if results is not None and results.slug in slugs:
+            problems = [f"{path}: holds machine {results.slug!r}, as {slugs[results.slug]} does; merge one at a time"]
+            results = None
+        if results is not None and into is not None:
+            other = _other_machine(results, into / f"{results.slug}.json")
+            if other:
+                problems, results = [f"{path}: {other}"], None
+        if results is None:
+            refused += 1
+            print(f"{name}: refused {path}:", file=sys.stderr)
+            for line in problems[:50]:
+                print(f"  {line}", file=sys.stderr)
+            if len(problems) > 50:
+                print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
+            continue
+        slugs[results.slug] = path
+        sound.append((path, results))
+    if refused:
+        print(f"{name}: {refused} of {len(files)} file(s) refused; nothing merged", file=sys.stderr)
+        return None
+    return sound
+
+
+def _merge_one(path: Path, results: ResultsFile, into: Path, check_only: bool, keep_newer: bool, name: str) -> bool:
+    """Merge one checked file into its machine's file under `into` (or only say it is sound); False when
+    the merge is refused or cannot be written, with why on stderr."""
+    counts = results.counts()
+    summary = f"{sum(counts.values())} records, one per claim × backend: " + ", ".join(
+        f"{n} {s}" for s, n in counts.items() if n
+    )
+    if check_only:
+        print(f"{name}: {path}: sound ({results.slug}: {summary})")
+        return True
+    target = into / f"{results.slug}.json"
+    if keep_newer:
+        results = newer_only(results, target)
+        if not results.records:
+            print(f"{name}: {path}: nothing newer than {target}; kept as it is")
+            return True
+    warnings: list[str] = []
+    try:
+        merge_into(target, results, warn=warnings.append)
+    except ResultsError as e:  # what changed between the check and the merge: nothing of this file is merged
+        print(f"{name}: refused {path}: {e}", file=sys.stderr)
+        return False
+    except OSError as e:  # the results folder cannot be written: the records stay where they were
+        print(
+            f"{name}: {path} not merged into {target}: {e.strerror or e}; nothing of it was written, "
+            f"and {path} is left as it was",
+            file=sys.stderr,
+        )
+        return False
+    for line in warnings:
+        print(f"{name}: {line}", file=sys.stderr)
+    print(f"{name}: {path} -> {target} ({summary})")
+    return True
 
 
 if __name__ == "__main__":

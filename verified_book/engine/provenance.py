@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar, cast
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
@@ -46,7 +46,7 @@ class Constant(NamedTuple):
     name: str
 
 
-class Reading(NamedTuple):
+class CodeReading(NamedTuple):
     """What one function or class is, as the fingerprint reads it."""
 
     source: str
@@ -57,7 +57,7 @@ class Reading(NamedTuple):
 
 def _own_sources(fn: Any, package: str, seen: set[object], wide: bool = True) -> list[str]:
     """The source of `fn` and of every function or class of the book's `package` it names, transitively;
-    `wide`, also of what it reaches otherwise (`Reading.reached`), constants by the lines that assign them.
+    `wide`, also of what it reaches otherwise (`CodeReading.reached`), constants by the lines that assign them.
 
     A helper the claim calls changes the claim as much as its own body does; so does a method of a
     class whose instance it is handed, a helper that method calls, and a table the code reads. What
@@ -160,10 +160,10 @@ def _handed(claim: Claim, package: str) -> list[Any]:
 
 #: each function's or class's source and what it names and reaches, read once per object: a helper
 #: many claims call is otherwise read from disk and tokenised again for every one of them
-_READ_CACHE: weakref.WeakKeyDictionary[Any, Reading | None] = weakref.WeakKeyDictionary()
+_READ_CACHE: weakref.WeakKeyDictionary[Any, CodeReading | None] = weakref.WeakKeyDictionary()
 
 
-def _read(fn: Any) -> Reading | None:
+def _read(fn: Any) -> CodeReading | None:
     try:
         return _READ_CACHE[fn]
     except KeyError:
@@ -224,7 +224,7 @@ def _is_code(target: Any) -> bool:
     return _is_definition(target) or _wrapped(target) is not None
 
 
-def _read_uncached(fn: Any) -> Reading | None:
+def _read_uncached(fn: Any) -> CodeReading | None:
     source = source_of(fn)
     if source is None:
         return None
@@ -266,7 +266,7 @@ def _read_uncached(fn: Any) -> Reading | None:
             reached.append(target)
         elif not callable(target):
             reached.append(Constant(here, name))
-    return Reading(source, named, tuple(reached), frozenset(modules))
+    return CodeReading(source, named, tuple(reached), frozenset(modules))
 
 
 _MISSING = object()
@@ -437,7 +437,7 @@ def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values
     key = (kind, *map(id, objects), *values)
     if key not in verdicts:
         verdicts[key] = (objects, judge())
-    return verdicts[key][1]
+    return cast(T, verdicts[key][1])  # stored by `judge` of this very key
 
 
 @dataclass(frozen=True)

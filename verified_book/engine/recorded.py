@@ -14,12 +14,12 @@ only if a check must compute on it.
 from __future__ import annotations
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import Claim, Kind
+from verified_book.authoring.registry import Claim
 from verified_book.backends import ADAPTERS, Backend
 from verified_book.engine.outcome import Outcome
 from verified_book.records.record import DataInput, Record, SettingInput, SnippetInput
 from verified_book.records.results import ResultsFile, from_json
-from verified_book.vocabulary import OutcomeStatus, Status
+from verified_book.vocabulary import Kind, OutcomeStatus, Status
 
 
 def recorded_reads(record: Record) -> list[inputs.Read]:

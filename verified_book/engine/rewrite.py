@@ -72,7 +72,7 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
         return None
     texts = {
         binding.printed.render(verifier.outcome(claim, b).value)
-        for b, v in zip(backends, verdicts)
+        for b, v in zip(backends, verdicts, strict=True)
         if v.status == Status.STALE
     }
     if len(texts) != 1:
@@ -220,7 +220,7 @@ def sentences_to_reread(root: Path, changed: list[Rewrite]) -> list[Reread]:
             text = "\n".join(lines[first - 1 : last])
             starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
             ends = starts[1:] + [len(text)]
-            for start, end in zip(starts, ends):
+            for start, end in zip(starts, ends, strict=True):
                 sentence = text[start:end]
                 line = first + text[:start].count("\n")
                 span_last = first + text[:end].rstrip().count("\n")

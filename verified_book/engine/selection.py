@@ -30,7 +30,7 @@ from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.errors import BookError
-from verified_book.records.record import ClaimMeta, DataInput, Record
+from verified_book.records.record import Check, ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsError, ResultsFile, read
 from verified_book.vocabulary import NO_BACKEND_NAME, Status
 
@@ -131,22 +131,22 @@ class Selection:
     """The checks a narrowed run reruns, why, and the records it leaves as they are."""
 
     how: str  # "--changed" or "--reading ..."
-    pairs: set[tuple[str, str]] = field(default_factory=set)
-    why: dict[tuple[str, str], str] = field(default_factory=dict)
+    pairs: set[Check] = field(default_factory=set)
+    why: dict[Check, str] = field(default_factory=dict)
     #: (claim, backend) -> (status, date) of each record not rerun
-    unchanged: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
+    unchanged: dict[Check, tuple[str, str | None]] = field(default_factory=dict)
     unknown: int = 0  # claims selected because what they read is not known here
     snippets: set[str] = field(default_factory=set)  # snippet file names to run
     notes: list[str] = field(default_factory=list)
     #: (claim, backend) -> the outcome its record keeps, for each check whose recorded value still stands
-    reusable: dict[tuple[str, str], Outcome] = field(default_factory=dict)
+    reusable: dict[Check, Outcome] = field(default_factory=dict)
 
     @property
     def claims(self) -> set[str]:
         return {c for c, _ in self.pairs}
 
     @property
-    def rejudged(self) -> dict[tuple[str, str], Outcome]:
+    def rejudged(self) -> dict[Check, Outcome]:
         """The checks the run judges again against their recorded values, computing nothing."""
         return {key: self.reusable[key] for key in self.pairs if key in self.reusable}
 
@@ -177,7 +177,7 @@ class Selection:
                 "nothing computed for them"
             )
         rerun = [
-            f"  {'rejudged' if (c, b) in rejudged else 'rerun':<9} {c}[{b}]: {self.why.get((c, b), '')}"
+            f"  {'rejudged' if (c, b) in rejudged else 'rerun':<9} {c}[{b}]: {self.why.get(Check(c, b), '')}"
             for c, b in sorted(self.pairs)
         ]
         return Said(self.how, head + self.notes, rerun, dict(self.unchanged))
@@ -193,7 +193,7 @@ class Said:
     head: list[str]  # the checks rerun, those judged again from their records, and the selection's notes
     rerun: list[str]  # one line a check rerun or judged again, and why (with -v)
     #: (claim, backend) -> (status, date) of each record not rerun
-    unchanged: dict[tuple[str, str], tuple[str, str | None]]
+    unchanged: dict[Check, tuple[str, str | None]]
 
     def lines(self, judged: Iterable[tuple[str, str]] = (), verbose: bool = False) -> list[str]:
         """The lines to print; a check in `judged` (the run judged it after all) is not called unchanged."""
@@ -235,7 +235,7 @@ class Said:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Said:
-        unchanged = {(c, b): (status, date) for c, b, status, date in data["unchanged"]}
+        unchanged = {Check(c, b): (status, date) for c, b, status, date in data["unchanged"]}
         return cls(data["how"], list(data["head"]), list(data["rerun"]), unchanged)
 
 
@@ -283,7 +283,7 @@ def select_changed(
     results: ResultsFile | None,
     registry: Registry,
     bindings: Mapping[str, list[Binding]],
-    pairs: Iterable[tuple[str, str]],
+    pairs: Iterable[Check],
     versions: Mapping[str, str | None],
     unrecorded: str = NO_RECORDS_YET,
     libraries: Mapping[str, Any] | None = None,
@@ -306,18 +306,18 @@ def select_changed(
             date = results.date_of(claim_id, backend)
             if date and not why_not_reused(claim, record):
                 seconds = results.run.seconds.get(claim_id, {}).get(backend, 0.0)
-                selection.reusable[(claim_id, backend)] = recorded_outcome(claim, backend, record, date, seconds)
+                selection.reusable[Check(claim_id, backend)] = recorded_outcome(claim, backend, record, date, seconds)
             why = figures_why(record, bindings.get(claim_id, []))
             if why is None:
-                selection.unchanged[(claim_id, backend)] = (str(record.status), date)
+                selection.unchanged[Check(claim_id, backend)] = (str(record.status), date)
                 continue
-        selection.pairs.add((claim_id, backend))
-        selection.why[(claim_id, backend)] = why or ""
+        selection.pairs.add(Check(claim_id, backend))
+        selection.why[Check(claim_id, backend)] = why or ""
     return selection
 
 
 def select_reading(
-    results: ResultsFile | None, registry: Registry, readings: list[Reading], pairs: Iterable[tuple[str, str]]
+    results: ResultsFile | None, registry: Registry, readings: list[Reading], pairs: Iterable[Check]
 ) -> Selection:
     """`--reading`: of the run's `pairs`, the claims that read one of `readings`, on every backend; and
     those whose reads are not known here (no record, or code changed since it)."""
@@ -343,8 +343,8 @@ def select_reading(
             reading.add(claim_id)
     for claim_id, backend in pairs:
         if claim_id in reading or claim_id in unknown:
-            selection.pairs.add((claim_id, backend))
-            selection.why[(claim_id, backend)] = (
+            selection.pairs.add(Check(claim_id, backend))
+            selection.why[Check(claim_id, backend)] = (
                 "reads " + ", ".join(map(str, readings))
                 if claim_id in reading
                 else "no record on this machine says what it reads"
@@ -403,9 +403,9 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
     for claim_id in selection.claims:
         for backend in everywhere.get(claim_id, []):
             if (claim_id, backend) not in selection.pairs:
-                selection.unchanged.pop((claim_id, backend), None)
-                selection.pairs.add((claim_id, backend))
-                selection.why[(claim_id, backend)] = (
+                selection.unchanged.pop(Check(claim_id, backend), None)
+                selection.pairs.add(Check(claim_id, backend))
+                selection.why[Check(claim_id, backend)] = (
                     "checked with its claim's other backends (a figure is judged on each)"
                 )
 
@@ -448,7 +448,7 @@ def narrow(
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only
     everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry if c.id in in_run}
-    pairs = [(c, b) for c, names in everywhere.items() for b in names]
+    pairs = [Check(c, b) for c, names in everywhere.items() for b in names]
     if changed:
         versions = {
             name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends

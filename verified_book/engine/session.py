@@ -20,7 +20,7 @@ from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequen
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
-from verified_book.authoring.registry import REGISTRY, Claim, Kind, is_measured
+from verified_book.authoring.registry import REGISTRY, Claim, is_measured
 from verified_book.book.bindings import (
     AllowListError,
     Binding,
@@ -49,6 +49,7 @@ from verified_book.vocabulary import (
     NO_BACKEND_NAME,
     NOT_HERE,
     NOT_RUN,
+    Kind,
     OutcomeStatus,
     Status,
     worst,

@@ -28,7 +28,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
 from verified_book.authoring.registry import REGISTRY
-from verified_book.book.bindings import AllowListError, Book, Page
+from verified_book.book.bindings import AllowListError, Book, Page, generated
 from verified_book.engine import provenance
 from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
@@ -135,7 +135,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def _own(self, src: str) -> bool:
         """Whether the book has a file of this path, its own (not one `verified-book pages` wrote)."""
-        return (self.docs / src).exists() and not site_book.marked(self.docs / src)
+        return (self.docs / src).exists() and not generated(self.docs / src)
 
     def _add_assets(self, config: MkDocsConfig) -> None:
         """The marks' stylesheet and script on every page, after the book's own (which a book that lists
@@ -241,7 +241,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         for path in (*STYLESHEETS, *SCRIPTS, *self._generated_pages()):
             # what `verified-book pages` wrote for a generator that runs no plugin: this build makes its own
             written = files.get_file_from_path(path)
-            if written is not None and written.abs_src_path and site_book.marked(Path(written.abs_src_path)):
+            if written is not None and written.abs_src_path and generated(Path(written.abs_src_path)):
                 files.remove(written)
         for path in (*STYLESHEETS, *SCRIPTS):
             if files.get_file_from_path(path) is None:

@@ -111,7 +111,7 @@ class QuietLastScheduling(LoadScheduling):
             self.quiet_node = None
         if node is self.pin_node:
             self.pin_node = None
-        crashed = super().remove_node(node)
+        crashed: str | None = super().remove_node(node)
         if self.quiet_node is not None:
             self._send_quiet_when_alone()
         elif self.quiet and self.nodes and not self.pending:

@@ -156,22 +156,8 @@ def serve(book: BookConfig, args: list[str]) -> int:
         path.mkdir(parents=True, exist_ok=True) if not path.exists() else None
         server.watch(str(path))
     if sys.stdin.isatty():
-        wake = internals().wake
-
-        def keys() -> None:
-            for line in sys.stdin:
-                if line.strip() == "m":
-                    asked.set()
-                    wake(server)
-
-        threading.Thread(target=keys, daemon=True).start()
-
-    def announce() -> None:  # once the watchers have their first look, so a save from now on is seen
-        while not (server.observer.is_alive() and all(e.is_alive() for e in server.observer.emitters)):
-            time.sleep(0.01)
-        print(f"verified-book serve: {site.url} (Ctrl-C stops; m and Enter measures)", flush=True)
-
-    threading.Thread(target=announce, daemon=True).start()
+        threading.Thread(target=_keys, args=(server, asked), daemon=True).start()
+    threading.Thread(target=_announce, args=(server, site.url), daemon=True).start()
     code = 0
     try:
         server.serve()
@@ -188,6 +174,22 @@ def serve(book: BookConfig, args: list[str]) -> int:
         engine.written()
         shutil.rmtree(site_dir, ignore_errors=True)
     return 1 if engine.unkept else code
+
+
+def _keys(server: Any, asked: threading.Event) -> None:
+    """Read the terminal: `m` and Enter asks for the measured claims, and wakes the server to compute them."""
+    wake = internals().wake
+    for line in sys.stdin:
+        if line.strip() == "m":
+            asked.set()
+            wake(server)
+
+
+def _announce(server: Any, url: str) -> None:
+    """Say where the preview is once the watchers have their first look, so a save from then on is seen."""
+    while not (server.observer.is_alive() and all(e.is_alive() for e in server.observer.emitters)):
+        time.sleep(0.01)
+    print(f"verified-book serve: {url} (Ctrl-C stops; m and Enter measures)", flush=True)
 
 
 def address_problem(host: str, port: int) -> str | None:

@@ -22,7 +22,7 @@ The run that holds the lock alone writes its name on the lock file's first line;
 beside others adds a line `beside: pid N (job)`, so that the runs it went beside learn who ran
 beside them.
 
-A measured record carries `conditions` (see `Conditions.entry`): the 1-minute load average
+A measured record carries `conditions` (see `RunConditions.entry`): the 1-minute load average
 before and after the run's timed items, the machine's cores, and who ran beside it. It is
 contended (`contended`) when another run was beside it, or when the load average exceeded
 `HEAVY_LOAD_PER_CORE` times the cores.
@@ -110,7 +110,7 @@ def load_average() -> float | None:
 
 
 @dataclass
-class Conditions:
+class RunConditions:
     """What one run saw around its timed items."""
 
     cores: int | None = field(default_factory=os.cpu_count)  # the load average counts the whole system's CPUs
@@ -184,7 +184,7 @@ class RunLock:
         self.limit = limit
         self.pid = os.getpid()
         self.describe = f"pid {self.pid} ({job or job_name()})"
-        self.conditions = Conditions()
+        self.conditions = RunConditions()
         self.passive = False  # part of another process's run: it takes no lock
         self.exclusive = False
         self.beside = False
@@ -247,7 +247,7 @@ class RunLock:
         if self.conditions.load_before is not None:
             self.conditions.load_after = load_average()
 
-    def seen(self) -> Conditions:
+    def seen(self) -> RunConditions:
         """What this run saw, with every run that said it ran beside this one until now."""
         self.conditions.beside = sorted(set(self.conditions.beside) | set(self._told()))
         return self.conditions

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal, NamedTuple, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -196,10 +196,27 @@ OutputName = Annotated[
 Key = Annotated[str, Field(max_length=MAX_KEY_CHARS)]
 
 
+class Check(NamedTuple):
+    """What one record answers: a claim on a backend. The results file keys its records by the two, in this order."""
+
+    claim: str
+    backend: str
+
+
 class Strict(BaseModel):
     """A part of a results file: no field it does not name, no value of another type."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, regex_engine="python-re")
+
+
+StrictT = TypeVar("StrictT", bound=Strict)
+
+
+def revised(model: StrictT, **changes: Any) -> StrictT:
+    """`model` with `changes`, built and validated as a new one: pydantic's `model_copy(update=...)` takes the
+    changes unchecked, and a record no file could hold would be written. The fields set stay those set, and the
+    changed ones, so what is written is what `model_copy` would have written."""
+    return type(model).model_validate({**model.model_dump(exclude_unset=True), **changes})
 
 
 # ------------------------------------------------------------------ values

@@ -48,6 +48,7 @@ from verified_book.records.record import (
     RunHeader,
     RunOnDisk,
     SnippetOutput,
+    revised,
 )
 from verified_book.records.values import MAX_INT_BITS, from_json, to_json
 from verified_book.vocabulary import RECORDED, Status
@@ -165,8 +166,8 @@ class ResultsFile:
         records = {cid: dict(per) for cid, per in doc.records.items()}
         for claim_id, per_backend in doc.run.measured.items():
             for backend, volatile in per_backend.items():
-                records[claim_id][backend] = records[claim_id][backend].model_copy(
-                    update={k: getattr(volatile, k) for k in volatile.model_fields_set}
+                records[claim_id][backend] = revised(
+                    records[claim_id][backend], **{k: getattr(volatile, k) for k in volatile.model_fields_set}
                 )
         run = RunHeader.model_validate(doc.run.model_dump(exclude={"measured", "outputs"}, exclude_unset=True))
         return cls(doc.slug, doc.machine, run, records, {**doc.outputs, **doc.run.outputs}, dict(doc.claims))
@@ -304,6 +305,32 @@ def _is_number(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float)) and _finite(value)
 
 
+def _key_problem(key: Any) -> str | None:
+    """What is wrong with a mapping key of a results file, or None."""
+    if not isinstance(key, str):
+        return f"key {_show(key)} is not a string"
+    if len(key) > MAX_KEY_CHARS:
+        return f"a key of {len(key)} characters (at most {MAX_KEY_CHARS})"
+    return None
+
+
+def _leaf_problem(node: Any, key: str) -> str | None:
+    """What is wrong with a value that holds no others (held under `key`), or None."""
+    if isinstance(node, str):
+        limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
+        if len(node) > limit:
+            return f"a string of {len(node)} characters (at most {limit})"
+    elif isinstance(node, float):
+        if not math.isfinite(node):
+            return f"{node!r} is not a finite number"
+    elif _is_int(node):
+        if node.bit_length() > MAX_INT_BITS:
+            return f"an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})"
+    elif node is not None and not isinstance(node, bool):
+        return f"a {type(node).__name__}, which JSON does not hold"
+    return None
+
+
 def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | int, ...]] | None = None) -> None:
     """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers.
 
@@ -325,11 +352,9 @@ def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | i
             return
         if isinstance(node, dict):
             for k, v in node.items():
-                if not isinstance(k, str):
-                    problems.append(f"{at(k)}: key {_show(k)} is not a string")
-                    continue
-                if len(k) > MAX_KEY_CHARS:
-                    problems.append(f"{at(k)}: a key of {len(k)} characters (at most {MAX_KEY_CHARS})")
+                wrong = _key_problem(k)
+                if wrong:
+                    problems.append(f"{at(k)}: {wrong}")
                     continue
                 path.append(k)
                 visit(v, depth + 1, k)
@@ -339,18 +364,10 @@ def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | i
                 path.append(i)
                 visit(v, depth + 1, key)
                 path.pop()
-        elif isinstance(node, str):
-            limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
-            if len(node) > limit:
-                problems.append(f"{at()}: a string of {len(node)} characters (at most {limit})")
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                problems.append(f"{at()}: {node!r} is not a finite number")
-        elif _is_int(node):
-            if node.bit_length() > MAX_INT_BITS:
-                problems.append(f"{at()}: an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})")
-        elif node is not None and not isinstance(node, bool):
-            problems.append(f"{at()}: a {type(node).__name__}, which JSON does not hold")
+        else:
+            wrong = _leaf_problem(node, key)
+            if wrong:
+                problems.append(f"{at()}: {wrong}")
 
     visit(node, 1, "")
 
@@ -507,7 +524,7 @@ def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvag
         if data.get("schema_version") != SCHEMA_VERSION or None in units:
             return None, [], problems[:51]
         grouped: dict[tuple[str | int, ...], list[str]] = {}
-        for part, text in zip(units, problems):
+        for part, text in zip(units, problems, strict=True):
             grouped.setdefault(part, []).append(text.removeprefix(where))  # type: ignore[arg-type]
         aside += salvage.set_aside(data, grouped)
     try:

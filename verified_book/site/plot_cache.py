@@ -25,7 +25,7 @@ import hashlib
 import importlib.metadata
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar, cast
 
 from verified_book.records import kept
 from verified_book.records.results import ResultsFile
@@ -62,7 +62,7 @@ def remembered(draw: Callable[..., T], *args: Any) -> T:
     path = folder / f"{key(draw, args, code)}.pickle"
     found = kept.taken(path)
     if found is not None:
-        return found
+        return cast(T, found)  # kept under the key of this very call of `draw`
     drawn = draw(*args)
     kept.keep(path, drawn, KEEP_AT_MOST)
     return drawn

@@ -23,10 +23,11 @@ from verified_book.authoring.registry import Claim
 from verified_book.book import snippet_display
 from verified_book.book.bindings import BINDING, Binding, Page, unknown_claim
 from verified_book.book.lexer import CodeBlock, include_of, lex
-from verified_book.engine.figure_status import UNVERIFIED, FigureView, figure_view, short
+from verified_book.engine.figure_status import FigureView, figure_view, short
 from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile
 from verified_book.site.render import markup, render_error, render_figure
+from verified_book.vocabulary import UNVERIFIED
 
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 

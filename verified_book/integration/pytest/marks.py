@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from verified_book import backends as backends_mod
-from verified_book.authoring.registry import Claim, Kind
+from verified_book.authoring.registry import Claim
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.session import Session
+from verified_book.vocabulary import Kind
 
 BACKEND_MARKERS = {
     "cpu": "runs on the CPU (numpy, torch:cpu, mlx:cpu, jax:cpu, or no backend at all)",
@@ -34,7 +35,8 @@ def mark_of(name: str) -> pytest.MarkDecorator:
     """One decorator a name, shared by every item: `pytest.mark.<name>` (and `add_marker` given a name) checks the
     name and builds a decorator on each access, and a book's collection asks some fifty thousand times. A
     decorator is immutable, and every name here is one this plugin registers at configure."""
-    return getattr(pytest.mark, name)
+    decorator: pytest.MarkDecorator = getattr(pytest.mark, name)
+    return decorator
 
 
 def expression_of(text: str) -> Any:

@@ -95,29 +95,9 @@ LEGEND = {
 }
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if config.option.collectonly:
-        return  # nothing ran, so there is nothing to count: every selected check would be `not run`
-    run = state(config)
-    absent = {name for name, b in run.backends.known().items() if not b.available}
-    statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
-    tally = run.tally
-    table = summary_table(statuses, tally.selected, cannot_run(run, tally.selected - set(statuses), absent))
-    for _, backend_name in outdated_records(run, statuses):
-        row = table.setdefault(backend_name, {})
-        row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
-    for lost in tally.lost_workers:
-        terminalreporter.write_line(
-            f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
-            red=True,
-        )
-    say_what_was_rewritten(terminalreporter, config)
-    if NARROWED in config.stash:
-        for line in config.stash[NARROWED].lines(judged=statuses, verbose=config.getoption("verbose") > 0):
-            terminalreporter.write_line(line)
-    if not table:
-        say_what_was_lost(terminalreporter, run)
-        return
+def write_table(terminalreporter: Any, table: dict[str, dict[str, int]]) -> None:
+    """The run's table of checks per backend, each column named as the vocabulary names it, in blocks no wider
+    than a terminal, with a legend line per column."""
     found = {s for row in table.values() for s in row} - {"selected", *UNJUDGED}
     unjudged = (NOT_HERE, *(s for s in UNJUDGED[1:] if any(s in row for row in table.values())))
     columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), *unjudged)
@@ -143,6 +123,32 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             "  ",
         ):
             terminalreporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.option.collectonly:
+        return  # nothing ran, so there is nothing to count: every selected check would be `not run`
+    run = state(config)
+    absent = {name for name, b in run.backends.known().items() if not b.available}
+    statuses = {k: s for k, s in run.statuses().items() if not (s == Status.SKIPPED and k[1] in absent)}
+    tally = run.tally
+    table = summary_table(statuses, tally.selected, cannot_run(run, tally.selected - set(statuses), absent))
+    for _, backend_name in outdated_records(run, statuses):
+        row = table.setdefault(backend_name, {})
+        row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
+    for lost in tally.lost_workers:
+        terminalreporter.write_line(
+            f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
+            red=True,
+        )
+    say_what_was_rewritten(terminalreporter, config)
+    if NARROWED in config.stash:
+        for line in config.stash[NARROWED].lines(judged=statuses, verbose=config.getoption("verbose") > 0):
+            terminalreporter.write_line(line)
+    if not table:
+        say_what_was_lost(terminalreporter, run)
+        return
+    write_table(terminalreporter, table)
     missed = [key for key in tally.selected if key not in statuses]
     for marker in hardware_in(config.getoption("markexpr", "") or ""):
         there = sum(1 for c, b in missed if c in REGISTRY and marker in run.applies_to(REGISTRY[c], b))
