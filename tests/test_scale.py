@@ -73,3 +73,17 @@ def test_a_results_file_past_the_size_limit_is_read_back_by_the_next_run(tmp_pat
         p.name for p in (tmp_path / "results.local").iterdir() if ".corrupt-" in p.name or ".set-aside-" in p.name
     ]
     assert set(json.loads(written.read_text())["records"]) == recorded
+
+
+def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() -> None:
+    from benchmarks import scale
+
+    def entry(size: int) -> dict[str, object]:
+        return {"full_run": {"seconds": 2.0 * size, "peak_mb": 100.0}, "records": {"bytes": 1000 * size**2}}
+
+    fitted = scale.exponents({"1": entry(1), "4": entry(4), "16": entry(16), "64": entry(64)})
+    assert fitted["full_run_s"] == {"exponent": 1.0, "sizes": [4, 16, 64]}
+    assert fitted["results_bytes"]["exponent"] == 2.0 and fitted["full_run_peak_mb"]["exponent"] == 0.0
+    assert "changed_s" not in fitted  # not measured: not fitted
+    small = scale.exponents({"1": entry(1), "4": entry(4)})  # a run of the small sizes alone
+    assert small["full_run_s"] == {"exponent": 1.0, "sizes": [1, 4]}
