@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What the engine costs as a book grows: a synthetic book at 1, 4, 16 and 64 times this one's size.
 
-    .venv/bin/python benchmarks/scale.py [--sizes 1,4,16,64] [--machines 1,10,50] [--skip-serve] [--skip-site]
+    .venv/bin/python benchmarks/scale.py [--sizes 1,4,16,64] [--machines 1,10,50]
+                                         [--skip-changed] [--skip-serve] [--skip-site]
 
 For each size, writes a book with benchmarks/synthetic_book.py (16 pages and about 1,000 figures per unit of
 size, every claim trivially cheap on numpy, so what is measured is the engine) in a temporary folder, and times,
@@ -9,7 +10,7 @@ one after another, each in a process of its own:
 
 1. collection: `pytest --collect-only -q`;
 2. the full run: `pytest`, which writes this machine's results file (the book's `results.local/`);
-3. a second full run, which reads that file back and merges into it;
+3. a second full run, which reads that file back and merges into it (`history_kept`: it set nothing aside);
 4. `pytest --changed` after one figure of a middle page is printed wrong (its figure stale), then after it is
    put back (`changed_back`);
 5. `verified-book serve`: its start (to its first "serve: http://" line), then the same figure printed wrong
@@ -249,8 +250,10 @@ def time_site(book: synthetic_book.Book, results: Path, machines: int) -> dict[s
         return step([mkdocs, "build", "-q", "-d", site], book.root, env)
 
 
-def measure(scale: int, machines: list[int], skip_serve: bool, skip_site: bool, start_limit: float) -> dict[str, Any]:
-    """Every figure of one size."""
+def measure(
+    scale: int, machines: list[int], skip_changed: bool, skip_serve: bool, skip_site: bool, start_limit: float
+) -> dict[str, Any]:
+    """Every figure of one size (less the steps skipped)."""
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     folder = Path(tempfile.mkdtemp(prefix=f"scale-{scale}x-"))
     try:
@@ -267,12 +270,13 @@ def measure(scale: int, machines: list[int], skip_serve: bool, skip_site: bool, 
         out["history_kept"] = not kept
         if kept:
             say(f"  the second run set the first run's records aside: {', '.join(kept)}")
-        changed = time_changed(book)
-        out["changed"], out["changed_back"] = changed["edited"], changed["back"]
-        say(
-            f"  --changed after one figure edit: {changed['edited']['seconds']} s ({summary(changed['edited'])}); "
-            f"put back: {changed['back']['seconds']} s"
-        )
+        if not skip_changed:
+            changed = time_changed(book)
+            out["changed"], out["changed_back"] = changed["edited"], changed["back"]
+            say(
+                f"  --changed after one figure edit: {changed['edited']['seconds']} s "
+                f"({summary(changed['edited'])}); put back: {changed['back']['seconds']} s"
+            )
         if not skip_serve:
             out["serve"] = time_serve(book, start_limit)
             served = out["serve"]
@@ -363,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--machines", default=",".join(map(str, MACHINES)), help="machines the site is built with (default 1,10,50)"
     )
+    parser.add_argument("--skip-changed", action="store_true", help="do not time pytest --changed")
     parser.add_argument("--skip-serve", action="store_true", help="do not time verified-book serve")
     parser.add_argument("--skip-site", action="store_true", help="do not time the site builds")
     parser.add_argument("--start-limit", type=float, default=3600, help="seconds serve may take to start")
@@ -385,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     scale = kept.get("scale", {})
     measured = dict(scale.get("sizes", {}))
     for size in sizes:
-        measured[str(size)] = measure(size, machines, args.skip_serve, args.skip_site, args.start_limit)
+        measured[str(size)] = measure(
+            size, machines, args.skip_changed, args.skip_serve, args.skip_site, args.start_limit
+        )
         scale = {
             "machine": slug,
             "cpu": info.get("cpu"),
