@@ -202,7 +202,7 @@ def _high_water_mb(pid: int) -> float | None:
 
 def records_timings(path: Path) -> dict[str, Any]:
     """Reading and checking a results file, merging it into a copy of itself, and writing it (this process)."""
-    from verified_book.records.results import read
+    from verified_book.records.results import MAX_FILE_BYTES, read
     from verified_book.records.writing import dumps, merge_into
 
     started = time.perf_counter()
@@ -219,6 +219,8 @@ def records_timings(path: Path) -> dict[str, Any]:
         write_s = time.perf_counter() - started
     return {
         "bytes": path.stat().st_size,
+        # past the limit on files from others: the second run's `history_kept` shows the limit spares one's own
+        "over_contributed_limit": path.stat().st_size > MAX_FILE_BYTES,
         "records": sum(len(per) for per in results.records.values()),
         "read_s": round(read_s, 3),
         "merge_s": round(merge_s, 3),
@@ -289,7 +291,9 @@ def measure(
         out["records"] = time_records(results)
         rec = out["records"]
         say(
-            f"  results file: {rec.get('bytes', 0) / 1e6:.1f} MB; read {rec.get('read_s')} s, merge "
+            f"  results file: {rec.get('bytes', 0) / 1e6:.1f} MB"
+            f"{' (past the limit on files from others)' if rec.get('over_contributed_limit') else ''}; "
+            f"read {rec.get('read_s')} s, merge "
             f"{rec.get('merge_s')} s, write {rec.get('write_s')} s"
         )
         if not skip_site:
