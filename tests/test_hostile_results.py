@@ -58,8 +58,25 @@ def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path, monkeypatc
     monkeypatch.setattr(results, "MAX_FILE_BYTES", 1000)
     path = tmp_path / "contrib.json"
     path.write_text(json.dumps(faults.sound_results()) + " " * 1000)
-    with pytest.raises(results.ResultsError, match="more than a results file can hold"):
+    with pytest.raises(results.ResultsError, match="more than a results file from another machine may hold"):
         results.read(path)
+
+
+def test_the_size_limit_never_applies_to_a_machines_own_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large book's own results file is read back whole, by the writer and by `own` readers: the limit guards
+    only what others send, so no run sets a machine's history aside for its size."""
+    monkeypatch.setattr(results, "MAX_FILE_BYTES", 1000)
+    path = tmp_path / f"{faults.sound_results()['slug']}.json"
+    path.write_text(json.dumps(faults.sound_results()) + " " * 1000)
+    assert results.read(path, own=True).records
+    assert results.read_all(tmp_path, pytest.fail, own=True)
+    kept, aside = results.read_salvaging(path)
+    assert kept.records and not aside
+    warnings: list[str] = []
+    assert results.read_all(tmp_path, warnings.append) == {}
+    assert len(warnings) == 1 and "never a machine's own history" in warnings[0]
 
 
 def test_the_site_reader_reports_a_hostile_file_and_keeps_the_others(tmp_path: Path) -> None:

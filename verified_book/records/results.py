@@ -78,6 +78,9 @@ __all__ = [  # the store's names, wherever in the package they are defined
 
 # Limits on a results file, which may come from anyone, checked before it is parsed: past them a file
 # is refused, not rendered. The limits on each field are the models' (verified_book.records.record).
+# The size limit guards against what others send (a contributed file, a file in the committed results
+# folder); a machine's own history, written by its own runs, is read whatever its size (`own`), so a
+# large book never loses its records to it.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_STRING_CHARS_BY_KEY = {"message": record.MAX_MESSAGE_CHARS, "text": record.MAX_TEXT_CHARS}
@@ -417,9 +420,13 @@ def _no_constants(name: str) -> Any:
 KEEP_CHECKED = 50  # sound files `read` keeps checked in a `kept_in` folder; the oldest used go first
 
 
-def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None = None) -> ResultsFile:
+def read(
+    path: Path, known_claims: set[str] | None = None, kept_in: Path | None = None, *, own: bool = False
+) -> ResultsFile:
     """Read and check one results file; raise ResultsError saying what is wrong and where.
 
+    A file from others is refused past MAX_FILE_BYTES before it is read; `own` says the file is this
+    machine's own history (its local results, records an earlier run kept), read whatever its size.
     With `kept_in`, a file read and found sound before (the same bytes, checked by the same code) is
     taken from there instead of checked again, which a site build does at every build for files that
     change only when a machine contributes (see `_kept`)."""
@@ -428,8 +435,8 @@ def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None 
         size = path.stat().st_size
     except OSError as e:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
+    if not own:
+        _within_limit(where, size)
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -444,6 +451,15 @@ def read(path: Path, known_claims: set[str] | None = None, kept_in: Path | None 
     if place is not None:
         kept.keep(place, results, KEEP_CHECKED)
     return results
+
+
+def _within_limit(where: str, size: int) -> None:
+    """Refuse a file from others past the size limit, saying which files the limit guards."""
+    if size > MAX_FILE_BYTES:
+        raise ResultsError(
+            f"{where}: {size} bytes, more than a results file from another machine may hold ({MAX_FILE_BYTES}); "
+            "the limit guards contributed files and the committed results folder, never a machine's own history"
+        )
 
 
 def _kept(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) -> Path:
@@ -552,12 +568,10 @@ def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvag
 
 def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
     """A results file for a writer to merge into: every sound record kept, each bad part set aside (see
-    `salvaged`); a file that is not a results file at all raises ResultsError, as `read` does."""
+    `salvaged`); a file that is not a results file at all raises ResultsError, as `read` does. The file is
+    the one the writer keeps, so no size limit applies: a large book's history is never set aside for its size."""
     where = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ResultsError(f"{where}: {size} bytes, more than a results file can hold ({MAX_FILE_BYTES})")
         raw = path.read_bytes()
     except OSError as e:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
@@ -567,14 +581,19 @@ def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
 
 
 def read_all(
-    results_dir: Path, warn: Callable[[str], None], known_claims: set[str] | None = None, kept_in: Path | None = None
+    results_dir: Path,
+    warn: Callable[[str], None],
+    known_claims: set[str] | None = None,
+    kept_in: Path | None = None,
+    *,
+    own: bool = False,
 ) -> dict[str, ResultsFile]:
-    """Every readable results file by slug; a bad file is reported through `warn` and skipped (`kept_in`: see
-    `read`)."""
+    """Every readable results file by slug; a bad file is reported through `warn` and skipped (`kept_in`, `own`:
+    see `read`)."""
     out: dict[str, ResultsFile] = {}
     for path in sorted(results_dir.glob("*.json")):
         try:
-            out[path.stem] = read(path, known_claims, kept_in)
+            out[path.stem] = read(path, known_claims, kept_in, own=own)
         except ResultsError as e:
             warn(str(e))
     return out

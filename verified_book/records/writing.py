@@ -148,7 +148,7 @@ def _take_unsaved(path: Path, current: ResultsFile, update: ResultsFile, warn: C
     taken = []
     for earlier in unsaved.meant_for(path):
         try:
-            records = read(earlier)
+            records = read(earlier, own=True)
         except ResultsError as e:
             warn(f"{e}\n{earlier}: left where it is; it was kept for {path}")
             continue

@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""What the engine costs as a book grows: a synthetic book at 1, 4, 16 and 64 times this one's size.
+
+    .venv/bin/python benchmarks/scale.py [--sizes 1,4,16,64] [--machines 1,10,50]
+                                         [--skip-changed] [--skip-serve] [--skip-site]
+
+For each size, writes a book with benchmarks/synthetic_book.py (16 pages and about 1,000 figures per unit of
+size, every claim trivially cheap on numpy, so what is measured is the engine) in a temporary folder, and times,
+one after another, each in a process of its own:
+
+1. collection: `pytest --collect-only -q`;
+2. the full run: `pytest`, which writes this machine's results file (the book's `results.local/`);
+3. a second full run, which reads that file back and merges into it (`history_kept`: it set nothing aside);
+4. `pytest --changed` after one figure of a middle page is printed wrong (its figure stale), then after it is
+   put back (`changed_back`);
+5. `verified-book serve`: its start (to its first "serve: http://" line), then the same figure printed wrong
+   and back, each timed from the save to the first poll of the served page that shows the new mark (as
+   benchmarks/serve.py times it);
+6. the results file: its size, and reading and checking it, merging it into a copy of itself, and writing it
+   (each in a fresh process: `--records FILE`);
+7. the site build (`mkdocs build`, its first build of the results, so every file is checked) with the results
+   file as 1, 10 and 50 machines (`--machines`): copies under other machines' slugs (benchmarks/run.py's
+   `fleet_of`).
+
+Each step's peak memory is the largest resident set of the processes it started (`resource.getrusage`
+RUSAGE_CHILDREN `ru_maxrss`, in a wrapper process of its own; serve's own `VmHWM`). Then each growth
+exponent is fitted, the slope of log(time) over log(size) between 4x and 64x (least squares over the sizes
+present from 4x up; over every size present where fewer than two are), and printed. The figures are merged
+into benchmarks/results/<machine-slug>.json under `scale`, each size with its date: a run of some sizes keeps
+the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable
+
+try:  # imported as benchmarks.scale (the tests), or run as a script, whose folder Python puts first on the path
+    from benchmarks import synthetic_book
+    from benchmarks.run import fleet_of
+    from benchmarks.serve import MARK, free_port, seconds_text, wait
+except ImportError:
+    import synthetic_book  # type: ignore[no-redef]
+    from serve import MARK, free_port, seconds_text, wait  # type: ignore[no-redef]
+
+    from run import fleet_of  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = (1, 4, 16, 64)
+MACHINES = (1, 10, 50)
+STEP_LIMIT_S = 4 * 3600  # any one step; the 64x book's full run took minutes on a 2-core machine
+WRAPPER = (
+    "import json, resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(json.dumps(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(done.returncode)\n"
+)
+
+
+def env_for() -> dict[str, str]:
+    """This environment with this checkout's engine first on the path."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        "NO_MKDOCS_2_WARNING": "1",
+    }
+
+
+def step(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Seconds, exit status, peak memory (MB, of every process the command started) and last line of one
+    command."""
+    with tempfile.TemporaryDirectory(prefix="scale-step-") as folder:
+        peak_file = Path(folder) / "peak.json"
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", WRAPPER, str(peak_file), *cmd],
+            cwd=cwd,
+            env=env or env_for(),
+            capture_output=True,
+            text=True,
+            timeout=STEP_LIMIT_S,
+        )
+        seconds = time.perf_counter() - started
+        peak_kib = json.loads(peak_file.read_text()) if peak_file.exists() else 0
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    summary = next((line for line in reversed(lines) if " in " in line and ("passed" in line or "failed" in line)), "")
+    out: dict[str, Any] = {
+        "seconds": round(seconds, 2),
+        "exit_status": proc.returncode,
+        "peak_mb": round(peak_kib / 1024, 1),
+    }
+    if summary:
+        out["summary"] = summary.strip("= ")
+    if proc.returncode not in (0, 1):
+        out["error"] = "\n".join(lines[-5:])
+    return out
+
+
+def save(path: Path, old: str, new: str) -> None:
+    """Every place `old` is printed on the page, printed as `new`: a figure printed twice is edited twice."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def pytest_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+
+
+def one_figure(book: synthetic_book.Book) -> tuple[Path, str, str]:
+    """A middle page, one of its derived figures as printed, and the same figure printed wrong."""
+    page = book.page(book.pages // 2)
+    name = synthetic_book.page_name(book.pages // 2)
+    match = re.search(rf"\[([1-9][^\]]*)\]\(claim:{re.escape(name)}\.exact\.e0\)", page.read_text())
+    assert match, f"{page}: no figure of {name}.exact.e0"
+    right = match.group(0)
+    text = match.group(1)
+    wrong = right.replace(f"[{text}]", f"[{int(text[0]) % 9 + 1}{text[1:]}]", 1)
+    return page, right, wrong
+
+
+def time_changed(book: synthetic_book.Book) -> dict[str, Any]:
+    """`pytest --changed` after one figure is printed wrong, and after it is put back."""
+    page, right, wrong = one_figure(book)
+    save(page, right, wrong)
+    edited = step(pytest_cmd("--changed"), book.root)
+    save(page, wrong, right)
+    back = step(pytest_cmd("--changed"), book.root)
+    return {"edited": edited, "back": back, "figure": right}
+
+
+def time_serve(book: synthetic_book.Book, start_limit: float) -> dict[str, Any]:
+    """`verified-book serve`: its start, and from a saved figure to its new mark, both ways."""
+    page, right, wrong = one_figure(book)
+    claim_id = right.partition("(claim:")[2].rstrip(")")
+    url = f"{synthetic_book.page_name(book.pages // 2)}/"
+    port = free_port()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)],
+        cwd=book.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env_for(),
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()
+
+    def marks() -> set[str]:
+        """The marks the served page shows for the figure."""
+        try:
+            html = urllib.request.urlopen(f"http://127.0.0.1:{port}/{url}", timeout=60).read().decode()
+        except OSError:
+            return set()
+        return {status for claim, status in MARK.findall(html) if claim == claim_id}
+
+    out: dict[str, Any] = {}
+    try:
+        up = wait(lambda: any("serve: http://" in line for line in lines) or proc.poll() is not None, start_limit, 0.2)
+        if up is None or proc.poll() is not None:
+            return {"error": "serve did not start: " + "".join(lines)[-500:]}
+        out["start_s"] = round(time.perf_counter() - started, 2)
+        if wait(lambda: marks() == {"verified"}, 120) is None:
+            return {**out, "error": f"{url}: {claim_id} is not marked verified after serve's first build"}
+        save(page, right, wrong)
+        to_stale = wait(lambda: marks() == {"stale"}, 600)
+        save(page, wrong, right)
+        to_verified = wait(lambda: marks() == {"verified"}, 600)
+        out["to_stale_s"] = None if to_stale is None else round(to_stale, 3)
+        out["to_verified_s"] = None if to_verified is None else round(to_verified, 3)
+        out["peak_mb"] = _high_water_mb(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return out
+
+
+def _high_water_mb(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def records_timings(path: Path) -> dict[str, Any]:
+    """Reading and checking a results file, merging it into a copy of itself, and writing it (this process)."""
+    from verified_book.records.results import MAX_FILE_BYTES, read
+    from verified_book.records.writing import dumps, merge_into
+
+    started = time.perf_counter()
+    results = read(path, own=True)
+    read_s = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="scale-records-") as folder:
+        copy = Path(folder) / path.name
+        shutil.copy2(path, copy)
+        started = time.perf_counter()
+        merge_into(copy, results)
+        merge_s = time.perf_counter() - started
+        started = time.perf_counter()
+        (Path(folder) / "written.json").write_text(dumps(results), encoding="utf-8")
+        write_s = time.perf_counter() - started
+    return {
+        "bytes": path.stat().st_size,
+        # past the limit on files from others: the second run's `history_kept` shows the limit spares one's own
+        "over_contributed_limit": path.stat().st_size > MAX_FILE_BYTES,
+        "records": sum(len(per) for per in results.records.values()),
+        "read_s": round(read_s, 3),
+        "merge_s": round(merge_s, 3),
+        "write_s": round(write_s, 3),
+    }
+
+
+def time_records(path: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="scale-records-out-") as folder:
+        out = Path(folder) / "records.json"
+        done = step([sys.executable, str(Path(__file__).resolve()), "--records", str(path), str(out)], ROOT)
+        if not out.exists():
+            return {"error": done.get("error", "no figures written"), "exit_status": done["exit_status"]}
+        return {**json.loads(out.read_text()), "peak_mb": done["peak_mb"]}
+
+
+def time_site(book: synthetic_book.Book, results: Path, machines: int) -> dict[str, Any]:
+    """The site build with `results` as `machines` machines (the first build of these files)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="scale-fleet-") as fleet,
+        tempfile.TemporaryDirectory(prefix="scale-one-") as one,
+        tempfile.TemporaryDirectory(prefix="scale-site-") as site,
+    ):
+        shutil.copy2(results, Path(one) / results.name)
+        fleet_of(Path(one), Path(fleet), machines - 1)
+        shutil.rmtree(book.root / ".cache", ignore_errors=True)
+        env = {**env_for(), "CLAIMS_RESULTS_DIR": fleet}
+        mkdocs = str(Path(sys.executable).parent / "mkdocs")
+        return step([mkdocs, "build", "-q", "-d", site], book.root, env)
+
+
+def measure(
+    scale: int, machines: list[int], skip_changed: bool, skip_serve: bool, skip_site: bool, start_limit: float
+) -> dict[str, Any]:
+    """Every figure of one size (less the steps skipped)."""
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    folder = Path(tempfile.mkdtemp(prefix=f"scale-{scale}x-"))
+    try:
+        book = synthetic_book.write(folder, scale * synthetic_book.PAGES_PER_SCALE)
+        out.update(pages=book.pages, claims=book.claims, figures=book.figures)
+        say(f"{scale}x: {book.pages} pages, {book.claims} claims, {book.figures} figures in {folder}")
+        out["collection"] = step(pytest_cmd("--collect-only"), folder)
+        say(f"  collection: {out['collection']['seconds']} s, {out['collection']['peak_mb']} MB")
+        out["full_run"] = step(pytest_cmd(), folder)
+        say(f"  full run: {out['full_run']['seconds']} s, {out['full_run']['peak_mb']} MB ({summary(out['full_run'])})")
+        out["second_run"] = step(pytest_cmd(), folder)
+        say(f"  second run: {out['second_run']['seconds']} s ({summary(out['second_run'])})")
+        kept = sorted(p.name for p in (folder / "results.local").iterdir() if ".corrupt-" in p.name)
+        out["history_kept"] = not kept
+        if kept:
+            say(f"  the second run set the first run's records aside: {', '.join(kept)}")
+        if not skip_changed:
+            changed = time_changed(book)
+            out["changed"], out["changed_back"] = changed["edited"], changed["back"]
+            say(
+                f"  --changed after one figure edit: {changed['edited']['seconds']} s "
+                f"({summary(changed['edited'])}); put back: {changed['back']['seconds']} s"
+            )
+        if not skip_serve:
+            out["serve"] = time_serve(book, start_limit)
+            served = out["serve"]
+            say(
+                f"  serve: start {served.get('start_s')} s; saved wrong -> stale "
+                f"{seconds_text(served.get('to_stale_s'))}; saved back -> verified "
+                f"{seconds_text(served.get('to_verified_s'))}" + (f"; {served['error']}" if "error" in served else "")
+            )
+        (results,) = [p for p in (folder / "results.local").glob("*.json")]
+        out["records"] = time_records(results)
+        rec = out["records"]
+        say(
+            f"  results file: {rec.get('bytes', 0) / 1e6:.1f} MB"
+            f"{' (past the limit on files from others)' if rec.get('over_contributed_limit') else ''}; "
+            f"read {rec.get('read_s')} s, merge "
+            f"{rec.get('merge_s')} s, write {rec.get('write_s')} s"
+        )
+        if not skip_site:
+            out["site"] = {}
+            for n in machines:
+                out["site"][str(n)] = time_site(book, results, n)
+                built = out["site"][str(n)]
+                say(
+                    f"  site, {n} machine(s): {built['seconds']} s, {built['peak_mb']} MB (exit {built['exit_status']})"
+                )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def summary(done: dict[str, Any]) -> str:
+    return str(done.get("summary") or f"exit {done['exit_status']}")
+
+
+#: the figures whose growth is fitted: a name and where it is in one size's entry
+GROWTH: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "collection_s": lambda s: s["collection"]["seconds"],
+    "full_run_s": lambda s: s["full_run"]["seconds"],
+    "full_run_peak_mb": lambda s: s["full_run"]["peak_mb"],
+    "second_run_s": lambda s: s["second_run"]["seconds"],
+    "changed_s": lambda s: s["changed"]["seconds"],
+    "serve_start_s": lambda s: s["serve"]["start_s"],
+    "serve_to_stale_s": lambda s: s["serve"]["to_stale_s"],
+    "serve_to_verified_s": lambda s: s["serve"]["to_verified_s"],
+    "results_bytes": lambda s: s["records"]["bytes"],
+    "results_read_s": lambda s: s["records"]["read_s"],
+    "results_merge_s": lambda s: s["records"]["merge_s"],
+    "results_write_s": lambda s: s["records"]["write_s"],
+    "site_1_machine_s": lambda s: s["site"]["1"]["seconds"],
+    "site_10_machines_s": lambda s: s["site"]["10"]["seconds"],
+    "site_50_machines_s": lambda s: s["site"]["50"]["seconds"],
+    "site_50_machines_peak_mb": lambda s: s["site"]["50"]["peak_mb"],
+}
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of log(value) over log(size)."""
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(y) for _, y in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def exponents(sizes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's growth exponent between 4x and 64x, over the sizes measured there (or over all sizes where
+    fewer than two are), with the sizes it was fitted on."""
+    out: dict[str, Any] = {}
+    for name, get in GROWTH.items():
+        points = []
+        for size, entry in sizes.items():
+            try:
+                value = get(entry)
+            except (KeyError, TypeError):
+                continue
+            if isinstance(value, (int, float)) and value > 0:
+                points.append((float(size), float(value)))
+        fitted = [p for p in points if p[0] >= 4] if sum(p[0] >= 4 for p in points) >= 2 else points
+        if len(fitted) >= 2:
+            out[name] = {"exponent": round(slope(sorted(fitted)), 2), "sizes": [int(x) for x, _ in sorted(fitted)]}
+    return out
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="times this book's size (default 1,4,16,64)")
+    parser.add_argument(
+        "--machines", default=",".join(map(str, MACHINES)), help="machines the site is built with (default 1,10,50)"
+    )
+    parser.add_argument("--skip-changed", action="store_true", help="do not time pytest --changed")
+    parser.add_argument("--skip-serve", action="store_true", help="do not time verified-book serve")
+    parser.add_argument("--skip-site", action="store_true", help="do not time the site builds")
+    parser.add_argument("--start-limit", type=float, default=3600, help="seconds serve may take to start")
+    parser.add_argument("--records", nargs=2, type=Path, metavar=("FILE", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.records:  # one step's own process: see time_records
+        args.records[1].write_text(json.dumps(records_timings(args.records[0])), encoding="utf-8")
+        return 0
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    from verified_book.engine.machine import fingerprint, slug_of
+
+    info = fingerprint()
+    slug = slug_of(info)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    machines = [int(m) for m in args.machines.split(",") if m.strip()]
+    say(f"scale benchmark on {slug} ({info.get('cpu')}, {info.get('cores')} CPUs): sizes {sizes}")
+
+    out = ROOT / "benchmarks" / "results" / f"{slug}.json"
+    kept = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"machine": slug}
+    scale = kept.get("scale", {})
+    measured = dict(scale.get("sizes", {}))
+    for size in sizes:
+        measured[str(size)] = measure(
+            size, machines, args.skip_changed, args.skip_serve, args.skip_site, args.start_limit
+        )
+        scale = {
+            "machine": slug,
+            "cpu": info.get("cpu"),
+            "cores": info.get("cores"),
+            "sizes": dict(sorted(measured.items(), key=lambda kv: int(kv[0]))),
+            "exponents": exponents(measured),
+        }
+        kept = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"machine": slug}
+        kept["scale"] = scale
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n", encoding="utf-8")  # after each size
+    say("growth exponents (slope of log value over log size):")
+    for name, fit in scale.get("exponents", {}).items():
+        say(f"  {name}: {fit['exponent']} (sizes {', '.join(map(str, fit['sizes']))})")
+    say(f"written: {out.relative_to(ROOT)} (scale)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
