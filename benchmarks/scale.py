@@ -339,7 +339,7 @@ def slope(points: list[tuple[float, float]]) -> float:
     xs = [math.log(x) for x, _ in points]
     ys = [math.log(y) for _, y in points]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
 def exponents(sizes: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def newer_only(results: ResultsFile, target: Path) -> ResultsFile:
     if not target.exists():
         return results
     try:
-        current = read(target)
+        current = read(target, own=True)  # the store merged into, not a contributed file
     except ResultsError:
         return results  # merge_into sets a corrupt file aside and says so
     kept: dict[str, dict[str, Record]] = {}
@@ -128,7 +128,7 @@ def _other_machine(results: ResultsFile, target: Path) -> str | None:
     if not target.exists():
         return None
     try:
-        current = read(target)
+        current = read(target, own=True)
     except ResultsError:
         return None
     why = same_machine(current, results)

@@ -146,7 +146,7 @@ def _read_local(
     from verified_book.site import machines as site_machines
 
     shown = book.shown(local)
-    for stem, results in read_all(local, results_problem, kept_in=book.root / CHECKED_RESULTS).items():
+    for stem, results in read_all(local, results_problem, kept_in=book.root / CHECKED_RESULTS, own=True).items():
         if not SLUG_PATTERN.match(stem):
             problem(
                 Problem(
