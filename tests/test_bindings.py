@@ -13,19 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verified_book.book.bindings import (
-    WORD_NUMBER,
-    AllowListError,
-    Binding,
-    Book,
-    binding_hint,
-    is_number_word,
-    iter_numbers,
-    read_allowlist,
-    read_page,
-    word_value,
-)
+from verified_book.book.bindings import AllowListError, Binding, Book, iter_numbers, read_allowlist, read_page
 from verified_book.book.figures import as_number, parse
+from verified_book.book.number_words import WORD_NUMBER, binding_hint, is_number_word, word_value
 from verified_book.site.render import from_json
 
 SAMPLES = Path(__file__).parent / "samples"

@@ -12,7 +12,7 @@ import pytest
 from harness import books, faults
 
 from verified_book.authoring import inputs
-from verified_book.book.bindings import binding_hint
+from verified_book.book.number_words import binding_hint
 from verified_book.engine.provenance import changed_inputs, input_entry
 
 pytest_plugins = ["pytester"]
