@@ -28,12 +28,12 @@ from verified_book.records.record import (
     ClaimMeta,
     Conditions,
     FigureVerdict,
+    MachineRecord,
     Record,
     RunHeader,
     SnippetOutput,
     revised,
 )
-from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
 from verified_book.vocabulary import Kind, OutcomeStatus, Status, worst
 
