@@ -19,7 +19,7 @@ from verified_book.book.figures import parse
 from verified_book.engine import figure_status, provenance
 from verified_book.engine.provenance import code_fingerprint
 from verified_book.errors import Problem
-from verified_book.records.record import ClaimMeta, Machine, Record, RunHeader, SnippetOutput
+from verified_book.records.record import ClaimMeta, MachineRecord, Record, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
 from verified_book.site import render, transform
@@ -360,7 +360,7 @@ def hostile_results(page: Any) -> dict[str, ResultsFile]:
     rf.claims["t.evil" + HOSTILE] = ClaimMeta(defined_at=f"claims/topics/t.py:1{HOSTILE}")
     # what the types refuse in a file is put in all the same: the page escapes it even so
     rf.outputs["shapes.py"] = SnippetOutput.model_construct(text=HOSTILE, date=HOSTILE, seconds=0.5, how=HOSTILE)
-    rf.machine = Machine.model_construct(
+    rf.machine = MachineRecord.model_construct(
         slug="alpha", fingerprint={"cpu": HOSTILE, "gpu": HOSTILE, "os": HOSTILE}, markers=[HOSTILE]
     )
     rf.run = RunHeader.model_construct(

@@ -28,8 +28,7 @@ from verified_book.engine.config import open_book, read_config
 from verified_book.records.record import Record, SnippetOutput
 from verified_book.records.results import dumps, read_all
 from verified_book.records.results import read as read_results
-from verified_book.site import render
-from verified_book.vocabulary import UNVERIFIED, Status
+from verified_book.vocabulary import NOT_REPORTED, UNVERIFIED, Status
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -923,12 +922,12 @@ def test_the_legend_tells_every_status_apart_without_colour(visit: Visit) -> Non
     page = visit.open("marks.html")
     rows = page.locator("table.vb-legend tbody tr")
     statuses = rows.evaluate_all("rs => rs.map(r => r.dataset.status)")
-    assert set(figure_status.VOCABULARY) | {render.UNVERIFIED} <= set(statuses)
+    assert set(figure_status.VOCABULARY) | {UNVERIFIED} <= set(statuses)
     shapes = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('table.vb-legend tbody tr')]
         .map(r => [r.dataset.status, getComputedStyle(r.querySelector('.vb-fig__mark')).maskImage]))""")
     assert all(s != "none" for s in shapes.values()), shapes
     assert len(set(shapes.values())) == len(shapes), f"two statuses share a shape: {shapes}"
-    quiet = page.locator(f'.vb-legend__machine .vb-mark[data-status="{render.NOT_REPORTED}"]')
+    quiet = page.locator(f'.vb-legend__machine .vb-mark[data-status="{NOT_REPORTED}"]')
     assert getComputedStyle_mask(page, quiet) not in set(shapes.values()) | {"none"}
 
 

@@ -13,6 +13,7 @@ from verified_book.engine import figure_status
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
 from verified_book.site import render
+from verified_book.vocabulary import NOT_REPORTED, UNVERIFIED
 
 DAY = "2026-11-28T10:00:00+00:00"
 
@@ -93,14 +94,14 @@ def test_each_contradiction_is_named(gflops: dict[int, float], traffic: dict[int
 
 
 def test_every_status_of_the_vocabulary_has_a_label_a_shape_and_a_meaning() -> None:
-    for status in (*figure_status.VOCABULARY, render.UNVERIFIED, render.NOT_REPORTED, "error"):
+    for status in (*figure_status.VOCABULARY, UNVERIFIED, NOT_REPORTED, "error"):
         assert render.LABELS[status] and render.MEANINGS[status] and render.SHAPES[status]
     glyphs = [render.SHAPES[s][0] for s in render.SHAPES]
     assert len(set(glyphs)) == len(glyphs), "two statuses share a glyph"
     legend = render.render_legend("machines.html")
     for status in render.LEGEND_ORDER:
         assert f'<tr data-status="{status}">' in legend
-    assert render.LABELS[render.NOT_REPORTED] in legend
+    assert render.LABELS[NOT_REPORTED] in legend
 
 
 def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
@@ -110,7 +111,7 @@ def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
     assert figure_status.shown_status(["verified", "provisional"]) == "verified"
     assert figure_status.shown_status(["provisional", "skipped"]) == "provisional"
     assert figure_status.shown_status(["reference", "outdated", "verified", "stale"]) == "stale"
-    assert figure_status.shown_status(["skipped"]) == render.UNVERIFIED
+    assert figure_status.shown_status(["skipped"]) == UNVERIFIED
 
 
 def machine(slug: str, date: str, markers: list[str]) -> ResultsFile:

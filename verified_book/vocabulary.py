@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable
+from typing import Iterable, TypeAlias
 
 
 class Status(str, Enum):
@@ -34,10 +34,49 @@ class Status(str, Enum):
         return self.value
 
 
-#: what became of a claim or figure that could not be asked because the run's environment broke
-#: (a library would not import, the virtual environment vanished): reported, never recorded, and
-#: never counted as failed (verified_book.engine.environment)
-BROKEN_ENVIRONMENT = "environment"
+class Shown(str, Enum):
+    """A mark a run's report or the site shows and no run records: each is drawn and named in `WORDS` like a
+    `Status`, but never written into a results file."""
+
+    #: a claim or figure that could not be asked because the run's environment broke (a library would not
+    #: import, the virtual environment vanished): reported, never recorded, never counted as failed
+    #: (verified_book.engine.environment)
+    BROKEN_ENVIRONMENT = "environment"
+    #: a measurement taken while another run of the book, or a heavy load, shared the machine: recorded with its
+    #: conditions, never published as the machine's figure (verified_book.records.conditions)
+    CONTENDED = "contended"
+    #: a record computed with a library version other than those the figure is stated for (a claim's
+    #: `stated_for`): that version's answer, shown with its value and version, never the book failing
+    ANOTHER_VERSION = "another-version"
+    #: a figure no machine has a record of yet
+    UNVERIFIED = "unverified"
+    #: a fleet machine whose latest run is older than the site allows
+    NOT_REPORTED = "not-reported"
+    #: a figure whose binding is broken (the build reports where)
+    BROKEN_BINDING = "error"
+    #: the key under which a run counts the selected figures and checks no backend of this machine computed;
+    #: named, meant and drawn as `skipped` ("not computable here")
+    NOT_HERE = "not here"
+    #: the key under which a run counts the selected figures and checks it never reached: Ctrl-C, `-x`, a lost
+    #: worker
+    NOT_RUN = "not run"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: any status a surface takes, shows or counts: recorded (`Status`) or display-only (`Shown`)
+Mark: TypeAlias = Status | Shown
+
+#: the display-only marks under their earlier names, for code that counts or compares them
+BROKEN_ENVIRONMENT = Shown.BROKEN_ENVIRONMENT
+CONTENDED = Shown.CONTENDED
+ANOTHER_VERSION = Shown.ANOTHER_VERSION
+UNVERIFIED = Shown.UNVERIFIED
+NOT_REPORTED = Shown.NOT_REPORTED
+BROKEN_BINDING = Shown.BROKEN_BINDING
+NOT_HERE = Shown.NOT_HERE
+NOT_RUN = Shown.NOT_RUN
 
 
 class OutcomeStatus(str, Enum):
@@ -46,24 +85,12 @@ class OutcomeStatus(str, Enum):
     COMPUTED = "computed"
     SKIPPED = "skipped"  # the backend cannot compute it (NotOnBackend), or is not here
     FAILED = "failed"  # it raised, returned no usable value, or an invariant did not hold
-    BROKEN = BROKEN_ENVIRONMENT  # not asked: the environment broke (verified_book.engine.environment); never recorded
+    BROKEN = (
+        Shown.BROKEN_ENVIRONMENT.value
+    )  # not asked: the environment broke (verified_book.engine.environment); never recorded
 
     def __str__(self) -> str:
         return self.value
-
-
-#: a measurement taken while another run of the book, or a heavy load, shared the machine:
-#: recorded with its conditions, never published as the machine's figure (verified_book.records.conditions)
-CONTENDED = "contended"
-#: the site's word for a figure no machine has a record of yet
-UNVERIFIED = "unverified"
-#: the site's word for a fleet machine whose latest run is older than the site allows
-NOT_REPORTED = "not-reported"
-#: the site's word for a figure whose binding is broken (the build reports where)
-BROKEN_BINDING = "error"
-#: the site's word for a record computed with a library version other than those the figure is stated for
-#: (a claim's `stated_for`): that version's answer, shown with its value and version, never the book failing
-ANOTHER_VERSION = "another-version"
 
 
 @dataclass(frozen=True)
@@ -166,7 +193,7 @@ WORDS: dict[str, Word] = {
             True,
         ),
         Word(
-            BROKEN_ENVIRONMENT,
+            Shown.BROKEN_ENVIRONMENT,
             "not checked",
             "the run's environment broke before this could be asked (a library would not import); never recorded, "
             "the earlier record stands",
@@ -175,15 +202,15 @@ WORDS: dict[str, Word] = {
             False,
         ),
         Word(
-            CONTENDED,
-            CONTENDED,
+            Shown.CONTENDED,
+            Shown.CONTENDED,
             "measured while another run of the book, or a heavy load, shared the machine; not the machine's figure",
             "⇄",
             "two arrows, one each way",
             False,
         ),
         Word(
-            ANOTHER_VERSION,
+            Shown.ANOTHER_VERSION,
             "another version",
             "computed with a library version other than the one the book states this figure for: that version's "
             "value and version shown, not a failure of the book",
@@ -192,7 +219,7 @@ WORDS: dict[str, Word] = {
             False,
         ),
         Word(
-            UNVERIFIED,
+            Shown.UNVERIFIED,
             "not yet verified",
             "no machine has recorded a result for this claim yet",
             "○",
@@ -200,7 +227,7 @@ WORDS: dict[str, Word] = {
             False,
         ),
         Word(
-            BROKEN_BINDING,
+            Shown.BROKEN_BINDING,
             "error",
             "this figure's binding is broken; the build reports where",
             "⚠",
@@ -208,7 +235,7 @@ WORDS: dict[str, Word] = {
             False,
         ),
         Word(
-            NOT_REPORTED,
+            Shown.NOT_REPORTED,
             "not reported this week",
             "a machine of the fleet whose latest run is older than the site allows; its last results are still shown",
             "◷",
@@ -222,13 +249,8 @@ WORDS: dict[str, Word] = {
 # legend, the figure panel, the Machines page, the site's legend, serve's line): a figure or check this machine
 # cannot compute is `skipped`, named "not computable here"; one the run never reached is "not run (interrupted)";
 # one no machine has a record of is "not yet verified" (`UNVERIFIED`).
-#: the key under which a run counts the selected figures and checks no backend of this machine computed;
-#: named, meant and drawn as `skipped` ("not computable here")
-NOT_HERE = "not here"
-#: the key under which a run counts the selected figures and checks it never reached: Ctrl-C, `-x`, a lost worker
-NOT_RUN = "not run"
-WORDS[NOT_RUN] = Word(
-    NOT_RUN,
+WORDS[Shown.NOT_RUN] = Word(
+    Shown.NOT_RUN,
     "not run (interrupted)",
     "selected, but the run stopped before it got to it (Ctrl-C, -x, a worker lost); any earlier record of it "
     "stands, and a run again checks it",
@@ -245,8 +267,8 @@ LABELS: dict[str, str] = {name: w.label for name, w in WORDS.items()}
 #: each mark's glyph and shape in words, so no status is told by colour alone (claims.css draws them)
 SHAPES: dict[str, tuple[str, str]] = {name: (w.glyph, w.shape) for name, w in WORDS.items()}
 #: the run's count of what this machine cannot compute is the skipped state under another key
-LABELS[NOT_HERE] = LABELS[Status.SKIPPED.value]
-MEANINGS[NOT_HERE] = MEANINGS[Status.SKIPPED.value]
+LABELS[Shown.NOT_HERE] = LABELS[Status.SKIPPED]
+MEANINGS[Shown.NOT_HERE] = MEANINGS[Status.SKIPPED]
 
 #: worst first: the status a reader sees where several backends or machines disagree
 ORDER: tuple[Status, ...] = (
@@ -277,7 +299,7 @@ SHOWN_ORDER: tuple[Status, ...] = (
     Status.OUTDATED,
 )
 
-_RANKED: tuple[str, ...] = (Status.FAILED.value, Status.STALE.value, BROKEN_ENVIRONMENT, *(s.value for s in ORDER[2:]))
+_RANKED: tuple[Mark, ...] = (Status.FAILED, Status.STALE, Shown.BROKEN_ENVIRONMENT, *ORDER[2:])
 
 #: the statuses a run writes into a results file (outdated is decided when records are read)
 RECORDED: tuple[str, ...] = tuple(s.value for s in Status if WORDS[s.value].recorded)
@@ -287,15 +309,15 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 #: what a run's figure line counts, in this order: each figure the run selected falls in exactly one
 #: (`not here`: no backend of this machine computed it; `not run`: the run stopped before it); a run judges its
 #: figures now, so none is outdated
-FIGURE_COUNTS: tuple[str, ...] = (
-    *(s.value for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
-    BROKEN_ENVIRONMENT,
-    NOT_HERE,
-    NOT_RUN,
+FIGURE_COUNTS: tuple[Mark, ...] = (
+    *(s for s in Status if s not in (Status.SKIPPED, Status.OUTDATED)),
+    Shown.BROKEN_ENVIRONMENT,
+    Shown.NOT_HERE,
+    Shown.NOT_RUN,
 )
 
 
-def worst(statuses: Iterable[str], default: str = Status.VERIFIED.value) -> str:
+def worst(statuses: Iterable[str], default: Mark = Status.VERIFIED) -> Mark:
     """The worst of some statuses by `ORDER`, a broken environment after failed and stale (what was
     shown wrong outranks what could not be asked); `default` where there are none."""
     found = {str(s) for s in statuses}

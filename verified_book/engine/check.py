@@ -28,12 +28,12 @@ from verified_book.records.record import (
     ClaimMeta,
     Conditions,
     FigureVerdict,
+    MachineRecord,
     Record,
     RunHeader,
     SnippetOutput,
     revised,
 )
-from verified_book.records.record import Machine as MachineRecord
 from verified_book.records.results import ResultsFile, now, to_json
 from verified_book.vocabulary import Kind, OutcomeStatus, Status, worst
 
@@ -644,12 +644,12 @@ class Verifier:
         result = self.outcome(claim, backend)
         verdicts = self.verdicts(claim, backend)
         if result.status == SKIPPED:
-            return Status.SKIPPED.value, verdicts
+            return Status.SKIPPED, verdicts
         if result.status == FAILED:
-            return Status.FAILED.value, verdicts
+            return Status.FAILED, verdicts
         if result.status == BROKEN:
             return BROKEN, verdicts
-        return worst((v.status for v in verdicts), default=evidence(claim, result.inputs)[0].value), verdicts
+        return worst((v.status for v in verdicts), default=evidence(claim, result.inputs)[0]), verdicts
 
     def record(self, claim: Claim, backend: Backend) -> Record:
         """The results-file record of one (claim, backend)."""

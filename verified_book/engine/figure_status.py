@@ -26,21 +26,12 @@ from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
 from verified_book.records.results import ResultsFile, from_json
-from verified_book.vocabulary import (
-    ANOTHER_VERSION,
-    BROKEN_BINDING,
-    CONTENDED,
-    RECORDED,
-    SHOWN_ORDER,
-    STATUSES,
-    UNVERIFIED,
-    Status,
-)
+from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Shown, Status
 
 #: the statuses a record can carry, as the report, the results file and the site name them
 VOCABULARY = STATUSES
 #: a figure shows the first of these that any machine found (skipped counts as no result)
-DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (UNVERIFIED,)
+DISPLAY_ORDER = tuple(s.value for s in SHOWN_ORDER) + (Shown.UNVERIFIED,)
 _STATUS_NAME = re.compile(r"^[a-z][a-z_-]{0,30}$")
 SOURCE_PATTERN = re.compile(r"^(?P<path>[A-Za-z0-9_][A-Za-z0-9_./-]*\.py):(?P<line>\d{1,7})$")
 MAX_TEXT = 400
@@ -77,7 +68,7 @@ def status_of(value: Any) -> str:
     itself (a newer writer's status gets its own class and label), anything else as failed."""
     if value in VOCABULARY or value in STATUSES:
         return str(value)
-    return value if isinstance(value, str) and _STATUS_NAME.match(value) else Status.FAILED.value
+    return value if isinstance(value, str) and _STATUS_NAME.match(value) else Status.FAILED
 
 
 def shown_status(statuses: Iterable[str]) -> str:
@@ -85,12 +76,12 @@ def shown_status(statuses: Iterable[str]) -> str:
 
     A status outside the vocabulary ranks just before "not yet verified", so it shows.
     """
-    found = set(statuses) - {Status.SKIPPED.value}
+    found = set(statuses) - {Status.SKIPPED}
     known = next((s for s in DISPLAY_ORDER if s in found), None)
-    if known is not None and known != UNVERIFIED:
+    if known is not None and known != Shown.UNVERIFIED:
         return known
-    other = sorted(found - set(DISPLAY_ORDER) - {BROKEN_BINDING})
-    return other[0] if other else UNVERIFIED
+    other = sorted(found - set(DISPLAY_ORDER) - {Shown.BROKEN_BINDING})
+    return other[0] if other else Shown.UNVERIFIED
 
 
 def machine_of(results: ResultsFile) -> Machine:
@@ -110,8 +101,8 @@ def status_now(results: ResultsFile, claim_id: str, record: Record, backend: str
         REGISTRY.get(claim_id), results.claims.get(claim_id), record, backend, versions_of_run(results)
     )
     if why:
-        return Status.OUTDATED.value
-    return CONTENDED if contended_why(str(status), record) else str(status)
+        return Status.OUTDATED
+    return Shown.CONTENDED if contended_why(str(status), record) else str(status)
 
 
 def contended_why(status: str, record: Record) -> str | None:
@@ -130,9 +121,9 @@ def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | No
     ]
     statuses = [status_of(s) for s in statuses]
     if not statuses:
-        return UNVERIFIED
+        return Shown.UNVERIFIED
     ran = [s for s in statuses if s != Status.SKIPPED]
-    return shown_status(ran) if ran else Status.SKIPPED.value
+    return shown_status(ran) if ran else Status.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -196,7 +187,7 @@ def _measure_now(
     binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
 ) -> Measurement:
     measured = _another_version(claim, record, _measure(binding, claim, results, backend, record, machine))
-    if measured.status == ANOTHER_VERSION:
+    if measured.status == Shown.ANOTHER_VERSION:
         return measured
     if measured.status in (Status.SKIPPED, Status.FAILED) and record.value is None:
         return measured
@@ -205,7 +196,7 @@ def _measure_now(
         return _contended(measured, record)
     return replace(
         measured,
-        status=Status.OUTDATED.value,
+        status=Status.OUTDATED,
         rejudged=False,
         message=f"recorded {measured.status} with {show_value(measured.value)}; outdated: {why}",
     )
@@ -258,7 +249,7 @@ def version_outside(claim: Claim | None, backend: str, record: Record) -> tuple[
 def _another_version(claim: Claim | None, record: Record, measured: Measurement) -> Measurement:
     """A figure a record from another library version does not hold shows as another version: that version's
     value (a computed NaN is a value) and version, never the book failing."""
-    if measured.status not in (Status.FAILED.value, Status.STALE.value):
+    if measured.status not in (Status.FAILED, Status.STALE):
         return measured
     outside = version_outside(claim, measured.backend, record)
     if outside is None:
@@ -269,7 +260,7 @@ def _another_version(claim: Claim | None, record: Record, measured: Measurement)
         value = float("nan")
     return replace(
         measured,
-        status=ANOTHER_VERSION,
+        status=Shown.ANOTHER_VERSION,
         value=value,
         message=f"{library} {found} gives {show_value(value)}; the book states this figure for {library} {specifier}",
     )
@@ -278,7 +269,7 @@ def _another_version(claim: Claim | None, record: Record, measured: Measurement)
 def shown_otherwise(views: Iterable[FigureView]) -> list[tuple[Binding, Measurement]]:
     """Each figure a machine's records show otherwise because they come from another library version than the
     one the figure is stated for, with that machine's measurement: what the verdict counts."""
-    return [(v.binding, m) for v in views for m in v.measurements if m.status == ANOTHER_VERSION]
+    return [(v.binding, m) for v in views for m in v.measurements if m.status == Shown.ANOTHER_VERSION]
 
 
 def _contended(measured: Measurement, record: Record) -> Measurement:
@@ -289,7 +280,7 @@ def _contended(measured: Measurement, record: Record) -> Measurement:
         return measured
     return replace(
         measured,
-        status=CONTENDED,
+        status=Shown.CONTENDED,
         message=f"recorded {measured.status}, but measured while {why}: "
         "not this machine's figure until a quiet run measures it again",
     )
@@ -310,7 +301,7 @@ def _measure(
     version = record.version or ""
     base: dict[str, Any] = dict(machine=machine, backend=backend, value=value, date=date, version=version)
     if raw_status == Status.SKIPPED:
-        return Measurement(status=Status.SKIPPED.value, message=message, **base)
+        return Measurement(status=Status.SKIPPED, message=message, **base)
     entry = _entry_for(binding, record)
     if entry is not None:
         status = str(entry.status)
@@ -322,7 +313,7 @@ def _measure(
                 return Measurement(status=held.value, message=why or message, **base)
         return Measurement(status=status, message=message, **base)
     if raw_status == Status.FAILED and value is None:
-        return Measurement(status=Status.FAILED.value, message=message, **base)
+        return Measurement(status=Status.FAILED, message=message, **base)
     if claim is not None and value is not None and binding.printed is not None:
         outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=_reads(record))
         verdict = judge(binding, outcome, machine_of(results))

@@ -49,12 +49,12 @@ from verified_book.engine.provenance import VersionsNow, changed_snippet, commit
 from verified_book.errors import Problem
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
-from verified_book.vocabulary import BROKEN_ENVIRONMENT, LABELS, NO_BACKEND_NAME, NOT_HERE, Kind, Status, worst
+from verified_book.vocabulary import LABELS, NO_BACKEND_NAME, Kind, Shown, Status, worst
 
 Key = Check
 T = TypeVar("T")
 #: statuses of a value that computed nothing to go by
-NO_VALUE = (Status.FAILED.value, BROKEN_ENVIRONMENT)
+NO_VALUE = (Status.FAILED, Shown.BROKEN_ENVIRONMENT)
 
 
 class Held(NamedTuple):
@@ -371,17 +371,17 @@ class Live:
         A figure of a claim held nowhere (a measured one not asked for) is `not here` (not computable here)."""
         claim = REGISTRY.get(binding.claim_id)
         if binding.error:
-            return Status.FAILED.value, [f"{binding.where}: figure {binding.text}: {binding.error}"]
+            return Status.FAILED, [f"{binding.where}: figure {binding.text}: {binding.error}"]
         if claim is None:
             said = unknown_claim(binding, REGISTRY.near(binding.claim_id), self.topic_errors)
-            return Status.FAILED.value, [f"{binding.where}: {said}"]
+            return Status.FAILED, [f"{binding.where}: {said}"]
         verifier = self.session.verifier
         outcomes = [verifier.computed(Check(claim.id, b.name)) for b in verifier.backends_for(claim)]
         held: list[Outcome] = [o for o in outcomes if o is not None]
         if not held or binding.printed is None:
-            return NOT_HERE, []
+            return Shown.NOT_HERE, []
         verdicts = [judge(binding, o, self.session.machine) for o in held]
-        status = worst((str(v.status) for v in verdicts if v.status != Status.SKIPPED), default=Status.SKIPPED.value)
+        status = worst((str(v.status) for v in verdicts if v.status != Status.SKIPPED), default=Status.SKIPPED)
         problems = [v.message.split("\n")[0] for v in verdicts if v.status in (Status.STALE, Status.FAILED)]
         return status, problems
 

@@ -50,7 +50,7 @@ def why_not_reused(claim: Claim, record: Record) -> str | None:
     """Why a record that still matches the book holds no value to judge a figure against; None where it does."""
     if claim.kind is Kind.MEASURED:
         return "a measurement is taken again, never reused"
-    if record.status in (Status.FAILED.value, Status.SKIPPED.value) or record.value is None:
+    if record.status in (Status.FAILED, Status.SKIPPED) or record.value is None:
         return f"{record.status} when last recorded, with no value to judge against"
     return None
 

@@ -88,7 +88,7 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
     if any(v.status in (Status.STALE, Status.FAILED) for v in again):
         return None
     judged = [v.status for v in again if v.status != Status.SKIPPED]
-    return new, worst(judged) if judged else Status.SKIPPED.value
+    return new, worst(judged) if judged else Status.SKIPPED
 
 
 def rewrite_stale(verifier: "Verifier", root: Path) -> list[Rewrite]:

@@ -35,7 +35,7 @@ from verified_book.records.results import ResultsError, ResultsFile, read
 from verified_book.vocabulary import NO_BACKEND_NAME, Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
-NOT_HELD = (Status.STALE.value, Status.FAILED.value)
+NOT_HELD = (Status.STALE, Status.FAILED)
 #: why a narrowed run has no records of this machine, where it has no results file
 NO_RECORDS_YET = "this machine has no records yet"
 

@@ -42,15 +42,14 @@ from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
-from verified_book.vocabulary import BROKEN_ENVIRONMENT as BROKEN
 from verified_book.vocabulary import (
     FIGURE_COUNTS,
     LABELS,
     NO_BACKEND_NAME,
-    NOT_HERE,
-    NOT_RUN,
     Kind,
+    Mark,
     OutcomeStatus,
+    Shown,
     Status,
     worst,
 )
@@ -167,7 +166,7 @@ class Judgement:
     """What the session found of one item's check: its status here, and the failure or the reason for a
     skip, each already worded as the reader sees it (None where there is none)."""
 
-    status: str
+    status: Mark
     failure: str | None = None
     skip: str | None = None
 
@@ -311,27 +310,27 @@ class Session:
         result = self.verifier.outcome(claim, backend)
         if result.status == OutcomeStatus.SKIPPED:
             self.tally.not_here.setdefault(claim.id, result.message)
-            return Judgement(Status.SKIPPED.value, skip=result.message)
+            return Judgement(Status.SKIPPED, skip=result.message)
         if result.status in (OutcomeStatus.FAILED, OutcomeStatus.BROKEN):
             message = f"{claim.defined_at}: claim {claim.id} on {backend.name}: {result.message}"
-            return Judgement(Status.FAILED.value, failure=message)
-        return Judgement(Status.VERIFIED.value)
+            return Judgement(Status.FAILED, failure=message)
+        return Judgement(Status.VERIFIED)
 
     def judge_figure(self, binding: Binding, key: str) -> Judgement:
         """A printed figure judged on every backend its claim computes on here; its status counted once, under
         `key` (the figure's item), in the run's tally."""
         claim = REGISTRY.get(binding.claim_id)
         if claim is None:
-            self.tally.figure_statuses[key] = Status.FAILED.value
+            self.tally.figure_statuses[key] = Status.FAILED
             near = REGISTRY.near(binding.claim_id)
             return Judgement(
-                Status.FAILED.value, failure=f"{binding.where}: {unknown_claim(binding, near, self.load_errors)}"
+                Status.FAILED, failure=f"{binding.where}: {unknown_claim(binding, near, self.load_errors)}"
             )
         verdicts = self.verifier.judge_everywhere(binding, claim)
         judged = [v.status for v in verdicts if v.status != Status.SKIPPED]
-        status = worst(judged) if judged else Status.SKIPPED.value
+        status = worst(judged) if judged else Status.SKIPPED
         self.tally.figure_statuses[key] = status
-        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, BROKEN)]
+        bad = [v for v in verdicts if v.status in (Status.STALE, Status.FAILED, Shown.BROKEN_ENVIRONMENT)]
         if bad:
             return Judgement(status, failure="\n".join(v.message for v in bad))
         if not verdicts:
@@ -351,10 +350,10 @@ class Session:
         broken = environment.broken_in(done.stderr) if done.exit_status != 0 else None
         if broken is not None:  # the snippet was not shown wrong: its output is not recorded
             self.broken_snippets[broken.lost] = broken
-            return Judgement(BROKEN, failure=f"{shown}: not run to its end: {broken.line()}")
+            return Judgement(Shown.BROKEN_ENVIRONMENT, failure=f"{shown}: not run to its end: {broken.line()}")
         if done.exit_status != 0:
             return Judgement(
-                Status.FAILED.value,
+                Status.FAILED,
                 failure=f"{shown}: exited {done.exit_status} ({done.how})\n{done.stderr[-3000:]}",
             )
         name = path.name
@@ -373,14 +372,14 @@ class Session:
         )
         if not checks:
             return Judgement(
-                Status.FAILED.value,
+                Status.FAILED,
                 failure=f"{shown}:1: no output block of the book shows what {name} prints: add one where the book "
                 f"runs it, fenced as ```output {name}",
             )
         stale = [c.message for c in checks if c.status == Status.STALE]
         if stale:
-            return Judgement(Status.STALE.value, failure="\n".join(stale))
-        return Judgement(Status.VERIFIED.value)
+            return Judgement(Status.STALE, failure="\n".join(stale))
+        return Judgement(Status.VERIFIED)
 
     def allowlist_problems(self) -> list[tuple[str | None, str]]:
         """What is wrong with the book's allow-list, found once for the run: (page or None, message)."""
@@ -508,7 +507,7 @@ def summary_table(
         row = table.setdefault(key[1], {})
         row["selected"] = row.get("selected", 0) + 1
         if key not in statuses:
-            state = NOT_HERE if cannot is None or key in cannot else NOT_RUN
+            state = Shown.NOT_HERE if cannot is None or key in cannot else Shown.NOT_RUN
             row[state] = row.get(state, 0) + 1
     return table
 
@@ -581,8 +580,8 @@ def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[s
     reached (it was stopped before them)."""
     counts: dict[str, int] = {}
     for nodeid in selected | set(figure_statuses):
-        status = figure_statuses.get(nodeid, NOT_RUN)
-        status = NOT_HERE if status == Status.SKIPPED else status
+        status = figure_statuses.get(nodeid, Shown.NOT_RUN)
+        status = Shown.NOT_HERE if status == Status.SKIPPED else status
         counts[status] = counts.get(status, 0) + 1
     return counts
 
@@ -593,10 +592,14 @@ def figure_line(counts: Mapping[str, int], bound: int) -> str:
     run did not judge is named as the vocabulary names it: not computable here, not run (interrupted)."""
     selected = sum(counts.values())
     of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
-    parts = [f"{counts.get(s, 0)} {s}" for s in FIGURE_COUNTS if s not in (BROKEN, NOT_HERE, NOT_RUN)]
-    if counts.get(BROKEN):
-        parts.append(f"{counts[BROKEN]} not checked (the environment broke)")
-    parts.append(f"{counts.get(NOT_HERE, 0)} {LABELS[NOT_HERE]}")
-    if counts.get(NOT_RUN):
-        parts.append(f"{counts[NOT_RUN]} {LABELS[NOT_RUN]}")
+    parts = [
+        f"{counts.get(s, 0)} {s}"
+        for s in FIGURE_COUNTS
+        if s not in (Shown.BROKEN_ENVIRONMENT, Shown.NOT_HERE, Shown.NOT_RUN)
+    ]
+    if counts.get(Shown.BROKEN_ENVIRONMENT):
+        parts.append(f"{counts[Shown.BROKEN_ENVIRONMENT]} not checked (the environment broke)")
+    parts.append(f"{counts.get(Shown.NOT_HERE, 0)} {LABELS[Shown.NOT_HERE]}")
+    if counts.get(Shown.NOT_RUN):
+        parts.append(f"{counts[Shown.NOT_RUN]} {LABELS[Shown.NOT_RUN]}")
     return f"figures ({of} bound figures selected): {', '.join(parts)}"

@@ -172,9 +172,9 @@ def _held(figures: Mapping[str, int]) -> str:
     here (a `--changed` that found nothing changed, or a `-k` that selected only cited figures, did not)."""
     if not sum(figures.values()):
         return "no figure checked"
-    if not figures.get(Status.VERIFIED.value):
+    if not figures.get(Status.VERIFIED):
         return "none stale or failed"
-    return Status.VERIFIED.value
+    return Status.VERIFIED
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache and assertion rewriting (the checks

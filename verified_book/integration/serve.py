@@ -137,7 +137,7 @@ def serve(book: BookConfig, args: list[str]) -> int:
         if report.restart:
             restart(report.restart)
         asked.clear()
-        failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED.value)
+        failed = frozenset(b.where for b, status in report.figures.items() if status == Status.FAILED)
         with engine.opened():  # livereload's build thread works in the book as last loaded (the look may reload it)
             if report.rebuild:
                 engine.written()  # the whole build reads the records from the results file

@@ -425,7 +425,7 @@ class SnippetOutput(Strict):
 Fingerprint = Annotated[dict[Key, bool | int | float | Text | None], _must("must be an object of strings and numbers")]
 
 
-class Machine(Strict):
+class MachineRecord(Strict):
     """The machine a file holds: its name, its identity (verified_book.records.identity), markers and fingerprint."""
 
     slug: Text | None = None
@@ -486,7 +486,7 @@ class ResultsDocument(Strict):
 
     schema_version: Literal[SCHEMA_VERSION]  # type: ignore[valid-type]
     slug: Slug
-    machine: Machine = Machine()
+    machine: MachineRecord = MachineRecord()
     run: RunOnDisk = RunOnDisk()
     claims: dict[ClaimId, ClaimMeta] = {}
     records: dict[ClaimId, dict[BackendName, Record]] = {}

@@ -41,7 +41,7 @@ from verified_book.records.record import (
     SLUG_PATTERN,
     VOLATILE,
     ClaimMeta,
-    Machine,
+    MachineRecord,
     Measured,
     Record,
     ResultsDocument,
@@ -106,7 +106,7 @@ class ResultsFile:
     (verified_book.records.record), the measurements of the run header folded into their records."""
 
     slug: str
-    machine: Machine = field(default_factory=Machine)
+    machine: MachineRecord = field(default_factory=MachineRecord)
     #: the latest run: date, commit, dirty, os, driver, versions, backends; `seconds` and `dates` per claim and backend
     run: RunHeader = field(default_factory=RunHeader)
     #: verdicts: claim id -> backend -> status, value, figures, message, inputs, version
@@ -117,7 +117,7 @@ class ResultsFile:
 
     def __post_init__(self) -> None:
         where = f"{self.slug} (records given to the store)"
-        self.machine = _typed(Machine, self.machine, f"{where}: machine")
+        self.machine = _typed(MachineRecord, self.machine, f"{where}: machine")
         self.run = _typed(RunHeader, self.run, f"{where}: run")
         self.records = {
             cid: {b: _typed(Record, r, f"{where}: records[{cid!r}][{b!r}]") for b, r in per.items()}
@@ -210,7 +210,7 @@ class ResultsFile:
             if conditions.contended(rec.conditions)
             and b in self.records.get(cid, {})
             and not conditions.contended(self.records[cid][b].conditions)
-            and self.records[cid][b].status not in (Status.FAILED.value, Status.SKIPPED.value)
+            and self.records[cid][b].status not in (Status.FAILED, Status.SKIPPED)
         }
         if other.machine.model_fields_set and not identity.absent(hardware(self), hardware(other)):
             self.machine = other.machine  # a run that lacked the GPU does not make the file's machine GPU-less
@@ -231,7 +231,7 @@ class ResultsFile:
         absent = {name for name, version in (self.run.backends or {}).items() if version is None}
         for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
             per_backend = self.records[claim_id]
-            for name in [b for b, r in per_backend.items() if b in absent and r.status == Status.SKIPPED.value]:
+            for name in [b for b, r in per_backend.items() if b in absent and r.status == Status.SKIPPED]:
                 del per_backend[name]
             if not per_backend:
                 del self.records[claim_id]

@@ -19,9 +19,9 @@ from verified_book.book.bindings import Book
 from verified_book.engine.figure_status import VOCABULARY, claim_status_on, figure_view, short, show_value
 from verified_book.records.results import ResultsFile
 from verified_book.site.render import GeneratedPage, label, mark, markup, source_link
-from verified_book.vocabulary import CONTENDED, LABELS, NOT_REPORTED, UNVERIFIED, Status
+from verified_book.vocabulary import LABELS, Shown, Status
 
-COUNTED = (*VOCABULARY[:-1], CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
+COUNTED = (*VOCABULARY[:-1], Shown.CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
 FINGERPRINT_FIELDS = (
     ("cpu", "CPU"),
     ("arch", "architecture"),
@@ -96,14 +96,14 @@ def figure_counts(results: ResultsFile, book: Book, name: str | None = None) -> 
     under which the pages measured its records already."""
     from verified_book.authoring.registry import REGISTRY
 
-    counts = {s: 0 for s in (*COUNTED, UNVERIFIED)}
+    counts = {s: 0 for s in (*COUNTED, Shown.UNVERIFIED)}
     for binding in book.bindings():
         claim = REGISTRY.get(binding.claim_id)
         view = figure_view(binding, claim, {name or results.slug: results})
         ran = [m.status for m in view.measurements if m.status != Status.SKIPPED]
-        status = view.status if ran or not view.measurements else Status.SKIPPED.value
+        status = view.status if ran or not view.measurements else Status.SKIPPED
         if not view.measurements and claim is not None and claim.hardware not in (None, *results.machine.markers):
-            status = Status.SKIPPED.value  # about hardware this machine is not: not computable here, not unverified
+            status = Status.SKIPPED  # about hardware this machine is not: not computable here, not unverified
         counts[status] = counts.get(status, 0) + 1
     return counts
 
@@ -181,7 +181,7 @@ def _counts_html(counts: Mapping[str, int]) -> Markup:
             counts.get(s, 0),
             LABELS[s],
         )
-        for s in (*COUNTED, UNVERIFIED)
+        for s in (*COUNTED, Shown.UNVERIFIED)
         if counts.get(s, 0) or s in (Status.VERIFIED, Status.STALE, Status.FAILED)
     )
     total = sum(counts.values())
@@ -208,7 +208,7 @@ def _overview(
         Status.DISPUTED,
         Status.REFERENCE,
     )
-    columns = [s for s in (*COUNTED, UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
+    columns = [s for s in (*COUNTED, Shown.UNVERIFIED) if s in always or any(c.get(s) for c in counted.values())]
     head = Markup().join(
         markup('<th scope="col">{}<span class="vb-overview__label">{}</span></th>', mark(s), LABELS[s]) for s in columns
     )
@@ -223,9 +223,9 @@ def _overview(
         if slug in quiet:
             when += markup(
                 ' <span class="vb-quiet" data-status="{}">{}{}</span>',
-                NOT_REPORTED,
-                mark(NOT_REPORTED),
-                LABELS[NOT_REPORTED],
+                Shown.NOT_REPORTED,
+                mark(Shown.NOT_REPORTED),
+                LABELS[Shown.NOT_REPORTED],
             )
         if slug in local:
             when += Markup(' <span class="vb-local" data-local>this clone\'s run, not contributed</span>')
@@ -280,9 +280,9 @@ def markdown_text(text: str) -> str:
 def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, Markup]:
     per_backend = rf.records.get(claim_id)
     if not per_backend:
-        return UNVERIFIED, Markup(
+        return Shown.UNVERIFIED, Markup(
             '<td data-status="{}" title="no record on this machine"><span class="vb-cell">—</span></td>'
-        ).format(UNVERIFIED)
+        ).format(Shown.UNVERIFIED)
     status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items()))
     return status, markup(
@@ -345,7 +345,7 @@ def _matrix(
         markup('<option value="{}">{}</option>', chapter_keys[f], c.title) for f, c in chapters.items()
     )
     status_options = Markup().join(
-        markup('<option value="{}">{}</option>', s, LABELS[s]) for s in (*COUNTED, UNVERIFIED)
+        markup('<option value="{}">{}</option>', s, LABELS[s]) for s in (*COUNTED, Shown.UNVERIFIED)
     )
     head = Markup().join(markup('<th scope="col"><a href="#{}">{}</a></th>', anchor(s), s) for s in slugs)
     return markup(
@@ -424,7 +424,7 @@ def render_machines(
         ]
         if quiet:
             lines += [
-                f"A machine of the fleet marked *{LABELS[NOT_REPORTED]}* has not reported within "
+                f"A machine of the fleet marked *{LABELS[Shown.NOT_REPORTED]}* has not reported within "
                 f"{report_within_days} days: its last results are shown, and the others are published "
                 "without waiting for it.",
                 "",
@@ -434,7 +434,7 @@ def render_machines(
             if slug in quiet:
                 quiet_note = Markup(
                     '<p class="vb-quiet" data-status="{}">{}{}: the latest run is older than {} days.</p>'
-                ).format(NOT_REPORTED, mark(NOT_REPORTED), LABELS[NOT_REPORTED], report_within_days)
+                ).format(Shown.NOT_REPORTED, mark(Shown.NOT_REPORTED), LABELS[Shown.NOT_REPORTED], report_within_days)
             local_note = _local_note(local[slug]) if slug in local else Markup()
             lines += [
                 f"## {markdown_text(slug)} {{ #{anchor(slug)} }}",

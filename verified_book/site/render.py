@@ -29,19 +29,7 @@ from verified_book.engine.figure_status import (
     shown_status,
 )
 from verified_book.records.results import ResultsFile, from_json
-from verified_book.vocabulary import (
-    ANOTHER_VERSION,
-    BROKEN_BINDING,
-    CONTENDED,
-    LABELS,
-    MEANINGS,
-    NO_BACKEND_LABEL,
-    NO_BACKEND_NAME,
-    NOT_REPORTED,
-    SHAPES,
-    UNVERIFIED,
-    Status,
-)
+from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, SHAPES, Shown, Status
 
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 
@@ -100,7 +88,9 @@ def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile 
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
     note = Markup()
     if quiet:
-        note = markup('<span class="vb-quiet" data-status="{}">{}</span>', NOT_REPORTED, LABELS[NOT_REPORTED])
+        note = markup(
+            '<span class="vb-quiet" data-status="{}">{}</span>', Shown.NOT_REPORTED, LABELS[Shown.NOT_REPORTED]
+        )
     return markup(
         '<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}',
         slug,
@@ -119,8 +109,8 @@ def _row_note(m: Measurement) -> str:
         Status.CITED,
         Status.PREMISE,
         Status.UNSOURCED,
-        CONTENDED,
-        ANOTHER_VERSION,
+        Shown.CONTENDED,
+        Shown.ANOTHER_VERSION,
     )
     if (m.status in shown or (m.status == Status.VERIFIED and m.message.startswith("verified:"))) and m.message:
         return short(m.message.splitlines()[0], 300)
@@ -204,7 +194,7 @@ def render_panel(
     shown: set[str] = set()
     for slug, items in by_machine.items():
         ran = [m for m in items if m.status != Status.SKIPPED]
-        machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED.value
+        machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED
         parts.append(markup('<span class="vb-machine" data-machine="{}" data-status="{}">', slug, machine_status))
         parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
         for m in ran:
@@ -221,7 +211,7 @@ def render_panel(
                 markup(
                     '<span class="vb-row__skipped" title="{}">{}: {}</span>',
                     short(reasons, 600),
-                    LABELS[Status.SKIPPED.value],
+                    LABELS[Status.SKIPPED],
                     names,
                 )
             )
@@ -279,7 +269,7 @@ def render_error(text: str, message: str, claim_id: str = "", in_code: bool = Fa
         '<span class="vb-fig" data-status="{status}" data-claim-error="{claim}" tabindex="0" title="{message}">'
         '<span class="vb-fig__text">{shown}</span>{mark}'
         "{screen_reader} (broken figure: {message})</span></span>",
-        status=BROKEN_BINDING,
+        status=Shown.BROKEN_BINDING,
         claim=claim_id,
         message=short(message, 300),
         shown=shown,
@@ -293,7 +283,14 @@ def mark(status: str) -> Markup:
     return markup('<span class="vb-mark" data-status="{}" aria-hidden="true"></span>', status)
 
 
-LEGEND_ORDER = (*VOCABULARY[:-1], CONTENDED, ANOTHER_VERSION, UNVERIFIED, Status.SKIPPED.value, BROKEN_BINDING)
+LEGEND_ORDER = (
+    *VOCABULARY[:-1],
+    Shown.CONTENDED,
+    Shown.ANOTHER_VERSION,
+    Shown.UNVERIFIED,
+    Status.SKIPPED,
+    Shown.BROKEN_BINDING,
+)
 
 
 def render_legend(machines_href: str | None = None) -> Markup:
@@ -317,7 +314,7 @@ def render_legend(machines_href: str | None = None) -> Markup:
                 meaning=MEANINGS[status],
             )
         )
-    glyph, shape = SHAPES[NOT_REPORTED]
+    glyph, shape = SHAPES[Shown.NOT_REPORTED]
     machines = markup('<a href="{}">machines page</a>', machines_href) if machines_href else "machines page"
     return markup(
         '<div class="vb-scroll" data-vb-scroll><table class="vb-legend">'
@@ -327,12 +324,12 @@ def render_legend(machines_href: str | None = None) -> Markup:
         '<span class="vb-legend__glyph" aria-hidden="true">{glyph}</span> ({shape}), on the {machines} '
         "and in the panels: {meaning}.</p>",
         rows=Markup().join(rows),
-        mark=mark(NOT_REPORTED),
-        label=LABELS[NOT_REPORTED],
+        mark=mark(Shown.NOT_REPORTED),
+        label=LABELS[Shown.NOT_REPORTED],
         glyph=glyph,
         shape=shape,
         machines=machines,
-        meaning=MEANINGS[NOT_REPORTED],
+        meaning=MEANINGS[Shown.NOT_REPORTED],
     )
 
 

@@ -27,7 +27,7 @@ from verified_book.engine.figure_status import FigureView, figure_view, short
 from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile
 from verified_book.site.render import markup, render_error, render_figure
-from verified_book.vocabulary import UNVERIFIED
+from verified_book.vocabulary import Shown
 
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
 
@@ -160,7 +160,7 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
         return render_error(b.text, message, b.claim_id, in_code)
     view = figure_view(b, claim, context.results)
     out.views.append(view)
-    if view.status == UNVERIFIED:
+    if view.status == Shown.UNVERIFIED:
         out.missing.append(b)
     return render_figure(view, context.results, context.repo_url, uid, in_code, context.quiet)
 

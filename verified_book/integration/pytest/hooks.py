@@ -221,7 +221,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             claim = REGISTRY.get(item.binding.claim_id)
             if claim is not None and run.hardware_skip(claim):
                 # not computable here, known now: counted so even where the run stops before the item
-                tally.figure_statuses.setdefault(item.nodeid, Status.SKIPPED.value)
+                tally.figure_statuses.setdefault(item.nodeid, Status.SKIPPED)
             if claim is not None:
                 names = (
                     [name for name in run.verifier.backends if claim.runs_on(name)]

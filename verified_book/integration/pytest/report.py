@@ -23,7 +23,7 @@ from verified_book.engine.session import (
     wrapped,
 )
 from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
-from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, NOT_HERE, NOT_RUN, Status
+from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, Shown, Status
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -80,17 +80,16 @@ def backend_lines(run: Session, every: bool = False) -> list[str]:
 TABLE_STATUSES = tuple(s.value for s in Status)
 
 #: the summary's columns for what the run did not judge, after the statuses
-UNJUDGED = (NOT_HERE, NOT_RUN)
+UNJUDGED = (Shown.NOT_HERE, Shown.NOT_RUN)
 
 LEGEND = {
     "selected": "claim × backend checks this run selected (by path, -k or -m)",
     **{s.value: MEANINGS[s.value] for s in Status},
-    Status.OUTDATED.value: "records in this machine's results file, not rerun now, computed from an older claim or "
-    "input",
-    Status.SKIPPED.value: "run here but not applicable on this backend (reasons: pytest -rs)",
-    NOT_HERE: "selected, but they need hardware or a library this machine lacks, so they did not run",
-    NOT_RUN: "selected, but the run stopped before it reached them (Ctrl-C, -x, a worker lost); run again to check "
-    "them",
+    Status.OUTDATED: "records in this machine's results file, not rerun now, computed from an older claim or input",
+    Status.SKIPPED: "run here but not applicable on this backend (reasons: pytest -rs)",
+    Shown.NOT_HERE: "selected, but they need hardware or a library this machine lacks, so they did not run",
+    Shown.NOT_RUN: "selected, but the run stopped before it reached them (Ctrl-C, -x, a worker lost); run again to "
+    "check them",
     BROKEN: "not checked: the environment broke during the run (the line below says what it lost); nothing recorded",
 }
 
@@ -99,7 +98,7 @@ def write_table(terminalreporter: Any, table: dict[str, dict[str, int]]) -> None
     """The run's table of checks per backend, each column named as the vocabulary names it, in blocks no wider
     than a terminal, with a legend line per column."""
     found = {s for row in table.values() for s in row} - {"selected", *UNJUDGED}
-    unjudged = (NOT_HERE, *(s for s in UNJUDGED[1:] if any(s in row for row in table.values())))
+    unjudged = (Shown.NOT_HERE, *(s for s in UNJUDGED[1:] if any(s in row for row in table.values())))
     columns = ("selected", *TABLE_STATUSES, *sorted(found - set(TABLE_STATUSES)), *unjudged)
     order = (NO_BACKEND_NAME, *backends_mod.NAMES)
     names = {c: LABELS[c] if c in UNJUDGED else c for c in columns}
@@ -135,7 +134,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     table = summary_table(statuses, tally.selected, cannot_run(run, tally.selected - set(statuses), absent))
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
-        row[Status.OUTDATED.value] = row.get(Status.OUTDATED.value, 0) + 1
+        row[Status.OUTDATED] = row.get(Status.OUTDATED, 0) + 1
     for lost in tally.lost_workers:
         terminalreporter.write_line(
             f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",
