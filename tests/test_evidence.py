@@ -1,7 +1,7 @@
 """Each mark is one kind of evidence, decided from the data flow; a dispute must change a conclusion.
 
 - A figure is verified only where a value was computed here from its inputs: over the whole book, no
-  figure that would show ✓ is one data entry read unchanged (`check.passed_through`), and one that is
+  figure that would show ✓ is one data entry read unchanged (`evidence.passed_through`), and one that is
   shows the entry's basis instead (cited, premise, unsourced), whatever its claim's kind.
 - Every data entry says what backs it (`inputs.basis_of`): an outside source names one.
 - A dispute must refute the source beyond the precision the figure gives itself: one planted within it
@@ -21,8 +21,10 @@ from verified_book.authoring.registry import REGISTRY, Claim, Kind, Registry, cl
 from verified_book.backends import NO_BACKEND
 from verified_book.book.bindings import Book, read_page
 from verified_book.engine import check
-from verified_book.engine.check import evaluate, evidence, judge, passed_through
+from verified_book.engine import evidence as evidence_mod
+from verified_book.engine.check import evaluate, judge
 from verified_book.engine.config import open_book, read_config
+from verified_book.engine.evidence import evidence, passed_through
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
 from verified_book.vocabulary import WORDS, Status
@@ -52,7 +54,7 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
         if status is not Status.VERIFIED:
             continue
         read = [r for r in outcome.inputs if isinstance(r, inputs.Input)]
-        alone = len(read) == 1 and check._same(read[0].value, outcome.value)
+        alone = len(read) == 1 and evidence_mod._same(read[0].value, outcome.value)
         if alone or passed_through(item) is not None:
             wrong.append(f"{item.defined_at}: {item.id} shows verified but returns {read[0] if alone else 'an input'}")
         assert why.startswith("verified: computed here"), why

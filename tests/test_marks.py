@@ -13,7 +13,8 @@ from harness import books, faults
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry, claim, undeclared_names
 from verified_book.book.bindings import read_page
-from verified_book.engine.check import COMPUTED, Outcome, evidence, judge
+from verified_book.engine.check import COMPUTED, Outcome, judge
+from verified_book.engine.evidence import evidence
 from verified_book.engine.machine import Machine
 from verified_book.vocabulary import LABELS, MEANINGS, SHAPES, STATUSES, Kind, Status
 

@@ -45,7 +45,7 @@ def test_every_committed_record_judges_its_figures_again_as_it_recorded_them() -
                 compared += 1
                 status = judge(binding, outcome, machine).status
                 # which held word a figure carries (verified, cited, premise...) is decided afresh from the data
-                # flow (check.evidence), also for records written before a word existed: held stays held
+                # flow (engine.evidence), also for records written before a word existed: held stays held
                 if status != figure.status and not {status, figure.status} <= {str(h) for h in HELD}:
                     differ.append(f"{figure.file}:{figure.line} {claim_id}[{backend}]: {figure.status} -> {status}")
     assert not differ, "\n".join(differ)

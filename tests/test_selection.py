@@ -197,7 +197,7 @@ def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_
     nothing.stdout.fnmatch_lines(
         [
             "--changed: 0 claim × backend checks rerun",
-            # spark.capacity returns its vendor figure unchanged: cited (verified_book.engine.check.evidence)
+            # spark.capacity returns its vendor figure unchanged: cited (verified_book.engine.evidence.evidence)
             f"--changed: 4 records unchanged since this machine's last run and not checked now (1 cited, 3 verified; "
             f"last checked {dates['spark.ceiling']['none']}): they keep their recorded status and date",
             f"  unchanged spark.ceiling[[]none]: verified as of {dates['spark.ceiling']['none']}",

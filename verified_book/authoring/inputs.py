@@ -366,7 +366,7 @@ _conversions: contextvars.ContextVar[list[tuple[Any, Fraction]] | None] = contex
 def conversions() -> Iterator[list[tuple[Any, Fraction]]]:
     """Collect each (stated value, its exact fraction) `exact` makes inside the block: the same figure in
     another type, so a value read through `exact` is still known for the input it was
-    (verified_book.engine.check.passed_through)."""
+    (verified_book.engine.evidence.passed_through)."""
     seen: list[tuple[Any, Fraction]] = []
     token = _conversions.set(seen)
     try:

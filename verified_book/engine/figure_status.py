@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping
 from verified_book.authoring.inputs import Read
 from verified_book.authoring.registry import Claim
 from verified_book.book.bindings import Binding
-from verified_book.engine.check import COMPUTED, HELD, evidence, judge
+from verified_book.engine.check import COMPUTED, HELD, judge
+from verified_book.engine.evidence import evidence
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import once, outdated_reason, versions_of_run
