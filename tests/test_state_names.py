@@ -17,7 +17,7 @@ from harness import books, faults
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book, read_page
 from verified_book.engine import figure_status
-from verified_book.engine.live import Report
+from verified_book.engine.live_report import Report
 from verified_book.records.results import read as read_results
 from verified_book.site import machines, render
 from verified_book.vocabulary import (

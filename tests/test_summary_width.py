@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verified_book.engine.session import SUMMARY_WIDTH, table_lines, wrapped
+from verified_book.engine.terminal_text import SUMMARY_WIDTH, table_lines, wrapped
 from verified_book.vocabulary import Status
 
 COLUMNS = ("selected", *(s.value for s in Status), "not here")
@@ -22,10 +22,12 @@ def test_the_summary_table_fits_a_terminal_and_every_block_names_its_rows() -> N
         assert [line.split()[0] for line in block.splitlines()[1:]] == rows
 
 
-def test_the_book_s_own_columns_fit_in_one_block() -> None:
+def test_the_book_s_own_columns_fit_in_two_blocks() -> None:
+    """Every status the vocabulary has, with four-digit counts, takes two blocks at most: one more status
+    past this is what a third block would mean."""
     table = {b: {c: 2885 for c in COLUMNS} for b in ("numpy", "torch:cpu", "mlx:cpu", "none", "all")}
     lines = table_lines(table, COLUMNS, list(table))
-    assert "" not in lines and max(len(line) for line in lines) <= SUMMARY_WIDTH
+    assert lines.count("") <= 1 and max(len(line) for line in lines) <= SUMMARY_WIDTH
 
 
 def test_a_table_that_fits_stays_one_block() -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from verified_book.engine.config import read_config
-from verified_book.engine.live import Live, Report
+from verified_book.engine.live import Live
+from verified_book.engine.live_report import Report
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "verified_book" / "template"  # what `verified-book init` writes
 SLUG = "serve-test"

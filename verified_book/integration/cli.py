@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NamedTuple, NoReturn
 
 from verified_book.engine.config import BookConfig, ConfigError, find_root, read_config
 from verified_book.engine.environment import broken_by
+from verified_book.integration import init_book
 from verified_book.vocabulary import Status
 
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
@@ -139,7 +140,8 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     """The last lines of `verify`: what held on this machine in its first line, then the figures, where the site
     is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
     from verified_book.engine.kept_records import book_held, records_words
-    from verified_book.engine.session import figure_line, wrapped
+    from verified_book.engine.session import figure_line
+    from verified_book.engine.terminal_text import wrapped
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
@@ -153,7 +155,8 @@ def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
     """The last lines of a `verify` stopped by Ctrl-C: what it judged before it stopped, what it never reached
     counted apart from what this machine cannot compute, and where the records of what ran are kept, laid out
     as `verdict` lays out its lines."""
-    from verified_book.engine.session import figure_line, wrapped
+    from verified_book.engine.session import figure_line
+    from verified_book.engine.terminal_text import wrapped
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     if not sum(outcome.figures.values()):
@@ -361,19 +364,6 @@ def fault_table(book: BookConfig, args: list[str]) -> int:
         return INTERRUPTED
 
 
-#: the book `init` writes, shipped with the engine (examples/minimal/README.md points here)
-TEMPLATE = Path(__file__).resolve().parents[1] / "template"
-
-
-def template_files() -> list[Path]:
-    """The files of the book `init` writes, relative to the template's folder."""
-    return sorted(
-        p.relative_to(TEMPLATE)
-        for p in TEMPLATE.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-    )
-
-
 def pages(book: BookConfig, args: list[str]) -> int:
     """`verified-book pages`: what the MkDocs plugin generates, written where Zensical reads it."""
     if args:
@@ -400,50 +390,6 @@ def pages(book: BookConfig, args: list[str]) -> int:
     shown = ", ".join(str(f.relative_to(book.root)) for f in files)
     print(f"verified-book: wrote {shown}, from {len(plugin.results)} results file(s)")
     return 1 if plugin.problems else 0
-
-
-def init(args: list[str]) -> int:
-    """`verified-book init [FOLDER]`: a new book in an empty folder."""
-    if len(args) > 1 or any(a.startswith("-") for a in args):
-        print(
-            "verified-book init: expected at most one argument, the folder for the new book; found " + " ".join(args),
-            file=sys.stderr,
-        )
-        return 2
-    folder = Path(args[0] if args else ".").resolve()
-    if folder.exists() and not folder.is_dir():
-        print(f"verified-book init: {folder} is a file; name a folder for the new book", file=sys.stderr)
-        return 2
-    # a folder with only hidden entries (.git, a .venv) counts as empty
-    present = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
-    if present:
-        print(
-            f"verified-book init: {folder} is not empty ({', '.join(present[:5])}"
-            f"{', ...' if len(present) > 5 else ''}); a new book starts in an empty folder",
-            file=sys.stderr,
-        )
-        return 1
-    files = template_files()
-    clashes = [str(f) for f in files if (folder / f).exists()]
-    if clashes:
-        print(
-            f"verified-book init: {folder} already has {', '.join(clashes)}; a new book starts in an empty folder",
-            file=sys.stderr,
-        )
-        return 1
-    for relative in files:
-        target = folder / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((TEMPLATE / relative).read_bytes())
-    shown = os.path.relpath(folder) if folder.is_relative_to(Path.cwd()) else str(folder)
-    print(
-        f"verified-book: a new book in {folder}: one page (pages/index.md), its claims (book_claims/topics/half.py) "
-        f"and their data (book_claims/data/); {len(files)} files.\n"
-        + (f"  cd {shown}\n" if shown != "." else "")
-        + "  pytest                  # verify every figure on the backends book.toml declares\n"
-        "  mkdocs build --strict   # the site, each figure marked with what the runs found"
-    )
-    return 0
 
 
 class Job(NamedTuple):
@@ -562,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = JOBS[job].run
     if runs is None:
-        return init(rest)
+        return init_book.init(rest)
     book = _book()
     os.chdir(book.root)
     try:

@@ -29,6 +29,7 @@ from mkdocs.structure.pages import Page as MkPage
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import AllowListError, Book, Page, generated
+from verified_book.book.lexer import lex
 from verified_book.engine import provenance
 from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
@@ -559,19 +560,17 @@ def _toc_items(toc: Any) -> list[Any]:
 
 
 def _title_of(path: Path) -> str | None:
+    """A page's first level-one heading in prose, as the lexer reads the page (a `# ` line in a code block is code)."""
     try:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("# "):
-                return line[2:].strip()
+        document = lex(path.read_text(encoding="utf-8").splitlines())
     except OSError:
         return None
-    return None
+    return next((line[2:].strip() for prose in document.prose() for line in prose.lines if line.startswith("# ")), None)
 
 
 def generated_pages(config_file: Path) -> tuple[site_book.Written, ClaimsPlugin]:
-    """The Machines, Plots and legend pages this plugin generates for the book `config_file` builds,
-    made as a build makes them (the same plugins' configuration, files and links), for
-    `verified-book pages` to write where a generator that runs no plugin reads them."""
+    """The Machines, Plots and legend pages this plugin generates for `config_file`'s book, made as a build makes
+    them, for `verified-book pages` to write where a generator that runs no plugin reads them."""
     from mkdocs.config import load_config
     from mkdocs.structure.files import get_files
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from verified_book.engine.config import BookConfig
-from verified_book.engine.live import Live, Report
+from verified_book.engine.live import Live
+from verified_book.engine.live_report import Report
 from verified_book.integration.mkdocs_adapter import internals
 from verified_book.records.results import ResultsFile
 from verified_book.site.transform import included_paths

@@ -15,7 +15,6 @@ import datetime as _dt
 import functools
 import hashlib
 import json
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, Callable, Container, Mapping
 from pydantic import ValidationError
 
 from verified_book.records import conditions, identity, kept, record, salvage
+from verified_book.records.document_walk import walk
 from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.errors import show as _show
 from verified_book.records.migrate import MIGRATIONS, migrate
@@ -32,10 +32,8 @@ from verified_book.records.record import (
     BOOK_PATH_PATTERN,
     EXACT_PATTERN,
     MARKER_PATTERN,
-    MAX_KEY_CHARS,
     MAX_LINE,
     MAX_SECONDS,
-    MAX_STRING_CHARS,
     OUTPUT_NAME_PATTERN,
     SCHEMA_VERSION,
     SLUG_PATTERN,
@@ -50,7 +48,7 @@ from verified_book.records.record import (
     SnippetOutput,
     revised,
 )
-from verified_book.records.values import MAX_INT_BITS, from_json, to_json
+from verified_book.records.values import from_json, to_json
 from verified_book.vocabulary import RECORDED, Status
 
 __all__ = [  # the store's names, wherever in the package they are defined
@@ -82,8 +80,6 @@ __all__ = [  # the store's names, wherever in the package they are defined
 # folder); a machine's own history, written by its own runs, is read whatever its size (`own`), so a
 # large book never loses its records to it.
 MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_DEPTH = 32
-MAX_STRING_CHARS_BY_KEY = {"message": record.MAX_MESSAGE_CHARS, "text": record.MAX_TEXT_CHARS}
 
 
 def now() -> str:
@@ -290,91 +286,6 @@ def same_machine(current: "ResultsFile", update: "ResultsFile") -> str | None:
     )
 
 
-def _finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    return True
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and _finite(value)
-
-
-def _key_problem(key: Any) -> str | None:
-    """What is wrong with a mapping key of a results file, or None."""
-    if not isinstance(key, str):
-        return f"key {_show(key)} is not a string"
-    if len(key) > MAX_KEY_CHARS:
-        return f"a key of {len(key)} characters (at most {MAX_KEY_CHARS})"
-    return None
-
-
-def _leaf_problem(node: Any, key: str) -> str | None:
-    """What is wrong with a value that holds no others (held under `key`), or None."""
-    if isinstance(node, str):
-        limit = MAX_STRING_CHARS_BY_KEY.get(key, MAX_STRING_CHARS)
-        if len(node) > limit:
-            return f"a string of {len(node)} characters (at most {limit})"
-    elif isinstance(node, float):
-        if not math.isfinite(node):
-            return f"{node!r} is not a finite number"
-    elif _is_int(node):
-        if node.bit_length() > MAX_INT_BITS:
-            return f"an integer of {node.bit_length()} bits (at most {MAX_INT_BITS})"
-    elif node is not None and not isinstance(node, bool):
-        return f"a {type(node).__name__}, which JSON does not hold"
-    return None
-
-
-def _walk(node: Any, where: str, problems: list[str], places: list[tuple[str | int, ...]] | None = None) -> None:
-    """Checks every part of a parsed file must pass: depth, key types, string sizes, finite numbers.
-
-    A problem names its place (`where['records']['a.b'][0]`); the place is spelled out only for a
-    problem, as a sound file has a hundred thousand parts. Given `places`, each problem's place is added to it
-    as a key path, for `salvage` to set that part aside."""
-    path: list[str | int] = []
-
-    def at(key: Any = None) -> str:
-        if places is not None:
-            places.append((*path, *([] if key is None else [str(key)])))
-        return where + "".join(f"[{k!r}]" for k in path)
-
-    def visit(node: Any, depth: int, key: str) -> None:
-        if len(problems) > 50 and places is None:
-            return
-        if depth > MAX_DEPTH:
-            problems.append(f"{at()}: nested deeper than {MAX_DEPTH} levels")
-            return
-        if isinstance(node, dict):
-            for k, v in node.items():
-                wrong = _key_problem(k)
-                if wrong:
-                    problems.append(f"{at(k)}: {wrong}")
-                    continue
-                path.append(k)
-                visit(v, depth + 1, k)
-                path.pop()
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                path.append(i)
-                visit(v, depth + 1, key)
-                path.pop()
-        else:
-            wrong = _leaf_problem(node, key)
-            if wrong:
-                problems.append(f"{at()}: {wrong}")
-
-    visit(node, 1, "")
-
-
 def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[ResultsDocument | None, list[str]]:
     """A parsed results file as its model (older schemas migrated), or every problem with it as
     'where: what' lines.
@@ -388,7 +299,7 @@ def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[
     if not isinstance(data, dict):
         return None, [f"{where}: expected a JSON object at the top, found {type(data).__name__}"]
     problems: list[str] = []
-    _walk(data, where, problems)
+    walk(data, where, problems)
     if problems:
         return None, problems
     try:
@@ -532,7 +443,7 @@ def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvag
         return None, [], parse(data, where)[1]
     problems: list[str] = []
     places: list[tuple[str | int, ...]] = []
-    _walk(data, where, problems, places)
+    walk(data, where, problems, places)
     aside: list[salvage.SetAside] = []
     data = copy.deepcopy(data)
     if problems:

@@ -19,9 +19,8 @@ from verified_book.engine.session import (
     hardware_in,
     outdated_records,
     summary_table,
-    table_lines,
-    wrapped,
 )
+from verified_book.engine.terminal_text import table_lines, wrapped
 from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
 from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, Shown, Status
 
