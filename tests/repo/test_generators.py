@@ -24,10 +24,10 @@ from typing import Any
 import markdown
 import pytest
 from harness.paths import ROOT
+from harness.served import served
 from test_init import marks_by_page
 from test_site import copy_project
 
-from conftest import served
 from verified_book.integration import markdown_ext
 
 EXAMPLE = ROOT / "verified_book" / "template"  # the book `verified-book init` writes

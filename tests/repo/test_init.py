@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from harness.paths import ROOT
+from harness.served import served
 
-from conftest import served  # imported with the module: a test's own conftest.py may stand in sys.modules later
 from verified_book.book.bindings import Book
 from verified_book.engine.config import read_config
 from verified_book.integration import cli

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 import pytest
 from harness import faults
 from harness.paths import ROOT
+from harness.served import served
 
 import verified_book.records.results as results
-from conftest import served
 from verified_book.authoring.registry import REGISTRY, Kind
 from verified_book.book.bindings import Book
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.served import served
 from test_site import ROOT, build, nav_pages
 
-from conftest import served
 from verified_book.vocabulary import LABELS
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots" / "marks"

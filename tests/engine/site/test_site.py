@@ -21,8 +21,8 @@ from urllib.parse import urlparse
 
 import pytest
 from harness.paths import ROOT
+from harness.served import served
 
-from conftest import served
 from verified_book.book.bindings import Book
 from verified_book.engine import figure_status
 from verified_book.engine.config import open_book, read_config
