@@ -5,6 +5,7 @@ vocabulary's words, read here from each surface for the same sample book."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def test_the_panel_the_machines_page_and_the_legend_name_it_as_the_verdict_does(
         "torch:cuda": {**next(iter(skipped["records"]["basic.square.2"].values())), "status": "skipped", "value": None}
     }
     path = book.root / "elsewhere.json"
-    path.write_text(faults.json.dumps(skipped))
+    path.write_text(json.dumps(skipped))
     shown = {"elsewhere": read_results(path)}
     panel = render.render_panel(figure_status.figure_view(square, claim, shown), shown, None, "p")
     assert f"{NOT_COMPUTABLE}: torch:cuda" in panel
