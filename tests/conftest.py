@@ -1,12 +1,9 @@
-"""Fixtures shared by the tests: the project's own book, and the built site in a real browser."""
+"""Fixtures every group of tests shares: the suite's own machine identity, a real browser, and pytester set up
+after the array libraries are loaded."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,22 +20,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def served(directory: Path) -> Iterator[str]:
-    """Serve a built site on a free loopback port for the block; yield its base URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
 
 
 def _state_of(path: Path) -> bytes | None:
@@ -83,18 +64,6 @@ def browser() -> Iterator[Any]:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
-
-
-@pytest.fixture(scope="module")
-def project_book() -> Iterator[Any]:
-    """The project's own book opened afresh and current for the module's tests (data folder, hardware profiles,
-    claims): whatever another test left in the book the run opened, these read the book as it is on disk."""
-    from verified_book.engine import config
-
-    book = config.open_book(config.read_config(Path(__file__).resolve().parents[1]))
-    assert not book.load_errors, book.load_errors
-    with book.opened():
-        yield book
 
 
 @pytest.fixture(scope="session")

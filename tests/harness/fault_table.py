@@ -25,8 +25,7 @@ from typing import Any
 from unittest import mock
 
 from harness import faults, mutation
-
-ROOT = Path(__file__).resolve().parents[2]
+from harness.paths import ROOT
 
 
 def scenarios(root: Path, tries: int) -> list[faults.Tally]:

@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+from harness.paths import ROOT
 from verified_book.engine.config import read_config
 from verified_book.engine.live import Live
 from verified_book.engine.live_report import Report
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "verified_book" / "template"  # what `verified-book init` writes
+EXAMPLE = ROOT / "verified_book" / "template"  # what `verified-book init` writes
 SLUG = "serve-test"
 
 

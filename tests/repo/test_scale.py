@@ -1,0 +1,89 @@
+"""The synthetic book the scale benchmark measures, and the promise that no size limit loses a machine's history.
+
+The benchmark itself (benchmarks/scale.py) is not run here: it takes minutes at this book's size and hours at
+64 times it. These tests pin what it stands on: the generated book is a book the engine verifies whole, and a
+results file larger than the store's size limit is read back by the next run, never set aside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from harness.paths import ROOT
+
+from benchmarks import synthetic_book
+
+LOWERED_LIMIT = 20_000  # bytes: a two-page book's results file is several times this
+
+
+def test_a_synthetic_page_holds_the_books_mix_of_claims_and_figures(tmp_path: Path) -> None:
+    book = synthetic_book.write(tmp_path, pages=2)
+    per_page = synthetic_book.GIVEN + synthetic_book.QUOTED + synthetic_book.EXACT + synthetic_book.LIBRARY
+    assert book.claims == 2 * per_page
+    # each claim printed once, the recap's twice, and the part's snippet output (on its first page only)
+    assert book.figures == 2 * (per_page + 2 * synthetic_book.RECAP) + 2
+    first = book.page(0).read_text()
+    assert "$$" in first and "| Row | Derived | numpy |" in first and "```output part000.py" in first
+    assert "```output" not in book.page(1).read_text()
+    for module in (tmp_path / "book_claims" / "topics").glob("p*.py"):
+        compile(module.read_text(), str(module), "exec")
+    assert "from verified_book import" in (tmp_path / "book_claims" / "topics" / "p0000.py").read_text()
+    assert "[p0001.g3]" in (tmp_path / "book_claims" / "data" / "given.toml").read_text()
+
+
+def _pytest(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=book,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_a_results_file_past_the_size_limit_is_read_back_by_the_next_run(tmp_path: Path) -> None:
+    """The book's runs lower the store's limit (in their conftest) below the size of the file they write: the
+    second run, of one page, finds every record of the first and sets nothing aside. At 64 times this book's size
+    the real file passes the real limit; benchmarks/scale.py shows that run."""
+    book = synthetic_book.write(tmp_path, pages=2)
+    with (tmp_path / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(
+            "\nimport verified_book.records.results as _store\n\n"
+            f"_store.MAX_FILE_BYTES = {LOWERED_LIMIT}  # a large book's file, in small\n"
+        )
+    first = _pytest(tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (written,) = (tmp_path / "results.local").glob("*.json")
+    assert written.stat().st_size > LOWERED_LIMIT
+    recorded = set(json.loads(written.read_text())["records"])
+    assert len(recorded) == book.claims
+
+    second = _pytest(tmp_path, "pages/p0001.md")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "kept aside" not in second.stdout + second.stderr
+    assert not [
+        p.name for p in (tmp_path / "results.local").iterdir() if ".corrupt-" in p.name or ".set-aside-" in p.name
+    ]
+    assert set(json.loads(written.read_text())["records"]) == recorded
+
+
+def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() -> None:
+    from benchmarks import scale
+
+    def entry(size: int) -> dict[str, object]:
+        return {"full_run": {"seconds": 2.0 * size, "peak_mb": 100.0}, "records": {"bytes": 1000 * size**2}}
+
+    fitted = scale.exponents({"1": entry(1), "4": entry(4), "16": entry(16), "64": entry(64)})
+    assert fitted["full_run_s"] == {"exponent": 1.0, "sizes": [4, 16, 64]}
+    assert fitted["results_bytes"]["exponent"] == 2.0 and fitted["full_run_peak_mb"]["exponent"] == 0.0
+    assert "changed_s" not in fitted  # not measured: not fitted
+    small = scale.exponents({"1": entry(1), "4": entry(4)})  # a run of the small sizes alone
+    assert small["full_run_s"] == {"exponent": 1.0, "sizes": [1, 4]}
