@@ -151,28 +151,28 @@ def _decimal(text: str) -> Fraction | None:
 
 
 def _probes(value: Any) -> list[Any]:
-    """Values of the same shape as `value` that no arithmetic on the other inputs is likely to land on: one far
-    from it, and one near it for a claim that checks its input lies in a range."""
-    return [p for p in (_probe(value, far=True), _probe(value, far=False)) if p is not None]
+    """A value of the same shape as `value`, one step from it: a read-through carries it unchanged, and a claim
+    that checks its input lies in a range still takes it. A far probe is not taken: a claim that computes from
+    the input (a format's exponent bits, a power of two) could grow without bound on it."""
+    return [p for p in (_probe(value),) if p is not None]
 
 
-def _probe(value: Any, far: bool) -> Any:
+def _probe(value: Any) -> Any:
     if isinstance(value, bool):
         return None
     if isinstance(value, (list, tuple)):
-        items = [_probe(v, far) for v in value]
+        items = [_probe(v) for v in value]
         return None if any(i is None for i in items) else type(value)(items)
     if isinstance(value, str):
         whole, dot, places = value.strip().partition(".")
         if _decimal(value) is None or not whole.isdigit():
             return None
-        return f"{int(whole) * 7919 + 7 if far else int(whole) + 1}{dot}{places}"  # its digits after the point kept
+        return f"{int(whole) + 1}{dot}{places}"  # its digits after the point kept
     if isinstance(value, int):
-        return value * 7919 + 7 if far else value + 1  # an integer still: a claim may take int() of its input
+        return value + 1  # an integer still: a claim may take int() of its input
     if isinstance(value, float):
-        # exactly representable, so its decimal reads back the same
-        return float(round(value) * 7919) + 0.5 if far else value + 2.0**-10
+        return value + 2.0**-10  # exactly representable, so its decimal reads back the same
     number = as_number(value)
     if number is None or isinstance(number, float):
         return None
-    return number * 7919 + Fraction(1, 7) if far else number + Fraction(1, 7919)
+    return number + Fraction(1, 7919)
