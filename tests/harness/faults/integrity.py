@@ -253,6 +253,13 @@ def _last_line(output: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _verdict(output: str) -> str:
+    """The verdict's lines: the last that begins `verified-book: ` with what held, and the indented lines after it."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    start = max((i for i, line in enumerate(lines) if line.startswith("verified-book: ")), default=len(lines))
+    return "\n".join(lines[start:])
+
+
 @contextlib.contextmanager
 def _unwritable(folder: Path) -> Any:
     """`folder` made immutable (chattr +i), as a reader's disk or a mount can make it; where that cannot be done
@@ -291,7 +298,8 @@ def unwritable_results(root: Path) -> Tally:
     with _unwritable(book.local):
         blocked = book.cli("verify", "-q")
         last = _last_line(blocked.stdout)
-        named = Path(last.rpartition(" kept in ")[2])
+        verdict = _verdict(blocked.stdout)
+        named = Path(last.rpartition(" kept in ")[2].strip())  # the path alone where the line wraps before it
         kept = json.loads(named.read_text()).get("records", {}) if named.is_file() else {}
         contributed = book.cli("contribute")
     taken = book.cli("verify", "-q")
@@ -300,13 +308,15 @@ def unwritable_results(root: Path) -> Tally:
     tally.check(
         first.returncode == 0
         and blocked.returncode != 0
-        and last.startswith(f"verified-book: verified on {SLUG}: ")
-        and "records NOT saved: " in last
+        and verdict.startswith(f"verified-book: verified on {SLUG}\n")
+        and "records NOT saved:" in verdict
+        and verdict.endswith(last)
         and named.is_relative_to(book.state)
         and contributed.returncode == 0
         and named.as_posix() in contributed.stdout
         and taken.returncode == 0
         and "took in the records of an earlier run that could not write them" in taken.stdout
+        and f"\n{book.local / SLUG}.json: took in" in taken.stdout  # on a line of its own, not after -q's dots
         and not named.exists(),
         f"exits {first.returncode}, {blocked.returncode}, contribute {contributed.returncode}, "
         f"{taken.returncode}\n{blocked.stdout[-2500:]}\n{contributed.stdout[-1500:]}\n{taken.stdout[-1500:]}",

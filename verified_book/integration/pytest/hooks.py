@@ -302,8 +302,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run.unkept and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter and warnings:
-        reporter.ensure_newline()  # -q's progress line ends without one, and the first warning would follow it
+    if reporter and warnings and reporter._tw.width_of_current_line:
+        # -q's progress line is still open here (pytest ends it only after this hook), and no public call of the
+        # reporter says so: without a newline the first warning would follow the dots
+        reporter.write("\n")
     for line in warnings:
         if reporter:
             reporter.write_line(line, red=True)
