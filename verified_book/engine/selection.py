@@ -230,7 +230,10 @@ class Said:
             "how": self.how,
             "head": self.head,
             "rerun": self.rerun,
-            "unchanged": [[c, b, status, date] for (c, b), (status, date) in sorted(self.unchanged.items())],
+            # plain strings only: an xdist worker sends this through execnet, which takes no enum
+            "unchanged": [
+                [str(c), str(b), str(status), date] for (c, b), (status, date) in sorted(self.unchanged.items())
+            ],
         }
 
     @classmethod

@@ -138,10 +138,11 @@ class Tally:
         self.lost_workers += other.lost_workers
 
     def to_json(self) -> dict[str, Any]:
+        """Plain strings, lists and dicts only: an xdist worker sends this through execnet, which takes no enum."""
         return {
-            "statuses": [[c, b, s] for (c, b), s in sorted(self.statuses.items())],
-            "selected": sorted([c, b] for c, b in self.selected),
-            "figures": sorted([n, s] for n, s in self.figure_statuses.items()),
+            "statuses": [[str(c), str(b), str(s)] for (c, b), s in sorted(self.statuses.items())],
+            "selected": sorted([str(c), str(b)] for c, b in self.selected),
+            "figures": sorted([str(n), str(s)] for n, s in self.figure_statuses.items()),
             "figures_selected": sorted(self.figures_selected),
             "not_here": dict(sorted(self.not_here.items())),
             "written": sorted(self.written),

@@ -131,10 +131,11 @@ class QuietLastScheduling(LoadScheduling):
         self._send_quiet_when_alone()
 
     def _send_quiet_when_alone(self) -> None:
-        """Send the held items once no other worker has anything left to run."""
+        """Send the held items once every other worker has finished: not only its items but its session's end,
+        where it writes its records and judges their evidence, which computes too."""
         if not self.quiet or self.quiet_node is None or self.quiet_node not in self.node2pending:
             return
-        if any(pending for node, pending in self.node2pending.items() if node is not self.quiet_node):
+        if any(node is not self.quiet_node for node in self.node2pending):
             return
         indices, self.quiet = self.quiet, []
         self.node2pending[self.quiet_node].extend(indices)
