@@ -273,6 +273,21 @@ def basis_of(file: str, key: str) -> str:
 def basis_problems() -> list[Problem]:
     """Every data entry whose `basis` is not one of `BASES`, or that claims an outside source and names none."""
     problems: list[Problem] = []
+    for file, text, key, node in _entries():
+        if "value" not in node:
+            continue
+        basis = node.get("basis", SOURCE)
+        where = f"{shown_as()}/{file}:{_line_of(text, key)}"
+        if basis not in BASES:
+            problems.append(Problem(where, f"{key}: basis = {basis!r}", f"one of {', '.join(BASES)}"))
+        elif basis == SOURCE and not str(node.get("source") or "").strip():
+            problems.append(Problem(where, f"{key}: no `source`", 'the document and its words, or basis = "premise"'))
+    return sorted(problems, key=str)
+
+
+def _entries() -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
+    """Every table of the data folder's TOML files, nested ones included: its file, the file's text, its dotted
+    key and the table. A file that does not read is left to the claims that read it, which report it."""
     for file in data_files():
         if not file.endswith(".toml"):
             continue
@@ -283,20 +298,9 @@ def basis_problems() -> list[Problem]:
         stack: list[tuple[str, Any]] = list(parsed.items()) if isinstance(parsed, dict) else []
         while stack:
             key, node = stack.pop()
-            if not isinstance(node, Mapping):
-                continue
-            stack += [(f"{key}.{k}", v) for k, v in node.items()]
-            if "value" not in node:
-                continue
-            basis = node.get("basis", SOURCE)
-            where = f"{shown_as()}/{file}:{_line_of(text, key)}"
-            if basis not in BASES:
-                problems.append(Problem(where, f"{key}: basis = {basis!r}", f"one of {', '.join(BASES)}"))
-            elif basis == SOURCE and not str(node.get("source") or "").strip():
-                problems.append(
-                    Problem(where, f"{key}: no `source`", 'the document and its words, or basis = "premise"')
-                )
-    return sorted(problems, key=str)
+            if isinstance(node, Mapping):
+                stack += [(f"{key}.{k}", v) for k, v in node.items()]
+                yield file, text, key, node
 
 
 def source_of(file: str, key: str) -> str | None:
@@ -426,41 +430,29 @@ def source_disagreements() -> list[Problem]:
     """Every entry of the data folder whose `source` text states, in the entry's own unit, a number other
     than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both numbers."""
     problems: list[Problem] = []
-    for file in data_files():
-        if not file.endswith(".toml"):
+    for file, text, key, node in _entries():
+        value, unit, source = node.get("value"), node.get("unit"), node.get("source")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not isinstance(unit, str)
+            or not unit
+            or not isinstance(source, str)
+        ):
             continue
-        try:
-            text, parsed = _load(file)
-        except InputError:
-            continue  # the claims that read it report what is wrong with it
-        stack: list[tuple[str, Any]] = [(k, v) for k, v in parsed.items()] if isinstance(parsed, dict) else []
-        while stack:
-            key, node = stack.pop()
-            if not isinstance(node, Mapping):
-                continue
-            stack += [(f"{key}.{k}", v) for k, v in node.items()]
-            value, unit, source = node.get("value"), node.get("unit"), node.get("source")
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not isinstance(unit, str)
-                or not unit
-                or not isinstance(source, str)
-            ):
-                continue
-            stated = [
-                n
-                for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
-                for n in re.findall(_NUMBER, m.group(1))
-            ]
-            numbers = [Fraction(n.replace(",", "")) for n in stated]
-            if numbers and exact(value) not in numbers:
-                problems.append(
-                    Problem(
-                        f"{shown_as()}/{file}:{_line_of(text, key)}",
-                        f"{key}: value = {value!r}, but its source says "
-                        f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
-                        "correct one of them",
-                    )
+        stated = [
+            n
+            for m in re.finditer(_STATED.format(unit=re.escape(unit)), source)
+            for n in re.findall(_NUMBER, m.group(1))
+        ]
+        numbers = [Fraction(n.replace(",", "")) for n in stated]
+        if numbers and exact(value) not in numbers:
+            problems.append(
+                Problem(
+                    f"{shown_as()}/{file}:{_line_of(text, key)}",
+                    f"{key}: value = {value!r}, but its source says "
+                    f"{', '.join(f'{n} {unit}' for n in stated)} ({source!r})",
+                    "correct one of them",
                 )
+            )
     return sorted(problems, key=str)
