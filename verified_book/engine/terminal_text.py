@@ -42,3 +42,8 @@ def wrapped(text: str, indent: str = "", width: int = SUMMARY_WIDTH) -> list[str
         break_on_hyphens=False,
         break_long_words=False,  # a path stays whole, so it can be copied
     ) or [indent]
+
+
+def verdict_lines(first: str, parts: Sequence[str]) -> str:
+    """A verdict as a terminal shows it: `first` alone on its line (what held), then each part wrapped, indented."""
+    return "\n".join([first, *(line for part in parts for line in wrapped(part, "  "))])

@@ -141,14 +141,14 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
     from verified_book.engine.kept_records import book_held, records_words
     from verified_book.engine.session import figure_line
-    from verified_book.engine.terminal_text import wrapped
+    from verified_book.engine.terminal_text import verdict_lines
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
     where_results = records_words(book.shown(outcome.written) if outcome.written else None, outcome.unkept)
     state = _held(outcome.figures) if book_held(tested, outcome.unkept) else f"NOT all {Status.VERIFIED}"
     parts = [figure_line(outcome.figures, outcome.bound), where_site, where_results]
-    return "\n".join([f"verified-book: {state}{machine}", *(line for part in parts for line in wrapped(part, "  "))])
+    return verdict_lines(f"verified-book: {state}{machine}", parts)
 
 
 def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
@@ -156,7 +156,7 @@ def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
     counted apart from what this machine cannot compute, and where the records of what ran are kept, laid out
     as `verdict` lays out its lines."""
     from verified_book.engine.session import figure_line
-    from verified_book.engine.terminal_text import wrapped
+    from verified_book.engine.terminal_text import verdict_lines
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
     if not sum(outcome.figures.values()):
@@ -165,9 +165,7 @@ def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
         found = figure_line(outcome.figures, outcome.bound)
     kept = f" in {book.shown(outcome.written)}" if outcome.written else ""
     parts = [found, f"the records judged so far are kept{kept}"]
-    return "\n".join(
-        [f"verified-book: interrupted{machine}", *(line for part in parts for line in wrapped(part, "  "))]
-    )
+    return verdict_lines(f"verified-book: interrupted{machine}", parts)
 
 
 def _held(figures: Mapping[str, int]) -> str:
