@@ -278,6 +278,7 @@ def _top_level(names: set[str]) -> set[str]:
     return {name.split(".")[0] for name in names}
 
 
+@pytest.mark.slow
 def test_help_opens_no_book_and_imports_no_backend(book: pytest.Pytester) -> None:
     names, done = _imports(book, "--help")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -286,6 +287,7 @@ def test_help_opens_no_book_and_imports_no_backend(book: pytest.Pytester) -> Non
     assert not _top_level(names) & set(LIBRARIES)
 
 
+@pytest.mark.slow
 def test_a_page_edit_checked_with_changed_loads_no_library(book: pytest.Pytester) -> None:
     """The author's fast check: after a run that recorded the page, an edited figure is judged against the
     recorded values in a fresh process that imports neither numpy nor torch (nor MLX, JAX, hypothesis)."""
@@ -300,6 +302,7 @@ def test_a_page_edit_checked_with_changed_loads_no_library(book: pytest.Pytester
     assert not loaded, sorted(loaded)
 
 
+@pytest.mark.slow
 def test_a_page_of_exact_claims_imports_no_backend_library(book: pytest.Pytester) -> None:
     """A backend's library loads only for a claim selected on it; the machine's fingerprint needs none, and
     hypothesis's plugin, which would import hypothesis at the end of every run, is let go."""

@@ -467,6 +467,7 @@ def test_the_engines_own_code_is_not_part_of_a_claims_fingerprint(tmp_path: Path
     assert sources == [inspect.getsource(ceiling)]
 
 
+@pytest.mark.slow
 def test_a_fingerprint_is_the_same_in_every_process_and_checkout(tmp_path: Path) -> None:
     """Taken in a fresh interpreter, from another folder, with strings hashed another way, every claim's
     fingerprint is the one this process takes: a record's code is named the same wherever the book is

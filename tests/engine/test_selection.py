@@ -189,6 +189,7 @@ def test_reading_and_changed_leave_the_tests_of_anything_but_the_book(book: pyte
         assert imported.read_text() == "imported\n", "a test named on the command line is collected, then deselected"
 
 
+@pytest.mark.slow
 def test_changed_reruns_only_what_moved_and_reports_the_rest_unchanged_with_its_date(book: pytest.Pytester) -> None:
     assert run(book).ret == 0
     path, first = _results(book)
@@ -334,6 +335,7 @@ def cube(backend):
 )
 
 
+@pytest.mark.slow
 def test_changed_judges_an_edited_figure_against_its_record_and_computes_nothing(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -407,6 +407,7 @@ def test_changed_reruns_a_snippet_whose_source_changed_and_not_one_only_touched(
     assert changed_run(book) == (1, True)
 
 
+@pytest.mark.slow
 def test_changed_reruns_a_snippet_whose_block_changed_whatever_the_page_s_time(book: pytest.Pytester) -> None:
     """What a record compared is the block's text: an edit elsewhere on its page leaves it as checked, and an
     edit to it counts even where the page's time is older than the record (saved while the run ran, or

@@ -84,6 +84,7 @@ def test_a_snippet_that_changes_the_process_leaves_no_trace(tmp_path: Path) -> N
     assert written == ["helper_beside.py", "meddles.py"], "the snippet wrote beside itself, not in its working folder"
 
 
+@pytest.mark.slow
 def test_putting_torch_back_loads_nothing_the_snippet_did_not(tmp_path: Path) -> None:
     """Setting torch's deterministic mode, even to what it was, imports its compiler (a second or more, inside the
     timed items of a run): a snippet that left the mode alone must not pay for it. A fresh interpreter, since this

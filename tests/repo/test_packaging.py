@@ -28,6 +28,7 @@ def test_nothing_of_the_book_is_here():
 """
 
 
+@pytest.mark.slow
 def test_an_unrelated_project_runs_as_if_the_engine_were_not_installed(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -417,11 +417,16 @@ def test_ctrl_c_through_run_py_keeps_this_run_s_records_and_exits_130(tmp_path: 
 
 
 def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_output() -> None:
-    """`cli.run` skips the interpreter's teardown, not what an exit owes: handlers, flushed output, the code."""
+    """`cli.run` skips the interpreter's teardown, not what an exit owes: the handlers a job's libraries register,
+    flushed output, the code."""
     script = (
         "import atexit, sys\nfrom verified_book.integration import cli\n"
-        "atexit.register(lambda: print('handler ran'))\n"
-        "print('said before', end='')\n"
+        "job = cli.main\n"
+        "def main():\n"
+        "    atexit.register(lambda: print('handler ran'))\n"
+        "    print('said before', end='')\n"
+        "    return job()\n"
+        "cli.main = main\n"
         "sys.argv = ['verified-book', *sys.argv[1:]]\ncli.run()\n"
     )
     unknown = subprocess.run(
@@ -437,6 +442,7 @@ def test_the_command_exits_with_the_job_s_code_after_its_exit_handlers_and_outpu
     )
 
 
+@pytest.mark.slow
 def test_verify_that_ran_nothing_builds_no_site_and_gives_no_verdict() -> None:
     """A command line pytest refuses, or one that selects nothing, runs nothing: the site of the last run stays,
     no verdict line speaks of a run that did not happen, and an error names the job the reader typed."""
@@ -465,3 +471,29 @@ def test_verify_that_ran_nothing_builds_no_site_and_gives_no_verdict() -> None:
         assert said in refused.stdout + refused.stderr and then in refused.stderr
         assert "verified on" not in refused.stdout + refused.stderr and "Building documentation" not in refused.stderr
         assert (index.stat().st_mtime_ns if index.exists() else None) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "distributed"),
+    [
+        ([], True),
+        (["-q", "-p", "no:cacheprovider", "--no-results"], True),
+        (["-n", "0"], False),
+        (["-n3"], False),
+        (["--numprocesses=3"], False),
+        (["--dist", "loadfile"], False),
+        (["-p", "no:xdist"], False),
+        (["-pno:xdist"], False),
+    ],
+)
+def test_the_suite_runs_on_the_cpus_unless_told_how(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], distributed: bool
+) -> None:
+    """`verified-book test` spreads the suite over xdist's workers where there are CPUs to spread it on, and
+    leaves a reader's own distribution (or none) as they said it."""
+    from verified_book.engine import machine
+
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 16)
+    assert cli.workers_for(args) == (["-n", str(cli.TEST_WORKERS)] if distributed else [])
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 1)
+    assert cli.workers_for(args) == [], "one CPU: the run stays in this process"

@@ -8,6 +8,7 @@ environment and calls this.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import subprocess
 import sys
@@ -213,8 +214,36 @@ def verify(book: BookConfig, args: list[str]) -> int:
     return tested or built or (1 if outcome.unkept else 0)
 
 
+#: the most workers `test` starts on its own: each loads the book and its libraries, so past a few the start costs
+#: more than the workers win back
+TEST_WORKERS = 4
+
+
+def _distribution_said(args: list[str]) -> bool:
+    """Whether the reader's arguments say how the run is distributed: `-n`, `--numprocesses`, `--dist`, or
+    xdist turned off (`-p no:xdist`)."""
+    plugins_off = {args[i + 1] for i, flag in enumerate(args[:-1]) if flag == "-p"}
+    plugins_off |= {a[2:] for a in args if a.startswith("-p") and len(a) > 2}
+    return "no:xdist" in plugins_off or any(
+        a.startswith(("-n", "--numprocesses", "--dist")) and not a.startswith("--no") for a in args
+    )
+
+
+def workers_for(args: list[str]) -> list[str]:
+    """The whole suite on every usable CPU (up to TEST_WORKERS) through pytest-xdist, unless the reader's
+    arguments say how to distribute it (`-n 0` runs it in this process) or xdist is not installed."""
+    from importlib.util import find_spec
+
+    from verified_book.engine.machine import usable_cpus
+
+    cpus = min(usable_cpus(), TEST_WORKERS)
+    if _distribution_said(args) or cpus < 2 or find_spec("xdist") is None:
+        return []
+    return ["-n", str(cpus)]
+
+
 def test(book: BookConfig, args: list[str]) -> int:
-    return pytest_run(args)
+    return pytest_run([*workers_for(args), *args])
 
 
 def serve(book: BookConfig, args: list[str]) -> int:
@@ -516,15 +545,32 @@ def main(argv: list[str] | None = None) -> int:
         return INTERRUPTED
 
 
+#: the code the command ends with, set once its job returned, read by the last exit handler
+_EXIT_CODE = [0]
+
+
+def _end_now() -> None:
+    """The last exit handler: flush what was said and end the process before the interpreter's teardown."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError):  # the reader closed the pipe (`| head`): nothing left to say
+            pass
+    os._exit(_EXIT_CODE[0])
+
+
 def run() -> NoReturn:
     """The `verified-book` command: `main`, then an exit that skips the interpreter's teardown.
 
     By the time a job returns its records are written and closed. What an ordinary exit does
     next is unload the libraries the claims imported, and torch with transformers takes one to
-    two seconds over it while doing nothing a finished command needs. The exit handlers still
-    run (logging's flush, temporary folders' removal) and the output is flushed; then the
-    process ends.
+    two seconds over it while doing nothing a finished command needs. So the command's own exit
+    handler is registered first, and so runs last: every handler the job's libraries registered
+    runs before it (temporary folders' removal, child processes joined), logging is flushed, the
+    output is flushed, and then the process ends.
     """
+    atexit.register(_end_now)
     try:
         code: int | str | None = main()
     except SystemExit as e:
@@ -532,13 +578,8 @@ def run() -> NoReturn:
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
-    atexit._run_exitfuncs()  # what `sys.exit` would run, in the same order
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (BrokenPipeError, OSError):  # the reader closed the pipe (`| head`): nothing left to say
-            pass
-    os._exit(code or 0)
+    _EXIT_CODE[0] = code or 0
+    sys.exit(_EXIT_CODE[0])
 
 
 if __name__ == "__main__":

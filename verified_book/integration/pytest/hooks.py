@@ -35,7 +35,17 @@ from verified_book.integration.pytest.items import (
     keep_one_load_check,
 )
 from verified_book.integration.pytest.marks import expression_of, pair_selected
-from verified_book.integration.pytest.stash import LOCK, NARROWED, OPENED, RECORDED, REWRITTEN, STATE, UNRECORDED, state
+from verified_book.integration.pytest.stash import (
+    LOCK,
+    NARROWED,
+    OPENED,
+    RECORDED,
+    REWRITTEN,
+    STATE,
+    UNRECORDED,
+    UNTOLD,
+    state,
+)
 from verified_book.records import conditions as conditions_mod
 from verified_book.records.record import SLUG_PATTERN, SLUG_WORDS
 from verified_book.records.results import folder_problem
@@ -135,6 +145,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    for line in config.stash.get(UNTOLD, []):  # no summary was printed (--no-summary, an internal error)
+        print(line, file=sys.stderr)
     if LOCK in config.stash:
         config.stash[LOCK].release()
     if STATE in config.stash and config.stash[STATE].book_config.offline:
@@ -302,10 +314,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run.unkept and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # a run that could not keep its records is not a pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter and warnings and reporter._tw.width_of_current_line:
-        # -q's progress line is still open here (pytest ends it only after this hook), and no public call of the
-        # reporter says so: without a newline the first warning would follow the dots
-        reporter.write("\n")
+    if reporter and workeroutput is None:
+        session.config.stash[UNTOLD] = warnings  # -q's line of dots is still open here: said in the summary
+        return
     for line in warnings:
         if reporter:
             reporter.write_line(line, red=True)

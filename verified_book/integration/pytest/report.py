@@ -21,7 +21,7 @@ from verified_book.engine.session import (
     summary_table,
 )
 from verified_book.engine.terminal_text import table_lines, wrapped
-from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, state
+from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, UNTOLD, state
 from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, Shown, Status
 
 
@@ -124,6 +124,9 @@ def write_table(terminalreporter: Any, table: dict[str, dict[str, int]]) -> None
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    for line in config.stash.get(UNTOLD, []):
+        terminalreporter.write_line(line, red=True)
+    config.stash[UNTOLD] = []
     if config.option.collectonly:
         return  # nothing ran, so there is nothing to count: every selected check would be `not run`
     run = state(config)

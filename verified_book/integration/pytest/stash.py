@@ -23,6 +23,10 @@ UNRECORDED = pytest.StashKey[str]()  # why RECORDED holds none: none yet, or a f
 
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
+#: what writing the records made the reader owe a line for, said in the summary (after pytest ends -q's line of
+#: dots) or, where no summary is printed, when the run ends
+UNTOLD = pytest.StashKey[list[str]]()
+
 
 def state(config: pytest.Config) -> Session:
     """The run's session, opened when pytest's session started."""
