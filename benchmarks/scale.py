@@ -70,9 +70,10 @@ WRAPPER = (
 
 
 def env_for() -> dict[str, str]:
-    """This environment with this checkout's engine first on the path."""
+    """This environment with this checkout's engine first on the path, and Python's bytecode cache allowed, as
+    on a reader's machine: without it pytest compiles its rewritten modules and every plugin's on each run."""
     return {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
         "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
         "NO_MKDOCS_2_WARNING": "1",
     }
