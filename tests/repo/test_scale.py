@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness.paths import ROOT
@@ -87,3 +89,49 @@ def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() ->
     assert "changed_s" not in fitted  # not measured: not fitted
     small = scale.exponents({"1": entry(1), "4": entry(4)})  # a run of the small sizes alone
     assert small["full_run_s"] == {"exponent": 1.0, "sizes": [1, 4]}
+
+
+def _one_figure_edit(root: Path, pages: int) -> tuple[int, int, int, int]:
+    """What the warm book does after one figure of a middle page is printed wrong: (claim, backend) pairs
+    computed, pages shown again, figures judged, records handed to the store."""
+    from harness import live_book
+
+    from verified_book.engine import live as live_mod
+
+    book = synthetic_book.write(root, pages=pages)
+    handed: list[int] = []
+    merge = live_mod.merge_into
+
+    def counted(path: Path, update: Any, **kwargs: Any) -> Any:
+        handed.append(sum(len(by_backend) for by_backend in update.records.values()))
+        return merge(path, update, **kwargs)
+
+    live = live_book.started(root)
+    try:
+        live_mod.merge_into = counted
+        middle = pages // 2 + 1  # a part's first page also shows its snippet's output: this page is like every other
+        page = book.page(middle)
+        name = synthetic_book.page_name(middle)
+        text = page.read_text()
+        figure = re.search(rf"\[([1-9][^\]]*)\]\(claim:{re.escape(name)}\.exact\.e0\)", text)
+        assert figure, f"{page}: no figure of {name}.exact.e0"
+        wrong = figure.group(0).replace(f"[{figure.group(1)}]", f"[{int(figure.group(1)[0]) % 9 + 1}", 1)
+        report = live_book.saving(live, page)(text.replace(figure.group(0), wrong + figure.group(1)[1:] + "]"))
+        live.written()
+    finally:
+        live_mod.merge_into = merge
+        for module in [m for m in sys.modules if m.split(".")[0] == "book_claims"]:
+            del sys.modules[module]
+    assert not report.rebuild, "one figure edited: no page added or removed, the site is not built whole"
+    return len(report.recomputed), len(report.pages), len(report.figures), sum(handed)
+
+
+@pytest.mark.slow
+def test_a_one_figure_edit_costs_the_same_in_a_book_sixteen_times_larger(tmp_path: Path) -> None:
+    """The author's loop pinned without a clock: after one figure is printed wrong, the claims computed, the pages
+    shown again, the figures judged and the records handed to the store are as many in a 256-page book as in a
+    16-page one."""
+    small = _one_figure_edit(tmp_path / "small", 16)
+    large = _one_figure_edit(tmp_path / "large", 256)
+    assert small == large, f"computed, pages, figures, records: {small} at 1x, {large} at 16x"
+    assert small[0] == 0 and small[1] == 1, "a page edit computes no claim and shows one page again"
