@@ -59,6 +59,11 @@ class Claim:
     #: the library versions the printed figure is stated for ({"torch": ">=2.13"}): a record from another is
     #: another version's answer, not the book failing
     stated_for: Mapping[str, str] = field(default_factory=dict)
+    #: on a claim whose figure disputes its source: the helpers (`module.name`) and data entries (`file:key`) that
+    #: carry the source's premise, through which the claims resting on it are found (`engine.premises`)
+    premise: tuple[str, ...] = ()
+    #: on a claim resting on a disputed premise: why its figure stands, by the disputed claim's id
+    excused: Mapping[str, str] = field(default_factory=dict)
     defined_in: str = ""  # the file of the function that computes it, relative to the book's root
     defined_line: int = 0
 
@@ -237,6 +242,8 @@ def claim(
     about: str | None = None,
     assumes: str | None = None,
     stated_for: Mapping[str, str] | None = None,
+    premise: Iterable[Callable[..., Any] | str] = (),
+    excused: Mapping[str, str] | None = None,
     registry: Registry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a claim, or a family of claims when `over` names parameters.
@@ -254,8 +261,12 @@ def claim(
     figure computed from vendor lists states a fact of (it is cited, not verified, until the
     device itself answers in a measured claim); `assumes` is the book's assumption a figure
     holds under that no input states (it is premise); `stated_for` the library versions its
-    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). The claims
-    go to the open book's registry, or to `registry` where one is given.
+    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). `premise`, on a
+    claim a figure disputes its source with, names what carries the source's disputed premise: the book's
+    helpers (the functions themselves) and data entries (`"file:key"` in the data folder); every other claim
+    whose code calls such a helper or reads such an entry rests on it, and either has every figure disputed
+    too, or says in `excused` (the disputed claim's id: a sentence a reader sees) why its figure stands.
+    The claims go to the open book's registry, or to `registry` where one is given.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
@@ -264,6 +275,8 @@ def claim(
         raise RegistryError(
             f"claim {claim_id!r}: `quote` needs `quote_at` as 'file:line' in the sources, and the other way round"
         )
+
+    premises = tuple(p if isinstance(p, str) else f"{p.__module__}.{p.__qualname__}" for p in premise)
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         file = _relative(inspect.getsourcefile(fn) or "?")
@@ -300,6 +313,8 @@ def claim(
                 about=about,
                 assumes=assumes,
                 stated_for=dict(stated_for or {}),
+                premise=premises,
+                excused=dict(excused or {}),
                 defined_in=file,
                 defined_line=line,
             )
