@@ -18,8 +18,32 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from claims.topics.models import GB, MODEL, bf16_bytes_per_element, bf16_total_bytes, checkpoint_gb, q4_k_m_gb
+from claims.topics.models import (
+    GB,
+    MODEL,
+    WHOLE_FILE_READ,
+    bf16_bytes_per_element,
+    bf16_total_bytes,
+    checkpoint_gb,
+    q4_k_m_gb,
+)
 from verified_book import Backend, InvariantFailed, claim, exact, model_config, model_config_all, vendor
+
+# why figures that divide by a file's size stand beside the dispute that a token reads all of it
+WHOLE_FILE_COLUMN = (
+    "Bandwidth over the whole file, as the column's header says and the source divides; the page prints "
+    "beside it the BF16 ceilings over the 15.1 GB a token reads, 8% higher, and says the Q4_K_M column errs "
+    "the same way (that file holds the embedding too, at a type the book has no data for)."
+)
+LAST_DIGIT = (
+    "Divides by the whole checkpoint's bytes only to show how the column's last digit depends on the size it "
+    "divides by; the ceilings over the bytes a token reads are printed beside it."
+)
+REDERIVED = (
+    "Re-derived: the whole checkpoint's bytes less the embedding rows a token does not gather; the correction"
+    " itself, not a use of the disputed premise."
+)
+ERROR_SIZE = "The whole file over the bytes a token reads, less one: the size of the source's error, not a use of it."
 
 TRACKS = ("dgx_spark", "ryzen_ai_max", "m4_max", "rtx5090")
 FORMATS = ("bf16", "q4_k_m")
@@ -52,13 +76,23 @@ def track_bandwidth(track: str) -> Fraction:
     return bandwidth_gbps(track)
 
 
-@claim("decode.ceiling.{track}.{fmt}", kind="exact", over={"track": TRACKS, "fmt": FORMATS})
+@claim(
+    "decode.ceiling.{track}.{fmt}",
+    kind="exact",
+    over={"track": TRACKS, "fmt": FORMATS},
+    excused={WHOLE_FILE_READ: WHOLE_FILE_COLUMN},
+)
 def decode_ceiling(track: str, fmt: str) -> Fraction:
     """Batch-1 decode ceiling in tokens/s: bandwidth over the quoted file size."""
     return ceiling(bandwidth_gbps(track), file_gb(fmt))
 
 
-@claim("decode.ceiling_derived.{track}.bf16", kind="exact", over={"track": TRACKS})
+@claim(
+    "decode.ceiling_derived.{track}.bf16",
+    kind="exact",
+    over={"track": TRACKS},
+    excused={WHOLE_FILE_READ: LAST_DIGIT},
+)
 def decode_ceiling_derived(track: str) -> Fraction:
     """The BF16 ceiling with the bytes derived from config.json instead of the rounded 16.4 GB."""
     return ceiling(bandwidth_gbps(track), bf16_total_bytes() / GB)
@@ -77,13 +111,19 @@ def read_per_token_bytes() -> Fraction:
     kind="exact",
     quote="Qwen3-8B at BF16 is 16.4 GB; decode reads all of it once per token",
     quote_at="tensors-gpus-and-precision.txt:226",
+    premise=(checkpoint_gb, bf16_total_bytes, q4_k_m_gb),
 )
 def read_per_token_gb() -> Fraction:
     """GB of weights a decoded token reads: the source says all 16.4 GB of the checkpoint."""
     return read_per_token_bytes() / GB
 
 
-@claim("decode.read_per_token.qwen3_8b.transformers_gb", kind="library", backends=("torch:cpu",))
+@claim(
+    "decode.read_per_token.qwen3_8b.transformers_gb",
+    kind="library",
+    backends=("torch:cpu",),
+    excused={WHOLE_FILE_READ: REDERIVED},
+)
 def read_per_token_transformers(backend: Backend) -> Fraction:
     """The same bytes from transformers' Qwen3ForCausalLM on the meta device, at BF16: every
     parameter's bytes, the input embedding's counted as one row; they must equal the config's count."""
@@ -108,13 +148,22 @@ def embedding_gb() -> Fraction:
     return config["vocab_size"] * config["hidden_size"] * bf16_bytes_per_element() / GB
 
 
-@claim("decode.ceiling_read.{track}.bf16", kind="exact", over={"track": TRACKS})
+@claim(
+    "decode.ceiling_read.{track}.bf16",
+    kind="exact",
+    over={"track": TRACKS},
+    excused={WHOLE_FILE_READ: REDERIVED},
+)
 def decode_ceiling_read(track: str) -> Fraction:
     """The BF16 ceiling over the bytes a token really reads."""
     return ceiling(bandwidth_gbps(track), read_per_token_gb())
 
 
-@claim("decode.ceiling_read.understated", kind="exact")
+@claim(
+    "decode.ceiling_read.understated",
+    kind="exact",
+    excused={WHOLE_FILE_READ: ERROR_SIZE},
+)
 def understated() -> Fraction:
     """How much the whole-checkpoint ceilings understate the real ones: 16.4 GB over the bytes read, less one."""
     return checkpoint_gb() / read_per_token_gb() - 1

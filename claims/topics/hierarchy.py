@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Callable
 
 from claims.topics.decode import bandwidth_gbps
-from claims.topics.models import checkpoint_gb
+from claims.topics.models import WHOLE_FILE_READ, checkpoint_gb
 from verified_book import (
     Backend,
     InvariantFailed,
@@ -30,6 +30,20 @@ from verified_book import (
     span,
     table,
     vendor,
+)
+
+# why figures that divide by a file's size stand beside the dispute that a token reads all of it
+SAME_FACTOR = (
+    "The table keeps the source's whole-file reading, as the page says above it: over the 15.1 GB a token "
+    "reads, every time is 8% shorter and every ceiling 8% higher (221 rather than 204 tokens/s on the H100), "
+    "the same factor on every row, so no comparison between levels moves; a level's bandwidth does not use "
+    "the size."
+)
+BYTES_NOT_TENSORS = (
+    "The source's example places 16.4 GB of bytes, not tensors: a token reads 1.24 GB less, from whichever "
+    "side holds the embedding, which the example does not say. On the card, the VRAM part takes 6.0 ms and "
+    "the total 74.8 ms, 13 tokens/s; in system memory, 56.0 ms in all and 18 tokens/s. Either way the slow "
+    "part takes about nine tenths of the time, the point the table makes."
 )
 
 BITS_PER_BYTE = 8
@@ -221,6 +235,7 @@ def network(port: str, unit: str) -> Fraction:
     "hierarchy.read.{level}.{field}",
     kind="exact",
     over={"level": tuple(LEVELS), "field": ("bandwidth", "ms", "ceiling")},
+    excused={WHOLE_FILE_READ: SAME_FACTOR},
 )
 def read_once(level: str, field: str) -> Fraction:
     """Reading Qwen3-8B's 16.4 GB once from a level: its bandwidth, the milliseconds, the tokens/s ceiling."""
@@ -361,15 +376,30 @@ def split_vram() -> Fraction:
     return split_vram_gb()
 
 
-@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("vram", "system"), "field": ("ms",)})
-@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("system",), "field": ("gb",)})
+@claim(
+    "hierarchy.split.{part}.{field}",
+    kind="exact",
+    over={"part": ("vram", "system"), "field": ("ms",)},
+    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
+)
+@claim(
+    "hierarchy.split.{part}.{field}",
+    kind="exact",
+    over={"part": ("system",), "field": ("gb",)},
+    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
+)
 def split_part(part: str, field: str) -> Fraction:
     """One part of the split model: its GB, and the milliseconds it takes to read per token."""
     gigabytes, bandwidth = split_parts()[part]
     return gigabytes if field == "gb" else gigabytes / bandwidth * MS_PER_S
 
 
-@claim("hierarchy.split.{field}", kind="exact", over={"field": ("ms", "ceiling", "byte_share", "time_share")})
+@claim(
+    "hierarchy.split.{field}",
+    kind="exact",
+    over={"field": ("ms", "ceiling", "byte_share", "time_share")},
+    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
+)
 def split_total(field: str) -> Fraction:
     """The split model as a whole: ms per token, the ceiling, and the slow part's share of bytes and of time."""
     parts = split_parts()
