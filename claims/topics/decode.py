@@ -27,7 +27,17 @@ from claims.topics.models import (
     checkpoint_gb,
     q4_k_m_gb,
 )
-from verified_book import Backend, InvariantFailed, claim, exact, model_config, model_config_all, vendor
+from verified_book import (
+    Backend,
+    InvariantFailed,
+    claim,
+    disputes_premise,
+    exact,
+    excuse,
+    model_config,
+    model_config_all,
+    vendor,
+)
 
 # why figures that divide by a file's size stand beside the dispute that a token reads all of it
 WHOLE_FILE_COLUMN = (
@@ -76,26 +86,22 @@ def track_bandwidth(track: str) -> Fraction:
     return bandwidth_gbps(track)
 
 
-@claim(
-    "decode.ceiling.{track}.{fmt}",
-    kind="exact",
-    over={"track": TRACKS, "fmt": FORMATS},
-    excused={WHOLE_FILE_READ: WHOLE_FILE_COLUMN},
-)
+@claim("decode.ceiling.{track}.{fmt}", kind="exact", over={"track": TRACKS, "fmt": FORMATS})
 def decode_ceiling(track: str, fmt: str) -> Fraction:
     """Batch-1 decode ceiling in tokens/s: bandwidth over the quoted file size."""
     return ceiling(bandwidth_gbps(track), file_gb(fmt))
 
 
-@claim(
-    "decode.ceiling_derived.{track}.bf16",
-    kind="exact",
-    over={"track": TRACKS},
-    excused={WHOLE_FILE_READ: LAST_DIGIT},
-)
+excuse(decode_ceiling, {WHOLE_FILE_READ: WHOLE_FILE_COLUMN})
+
+
+@claim("decode.ceiling_derived.{track}.bf16", kind="exact", over={"track": TRACKS})
 def decode_ceiling_derived(track: str) -> Fraction:
     """The BF16 ceiling with the bytes derived from config.json instead of the rounded 16.4 GB."""
     return ceiling(bandwidth_gbps(track), bf16_total_bytes() / GB)
+
+
+excuse(decode_ceiling_derived, {WHOLE_FILE_READ: LAST_DIGIT})
 
 
 def read_per_token_bytes() -> Fraction:
@@ -111,19 +117,16 @@ def read_per_token_bytes() -> Fraction:
     kind="exact",
     quote="Qwen3-8B at BF16 is 16.4 GB; decode reads all of it once per token",
     quote_at="tensors-gpus-and-precision.txt:226",
-    premise=(checkpoint_gb, bf16_total_bytes, q4_k_m_gb),
 )
 def read_per_token_gb() -> Fraction:
     """GB of weights a decoded token reads: the source says all 16.4 GB of the checkpoint."""
     return read_per_token_bytes() / GB
 
 
-@claim(
-    "decode.read_per_token.qwen3_8b.transformers_gb",
-    kind="library",
-    backends=("torch:cpu",),
-    excused={WHOLE_FILE_READ: REDERIVED},
-)
+disputes_premise(read_per_token_gb, checkpoint_gb, bf16_total_bytes, q4_k_m_gb)
+
+
+@claim("decode.read_per_token.qwen3_8b.transformers_gb", kind="library", backends=("torch:cpu",))
 def read_per_token_transformers(backend: Backend) -> Fraction:
     """The same bytes from transformers' Qwen3ForCausalLM on the meta device, at BF16: every
     parameter's bytes, the input embedding's counted as one row; they must equal the config's count."""
@@ -141,6 +144,9 @@ def read_per_token_transformers(backend: Backend) -> Fraction:
     return Fraction(read, GB)
 
 
+excuse(read_per_token_transformers, {WHOLE_FILE_READ: REDERIVED})
+
+
 @claim("decode.read_per_token.qwen3_8b.embedding_gb", kind="exact")
 def embedding_gb() -> Fraction:
     """GB of the input embedding that a token does not read whole."""
@@ -148,22 +154,19 @@ def embedding_gb() -> Fraction:
     return config["vocab_size"] * config["hidden_size"] * bf16_bytes_per_element() / GB
 
 
-@claim(
-    "decode.ceiling_read.{track}.bf16",
-    kind="exact",
-    over={"track": TRACKS},
-    excused={WHOLE_FILE_READ: REDERIVED},
-)
+@claim("decode.ceiling_read.{track}.bf16", kind="exact", over={"track": TRACKS})
 def decode_ceiling_read(track: str) -> Fraction:
     """The BF16 ceiling over the bytes a token really reads."""
     return ceiling(bandwidth_gbps(track), read_per_token_gb())
 
 
-@claim(
-    "decode.ceiling_read.understated",
-    kind="exact",
-    excused={WHOLE_FILE_READ: ERROR_SIZE},
-)
+excuse(decode_ceiling_read, {WHOLE_FILE_READ: REDERIVED})
+
+
+@claim("decode.ceiling_read.understated", kind="exact")
 def understated() -> Fraction:
     """How much the whole-checkpoint ceilings understate the real ones: 16.4 GB over the bytes read, less one."""
     return checkpoint_gb() / read_per_token_gb() - 1
+
+
+excuse(understated, {WHOLE_FILE_READ: ERROR_SIZE})

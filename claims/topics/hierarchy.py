@@ -26,6 +26,7 @@ from verified_book import (
     device,
     devices,
     exact,
+    excuse,
     given,
     span,
     table,
@@ -235,13 +236,15 @@ def network(port: str, unit: str) -> Fraction:
     "hierarchy.read.{level}.{field}",
     kind="exact",
     over={"level": tuple(LEVELS), "field": ("bandwidth", "ms", "ceiling")},
-    excused={WHOLE_FILE_READ: SAME_FACTOR},
 )
 def read_once(level: str, field: str) -> Fraction:
     """Reading Qwen3-8B's 16.4 GB once from a level: its bandwidth, the milliseconds, the tokens/s ceiling."""
     bandwidth = LEVELS[level]()
     size = checkpoint_gb()
     return {"bandwidth": bandwidth, "ms": size / bandwidth * MS_PER_S, "ceiling": bandwidth / size}[field]
+
+
+excuse(read_once, {WHOLE_FILE_READ: SAME_FACTOR})
 
 
 # The source's levels, fastest first (tensors-gpus-and-precision.txt:217-222), and the bandwidth each
@@ -376,30 +379,18 @@ def split_vram() -> Fraction:
     return split_vram_gb()
 
 
-@claim(
-    "hierarchy.split.{part}.{field}",
-    kind="exact",
-    over={"part": ("vram", "system"), "field": ("ms",)},
-    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
-)
-@claim(
-    "hierarchy.split.{part}.{field}",
-    kind="exact",
-    over={"part": ("system",), "field": ("gb",)},
-    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
-)
+@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("vram", "system"), "field": ("ms",)})
+@claim("hierarchy.split.{part}.{field}", kind="exact", over={"part": ("system",), "field": ("gb",)})
 def split_part(part: str, field: str) -> Fraction:
     """One part of the split model: its GB, and the milliseconds it takes to read per token."""
     gigabytes, bandwidth = split_parts()[part]
     return gigabytes if field == "gb" else gigabytes / bandwidth * MS_PER_S
 
 
-@claim(
-    "hierarchy.split.{field}",
-    kind="exact",
-    over={"field": ("ms", "ceiling", "byte_share", "time_share")},
-    excused={WHOLE_FILE_READ: BYTES_NOT_TENSORS},
-)
+excuse(split_part, {WHOLE_FILE_READ: BYTES_NOT_TENSORS})
+
+
+@claim("hierarchy.split.{field}", kind="exact", over={"field": ("ms", "ceiling", "byte_share", "time_share")})
 def split_total(field: str) -> Fraction:
     """The split model as a whole: ms per token, the ceiling, and the slow part's share of bytes and of time."""
     parts = split_parts()
@@ -412,6 +403,9 @@ def split_total(field: str) -> Fraction:
         "byte_share": parts["system"][0] / gigabytes,
         "time_share": times["system"] / seconds,
     }[field]
+
+
+excuse(split_total, {WHOLE_FILE_READ: BYTES_NOT_TENSORS})
 
 
 # The tracks table's figures. A range's end over a class of real devices is that class's end in the

@@ -12,7 +12,7 @@ pytest_plugins = ["pytester"]
 
 CLAIMS = '''
 from fractions import Fraction
-from verified_book.authoring.registry import claim
+from verified_book.authoring.registry import claim, disputes_premise, excuse
 
 
 def file_gb():
@@ -24,16 +24,20 @@ def read_gb():
     return Fraction(151, 10)
 
 
-@claim("arith.read_gb", kind="exact", premise=(file_gb,))
+@claim("arith.read_gb", kind="exact")
 def read():
     """What a token reads: not the whole file."""
     return read_gb()
 
 
-@claim("arith.ceiling", kind="exact"{excuse})
+disputes_premise(read, file_gb)
+
+
+@claim("arith.ceiling", kind="exact")
 def ceiling():
     """A decode ceiling over the whole file."""
     return 273 / file_gb()
+{excuse}
 
 
 @claim("arith.ceiling_read", kind="exact")
@@ -45,8 +49,12 @@ PAGE = (
     'A token reads [all 16.4 GB](claim:arith.read_gb "16.4; disputed"), which it does not; the ceiling is\n'
     "[16.6](claim:arith.ceiling) tokens/s over the file and [18.1](claim:arith.ceiling_read) over what is read.\n"
 )
-#: the line of the dependant's definition in the claims file
+#: the line of the dependant's definition in the claims file, and of its excuse where it has one
 CEILING_LINE = next(n for n, text in enumerate(CLAIMS.splitlines(), 1) if '@claim("arith.ceiling"' in text)
+PREMISE_LINE = next(n for n, text in enumerate(CLAIMS.splitlines(), 1) if text.startswith("disputes_premise("))
+EXCUSE_LINE = next(n for n, text in enumerate(CLAIMS.splitlines(), 1) if text == "{excuse}")
+#: an excuse of the dependant, given beside it
+STANDS = 'excuse(ceiling, {"arith.read_gb": "stands"})'
 
 
 def book_with(pytester: pytest.Pytester, excuse: str = "", page: str = PAGE) -> Any:
@@ -63,11 +71,12 @@ def test_a_dependant_with_no_disposition_fails_the_book_at_its_definition(pytest
     ) in out, out
     assert "calls sample_claims.arith.file_gb" in out
     assert "expected a disposition" in out and "found none" in out
+    assert """(excuse(ceiling, {'arith.read_gb': '...'}))""" in out, "the message shows the declaration to add"
     assert "'arith.ceiling_read' rests" not in out, "a claim re-derived without the premise is no dependant"
 
 
 def test_an_excused_dependant_passes(pytester: pytest.Pytester) -> None:
-    excuse = ', excused={"arith.read_gb": "the page prints the ceiling over what is read beside it"}'
+    excuse = 'excuse(ceiling, {"arith.read_gb": "the page prints the ceiling over what is read beside it"})'
     result = faults.run_book(book_with(pytester, excuse))
     assert result.ret == 0, result.stdout.str()
 
@@ -83,15 +92,13 @@ def test_a_dependant_disputed_too_passes(pytester: pytest.Pytester) -> None:
 
 
 def test_an_excuse_for_a_claim_that_no_longer_rests_on_the_premise_fails(pytester: pytest.Pytester) -> None:
-    book = book_with(pytester, ', excused={"arith.read_gb": "stands"}')
+    book = book_with(pytester, STANDS)
     (book.path / "sample_claims" / "arith.py").write_text(
-        CLAIMS.format(excuse=', excused={"arith.read_gb": "stands"}').replace(
-            "return 273 / file_gb()", "return 273 / read_gb()"
-        )
+        CLAIMS.format(excuse=STANDS).replace("return 273 / file_gb()", "return 273 / read_gb()")
     )
     out = faults.run_book(book).stdout.str()
     assert (
-        f"sample_claims/arith.py:{CEILING_LINE}: claim 'arith.ceiling' is excused from the dispute 'arith.read_gb', "
+        f"sample_claims/arith.py:{EXCUSE_LINE}: claim 'arith.ceiling' is excused from the dispute 'arith.read_gb', "
         "but it no longer rests on"
     ) in out, out
 
@@ -99,4 +106,25 @@ def test_an_excuse_for_a_claim_that_no_longer_rests_on_the_premise_fails(pyteste
 def test_a_premise_no_figure_disputes_fails(pytester: pytest.Pytester) -> None:
     page = PAGE.replace('"16.4; disputed"', '"15.1"').replace("all 16.4 GB", "15.1 GB")
     out = faults.run_book(book_with(pytester, page=page)).stdout.str()
-    assert "claim 'arith.read_gb' names a premise (sample_claims.arith.file_gb) but no figure of it is marked" in out
+    assert (
+        f"sample_claims/arith.py:{PREMISE_LINE}: claim 'arith.read_gb' names a premise (sample_claims.arith.file_gb) "
+        "but no figure of it is marked"
+    ) in out, out
+
+
+@pytest.mark.parametrize(
+    ("declaration", "found"),
+    [
+        ('excuse(read_gb, {"arith.read_gb": "stands"})', "excuse(read_gb, ...) names no claim"),
+        ('excuse(ceiling, {"arith.read_gb": " "})', "claim 'arith.ceiling': an excuse needs a reason a reader sees"),
+        (
+            'excuse(ceiling, {"arith.read_gb": "stands"})\nexcuse(ceiling, {"arith.read_gb": "stands"})',
+            "claim 'arith.ceiling' is excused from 'arith.read_gb' twice; first at "
+            f"sample_claims/arith.py:{EXCUSE_LINE}",
+        ),
+    ],
+)
+def test_an_excuse_declared_wrongly_fails_at_its_line(pytester: pytest.Pytester, declaration: str, found: str) -> None:
+    out = faults.run_book(book_with(pytester, declaration)).stdout.str()
+    place = EXCUSE_LINE + declaration.count("\n")
+    assert f"sample_claims/arith.py:{place}: {found}" in out, out

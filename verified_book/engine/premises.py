@@ -1,11 +1,11 @@
 """A correction propagates: the claims resting on a premise the book disputes, found through the claim graph.
 
-A claim whose figure disputes its source names what carries the source's premise (`Claim.premise`): the
-book's helpers and data entries that read the world as the source does. Every other claim bound in the book
-that calls such a helper or reads such an entry rests on the same premise, and says what became of it: every
-figure of it is disputed too, or it gives the reason its figure stands (`Claim.excused`), which its panel
-shows. A claim re-derived without the premise no longer calls it, and is no dependant. One with no
-disposition fails the book's check at its definition.
+A claim whose figure disputes its source names what carries the source's premise (`Claim.premise`, from
+`disputes_premise`): the book's helpers and data entries that read the world as the source does. Every other
+claim bound in the book that calls such a helper or reads such an entry rests on the same premise, and says what
+became of it: every figure of it is disputed too, or it gives the reason its figure stands (`Claim.excused`,
+from `excuse`), which its panel shows. A claim re-derived without the premise no longer calls it, and is no
+dependant. One with no disposition fails the book's check at its definition.
 
 A claim computed without a backend is run once with its calls and reads watched, so only what its value
 was computed from counts; a claim computed on a backend cannot run here, and rests on what its code reaches
@@ -134,10 +134,10 @@ def premise_problems(registry: Registry, bindings: Iterable[Binding]) -> list[Pr
         if not contested:
             problems.append(
                 Problem(
-                    dispute.defined_at,
+                    dispute.premise_at or dispute.defined_at,
                     f"claim {dispute.id!r} names a premise ({', '.join(dispute.premise)}) but no figure of it is "
                     "marked disputed in the book: a premise is the source's reading a dispute contests; mark the "
-                    "figure disputed or drop `premise`",
+                    "figure disputed or drop its `disputes_premise`",
                 )
             )
             continue
@@ -159,8 +159,8 @@ def undisposed(found: Dependant, contested: str) -> Problem:
         claim.defined_at,
         f"claim {claim.id!r} rests on the premise {dispute.id!r} disputes at {contested} "
         f"({dispute.quoted_from or dispute.doc}): it {_how(found.shared)}; expected a disposition: re-derive it "
-        "without that premise, mark every figure of it disputed, or say why it stands "
-        f"(excused={{{dispute.id!r}: '...'}}); found none",
+        "without that premise, mark every figure of it disputed, or say why it stands after it "
+        f"(excuse({claim.compute.__name__}, {{{dispute.id!r}: '...'}})); found none",
     )
 
 
@@ -178,7 +178,7 @@ def _unknown_items(dispute: Claim) -> list[Problem]:
         if not is_entry(item) and _code_of(item)[1] is None:
             out.append(
                 Problem(
-                    dispute.defined_at,
+                    dispute.premise_at or dispute.defined_at,
                     f"claim {dispute.id!r} names {item!r} in its premise, which is no function of the book's "
                     "modules; expected a helper (the function itself) or a data entry 'file:key'",
                 )
@@ -196,7 +196,7 @@ def _stray_excuse(claim: Claim, named: str, registry: Registry) -> Problem:
         else f"it no longer rests on {named!r}'s premise ({', '.join(other.premise)})"
     )
     return Problem(
-        claim.defined_at,
+        claim.excused_at.get(named) or claim.defined_at,
         f"claim {claim.id!r} is excused from the dispute {named!r}, but {found}; expected an excuse only where "
         "a claim rests on a disputed premise: drop it",
     )
