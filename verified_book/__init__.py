@@ -3,6 +3,8 @@
 A book's author imports from here and nowhere else in the engine:
 
 - declaring claims: `claim`, `InvariantFailed`, `NotOnBackend`, `ID_PATTERN` (a claim id's form);
+- beside a claim, a premise of its source it disputes and why a figure resting on one stands:
+  `disputes_premise`, `excuse`;
 - the inputs a claim reads, recorded with their file and line: `given`, `vendor`, `exact`, `table`,
   `model_config`, `model_config_all`, `setting`, `GIVEN` (the given inputs' file);
 - the catalogue of real devices a range or a supposed device is held to: `Device`, `devices`, `device`,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
         vendor,
     )
     from verified_book.authoring.lazy import lazy_import
-    from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim
+    from verified_book.authoring.registry import InvariantFailed, NotOnBackend, claim, disputes_premise, excuse
     from verified_book.backends import NAMES, Adapter, Backend, available, names_of
     from verified_book.engine.machine import Machine, fingerprint, identify, profiles, usable_cpus
     from verified_book.engine.snippet_figures import snippet_figure, snippet_holds
@@ -51,6 +53,8 @@ _WHERE = {
     "claim": "verified_book.authoring.registry",
     "InvariantFailed": "verified_book.authoring.registry",
     "NotOnBackend": "verified_book.authoring.registry",
+    "disputes_premise": "verified_book.authoring.registry",
+    "excuse": "verified_book.authoring.registry",
     "ID_PATTERN": "verified_book.vocabulary",
     "given": "verified_book.authoring.inputs",
     "vendor": "verified_book.authoring.inputs",
@@ -102,7 +106,9 @@ __all__ = [
     "claim",
     "device",
     "devices",
+    "disputes_premise",
     "exact",
+    "excuse",
     "fingerprint",
     "given",
     "identify",

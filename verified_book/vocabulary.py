@@ -347,6 +347,20 @@ KIND_MEANINGS: dict[Kind, str] = {
 
 KINDS: tuple[str, ...] = tuple(k.value for k in Kind)
 
+
+class Disposition(str, Enum):
+    """What became of a claim resting on a premise the book disputes (`verified_book.engine.premises`); one
+    re-derived without the premise rests on it no longer, and needs none."""
+
+    #: every figure of it is marked disputed too
+    DISPUTED = "disputed too"
+    #: it says why its figure stands (`excused` on its claim), and its panel shows the reason
+    EXCUSED = "excused"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 #: a claim id: dotted lower-case words, at least two (`decode.ceiling.dgx_spark.bf16`)
 ID_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 

@@ -1,9 +1,10 @@
-"""Mutation tests of the book: a wrong figure, or a changed input, must make the suite fail.
+"""Mutation tests of the book: a wrong figure, a changed input or a lost disposition must make the suite fail.
 
 The figures are judged against the values this run computed (the session's verifier
 cache, shared with the claim items), so the figure test costs only the judging. The
 input test computes again only the claims whose recorded inputs include the perturbed
-input. Both report their counts in the terminal summary.
+input. The disposition test asks the book's premise check again with one disposition
+taken away at a time. Each reports its counts in the terminal summary.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ def test_every_figure_mutant_is_caught(claims_run: Session, request: pytest.Fixt
     _report(request.config, report.summary())
     assert not report.survived, report.summary()
     assert report.kill_rate == 1.0
+
+
+def test_every_disposition_removed_fails_the_book_naming_its_claim(
+    claims_run: Session, request: pytest.FixtureRequest
+) -> None:
+    report = mutation.drop_dispositions(claims_run.verifier)
+    _report(request.config, report.summary())
+    assert report.tried and not report.missed, report.summary()
 
 
 @pytest.mark.slow

@@ -198,6 +198,29 @@ def test_what_a_claim_reaches_without_naming_it_is_part_of_its_fingerprint(
     assert {c for c in before if before[c] != after[c]} == moved
 
 
+def test_a_disputed_premise_and_an_excuse_beside_a_claim_are_not_its_code(tmp_path: Path) -> None:
+    """What carries a premise and why a figure stands decide no value: declared beside the claim, they leave its
+    fingerprint, and the records made before them, as they were."""
+    book = faults.SampleBook(tmp_path / "book")
+    book.claims("io", CLAIMS)
+    before = _fingerprints(book)
+    book.claims(
+        "io",
+        CLAIMS.replace("import claim", "import claim, disputes_premise, excuse")
+        + '\ndisputes_premise(ceiling, _per_token)\nexcuse(ceiling, {"io.other": "it stands"})\n',
+    )
+    assert _fingerprints(book) == before
+    try:
+        book.forget_modules()
+        with books.opened(book.root):
+            declared = REGISTRY["io.ceiling"]
+            assert declared.premise == ("sample_claims.io._per_token",)
+            assert declared.excused == {"io.other": "it stands"}
+            assert declared.excused_at["io.other"].endswith(f"io.py:{len(CLAIMS.splitlines()) + 3}")
+    finally:
+        book.forget_modules()
+
+
 def test_a_cache_a_claim_fills_as_it_runs_is_not_its_code(tmp_path: Path) -> None:
     """`_SEEN` is filled by the claims themselves: read from its assignment, not its value, it says the same
     before and after they ran, in every process."""

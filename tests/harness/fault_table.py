@@ -110,7 +110,20 @@ def mutation_rows_of(verifier: Any) -> tuple[list[faults.Tally], list[str]]:
     if report.problems:
         inputs_row.tried += len(report.problems)
     print(f"        {report.summary()}", file=sys.stderr)
-    return [row, inputs_row], notes
+    dropped = mutation.drop_dispositions(verifier)
+    dispositions_row = faults.Tally(
+        "mutation of the book",
+        "disposition of a claim resting on a disputed premise removed",
+        "the book's check fails at the claim's definition, naming it",
+    )
+    dispositions_row.tried, dispositions_row.handled = dropped.tried, len(dropped.named)
+    notes.append(
+        f"Dispositions whose removal the book's check names: {len(dropped.named)} of {dropped.tried} "
+        f"(each claim resting on a premise the book disputes, its excuse or disputed marks taken away in turn)."
+    )
+    notes += [f"Not named: {claim_id}: {why}." for claim_id, why in dropped.missed.items()]
+    print(f"        {dropped.summary()}", file=sys.stderr)
+    return [row, inputs_row, dispositions_row], notes
 
 
 def table(rows: list[faults.Tally], notes: list[str], control: faults.Tally, seconds: float) -> str:

@@ -1,6 +1,6 @@
-"""Mutation testing of the book: a wrong figure or a changed input must be caught.
+"""Mutation testing of the book: a wrong figure, a changed input or a lost disposition must be caught.
 
-Two questions, asked of whatever the book holds today:
+Three questions, asked of whatever the book holds today:
 
 - Figures: every bound figure, changed in its last printed digit and multiplied by ten,
   is judged against the values this run computed; each such mutant must come out
@@ -14,6 +14,9 @@ Two questions, asked of whatever the book holds today:
   there that something does depend on is an error too. Inputs that only claims about
   other hardware read are listed there under `[elsewhere]`: excused where unread,
   checked like any other input on a machine that reads them.
+- Dispositions: every claim resting on a premise the book disputes, its disposition
+  removed (its excuse, and the disputed marks of its figures), must fail the book's
+  check at its definition, naming it.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from fractions import Fraction
 from typing import Any, Iterable, Iterator
 
 from verified_book.authoring import inputs
-from verified_book.authoring.registry import Claim, Kind
+from verified_book.authoring.registry import Claim, Kind, Registry
 from verified_book.backends import Backend
 from verified_book.book.bindings import Binding
 from verified_book.book.figures import FigureSyntaxError, Printed, as_number, parse
+from verified_book.engine import premises
 from verified_book.engine.check import COMPUTED, FAILED, HELD, Outcome, Verifier, evaluate, judge
 from verified_book.vocabulary import Status
 
@@ -536,6 +540,54 @@ def perturb_inputs(
         else:
             report.unguarded[item] = "no claim reads it"
     return report
+
+
+# ---------------------------------------------------------------- dispositions
+
+
+@dataclass
+class DispositionReport:
+    """What removing each disposition did: the book's check named the claim at its definition, or did not."""
+
+    named: list[str] = field(default_factory=list)
+    missed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tried(self) -> int:
+        return len(self.named) + len(self.missed)
+
+    def summary(self) -> str:
+        lines = [f"dispositions removed: {len(self.named)}/{self.tried} named by the book's check"]
+        lines += [f"  NOT NAMED {claim_id}: {why}" for claim_id, why in self.missed.items()]
+        return "\n".join(lines)
+
+
+def drop_dispositions(verifier: Verifier) -> DispositionReport:
+    """Remove each dependant's disposition in turn (its excuse from the dispute, the disputed marks of its
+    figures) and run the book's premise check again: it must fail at the claim's definition, naming it."""
+    report = DispositionReport()
+    bindings = list(verifier.book.bindings())
+    for dispute in premises.disputes(verifier.registry):
+        for found in premises.dependants(dispute, verifier.registry, verifier.book.by_claim()):
+            claim = found.claim
+            excused = {k: v for k, v in claim.excused.items() if k != dispute.id}
+            registry = _replaced(verifier.registry, dataclasses.replace(claim, excused=excused))
+            marked = [dataclasses.replace(b, disputed=False) if b.claim_id == claim.id else b for b in bindings]
+            problems = premises.premise_problems(registry, marked)
+            said = f"claim {claim.id!r} rests on the premise {dispute.id!r}"
+            if any(p.where == claim.defined_at and said in p.message for p in problems):
+                report.named.append(claim.id)
+            else:
+                report.missed[claim.id] = "; ".join(map(str, problems)) or "the check passed"
+    return report
+
+
+def _replaced(registry: Registry, item: Claim) -> Registry:
+    """A registry of the same claims, `item` in place of the one of its id."""
+    out = Registry()
+    for held in registry:
+        out.add(item if held.id == item.id else held)
+    return out
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import itertools
 import pkgutil
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -59,6 +59,15 @@ class Claim:
     #: the library versions the printed figure is stated for ({"torch": ">=2.13"}): a record from another is
     #: another version's answer, not the book failing
     stated_for: Mapping[str, str] = field(default_factory=dict)
+    #: on a claim whose figure disputes its source: the helpers (`module.name`) and data entries (`file:key`) that
+    #: carry the source's premise, through which the claims resting on it are found (`engine.premises`); named
+    #: by `disputes_premise` at `premise_at`
+    premise: tuple[str, ...] = ()
+    premise_at: str = ""
+    #: on a claim resting on a disputed premise: why its figure stands, by the disputed claim's id; given by
+    #: `excuse`, each at its place in `excused_at`
+    excused: Mapping[str, str] = field(default_factory=dict)
+    excused_at: Mapping[str, str] = field(default_factory=dict)
     defined_in: str = ""  # the file of the function that computes it, relative to the book's root
     defined_line: int = 0
 
@@ -126,6 +135,12 @@ class Registry:
             )
         self._claims[item.id] = item
 
+    def amend(self, item: Claim) -> None:
+        """Take what a declaration beside a claim's function adds to the claim (`excuse`, `disputes_premise`)."""
+        held = self._claims.get(item.id)
+        if held is not None and held.compute is item.compute:
+            self._claims[item.id] = item
+
     def __getitem__(self, claim_id: str) -> Claim:
         return self._claims[claim_id]
 
@@ -168,6 +183,9 @@ class OpenRegistry(Registry):
 
     def declare(self, item: Claim, module: str) -> None:
         self.of_open_book().declare(item, module)
+
+    def amend(self, item: Claim) -> None:
+        self.of_open_book().amend(item)
 
     def __getitem__(self, claim_id: str) -> Claim:
         return self.of_open_book()[claim_id]
@@ -254,8 +272,10 @@ def claim(
     figure computed from vendor lists states a fact of (it is cited, not verified, until the
     device itself answers in a measured claim); `assumes` is the book's assumption a figure
     holds under that no input states (it is premise); `stated_for` the library versions its
-    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). The claims
-    go to the open book's registry, or to `registry` where one is given.
+    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). A premise a
+    figure disputes, and the reasons a figure resting on one stands, are declared beside the function
+    (`disputes_premise`, `excuse`). The claims go to the open book's registry, or to `registry` where one is
+    given.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:
@@ -309,6 +329,86 @@ def claim(
         return fn
 
     return register
+
+
+def disputes_premise(
+    fn: Callable[..., Any], *carriers: Callable[..., Any] | str, registry: Registry | None = None
+) -> None:
+    """Say that the claims `fn` computes dispute a premise of their source, and name what carries it: the book's
+    helpers (the functions themselves) and data entries (`"file:key"` in the data folder). Every other claim bound
+    in the book whose code calls such a helper or reads such an entry rests on the premise, and is disputed too
+    or excused (`excuse`); the book's check finds them (`verified_book.engine.premises`).
+
+    Called beside the claim, after it, not in its decorator: a claim's code fingerprint reads its decorator,
+    and what carries a premise decides no value."""
+    at = _caller()
+    names = tuple(c if isinstance(c, str) else f"{c.__module__}.{c.__qualname__}" for c in carriers)
+
+    def add(item: Claim) -> Claim | Problem:
+        if not names:
+            return Problem(at, f"claim {item.id!r}: disputes_premise names nothing that carries the premise")
+        if item.premise:
+            return Problem(at, f"claim {item.id!r} names the premise it disputes twice; first at {item.premise_at}")
+        return replace(item, premise=names, premise_at=at)
+
+    _amend(fn, add, "disputes_premise", at, registry)
+
+
+def excuse(fn: Callable[..., Any], reasons: Mapping[str, str], *, registry: Registry | None = None) -> None:
+    """Say why the figures of the claims `fn` computes stand though they rest on a premise the book disputes:
+    a sentence a reader sees in each figure's panel, by the id of the claim disputing the premise.
+
+    Called beside the claim, after it, not in its decorator: a claim's code fingerprint reads its decorator,
+    and a reason given to a reader decides no value."""
+    at = _caller()
+
+    def add(item: Claim) -> Claim | Problem:
+        blank = sorted(d for d, reason in reasons.items() if not reason.strip())
+        if not reasons or blank:
+            return Problem(at, f"claim {item.id!r}: an excuse needs a reason a reader sees, by the disputed claim's id")
+        twice = sorted(set(reasons) & set(item.excused))
+        if twice:
+            return Problem(
+                at, f"claim {item.id!r} is excused from {twice[0]!r} twice; first at {item.excused_at[twice[0]]}"
+            )
+        return replace(
+            item, excused={**item.excused, **reasons}, excused_at={**item.excused_at, **dict.fromkeys(reasons, at)}
+        )
+
+    _amend(fn, add, "excuse", at, registry)
+
+
+def _caller() -> str:
+    """The place, `file:line`, of the call to the public function that calls this."""
+    frame = sys._getframe(2)
+    return f"{_relative(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _amend(
+    fn: Callable[..., Any], change: Callable[[Claim], Claim | Problem], what: str, at: str, registry: Registry | None
+) -> None:
+    """Apply `change` to every claim `fn` computes, where its module keeps them and in the registry; a problem it
+    finds is the registry's, like a bad id's, and the module's other claims load."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    declared: list[Claim] | None = vars(module).get(DECLARED) if registry is None and module is not None else None
+    into = registry if registry is not None else current().registry
+    items = declared if declared is not None else list(into)
+    found = False
+    for i, item in enumerate(items):
+        if item.compute is not fn:
+            continue
+        found = True
+        changed = change(item)
+        if isinstance(changed, Problem):
+            into.errors.append(changed)
+            return
+        items[i] = changed
+        into.amend(changed)
+    if not found:
+        name = getattr(fn, "__qualname__", repr(fn))
+        into.errors.append(
+            Problem(at, f"{what}({name}, ...) names no claim; expected a function declared with @claim above it")
+        )
 
 
 def undeclared_names(

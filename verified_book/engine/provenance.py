@@ -320,10 +320,18 @@ _LIBRARIES_CACHE: weakref.WeakKeyDictionary[Any, dict[str, frozenset[str]]] = we
 def _libraries_of(claim: Claim) -> frozenset[str]:
     from verified_book.engine.machine import VERSIONED
 
+    found: set[str] = set()
+    for _, read in _walk(claim):
+        found |= read.modules
+    return frozenset(found) & frozenset(VERSIONED)
+
+
+def _walk(claim: Claim) -> Iterator[tuple[Any, CodeReading]]:
+    """Each function and class of the book's package a claim's code reaches, with how the fingerprint reads it:
+    its body, what that names and reaches, transitively, and its parameters' classes."""
     package = _package(claim.compute)
     stack: list[Any] = [claim.compute, *_handed(claim, package)]
     seen: set[int] = set()
-    found: set[str] = set()
     while stack:
         fn = stack.pop()
         if id(fn) in seen or _package(fn) != package:
@@ -331,9 +339,17 @@ def _libraries_of(claim: Claim) -> frozenset[str]:
         seen.add(id(fn))
         read = _read(fn)
         if read is not None:
-            found |= read.modules
+            yield fn, read
             stack += [t for t in read.named + read.reached if not isinstance(t, Constant)]
-    return frozenset(found) & frozenset(VERSIONED)
+
+
+def code_reached(claim: Claim) -> dict[str, str]:
+    """The book's functions and classes a claim's code reaches (`_walk`), by qualified name (`module.name`), each
+    with its source: what a premise naming a helper is looked up in (`verified_book.engine.premises`)."""
+    out: dict[str, str] = {}
+    for fn, read in _walk(claim):
+        out[f"{fn.__module__}.{fn.__qualname__}"] = read.source
+    return out
 
 
 def uses_of(claim: Claim, backend: str) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
+from verified_book.engine.premises import premise_problems
 from verified_book.engine.provenance import commit_of, outdated_reason
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
@@ -195,6 +196,7 @@ class Session:
         with self.opened_book.opened():
             self.load_errors: list[Problem] = self.opened_book.load_errors + inputs_mod.source_disagreements()
             self.book = self.read_book()
+            self.load_errors += premise_problems(REGISTRY, self.book.bindings())
             self.bound_figures = sum(1 for _ in self.book.bindings())
             self._allowlist_problems: list[tuple[str | None, str]] | None = None
             self.output_blocks: BookOutputs = book_outputs()

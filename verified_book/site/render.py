@@ -181,6 +181,15 @@ def render_panel(
     parts.append(markup('<span class="vb-panel__printed">{}: {}.</span>', printed, meaning))
     if view.claim is not None and view.claim.measured_here:
         parts.append(_measured_here(view.claim.measured_here, results))
+    for dispute, reason in sorted(view.claim.excused.items()) if view.claim is not None else ():
+        parts.append(
+            markup(
+                '<span class="vb-panel__excused">Rests on a premise of the source the book disputes '
+                "(<code>{}</code>), and stands: {}</span>",
+                dispute,
+                reason,
+            )
+        )
     if not view.measurements:
         parts.append(
             Markup(

@@ -197,6 +197,20 @@ def test_disputed_figure_shows_disputed(page: Any) -> None:
     assert "marked disputed by the book" in render.render_figure(view, results, None, "p")
 
 
+def test_an_excused_figure_shows_the_reason_it_stands_in_its_panel(page: Any) -> None:
+    """A claim resting on a premise the book disputes says why its figure stands, and the reader sees it."""
+    b = page.bindings[0]
+    reason = "the column divides by the whole <file>, as its header says"
+    excused = dataclasses.replace(CLAIMS["t.ceiling"], excused={"t.quoted": reason})
+    results = {"alpha": machine("alpha", {"t.ceiling": {"none": record("verified", "331/20")}})}
+    view = figure_status.figure_view(b, excused, results)
+    html = render.render_figure(view, results, None, "p")
+    assert "vb-panel__excused" in html and "<code>t.quoted</code>" in html
+    assert "the column divides by the whole &lt;file&gt;, as its header says" in html
+    plain = render.render_figure(figure_status.figure_view(b, CLAIMS["t.ceiling"], results), results, None, "p")
+    assert "vb-panel__excused" not in plain
+
+
 def test_skipped_everywhere_is_not_yet_verified(page: Any) -> None:
     b = next(x for x in page.bindings if x.claim_id == "t.max")
     results = {"alpha": machine("alpha", {"t.max": {"torch:cuda": record("skipped", None, message="no CUDA here")}})}
