@@ -744,7 +744,7 @@ def clone_to_verdict(installer: str | None = None) -> dict[str, Any]:
                     set_up, used = time.perf_counter(), found.group(1)
             status = proc.wait(timeout=3600)
         ended = time.perf_counter()
-    verdict = [line for line in lines if line and not line.startswith("run.py:")][-4:]
+    verdict = [line for line in lines if line and not line.startswith("run.py:")][-6:]
     uv = next((m.group(1) for line in lines if (m := re.search(r"installing with (uv \S+)", line))), None)
     setup_end = set_up if set_up is not None else cloned
     return {
