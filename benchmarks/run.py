@@ -804,8 +804,8 @@ def readme_block(results: Path | None = None) -> str:
             continue
         pip = first.get("with_pip")
         lines.append(
-            f"Fresh clone to first verdict, {result['machine']} ({result.get('cpu') or 'a CPU'}, {result['cores']} "
-            f"cores, shared), {first['date'][:10]}: {first['seconds']:.0f} s; set-up {first['setup_s']:.0f} s with "
+            f"Fresh clone to first verdict, {result['machine']} ({result.get('cpu') or 'a CPU'}, shared), "
+            f"{first['date'][:10]}: {first['seconds']:.0f} s; set-up {first['setup_s']:.0f} s with "
             f"{first['installer']}" + (f" ({pip['setup_s']:.0f} s with pip)" if pip else "") + f", verdict "
             f"{first['verdict_s']:.0f} s; target {first['target_s']:.0f} s {'met' if first['met'] else 'not met'} "
             f"(`benchmarks/results/{path.name}`)."

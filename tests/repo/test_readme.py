@@ -115,7 +115,7 @@ def test_the_readme_s_figures_follow_the_results_file(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text(json.dumps({"machine": "other", "cores": 4}), encoding="utf-8")
     block = bench.readme_block(tmp_path)
     assert block.splitlines()[1] == (
-        "Fresh clone to first verdict, box-2c (Some CPU, 2 cores, shared), 2031-01-02: 41 s; set-up 23 s with "
+        "Fresh clone to first verdict, box-2c (Some CPU, shared), 2031-01-02: 41 s; set-up 23 s with "
         "uv 9.9.9 (100 s with pip), verdict 15 s; target 45 s met (`benchmarks/results/box-2c.json`)."
     )
     assert len(block.splitlines()) == 3, "a results file without a fresh clone's figures adds no line"
