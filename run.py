@@ -12,7 +12,11 @@
 The first call makes `.venv/` and installs what the job needs into it, pinned with hashes by
 the lock of this platform and Python (requirements/lock/, written by scripts/lock): pip checks
 every file it installs against the lock's hashes; later calls install again only when pyproject.toml, the lock or this
-file change, or when a job needs more than was installed. After set-up each job is the
+file change, or when a job needs more than was installed. The installer is uv, at the version and with the
+hashes of requirements/lock/tools/uv.txt, which pip fetches from PyPI into .cache/tools/ (ignored by git) once;
+where uv cannot be had (no pip or no network to fetch it, no wheel for this platform) pip installs instead,
+from the same lock with the same torch index, and set-up says in one line which it used.
+VERIFIED_BOOK_INSTALLER=pip makes it pip. After set-up each job is the
 `verified-book` command of the project's virtual environment (`.venv/bin/verified-book JOB`).
 
 torch comes from PyTorch's CPU wheel index where no GPU is present, so nothing pulls the
@@ -31,10 +35,12 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,6 +57,9 @@ ROCM = "rocm7.2"  # the variant of PyTorch's ROCm index (download.pytorch.org/wh
 TORCH_GLIBC = (2, 28)  # TORCH's Linux wheels are manylinux_2_28
 MLX_GLIBC = (2, 35)  # MLX's Linux wheels, its CPU and CUDA builds alike, are manylinux_2_35
 NVIDIA, AMD = "nvidia", "amd"  # the GPU vendors set-up tells apart
+UV_LOCK = LOCKS / "tools" / "uv.txt"  # uv's pin with the hashes of its files, written by scripts/lock
+TOOLS = ROOT / ".cache" / "tools"  # where set-up keeps uv (ignored by git)
+INSTALLER_VARIABLE = "VERIFIED_BOOK_INSTALLER"  # `pip` makes set-up install with pip though uv could be had
 INTERRUPTED = 130  # a shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 
 # Each job and the extras of pyproject.toml it needs; MLX's build (`cpu` or `cuda`) is added per machine.
@@ -341,29 +350,180 @@ def extras_for(job: str, target: Target) -> tuple[str, ...]:
     return wanted
 
 
-def plan_lines(job: str, target: Target, index_reachable: bool) -> list[str]:
-    """What set-up would do for `job` on `target`, step by step, as the dry run prints it."""
+def plan_lines(job: str, target: Target, index_reachable: bool, uv: str | None = None) -> list[str]:
+    """What set-up would do for `job` on `target`, step by step, as the dry run prints it: with pip, or with uv
+    where `uv` says which ("uv 0.13.9")."""
     lines = [f"plan for {target.words()}" + (f" (from {TARGET_VARIABLE})" if os.environ.get(TARGET_VARIABLE) else "")]
     stop = blocked(target)
     if stop:
         return [*lines, f"cannot set up: {stop}"]
     lines += [f"not available here: {why}" for why in unavailable(target)]
+    lines.append(f"installer: {uv}, hash-checked by {_shown(UV_LOCK)}, kept in {_shown(TOOLS)}/ "
+                 "(pip where it cannot be had)" if uv else "installer: pip")
+    install = "uv pip install" if uv else "pip install"
     extras = extras_for(job, target)
+    lock = lock_for(target)
     if {"verify", "dev"} & set(extras):
         args, sentence = torch_plan(target, index_reachable)
         cpu = torch_cpu_lock(target) if target.system == "Linux" and target.gpu != NVIDIA and not rocm_torch(target) else None
-        lock = lock_for(target)
+        pinned = f"--require-hashes -r <torch's entry of {lock.relative_to(ROOT)}>" if uv and lock else (
+            f"-c {lock.relative_to(ROOT)}" if lock else "")
         how = (f"--no-deps --require-hashes -r {cpu.relative_to(ROOT)} {' '.join(args[1:])}" if cpu else
                " ".join(args) if rocm_torch(target) or not lock or (target.system == "Linux" and target.gpu != NVIDIA)
-               else f"-c {lock.relative_to(ROOT)} --no-deps {' '.join(args)}")
-        lines += [f"set-up 2/3: {sentence}", f"  pip install {how}".rstrip()]
+               else f"{pinned} --no-deps {' '.join(args)}" if not uv else f"--no-deps {pinned}")
+        lines += [f"set-up 2/3: {sentence}", f"  {install} {how}".rstrip()]
     target_spec = f".[{','.join(sorted(extras))}]" if extras else "."
-    lock = lock_for(target)
     pinned = f"pinned with hashes by {lock.relative_to(ROOT)}" if lock else "unpinned: no lock for this platform and Python"
-    lines += [f"set-up 3/3: installing the project and its dependencies ({target_spec}), {pinned}",
-              f"  pip install{f' -c {lock.relative_to(ROOT)}' if lock else ''} <the requirements of {target_spec}>",
-              "  pip install --no-deps --no-build-isolation -e ."]
-    return lines
+    lines.append(f"set-up 3/3: installing the project and its dependencies ({target_spec}), {pinned}")
+    if uv and lock:
+        lines += [f"  uv pip compile -c {lock.relative_to(ROOT)} <the requirements of {target_spec}>   (the set pip would install)",
+                  f"  uv pip install --require-hashes --no-deps -r <that set, each pin with its hashes in {lock.name}>"]
+    else:
+        lines.append(f"  {install}{f' -c {lock.relative_to(ROOT)}' if lock else ''} <the requirements of {target_spec}>")
+    return [*lines, f"  {install} --no-deps --no-build-isolation -e ."]
+
+
+# The installer: uv where it can be had, else pip; both from the same lock, checking the same hashes.
+
+#: pip's settings for where packages come from, which uv's options of the same names take
+PIP_SOURCES = ("index-url", "extra-index-url", "find-links")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)==([^\s\\;]+)((?: \\\n    --hash=sha256:[0-9a-f]{64})*)", re.M)
+
+
+def _shown(path: Path) -> str:
+    """`path` as set-up says it: from the project's folder where it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _name(project: str) -> str:
+    """A project's name as indexes compare them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", project).lower()
+
+
+class Installer(NamedTuple):
+    """What installs into the virtual environment: pip, or uv's binary reading from where pip is configured to."""
+
+    name: str
+    uv: Path | None = None
+    sources: tuple[str, ...] = ()  # pip's configured indexes and find-links, as uv's arguments
+
+    def command(self, *args: str | Path, verb: str = "install") -> list[str | Path]:
+        """The command that runs `verb` (install, or uv's compile) into the virtual environment with `args`."""
+        if self.uv is None:
+            return [BIN / "python", "-m", "pip", verb, "--progress-bar", "on" if VERBOSE else "off", *args]
+        sources = list(self.sources)
+        if "--index-url" in args and "--index-url" in sources:  # the command's own index wins, as it does for pip
+            at = sources.index("--index-url")
+            del sources[at : at + 2]
+        return [self.uv, "pip", verb, "--no-config", "--python", BIN / "python", *sources, *args]
+
+
+def pip_sources() -> tuple[str, ...]:
+    """uv's arguments for where pip, as configured here (its files and PIP_ variables), looks for packages.
+
+    uv reads no pip configuration; without this a machine whose pip finds torch's CPU build in a
+    find-links folder, or everything through a mirror, would send uv to PyPI instead. uv is told to
+    pick the best version over all of them, as pip does (its own default stops at the first index
+    that has the project).
+    """
+    try:
+        done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    found: dict[str, tuple[int, list[str]]] = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        key, _, value = line.partition("=")
+        section, _, option = key.rpartition(".")
+        rank = {":env:": 2, "install": 1}.get(section, 0)  # pip's order: its variables, its install section, global
+        if option in PIP_SOURCES and rank >= found.get(option, (-1, []))[0]:
+            found[option] = (rank, value.strip().strip("'\"").split())
+    args = [arg for option in PIP_SOURCES for value in found.get(option, (0, []))[1] for arg in (f"--{option}", value)]
+    return (*args, "--index-strategy", "unsafe-best-match")
+
+
+def uv_pin() -> str | None:
+    """uv's pin in its lock (`uv==X.Y.Z`), or None where the lock is not there."""
+    try:
+        found = PIN.search(UV_LOCK.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return f"uv=={found.group(2)}" if found and found.group(1) == "uv" else None
+
+
+def find_uv() -> tuple[Path | None, str]:
+    """uv's binary, fetched by pip into TOOLS with its lock's hashes the first time; or None and why it cannot be had."""
+    if os.environ.get(INSTALLER_VARIABLE, "").strip().lower() == "pip":
+        return None, f"{INSTALLER_VARIABLE}=pip"
+    pin = uv_pin()
+    if pin is None:
+        return None, f"{_shown(UV_LOCK)} names no uv"
+    folder = TOOLS / pin.replace("==", "-")
+    binary = folder / ("Scripts" if os.name == "nt" else "bin") / ("uv.exe" if os.name == "nt" else "uv")
+    if not binary.exists():
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            _run(sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--only-binary",
+                 ":all:", "--require-hashes", "--retries", "1", "--target", partial, "-r", UV_LOCK, tell_failure=False)
+        except subprocess.CalledProcessError as e:
+            lines = [line.strip() for line in (e.output or "").splitlines() if line.strip() and "WARNING" not in line]
+            shutil.rmtree(partial, ignore_errors=True)
+            return None, f"pip could not fetch {pin}: {lines[-1] if lines else f'exit {e.returncode}'}"
+        shutil.rmtree(folder, ignore_errors=True)
+        partial.rename(folder)
+    try:
+        answers = subprocess.run([str(binary), "--version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        answers = False
+    return (binary, pin.replace("==", " ")) if answers else (None, f"{binary} does not run here")
+
+
+def choose_installer() -> Installer:
+    """uv where it can be had, else pip; said in one line."""
+    uv, words = find_uv()
+    if uv is None:
+        _say(f"set-up: installing with pip, since uv cannot be had ({words})")
+        return Installer("pip")
+    _say(f"set-up: installing with {words} ({_shown(UV_LOCK)}, kept in {_shown(TOOLS)}/)")
+    return Installer("uv", uv, pip_sources())
+
+
+def hashed(lock: Path, pins: list[tuple[str, str]]) -> str:
+    """The lock's entries for `pins` (name, version), each with its hashes: uv takes hashes from requirements
+    alone, where pip takes them from its constraints as well. A pin the lock does not hold fails, as in pip."""
+    entries = {(_name(m.group(1)), m.group(2)): m.group(0) for m in PIN.finditer(lock.read_text(encoding="utf-8"))}
+    missing = [f"{name}=={version}" for name, version in pins if (_name(name), version) not in entries]
+    if missing:
+        raise SystemExit(f"run.py: set-up failed: {lock}: no pin with hashes for {', '.join(missing)}")
+    return "".join(entries[_name(name), version] + "\n" for name, version in pins)
+
+
+def _installed_requires(project: str) -> list[str]:
+    """What an installed project of the virtual environment requires, as its metadata says."""
+    code = "import importlib.metadata as m, json, sys; print(json.dumps(m.requires(sys.argv[1]) or []))"
+    done = subprocess.run([str(BIN / "python"), "-c", code, project], capture_output=True, text=True, check=True)
+    return list(json.loads(done.stdout))
+
+
+def uv_locked(installer: Installer, lock: Path, requirements: list[str], scratch: Path) -> None:
+    """Install `requirements` with uv as pip does with the lock as constraints: the same set, each file hash-checked.
+
+    uv resolves them against the lock first (`uv pip compile`), then installs exactly that set, each pin
+    with the lock's hashes, without resolving again. torch, where set-up installed it from its own index,
+    stays as it came and brings what its build requires, as pip takes it from the installed metadata.
+    """
+    wanted, resolved, override = scratch / "wanted.in", scratch / "resolved.txt", scratch / "override.txt"
+    overrides: list[str | Path] = []
+    if _has_torch():
+        requirements = [*requirements, *_installed_requires("torch")]
+        override.write_text("torch; sys_platform == 'never'\n", encoding="utf-8")  # uv's way to leave a project out
+        overrides = ["--override", override]
+    wanted.write_text("\n".join(requirements) + "\n", encoding="utf-8")
+    _run(*installer.command("-c", lock, *overrides, wanted, "--no-header", "--no-annotate", "-o", resolved,
+                            verb="compile"))
+    pins = [(m.group(1), m.group(2)) for m in PIN.finditer(resolved.read_text(encoding="utf-8"))]
+    (scratch / "hashed.txt").write_text(hashed(lock, pins), encoding="utf-8")
+    _run(*installer.command("--require-hashes", "--no-deps", "-r", scratch / "hashed.txt"))
 
 
 def _recipe() -> str:
@@ -416,6 +576,79 @@ if importlib.util.find_spec("mlx"):
     subprocess.run([str(BIN / "python"), "-c", code, target.gpu or "none", index], cwd=ROOT, env=_tool_env())
 
 
+def _create_venv(installer: Installer) -> None:
+    """Step 1: the virtual environment, with pip in it for the tools that call it (and CI's side installs)."""
+    if (BIN / "python").exists():
+        _say(f"set-up 1/3: the virtual environment {_shown(VENV)}/ is there")
+        return
+    _say(f"set-up 1/3: creating the virtual environment {VENV}")
+    if installer.uv is not None:
+        _run(installer.uv, "venv", "--no-config", "--allow-existing", "--python", sys.executable, VENV)
+        _say("set-up 1/3: installing pip in it")
+        _run(*installer.command("pip"))
+    else:
+        _run(sys.executable, "-m", "venv", VENV)
+        _say("set-up 1/3: bringing pip in it up to date")
+        _run(*installer.command("--upgrade", "pip"))
+
+
+def _pinned(installer: Installer, lock: Path | None, requirement: str, scratch: Path) -> list[str | Path]:
+    """The arguments that install `requirement` (NAME==VERSION) checked against the lock's hashes, where there is one."""
+    if lock is None:
+        return [requirement]
+    if installer.uv is None:
+        return ["-c", lock, requirement]
+    name, _, version = requirement.partition("==")
+    (scratch / "pinned.txt").write_text(hashed(lock, [(name, version)]), encoding="utf-8")
+    return ["--require-hashes", "-r", scratch / "pinned.txt"]
+
+
+def _install_torch(installer: Installer, target: Target, lock: Path | None, scratch: Path) -> None:
+    """Step 2: torch alone, from the index its build comes from; its dependencies come in step 3, from PyPI with
+    the lock's hashes, whichever index it came from."""
+    index = index_to_check(target)
+    args, sentence = torch_plan(target, index is not None and reachable(index + "/torch/"))
+    _say(f"set-up 2/3: {sentence}")
+    cpu = torch_cpu_lock(target)
+    install = installer.command
+    if rocm_torch(target):
+        # scripts/lock reads PyPI's and the CPU index's hashes only
+        _say("set-up 2/3: torch's ROCm build has no hashes in the lock: installed without hash checking")
+        _run(*install(*args))
+    elif target.system == "Linux" and target.gpu != NVIDIA and cpu and "--index-url" in args:
+        _run(*install("--no-deps", "--require-hashes", "-r", cpu, *args[1:]))
+    elif target.system == "Linux" and target.gpu != NVIDIA and cpu:
+        # the CPU index does not answer: the CPU build where pip's configuration offers it (a find-links
+        # folder), else PyPI's build, each checked against its hashes
+        try:
+            _run(*install("--no-deps", "--require-hashes", "-r", cpu), tell_failure=False)
+        except subprocess.CalledProcessError:
+            _say("set-up 2/3: pip's configured index has no CPU build of torch: PyPI's build instead, hash-checked")
+            _run(*install("--no-deps", *_pinned(installer, lock, TORCH, scratch)))
+    elif target.system == "Linux" and target.gpu != NVIDIA:
+        _say(f"set-up 2/3: the lock has no hashes of torch's CPU build for {target.machine} with Python "
+             f"{platform.python_version()} (scripts/lock reads them where {CPU_INDEX} answers): installed "
+             "without hash checking")
+        _run(*install("--no-deps", *args))
+    else:
+        _run(*install("--no-deps", *_pinned(installer, lock, TORCH, scratch), *args[1:]))
+
+
+def _install_project(installer: Installer, target: Target, lock: Path | None, extras: list[str], scratch: Path) -> None:
+    """Step 3: the project's dependencies pinned with hashes by the lock, then the project itself, editable."""
+    spec = f".[{','.join(extras)}]" if extras else "."
+    where = (f"pinned with hashes by {_shown(lock)}" if lock else
+             f"unpinned: {LOCKS.relative_to(ROOT)}/ has no lock for {target.system} {target.machine} with Python "
+             f"{platform.python_version()}")
+    _say(f"set-up 3/3: installing the project's dependencies ({spec}), {where}")
+    if lock is not None and installer.uv is not None:
+        uv_locked(installer, lock, project_requirements(extras), scratch)
+    else:
+        _run(*installer.command(*(["-c", lock] if lock else []), *project_requirements(extras)))
+    _say("set-up 3/3: installing the project itself, editable")
+    _run(*installer.command("--no-deps", "--no-build-isolation", "-e", "."))
+
+
 def setup(job: str = "setup") -> None:
     """Make the virtual environment and install what `job` needs, saying each step as it starts."""
     if sys.version_info < (3, 11):
@@ -434,53 +667,15 @@ def setup(job: str = "setup") -> None:
     extras = sorted(wanted | (installed or set()))
     for why in unavailable(target):
         _say(f"not available on {target.words()}: {why}")
-    if not (BIN / "python").exists():
-        _say(f"set-up 1/3: creating the virtual environment {VENV}")
-        _run(sys.executable, "-m", "venv", VENV)
-        _say("set-up 1/3: bringing pip in it up to date")
-        _run(BIN / "python", "-m", "pip", "install", "--upgrade", "pip")
-    else:
-        _say(f"set-up 1/3: the virtual environment {VENV.relative_to(ROOT)}/ is there")
-    pip = [BIN / "python", "-m", "pip", "install", "--progress-bar", "on" if VERBOSE else "off"]
+    installer = choose_installer()
+    _create_venv(installer)
     lock = lock_for(target)
-    pinned = ["-c", str(lock)] if lock else []
-    if {"verify", "dev"} & set(extras) and not _has_torch():
-        index = index_to_check(target)
-        args, sentence = torch_plan(target, index is not None and reachable(index + "/torch/"))
-        _say(f"set-up 2/3: {sentence}")
-        cpu = torch_cpu_lock(target)
-        # torch alone: its dependencies come in step 3, from PyPI with the lock's hashes, whichever index it came from
-        if rocm_torch(target):
-            # scripts/lock reads PyPI's and the CPU index's hashes only
-            _say("set-up 2/3: torch's ROCm build has no hashes in the lock: installed without hash checking")
-            _run(*pip, *args)
-        elif target.system == "Linux" and target.gpu != NVIDIA and cpu and "--index-url" in args:
-            _run(*pip, "--no-deps", "--require-hashes", "-r", cpu, *args[1:])
-        elif target.system == "Linux" and target.gpu != NVIDIA and cpu:
-            # the CPU index does not answer: the CPU build where pip's configuration offers it (a find-links
-            # folder), else PyPI's build, each checked against its hashes
-            try:
-                _run(*pip, "--no-deps", "--require-hashes", "-r", cpu, tell_failure=False)
-            except subprocess.CalledProcessError:
-                _say("set-up 2/3: pip's configured index has no CPU build of torch: PyPI's build instead, hash-checked")
-                _run(*pip, *pinned, "--no-deps", TORCH)
-        elif target.system == "Linux" and target.gpu != NVIDIA:
-            _say(f"set-up 2/3: the lock has no hashes of torch's CPU build for {target.machine} with Python "
-                 f"{platform.python_version()} (scripts/lock reads them where {CPU_INDEX} answers): installed "
-                 "without hash checking")
-            _run(*pip, "--no-deps", *args)
+    with tempfile.TemporaryDirectory(prefix="run-py-") as folder:
+        if {"verify", "dev"} & set(extras) and not _has_torch():
+            _install_torch(installer, target, lock, Path(folder))
         else:
-            _run(*pip, *pinned, "--no-deps", *args)
-    else:
-        _say("set-up 2/3: torch is there or not needed for this job")
-    spec = f".[{','.join(extras)}]" if extras else "."
-    where = (f"pinned with hashes by {lock.relative_to(ROOT) if lock.is_relative_to(ROOT) else lock}" if lock else
-             f"unpinned: {LOCKS.relative_to(ROOT)}/ has no lock for {target.system} {target.machine} with Python "
-             f"{platform.python_version()}")
-    _say(f"set-up 3/3: installing the project's dependencies ({spec}), {where}")
-    _run(*pip, *pinned, *project_requirements(extras))
-    _say("set-up 3/3: installing the project itself, editable")
-    _run(*pip, "--no-deps", "--no-build-isolation", "-e", ".")
+            _say("set-up 2/3: torch is there or not needed for this job")
+        _install_project(installer, target, lock, extras, Path(folder))
     if {"notebook", "dev"} & set(extras):
         # jupytext --execute picks the kernel whose python is the one running it: this venv's, named here
         _say("set-up: registering this environment's Jupyter kernel (for jupytext --execute on the snippets)")
@@ -488,8 +683,8 @@ def setup(job: str = "setup") -> None:
              "--display-name", "Python (verified book)")
     if {"verify", "dev"} & set(extras):
         _report_builds(target)
-    STAMP.write_text(json.dumps({"recipe": _recipe(), "extras": extras}))
-    _say("set-up done")
+    STAMP.write_text(json.dumps({"recipe": _recipe(), "extras": extras, "installer": installer.name}))
+    _say(f"set-up done (installed with {installer.name})")
 
 
 def dry_run(job: str) -> int:
@@ -501,7 +696,8 @@ def dry_run(job: str) -> int:
         return 2
     index = index_to_check(target)
     answers = index is not None and reachable(index + "/torch/")
-    for line in plan_lines(job, target, answers):
+    pin = uv_pin() if os.environ.get(INSTALLER_VARIABLE, "").strip().lower() != "pip" else None
+    for line in plan_lines(job, target, answers, pin.replace("==", " ") if pin else None):
         _say(line)
     if index is not None:
         _say(f"{index} {'answers' if answers else 'cannot be reached'} from here")

@@ -22,7 +22,15 @@ Times, one after another:
 4. the author's checks: a cold check of one page (`pytest book/index.md`, beside the import of its
    libraries alone), the same page with one figure printed wrong (`--changed`, from the records),
    and the whole book after one data file's value changes (`pytest --changed` from the root);
-5. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml), and
+5. a reader's first minute, fresh clone to first verdict: `git clone` of this repository's HEAD
+   into a temporary folder, then the README's first command, `python3 run.py verify`, its set-up
+   (up to run.py's `set-up done` line) and its verdict timed apart, with the installer set-up
+   used; judged against FIRST_VERDICT_TARGET_S (goal FIRST_VERDICT_GOAL_S), and the same with
+   pip forced (`VERIFIED_BOOK_INSTALLER=pip`) shown beside it. The download caches of pip and uv
+   are this user's, as a returning reader's are. `--first-verdict-only` runs this alone and
+   merges it into the results file (`first_verdict`); `--readme` rewrites README.md's block of
+   these figures from the results files;
+6. the site build, `mkdocs build -d <temporary folder>` (skipped with a note without mkdocs.yml), and
    what each machine adds to it: the build with the committed machines alone and with two copies of
    each as other machines, each built twice and the second timed (`site_per_machine`).
 
@@ -86,7 +94,10 @@ SUITE_OVER_SNIPPETS_TARGET = 1.5
 VERIFY_OVER_SNIPPETS_TARGET = 1.6  # the reader's verify costs little past the snippets' own work
 ONE_PAGE_TARGET_S = 2.0  # the author's loop: a cold check of one page
 ONE_PAGE = "book/index.md"
-OTHER_BENCHMARKS = ("serve", "scale")  # sections of the results file other benchmarks write, kept as they are
+OTHER_BENCHMARKS = ("serve", "scale", "first_verdict")  # sections of the results file kept where not timed again
+FIRST_VERDICT_TARGET_S = 45.0  # fresh clone to the first verdict, on the 2-core machine of benchmarks/results/
+FIRST_VERDICT_GOAL_S = 30.0
+README_BLOCK = ("<!-- first-verdict:start (benchmarks/run.py --readme) -->", "<!-- first-verdict:end -->")
 TOOL_AGREEMENT_TARGET = 0.15
 
 
@@ -703,6 +714,116 @@ def bandwidth_against_tools(rounds: int) -> dict[str, Any]:
     return result
 
 
+def clone_to_verdict(installer: str | None = None) -> dict[str, Any]:
+    """A fresh clone's `python3 run.py verify`: the clone, the set-up and the verdict timed apart.
+
+    The set-up ends where run.py says `set-up done`; the installer is the one it names there.
+    `installer` "pip" forces pip; None leaves the choice to set-up.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "VERIFIED_BOOK_VENV")}
+    env.pop("VERIFIED_BOOK_INSTALLER", None)
+    if installer:
+        env["VERIFIED_BOOK_INSTALLER"] = installer
+    python = shutil.which("python3") or sys.executable  # the reader's Python, not this benchmark's environment
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    with tempfile.TemporaryDirectory(prefix="first-verdict-") as folder:
+        clone = Path(folder) / "book"
+        started = time.perf_counter()
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=600)
+        cloned = time.perf_counter()
+        set_up, used, lines = None, None, []
+        command = [python, "run.py", "verify"]
+        with subprocess.Popen(
+            command, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line.rstrip())
+                found = re.match(r"run\.py: set-up done \(installed with (\w+)\)", line)
+                if found and set_up is None:
+                    set_up, used = time.perf_counter(), found.group(1)
+            status = proc.wait(timeout=3600)
+        ended = time.perf_counter()
+    verdict = [line for line in lines if line and not line.startswith("run.py:")][-6:]
+    uv = next((m.group(1) for line in lines if (m := re.search(r"installing with (uv \S+)", line))), None)
+    setup_end = set_up if set_up is not None else cloned
+    return {
+        "command": "git clone; python3 run.py verify",
+        "installer": (uv if used == "uv" and uv else used) or "none: set-up did not finish",
+        "clone_s": round(cloned - started, 2),
+        "setup_s": round(setup_end - cloned, 2),
+        "verdict_s": round(ended - setup_end, 2),
+        "seconds": round(ended - started, 2),
+        "exit_status": status,
+        "verdict": verdict,
+        "load_average_at_start": round(load, 2) if load is not None else None,
+    }
+
+
+def first_verdict(with_pip: bool = True) -> dict[str, Any]:
+    """Fresh clone to first verdict with set-up's own choice of installer, judged; and with pip forced, shown."""
+    print("  timing a fresh clone to its first verdict (git clone; python3 run.py verify) ...", flush=True)
+    result = clone_to_verdict()
+    result.update(
+        date=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        target_s=FIRST_VERDICT_TARGET_S,
+        goal_s=FIRST_VERDICT_GOAL_S,
+        met=result["exit_status"] == 0 and result["seconds"] <= FIRST_VERDICT_TARGET_S,
+        goal_met=result["exit_status"] == 0 and result["seconds"] <= FIRST_VERDICT_GOAL_S,
+        shared_machine="timed on a machine others were using at the same time; see load_average_at_start",
+    )
+    print(f"  first verdict: {first_verdict_words(result)}", flush=True)
+    if with_pip:
+        print("  the same with pip (VERIFIED_BOOK_INSTALLER=pip), shown, not judged ...", flush=True)
+        result["with_pip"] = clone_to_verdict("pip")
+        print(f"  with pip: {first_verdict_words(result['with_pip'])}", flush=True)
+    return result
+
+
+def first_verdict_words(result: dict[str, Any]) -> str:
+    """One fresh clone's figures in a line."""
+    judged = (
+        f"; target {result['target_s']:.0f} s: {'met' if result['met'] else 'NOT met'}, goal {result['goal_s']:.0f} s: "
+        f"{'met' if result['goal_met'] else 'not met'}"
+        if "target_s" in result
+        else ""
+    )
+    return (
+        f"{result['seconds']:.1f} s (clone {result['clone_s']:.1f} s, set-up {result['setup_s']:.1f} s with "
+        f"{result['installer']}, verdict {result['verdict_s']:.1f} s; exit {result['exit_status']}){judged}"
+    )
+
+
+def readme_block(results: Path | None = None) -> str:
+    """README.md's block of the benchmark's figures, from each results file that has a fresh clone's."""
+    lines = []
+    for path in sorted((results or ROOT / "benchmarks" / "results").glob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        first = result.get("first_verdict")
+        if not first:
+            continue
+        pip = first.get("with_pip")
+        lines.append(
+            f"Fresh clone to first verdict, {result['machine']} ({result.get('cpu') or 'a CPU'}, shared), "
+            f"{first['date'][:10]}: {first['seconds']:.0f} s; set-up {first['setup_s']:.0f} s with "
+            f"{first['installer']}" + (f" ({pip['setup_s']:.0f} s with pip)" if pip else "") + f", verdict "
+            f"{first['verdict_s']:.0f} s; target {first['target_s']:.0f} s {'met' if first['met'] else 'not met'} "
+            f"(`benchmarks/results/{path.name}`)."
+        )
+    return "\n".join([README_BLOCK[0], *lines, README_BLOCK[1]])
+
+
+def rewrite_readme(readme: Path | None = None) -> bool:
+    """Put readme_block() between README.md's markers; whether the file changed."""
+    path = readme or ROOT / "README.md"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(README_BLOCK[0]), text.index(README_BLOCK[1]) + len(README_BLOCK[1])
+    new = text[:start] + readme_block() + text[end:]
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
 def _time_suite(report: dict[str, Any], cores: int) -> None:
     """Time the default test run into `report`, saying its phases and slowest items."""
     print("  timing the default test run ...", flush=True)
@@ -776,6 +897,8 @@ def _suite_ratios(report: dict[str, Any], figures: int) -> tuple[dict[str, Any],
     """The test run's and verify's ratios to the snippets, and the targets they meet."""
     ratios: dict[str, Any] = {}
     targets: dict[str, Any] = {}
+    if "first_verdict" in report:
+        targets["first_verdict_within_45_s"] = report["first_verdict"]["met"]
     suite = report.get("suite")
     if suite:
         targets["suite_under_60_s"] = suite["seconds"] < SUITE_TARGET_S
@@ -840,7 +963,14 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="alternating rounds of `run.py verify` and the snippets (default 3)",
     )
+    parser.add_argument("--skip-first-verdict", action="store_true", help="do not time a fresh clone's first verdict")
+    parser.add_argument(
+        "--first-verdict-only", action="store_true", help="time a fresh clone's first verdict alone and merge it in"
+    )
+    parser.add_argument("--readme", action="store_true", help="rewrite README.md's figures from the results files")
     args = parser.parse_args(argv)
+    if args.readme or args.first_verdict_only:
+        return _side_job(args)
     # the suite runs through run.py, which lets Python cache bytecode; every other command timed here gets the same
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -892,6 +1022,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.skip_site:
         _time_site(report)
+    if not args.skip_first_verdict:
+        report["first_verdict"] = first_verdict()
 
     ratios, targets = _suite_ratios(report, figures)
     suite = report.get("suite")
@@ -968,6 +1100,28 @@ def main(argv: list[str] | None = None) -> int:
     report = {**{k: v for k, v in kept.items() if k in OTHER_BENCHMARKS}, **report}  # benchmarks/serve.py's figures
     out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"written: {out.relative_to(ROOT)}")
+    return 0
+
+
+def _side_job(args: argparse.Namespace) -> int:
+    """`--readme`: rewrite README.md's figures; `--first-verdict-only`: time a fresh clone alone and merge it in,
+    every other section of this machine's results file kept as it was."""
+    if args.readme:
+        print("README.md " + ("rewritten" if rewrite_readme() else "already says the results files' figures"))
+        return 0
+    from verified_book.engine.machine import fingerprint, slug_of
+
+    info = fingerprint()
+    out = ROOT / "benchmarks" / "results" / f"{slug_of(info)}.json"
+    print(f"benchmark on {slug_of(info)} ({info.get('cpu')}, {info.get('cores')} CPUs)", flush=True)
+    result = first_verdict()
+    kept = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"machine": slug_of(info), **info}
+    kept["first_verdict"] = result
+    if "targets" in kept:
+        kept["targets"]["first_verdict_within_45_s"] = result["met"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"written: {out.relative_to(ROOT)} (first_verdict); README.md's figures: benchmarks/run.py --readme")
     return 0
 
 

@@ -326,6 +326,31 @@ def benchmark_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"`serve`: a data edit touching {touched} figures", _seconds(serve["data_edit"]["seconds"])))
     if "site" in result:
         rows.append(("the site build", _seconds(result["site"]["seconds"])))
+    return rows + first_verdict_rows(result)
+
+
+def first_verdict_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """A fresh clone's first verdict (`benchmarks/run.py`'s `first_verdict`), with its own date and target."""
+    first = result.get("first_verdict")
+    if not first:
+        return []
+    verdict = "met" if first["met"] else "not met"
+    rows = [
+        (
+            f"a fresh clone to its first verdict (`{first['command']}`), on {first['date'][:10]}, the machine shared",
+            f"{_seconds(first['seconds'])}: set-up {_seconds(first['setup_s'])} with {first['installer']}, verdict "
+            f"{_seconds(first['verdict_s'])}; target {_seconds(first['target_s'])} {verdict} "
+            f"(goal {_seconds(first['goal_s'])})",
+        )
+    ]
+    pip = first.get("with_pip")
+    if pip:
+        rows.append(
+            (
+                "the same with pip (`VERIFIED_BOOK_INSTALLER=pip`)",
+                f"{_seconds(pip['seconds'])}: set-up {_seconds(pip['setup_s'])}, verdict {_seconds(pip['verdict_s'])}",
+            )
+        )
     return rows
 
 

@@ -144,3 +144,38 @@ def test_the_grown_fleet_is_the_committed_machines_and_copies_the_site_shows_apa
     for slug, results in read.items():
         original = read[slug.split("-copy")[0]]
         assert results.records == original.records
+
+
+FAKE_RUN_PY = """\
+import os, sys, time
+used = "pip" if os.environ.get("VERIFIED_BOOK_INSTALLER") == "pip" else "uv"
+print(f"run.py: set-up: installing with {'uv 1.2.3 (its lock)' if used == 'uv' else 'pip'}", flush=True)
+time.sleep(0.3)
+print(f"run.py: set-up done (installed with {used})", flush=True)
+time.sleep(0.6)
+print("figures (all 3 bound figures selected): 3 verified", flush=True)
+sys.exit(0 if sys.argv[1:] == ["verify"] else 2)
+"""
+
+
+def test_a_fresh_clone_s_set_up_and_verdict_are_timed_apart_with_the_installer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository whose run.py sets up in 0.3 s and verifies in 0.6 s: the clone runs it, the split follows."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "run.py").write_text(FAKE_RUN_PY, encoding="utf-8")
+    for command in (
+        ["init", "-q"],
+        ["add", "run.py"],
+        ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", *command], cwd=repo, check=True)
+    monkeypatch.setattr(bench, "ROOT", repo)
+    result = bench.clone_to_verdict()
+    assert result["exit_status"] == 0 and result["installer"] == "uv 1.2.3"
+    assert result["setup_s"] >= 0.3 and result["verdict_s"] >= 0.6, "split where set-up says it is done"
+    assert result["verdict"] == ["figures (all 3 bound figures selected): 3 verified"]
+    assert result["seconds"] >= result["clone_s"] + result["setup_s"] + result["verdict_s"] - 0.05
+    forced = bench.clone_to_verdict("pip")
+    assert forced["installer"] == "pip", "VERIFIED_BOOK_INSTALLER=pip reaches the clone's set-up"

@@ -129,6 +129,28 @@ def test_the_benchmark_s_figures_come_with_their_machine_and_date() -> None:
     assert ("`verified-book serve`: start, the claims computed once", "99 s") in hooks.benchmark_rows(result)
 
 
+def test_the_docs_give_a_fresh_clone_s_first_verdict_with_its_date_target_and_installer() -> None:
+    result = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text("utf-8"))
+    first = {
+        "command": "git clone; python3 run.py verify",
+        "date": "2031-01-02T03:04:05+0000",
+        "seconds": 41.0,
+        "setup_s": 23.0,
+        "verdict_s": 15.0,
+        "installer": "uv 9.9.9",
+        "target_s": 45.0,
+        "goal_s": 30.0,
+        "met": True,
+        "with_pip": {"seconds": 120.0, "setup_s": 100.0, "verdict_s": 16.0},
+    }
+    rows = dict(hooks.first_verdict_rows({**result, "first_verdict": first}))
+    said = next(v for k, v in rows.items() if "on 2031-01-02" in k)
+    assert said == "41 s: set-up 23 s with uv 9.9.9, verdict 15 s; target 45 s met (goal 30 s)"
+    assert rows["the same with pip (`VERIFIED_BOOK_INSTALLER=pip`)"].startswith("120 s: set-up 100 s")
+    if "first_verdict" in result:
+        assert "a fresh clone to its first verdict" in hooks.benchmarks()
+
+
 @pytest.mark.slow
 def test_the_docs_build_strictly(tmp_path: Path) -> None:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")

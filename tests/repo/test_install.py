@@ -238,7 +238,7 @@ def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(
 
 
 def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path) -> None:
-    env = {**os.environ, "VERIFIED_BOOK_VENV": str(tmp_path / "venv")}
+    env = {**os.environ, "VERIFIED_BOOK_VENV": str(tmp_path / "venv"), "VERIFIED_BOOK_INSTALLER": "pip"}
     python = f"py{sys.version_info.major}.{sys.version_info.minor}"
     for target, wanted in [
         ("Linux x86_64 amd 2.39", "--index-url https://download.pytorch.org/whl/rocm"),
@@ -262,3 +262,23 @@ def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path
         assert done.returncode == 0, done.stderr
         assert wanted in done.stdout and "dry run: nothing was installed" in done.stdout, done.stdout
     assert not (tmp_path / "venv").exists()
+
+
+def test_the_dry_run_plans_uv_from_its_lock_with_the_same_lock_for_the_project(tmp_path: Path) -> None:
+    run = _run_py()
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    env = {k: v for k, v in os.environ.items() if k != run.INSTALLER_VARIABLE}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "setup", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env={**env, "VERIFIED_BOOK_VENV": str(tmp_path / "venv"), "VERIFIED_BOOK_TARGET": "Linux aarch64 nvidia 2.39"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lock = f"requirements/lock/linux-aarch64-{python}.txt"
+    pin = run.uv_pin()
+    assert pin and f"installer: {pin.replace('==', ' ')}, hash-checked by requirements/lock/tools/uv.txt" in done.stdout
+    assert f"uv pip compile -c {lock} <the requirements of .[cuda,dev]>" in done.stdout, done.stdout
+    assert f"uv pip install --no-deps --require-hashes -r <torch's entry of {lock}>" in done.stdout
+    assert not (tmp_path / "venv").exists() and not list((tmp_path).iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -91,3 +92,30 @@ def test_the_readme_s_own_book_lines_call_init_as_the_command_does() -> None:
     init = next(line for line in lines if line.startswith("verified-book init"))
     assert re.fullmatch(r"verified-book init \[FOLDER\]", call), f"`verified-book --help` now says {call!r}"
     assert re.fullmatch(r"verified-book init [\w.-]+", init), f"README.md: {init!r} does not match {call!r}"
+
+
+def test_the_readme_s_benchmark_figures_are_those_of_the_results_files() -> None:
+    """Written by `python3 benchmarks/run.py --readme`, never by hand."""
+    from benchmarks import run as bench
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = text.index(bench.README_BLOCK[0]), text.index(bench.README_BLOCK[1]) + len(bench.README_BLOCK[1])
+    assert text[start:end] == bench.readme_block(), (
+        "README.md: its benchmark figures differ from benchmarks/results/; run python3 benchmarks/run.py --readme"
+    )
+
+
+def test_the_readme_s_figures_follow_the_results_file(tmp_path: Path) -> None:
+    from benchmarks import run as bench
+
+    first = {"date": "2031-01-02T03:04:05+0000", "seconds": 41.2, "setup_s": 23.4, "verdict_s": 15.1, "met": True}
+    first |= {"installer": "uv 9.9.9", "target_s": 45.0, "with_pip": {"setup_s": 99.6}}
+    result = {"machine": "box-2c", "cpu": "Some CPU", "cores": 2, "first_verdict": first}
+    (tmp_path / "box-2c.json").write_text(json.dumps(result), encoding="utf-8")
+    (tmp_path / "other.json").write_text(json.dumps({"machine": "other", "cores": 4}), encoding="utf-8")
+    block = bench.readme_block(tmp_path)
+    assert block.splitlines()[1] == (
+        "Fresh clone to first verdict, box-2c (Some CPU, shared), 2031-01-02: 41 s; set-up 23 s with "
+        "uv 9.9.9 (100 s with pip), verdict 15 s; target 45 s met (`benchmarks/results/box-2c.json`)."
+    )
+    assert len(block.splitlines()) == 3, "a results file without a fresh clone's figures adds no line"

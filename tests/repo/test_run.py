@@ -126,6 +126,7 @@ def test_each_set_up_step_is_said_before_it_runs_and_pip_keeps_its_detail_for_a_
     monkeypatch.setattr(run, "has_nvidia_gpu", lambda: False)
     monkeypatch.setattr(run, "has_amd_gpu", lambda: False)
     monkeypatch.delenv(run.TARGET_VARIABLE, raising=False)
+    monkeypatch.setenv(run.INSTALLER_VARIABLE, "pip")  # uv's own path: tests/repo/test_installer.py
     monkeypatch.setattr(run, "reachable", lambda url, timeout=8.0: False)
     monkeypatch.setattr(run, "_has_torch", lambda: False)
     monkeypatch.setattr(run, "_report_builds", lambda target: print("run.py: torch 2.13.0: CPU only build"))
