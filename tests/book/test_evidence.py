@@ -3,7 +3,9 @@
 - A figure is verified only where a value was computed here from its inputs: over the whole book, no
   figure that would show ✓ is one data entry read unchanged (`evidence.passed_through`), and one that is
   shows the entry's basis instead (cited, premise, unsourced), whatever its claim's kind.
-- Every data entry says what backs it (`inputs.basis_of`): an outside source names one.
+- Every data entry says what backs it (`inputs.basis_of`): an outside source names one, and a cited entry
+  names its document and quotes its words (`inputs.citation_problems`), found in the document where the
+  repository ships it.
 - A dispute must refute the source beyond the precision the figure gives itself: one planted within it
   is refused with file:line, and one beyond it stands.
 """
@@ -65,7 +67,7 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
     [
         ("hierarchy.read.hbm3_h100.bandwidth", Status.CITED),  # 3,350 GB/s: the H100 page's figure
         ("hardware.h100.memory_bandwidth", Status.CITED),
-        ("hierarchy.ddr5.channels", Status.CITED),
+        ("hierarchy.ddr5.channels", Status.PREMISE),  # "two" channels: the book's example desktop
         ("hierarchy.network.ethernet_10gbe.gbit", Status.CITED),
         ("intensity.b256.batch", Status.PREMISE),  # the book's own sweep
         ("rules.lora.rank", Status.PREMISE),
@@ -112,6 +114,31 @@ def test_the_mark_follows_the_data_not_the_kind(tmp_path: Path) -> None:
 def test_every_data_entry_says_what_backs_it(book: Book) -> None:
     problems = inputs.basis_problems()
     assert not problems, "\n".join(map(str, problems))
+
+
+def test_every_cited_entry_names_its_document_and_quotes_it(book: Book) -> None:
+    problems = inputs.citation_problems(ROOT)
+    assert not problems, "\n".join(map(str, problems))
+
+
+def test_a_citation_without_its_words_is_reported(tmp_path: Path) -> None:
+    """No words quoted (and no reason why), no document named, or words the shipped document does not hold."""
+    (tmp_path / "spec.md").write_text("The card moves\n  448 GB/s   at most.\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.toml").write_text(
+        '[words]\nvalue = 1\nsource = "a vendor page"\n'
+        '[reason]\nvalue = 2\nsource = "a standard"\nunquoted = "its text is not in hand"\n'
+        "[held]\nvalue = 3\nsource = \"spec.md, the table: 'moves 448 GB/s at'\"\n"
+        "[lacking]\nvalue = 4\nsource = \"spec.md: 'moves 896 GB/s'\"\n"
+        '[nowhere]\nvalue = 5\nsource = ": words alone"\n'
+        '[choice]\nvalue = 6\nsource = "the book\'s example"\nbasis = "premise"\n'
+    )
+    with books.with_data(tmp_path / "data", "data"):
+        problems = [str(p) for p in inputs.citation_problems(tmp_path)]
+    assert len(problems) == 3, problems
+    assert any(p.startswith("data/d.toml:2:") and "quotes no words" in p for p in problems), problems
+    assert any(p.startswith("data/d.toml:12:") and "spec.md does not hold 'moves 896 GB/s'" in p for p in problems)
+    assert any(p.startswith("data/d.toml:15:") and "names no document" in p for p in problems), problems
 
 
 def test_a_basis_outside_the_words_is_reported(tmp_path: Path) -> None:
