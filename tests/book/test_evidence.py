@@ -62,6 +62,19 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_premise_figure_is_computed(book: Book) -> None:
+    """Premise is the book's own choice read as it stands: a figure whose claim computes from its inputs is
+    verified, whatever it assumes, and its panel names the assumption beside what was computed."""
+    wrong = []
+    for item in _arithmetic(book):
+        status, why = evidence(item, evaluate(item, NO_BACKEND).inputs)
+        if status is Status.PREMISE and passed_through(item) is None:
+            wrong.append(f"{item.defined_at}: {item.id} is premise but computes its value")
+        if item.assumes and status is Status.VERIFIED:
+            assert why.endswith(f"under the book's assumption that {item.assumes}"), why
+    assert not wrong, "\n".join(wrong)
+
+
 @pytest.mark.parametrize(
     ("claim_id", "status"),
     [
@@ -75,8 +88,8 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
         ("hierarchy.tracks.m_bandwidth_max", Status.UNSOURCED),  # 1,200 GB/s "(M5 Ultra)": no Apple page in hand
         ("models.qwen3_8b.q4_k_m_gb", Status.UNSOURCED),
         ("author_machine.tensor_core_formats", Status.CITED),  # "all three": the vendor's lists, no RTX 5080 ran
-        ("author_machine.card_bytes", Status.PREMISE),  # "16 GB" read as GiB
-        ("models.qwen3_8b.checkpoint_gb", Status.PREMISE),  # parameters × 2: the file's size is not stored
+        ("author_machine.card_bytes", Status.VERIFIED),  # 16 × 2^30, computed, under the GiB assumption
+        ("models.qwen3_8b.checkpoint_gb", Status.VERIFIED),  # parameters × 2, computed: the file's size is not stored
         ("hierarchy.ddr5.gbps", Status.VERIFIED),  # 2 × 5,600 × 8: computed here
     ],
 )

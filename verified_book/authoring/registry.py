@@ -253,7 +253,8 @@ def claim(
     panel shows what each machine measured beside it. `about` names the hardware profile a
     figure computed from vendor lists states a fact of (it is cited, not verified, until the
     device itself answers in a measured claim); `assumes` is the book's assumption a figure
-    holds under that no input states (it is premise); `stated_for` the library versions its
+    holds under that no input states (its panel says it beside what was computed: a computed figure is
+    verified, never premise); `stated_for` the library versions its
     printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). The claims
     go to the open book's registry, or to `registry` where one is given.
     """
