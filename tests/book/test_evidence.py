@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -129,8 +130,13 @@ def test_every_data_entry_says_what_backs_it(book: Book) -> None:
     assert not problems, "\n".join(map(str, problems))
 
 
+#: the source texts the book transcribes, beside the repository where they are (as tests/book/test_kinds.py finds them)
+SOURCES = Path(os.environ.get("BOOK_SOURCES") or ROOT.parent / "shared" / "sources")
+
+
 def test_every_cited_entry_names_its_document_and_quotes_it(book: Book) -> None:
-    problems = inputs.citation_problems(ROOT)
+    """Each cited entry's words, checked in its document where the repository or the source texts hold it."""
+    problems = inputs.citation_problems(ROOT, SOURCES)
     assert not problems, "\n".join(map(str, problems))
 
 
@@ -142,7 +148,7 @@ def test_a_citation_without_its_words_is_reported(tmp_path: Path) -> None:
         '[words]\nvalue = 1\nsource = "a vendor page"\n'
         '[reason]\nvalue = 2\nsource = "a standard"\nunquoted = "its text is not in hand"\n'
         "[held]\nvalue = 3\nsource = \"spec.md, the table: 'moves 448 GB/s at'\"\n"
-        "[lacking]\nvalue = 4\nsource = \"spec.md: 'moves 896 GB/s'\"\n"
+        "[lacking]\nvalue = 4\nsource = \"spec.md:3, the table: 'moves 896 GB/s'\"\n"
         '[nowhere]\nvalue = 5\nsource = ": words alone"\n'
         '[choice]\nvalue = 6\nsource = "the book\'s example"\nbasis = "premise"\n'
     )

@@ -298,9 +298,10 @@ def citation_of(source: str) -> tuple[str, str]:
     return locator.strip(), quoted.strip()
 
 
-def citation_problems(root: Path) -> list[Problem]:
+def citation_problems(*folders: Path) -> list[Problem]:
     """Every cited data entry (basis "source") that names no locator, or quotes no words and says not why
-    (`unquoted`), or names a document shipped under `root` (the book's root) that does not hold the words it
+    (`unquoted`), or names a document in one of `folders` (the book's root, the source texts beside it; a
+    locator's document is its text before the first comma, less a `:line`) that does not hold the words it
     quotes, whitespace aside: the words in single quotes where it marks some, else all it quotes."""
     problems: list[Problem] = []
     for file, text, key, node in _entries():
@@ -314,12 +315,16 @@ def citation_problems(root: Path) -> list[Problem]:
             problems.append(
                 Problem(where, f"{key}: `source` quotes no words", "the words after ': ', or why in `unquoted`")
             )
-        shipped = root / locator.split(",")[0].strip()
-        if quoted and locator and shipped.is_file() and shipped.resolve().is_relative_to(root.resolve()):
+        document = re.sub(r":\d+$", "", locator.split(",")[0].strip())
+        for folder in folders if document and quoted else ():
+            shipped = folder / document
+            if not shipped.is_file() or not shipped.resolve().is_relative_to(folder.resolve()):
+                continue
             held = " ".join(shipped.read_text(encoding="utf-8").split())
             missing = [w for w in (_QUOTES.findall(quoted) or [quoted]) if " ".join(w.split()) not in held]
             if missing:
-                problems.append(Problem(where, f"{key}: {locator} does not hold {missing[0]!r}", "the words it quotes"))
+                lacks = f"{key}: {document} does not hold {missing[0]!r}"
+                problems.append(Problem(where, lacks, "the words it quotes"))
     return sorted(problems, key=str)
 
 
