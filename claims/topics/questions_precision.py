@@ -193,7 +193,12 @@ def q6_smallest_normal(backend: Backend) -> float:
     return value
 
 
-@claim("questions.q6.{what}", kind="library", over={"what": ("zeroed", "error_direct", "error_scaled")})
+@claim(
+    "questions.q6.{what}",
+    kind="library",
+    over={"what": ("zeroed", "error_direct", "error_scaled")},
+    stated_for=rounding.ROUNDING_STATED_FOR,
+)
 def q6_rounding(backend: Backend, what: str) -> float:
     """Casting typical weights to E4M3: the share zeroed, the mean error direct and with a x64 scale."""
     if what == "zeroed":

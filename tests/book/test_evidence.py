@@ -3,13 +3,16 @@
 - A figure is verified only where a value was computed here from its inputs: over the whole book, no
   figure that would show ✓ is one data entry read unchanged (`evidence.passed_through`), and one that is
   shows the entry's basis instead (cited, premise, unsourced), whatever its claim's kind.
-- Every data entry says what backs it (`inputs.basis_of`): an outside source names one.
+- Every data entry says what backs it (`inputs.basis_of`): an outside source names one, and a cited entry
+  names its document and quotes its words (`inputs.citation_problems`), found in the document where the
+  repository ships it.
 - A dispute must refute the source beyond the precision the figure gives itself: one planted within it
   is refused with file:line, and one beyond it stands.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -60,12 +63,25 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_premise_figure_is_computed(book: Book) -> None:
+    """Premise is the book's own choice read as it stands: a figure whose claim computes from its inputs is
+    verified, whatever it assumes, and its panel names the assumption beside what was computed."""
+    wrong = []
+    for item in _arithmetic(book):
+        status, why = evidence(item, evaluate(item, NO_BACKEND).inputs)
+        if status is Status.PREMISE and passed_through(item) is None:
+            wrong.append(f"{item.defined_at}: {item.id} is premise but computes its value")
+        if item.assumes and status is Status.VERIFIED:
+            assert why.endswith(f"under the book's assumption that {item.assumes}"), why
+    assert not wrong, "\n".join(wrong)
+
+
 @pytest.mark.parametrize(
     ("claim_id", "status"),
     [
         ("hierarchy.read.hbm3_h100.bandwidth", Status.CITED),  # 3,350 GB/s: the H100 page's figure
         ("hardware.h100.memory_bandwidth", Status.CITED),
-        ("hierarchy.ddr5.channels", Status.CITED),
+        ("hierarchy.ddr5.channels", Status.PREMISE),  # "two" channels: the book's example desktop
         ("hierarchy.network.ethernet_10gbe.gbit", Status.CITED),
         ("intensity.b256.batch", Status.PREMISE),  # the book's own sweep
         ("rules.lora.rank", Status.PREMISE),
@@ -73,8 +89,8 @@ def test_no_verified_figure_is_an_input_read_unchanged(book: Book) -> None:
         ("hierarchy.tracks.m_bandwidth_max", Status.UNSOURCED),  # 1,200 GB/s "(M5 Ultra)": no Apple page in hand
         ("models.qwen3_8b.q4_k_m_gb", Status.UNSOURCED),
         ("author_machine.tensor_core_formats", Status.CITED),  # "all three": the vendor's lists, no RTX 5080 ran
-        ("author_machine.card_bytes", Status.PREMISE),  # "16 GB" read as GiB
-        ("models.qwen3_8b.checkpoint_gb", Status.PREMISE),  # parameters × 2: the file's size is not stored
+        ("author_machine.card_bytes", Status.VERIFIED),  # 16 × 2^30, computed, under the GiB assumption
+        ("models.qwen3_8b.checkpoint_gb", Status.VERIFIED),  # parameters × 2, computed: the file's size is not stored
         ("hierarchy.ddr5.gbps", Status.VERIFIED),  # 2 × 5,600 × 8: computed here
     ],
 )
@@ -112,6 +128,36 @@ def test_the_mark_follows_the_data_not_the_kind(tmp_path: Path) -> None:
 def test_every_data_entry_says_what_backs_it(book: Book) -> None:
     problems = inputs.basis_problems()
     assert not problems, "\n".join(map(str, problems))
+
+
+#: the source texts the book transcribes, beside the repository where they are (as tests/book/test_kinds.py finds them)
+SOURCES = Path(os.environ.get("BOOK_SOURCES") or ROOT.parent / "shared" / "sources")
+
+
+def test_every_cited_entry_names_its_document_and_quotes_it(book: Book) -> None:
+    """Each cited entry's words, checked in its document where the repository or the source texts hold it."""
+    problems = inputs.citation_problems(ROOT, SOURCES)
+    assert not problems, "\n".join(map(str, problems))
+
+
+def test_a_citation_without_its_words_is_reported(tmp_path: Path) -> None:
+    """No words quoted (and no reason why), no document named, or words the shipped document does not hold."""
+    (tmp_path / "spec.md").write_text("The card moves\n  448 GB/s   at most.\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.toml").write_text(
+        '[words]\nvalue = 1\nsource = "a vendor page"\n'
+        '[reason]\nvalue = 2\nsource = "a standard"\nunquoted = "its text is not in hand"\n'
+        "[held]\nvalue = 3\nsource = \"spec.md, the table: 'moves 448 GB/s at'\"\n"
+        "[lacking]\nvalue = 4\nsource = \"spec.md:3, the table: 'moves 896 GB/s'\"\n"
+        '[nowhere]\nvalue = 5\nsource = ": words alone"\n'
+        '[choice]\nvalue = 6\nsource = "the book\'s example"\nbasis = "premise"\n'
+    )
+    with books.with_data(tmp_path / "data", "data"):
+        problems = [str(p) for p in inputs.citation_problems(tmp_path)]
+    assert len(problems) == 3, problems
+    assert any(p.startswith("data/d.toml:2:") and "quotes no words" in p for p in problems), problems
+    assert any(p.startswith("data/d.toml:12:") and "spec.md does not hold 'moves 896 GB/s'" in p for p in problems)
+    assert any(p.startswith("data/d.toml:15:") and "names no document" in p for p in problems), problems
 
 
 def test_a_basis_outside_the_words_is_reported(tmp_path: Path) -> None:

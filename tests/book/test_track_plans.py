@@ -300,7 +300,7 @@ def test_the_resolver_asks_pip_for_the_targets_platform_under_an_empty_configura
     assert "manylinux2014_aarch64" in tags and not [t for t in tags if "x86_64" in t]
     assert "--only-binary=:all:" in command and command[command.index("--python-version") + 1] == PYTHON
     assert json.loads(command[3])["platform_machine"] == "aarch64", "pip reads markers as the target's"
-    assert "mlx[cuda13]>=0.30" in command and RUN.TORCH in command
+    assert "mlx[cuda13]>=0.31" in command and RUN.TORCH in command
     assert found.version("mlx-cuda-13") == "0.32.4" and found.named("torch") == ["torch"]
 
 
@@ -315,10 +315,10 @@ def test_a_plan_pip_cannot_resolve_fails_with_pips_words() -> None:
 def test_the_project_requirements_follow_the_targets_markers() -> None:
     mac = project_requirements(("verify",), TRACKS["M"].target)
     linux = project_requirements(("verify", "cuda"), TRACKS["S"].target)
-    assert "mlx>=0.29" in mac and not any(
+    assert "mlx>=0.31" in mac and not any(
         r.startswith("mlx") for r in project_requirements(("verify",), TRACKS["N"].target)
     )
-    assert "mlx[cuda13]>=0.30" in linux and "mkdocs<2,>=1.6" in linux, "the site extra comes in through verify"
+    assert "mlx[cuda13]>=0.31" in linux and "mkdocs<2,>=1.6" in linux, "the site extra comes in through verify"
 
 
 def test_each_profile_lists_the_gpu_backend_its_tracks_plan_installs() -> None:

@@ -285,6 +285,49 @@ def basis_problems() -> list[Problem]:
     return sorted(problems, key=str)
 
 
+#: how a cited entry's `source` reads: where a reader finds it (a document and its section, or a URL), then, after
+#: the first QUOTED_AFTER, the words or the table row it quotes; an entry whose source's words are not in hand to
+#: quote says why in its `unquoted`
+QUOTED_AFTER = ": "
+_QUOTES = re.compile(r"'([^']+)'")
+
+
+def citation_of(source: str) -> tuple[str, str]:
+    """A cited entry's `source` as (locator, quoted words), each "" where it names none (`QUOTED_AFTER`)."""
+    locator, _, quoted = source.partition(QUOTED_AFTER)
+    return locator.strip(), quoted.strip()
+
+
+def citation_problems(*folders: Path) -> list[Problem]:
+    """Every cited data entry (basis "source") that names no locator, or quotes no words and says not why
+    (`unquoted`), or names a document in one of `folders` (the book's root, the source texts beside it; a
+    locator's document is its text before the first comma, less a `:line`) that does not hold the words it
+    quotes, whitespace aside: the words in single quotes where it marks some, else all it quotes."""
+    problems: list[Problem] = []
+    for file, text, key, node in _entries():
+        if "value" not in node or node.get("basis", SOURCE) != SOURCE:
+            continue
+        where = f"{shown_as()}/{file}:{_line_of(text, key)}"
+        locator, quoted = citation_of(str(node.get("source") or ""))
+        if not locator:
+            problems.append(Problem(where, f"{key}: `source` names no document", "'document, section: quoted words'"))
+        elif not quoted and not str(node.get("unquoted") or "").strip():
+            problems.append(
+                Problem(where, f"{key}: `source` quotes no words", "the words after ': ', or why in `unquoted`")
+            )
+        document = re.sub(r":\d+$", "", locator.split(",")[0].strip())
+        for folder in folders if document and quoted else ():
+            shipped = folder / document
+            if not shipped.is_file() or not shipped.resolve().is_relative_to(folder.resolve()):
+                continue
+            held = " ".join(shipped.read_text(encoding="utf-8").split())
+            missing = [w for w in (_QUOTES.findall(quoted) or [quoted]) if " ".join(w.split()) not in held]
+            if missing:
+                lacks = f"{key}: {document} does not hold {missing[0]!r}"
+                problems.append(Problem(where, lacks, "the words it quotes"))
+    return sorted(problems, key=str)
+
+
 def _entries() -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
     """Every table of the data folder's TOML files, nested ones included: its file, the file's text, its dotted
     key and the table. A file that does not read is left to the claims that read it, which report it."""

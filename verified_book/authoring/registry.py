@@ -271,11 +271,11 @@ def claim(
     panel shows what each machine measured beside it. `about` names the hardware profile a
     figure computed from vendor lists states a fact of (it is cited, not verified, until the
     device itself answers in a measured claim); `assumes` is the book's assumption a figure
-    holds under that no input states (it is premise); `stated_for` the library versions its
-    printed figure holds for, as pip specifiers by distribution (`{"torch": ">=2.13"}`). A premise a
-    figure disputes, and the reasons a figure resting on one stands, are declared beside the function
-    (`disputes_premise`, `excuse`). The claims go to the open book's registry, or to `registry` where one is
-    given.
+    holds under that no input states (its panel says it beside what was computed: a computed figure is
+    verified, never premise); `stated_for` the library versions its printed figure holds for, as pip
+    specifiers by distribution (`{"torch": ">=2.13"}`). A premise a figure disputes, and the reasons a
+    figure resting on one stands, are declared beside the function (`disputes_premise`, `excuse`). The
+    claims go to the open book's registry, or to `registry` where one is given.
     """
     kind = Kind(kind)
     if kind is Kind.MEASURED and printed_on is not None and tolerance is None:

@@ -76,6 +76,9 @@ MESSAGE_LIMIT = 4000
 
 
 def _valid_value(value: Any) -> str | None:
+    """Why what a claim returned is no value it can be judged by, or None. A NaN or an infinity is a value (a
+    cast's answer, an overflow): judged against the printed figure like any other, and kept in the record as
+    its text (`records.values.to_json`), never a claim that could not compute."""
     if value is None:
         return "returned None; a claim returns its value (a number, a tuple, a bool or a string)"
     if not isinstance(value, (list, tuple, str, bytes)) and callable(getattr(value, "tolist", None)):
@@ -89,8 +92,6 @@ def _valid_value(value: Any) -> str | None:
         number = as_number(value)
     except Exception as e:  # a custom object whose conversion raises
         return f"returned a {type(value).__name__} that does not convert to a number ({type(e).__name__}: {e})"
-    if isinstance(number, float) and math.isnan(number):
-        return "returned NaN"
     if isinstance(value, (list, tuple)):
         for item in value:
             problem = _valid_value(item)

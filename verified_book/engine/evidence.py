@@ -23,7 +23,9 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
     reader can follow, premise where it is the book's own choice, unsourced where no source in hand backs it
     (`inputs.basis_of`). A value computed from another machine's measurement (a data entry with
     `measured_on`) is reference, as that measurement is. Only a value computed or measured here from its
-    inputs verifies, and its reason names them. The site asks the same of every record it shows."""
+    inputs verifies, and its reason names them, and the book's assumption it holds under (`Claim.assumes`):
+    an assumption is said beside a computed value, never a reason to call it the book's choice. The site asks
+    the same of every record it shows."""
     read = [r for r in reads if isinstance(r, inputs.Input)]
     through = passed_through(claim)
     if through is not None:
@@ -32,10 +34,6 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
         said = "; ".join(x for x in (claim.citation or "", through.source or "") if x)
         return status, f"{status.value}, not computed: {through.place} {through.key} read unchanged" + (
             f" ({said})" if said else ""
-        )
-    if claim.assumes:
-        return Status.PREMISE, f"premise: {computed_from(claim, read)[len('verified: ') :]}, under the book's " + (
-            f"assumption that {claim.assumes}"
         )
     if claim.about and not claim.needs_backend:
         return Status.CITED, (
@@ -46,7 +44,8 @@ def evidence(claim: Claim, reads: Iterable[inputs.Read]) -> tuple[Status, str]:
     if measured:
         places = "; ".join(f"{r.place} {r.key} = {r.value!r}, measured on {r.measured_on}" for r in measured)
         return Status.REFERENCE, f"reference, computed from another machine's measurement: {places}"
-    return Status.VERIFIED, computed_from(claim, read)
+    assumed = f", under the book's assumption that {claim.assumes}" if claim.assumes else ""
+    return Status.VERIFIED, computed_from(claim, read) + assumed
 
 
 #: the mark a figure read unchanged from a data entry carries, by the entry's basis (`inputs.BASES`)

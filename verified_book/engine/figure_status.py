@@ -11,8 +11,10 @@ claim.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from verified_book.authoring.inputs import Read
@@ -25,8 +27,9 @@ from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import once, outdated_reason, versions_of_run
 from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
+from verified_book.records.errors import ResultsError
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
-from verified_book.records.results import ResultsFile, from_json
+from verified_book.records.results import ResultsFile, from_json, read, read_all
 from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Shown, Status
 
 #: the statuses a record can carry, as the report, the results file and the site name them
@@ -61,6 +64,8 @@ def show_value(value: Any) -> str:
         return short(f"{value['exact']}{tail}", 120)
     if isinstance(value, list):
         return short("(" + ", ".join(show_value(v) for v in value) + ")", 200)
+    if isinstance(value, str) and isinstance(from_json(value), float):  # a NaN or an infinity, kept as its text
+        return show_value(from_json(value))
     return short(value, 200)
 
 
@@ -256,14 +261,11 @@ def _another_version(claim: Claim | None, record: Record, measured: Measurement)
     if outside is None:
         return measured
     library, found, specifier = outside
-    value = measured.value
-    if value is None and "returned NaN" in (record.message or ""):
-        value = float("nan")
     return replace(
         measured,
         status=Shown.ANOTHER_VERSION,
-        value=value,
-        message=f"{library} {found} gives {show_value(value)}; the book states this figure for {library} {specifier}",
+        message=f"{library} {found} gives {show_value(measured.value)}; the book states this figure for {library} "
+        f"{specifier}",
     )
 
 
@@ -271,6 +273,52 @@ def shown_otherwise(views: Iterable[FigureView]) -> list[tuple[Binding, Measurem
     """Each figure a machine's records show otherwise because they come from another library version than the
     one the figure is stated for, with that machine's measurement: what the verdict counts."""
     return [(v.binding, m) for v in views for m in v.measurements if m.status == Shown.ANOTHER_VERSION]
+
+
+#: what another machine's record of a figure that holds here can show instead: a value that misses the printed
+#: figure, a claim that fails there, another library version's answer
+OTHERWISE: frozenset[str] = frozenset({Status.STALE, Status.FAILED, Shown.ANOTHER_VERSION})
+
+
+def held_here_shown_otherwise(
+    bindings: Iterable[Binding], here: ResultsFile, others: Mapping[str, ResultsFile]
+) -> list[Binding]:
+    """Each printed figure this machine's records hold (`check.HELD`) that another machine's records show
+    otherwise (`OTHERWISE`), each judged as its panel judges it: what the verdict of a run counts, so a run
+    that holds here does not hide what the Machines page shows of other machines."""
+    from verified_book.authoring.registry import REGISTRY
+
+    found = []
+    for binding in bindings:
+        claim = REGISTRY.get(binding.claim_id)
+        elsewhere = {slug: r for slug, r in others.items() if slug != here.slug and binding.claim_id in r.records}
+        if claim is None or not elsewhere or figure_view(binding, claim, {here.slug: here}).status not in HELD:
+            continue
+        if any(m.status in OTHERWISE for m in figure_view(binding, claim, elsewhere).measurements):
+            found.append(binding)
+    return found
+
+
+def shown_otherwise_after(bindings: Iterable[Binding], written: Path | None, committed: Path) -> list[Binding]:
+    """`held_here_shown_otherwise` after a run: this machine's records as the run left them in `written`,
+    the other machines' as the committed results folder holds them (a file that cannot be read is the site's
+    to report; here it shows nothing)."""
+    if written is None or not written.is_file():
+        return []
+    try:
+        here = read(written, own=True)
+    except ResultsError:
+        return []
+    others = read_all(committed, lambda _: None) if committed.is_dir() else {}
+    return held_here_shown_otherwise(bindings, here, others)
+
+
+def otherwise_words(count: int) -> str | None:
+    """The verdict's clause for the figures `held_here_shown_otherwise` found; None where there are none."""
+    if not count:
+        return None
+    held = "1 figure holds" if count == 1 else f"{count} figures hold"
+    return f"{held} here that other machines' records show otherwise (see the Machines page)"
 
 
 def _contended(measured: Measurement, record: Record) -> Measurement:
@@ -292,18 +340,31 @@ def _reads(record: Record) -> list[Read]:
     return once("reads", (record,), lambda: recorded_reads(record))
 
 
+#: what a record written before a computed NaN was kept as a value says in its place (failed, with no value)
+NAN_BEFORE = "returned NaN"
+
+
+def recorded_value(record: Record) -> Any:
+    """A record's value as a panel shows and judges it: a NaN or an infinity (kept as its text) as the float it
+    is, and the NaN of a record from before a computed NaN was kept as a value (`NAN_BEFORE`) as that NaN."""
+    if record.value is None and record.status == Status.FAILED and (record.message or "").startswith(NAN_BEFORE):
+        return math.nan
+    return from_json(record.value) if isinstance(record.value, str) else record.value
+
+
 def _measure(
     binding: Binding, claim: Claim | None, results: ResultsFile, backend: str, record: Record, machine: str
 ) -> Measurement:
     raw_status = record.status
-    value = record.value
+    value = recorded_value(record)
+    before = record.value is None and value is not None  # a NaN recorded as a claim that failed: judged again
     message = record.message or ""
     date = results.date_of(binding.claim_id, backend) or ""
     version = record.version or ""
     base: dict[str, Any] = dict(machine=machine, backend=backend, value=value, date=date, version=version)
     if raw_status == Status.SKIPPED:
         return Measurement(status=Status.SKIPPED, message=message, **base)
-    entry = _entry_for(binding, record)
+    entry = None if before else _entry_for(binding, record)
     if entry is not None:
         status = str(entry.status)
         if status in HELD and claim is not None:
@@ -318,7 +379,12 @@ def _measure(
     if claim is not None and value is not None and binding.printed is not None:
         outcome = Outcome(claim, backend, COMPUTED, value=from_json(value), inputs=_reads(record))
         verdict = judge(binding, outcome, machine_of(results))
-        note = f"the text changed since this run; its recorded value {show_value(value)} " + (
+        why = (
+            "recorded as failed before a computed NaN was kept as a value"
+            if before
+            else "the text changed since this run"
+        )
+        note = f"{why}; its recorded value {show_value(value)} " + (
             "rounds to the printed figure"
             if verdict.status == Status.VERIFIED
             else f"makes the figure {verdict.status}"

@@ -62,8 +62,10 @@ class _Outcome:
         self.unkept: str | None = None  # why the records are not in the results file, and where they are
         self.broken: list[str] = []  # what the environment lost during the run, a line each
         self.slug = ""
+        self.otherwise = 0  # figures that hold here and that other machines' records show otherwise
 
     def pytest_unconfigure(self, config: Any) -> None:
+        from verified_book.engine.figure_status import shown_otherwise_after
         from verified_book.engine.session import figure_counts
         from verified_book.integration.pytest.stash import STATE
 
@@ -77,6 +79,8 @@ class _Outcome:
         self.unkept = run.unkept
         self.broken = [b.line() for b in run.broken()]
         self.slug = run.machine.slug
+        with run.opened_book.opened():
+            self.otherwise = len(shown_otherwise_after(run.book.bindings(), self.written, run.book_config.results))
 
 
 class _Named:
@@ -140,6 +144,7 @@ def verify_paths(book: BookConfig) -> list[str]:
 def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str:
     """The last lines of `verify`: what held on this machine in its first line, then the figures, where the site
     is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
+    from verified_book.engine.figure_status import otherwise_words
     from verified_book.engine.kept_records import book_held, records_words
     from verified_book.engine.session import figure_line
     from verified_book.engine.terminal_text import verdict_lines
@@ -148,7 +153,9 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     where_site = f"site: {book.root / 'site' / 'index.html'}" if built == 0 else f"site build failed (exit {built})"
     where_results = records_words(book.shown(outcome.written) if outcome.written else None, outcome.unkept)
     state = _held(outcome.figures) if book_held(tested, outcome.unkept) else f"NOT all {Status.VERIFIED}"
-    parts = [figure_line(outcome.figures, outcome.bound), where_site, where_results]
+    otherwise = otherwise_words(outcome.otherwise)
+    parts = [figure_line(outcome.figures, outcome.bound), *([otherwise] if otherwise else [])]
+    parts += [where_site, where_results]
     return verdict_lines(f"verified-book: {state}{machine}", parts)
 
 
