@@ -97,15 +97,17 @@ def machine_of(results: ResultsFile) -> Machine:
 
 def status_now(results: ResultsFile, claim_id: str, record: Record, backend: str | None = None) -> str:
     """A record's status as the book stands now: outdated where its claim or inputs changed since, or (given its
-    backend) a library it was computed with is not the one the machine's latest run found."""
+    backend) a library it was computed with is not the one the machine's latest run found; another version where
+    it does not hold and came from a library version outside the one its figures are stated for."""
     status = record.status
     if status == Status.SKIPPED:
         return str(status)
     from verified_book.authoring.registry import REGISTRY
 
-    why = outdated_reason(
-        REGISTRY.get(claim_id), results.claims.get(claim_id), record, backend, versions_of_run(results)
-    )
+    claim = REGISTRY.get(claim_id)
+    if status in (Status.FAILED, Status.STALE) and backend and version_outside(claim, backend, record):
+        return Shown.ANOTHER_VERSION  # before outdated, as a figure's measurement decides (`_measure_now`)
+    why = outdated_reason(claim, results.claims.get(claim_id), record, backend, versions_of_run(results))
     if why:
         return Status.OUTDATED
     return Shown.CONTENDED if contended_why(str(status), record) else str(status)

@@ -64,3 +64,13 @@ def test_torch_2_11_records_show_as_another_version(views: list) -> None:  # typ
 def test_another_version_is_a_word_of_the_vocabulary() -> None:
     word = WORDS[ANOTHER_VERSION]
     assert not word.recorded and word.shape and word.glyph
+
+
+def test_the_machines_table_shows_another_versions_records_as_such(views: list) -> None:  # type: ignore[type-arg]
+    """The Machines page's claim-by-machine cell decides as the panel does: torch 2.11's answer is another version."""
+    from verified_book.engine.figure_status import claim_status_on
+
+    h200 = read(H200)
+    for claim_id in ("formats.special.e4m3.inf_value.torch", "autograd.recorded.grad.graph_nodes"):
+        torch_only = {b: r for b, r in h200.records[claim_id].items() if b.startswith("torch")}
+        assert claim_status_on(torch_only, h200, claim_id) == ANOTHER_VERSION, claim_id
