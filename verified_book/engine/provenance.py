@@ -276,7 +276,12 @@ def code_fingerprint(claim: Claim, wide: bool = True) -> str:
     """A short hash of what decides a claim's value: its code and what it reaches in the book's package
     (`_own_sources`), the classes of the book's objects among its parameters, its parameters and its
     declaration. `wide=False` gives the fingerprint records carried before it took in what the code reaches
-    without naming it (a method's helpers, constants, the classes of parameters): see `_outdated_reason`."""
+    without naming it (a method's helpers, constants, the classes of parameters): see `_outdated_reason`.
+    Within `judged_once`, made once per claim, not once per machine whose records are asked about."""
+    return once("code_fingerprint", (claim,), lambda: _code_fingerprint(claim, wide), wide)
+
+
+def _code_fingerprint(claim: Claim, wide: bool) -> str:
     declared = repr(
         (
             sorted((k, repr(v)) for k, v in claim.params.items()),
@@ -355,7 +360,11 @@ def code_reached(claim: Claim) -> dict[str, str]:
 def uses_of(claim: Claim, backend: str) -> tuple[str, ...]:
     """The libraries a record of `claim` on `backend` keeps the versions of (`Record.uses`): those its code
     uses and its backend's companions, but not the backend's own library, whose version the record keeps as
-    `version`."""
+    `version`. Within `judged_once`, made once per claim and backend."""
+    return once("uses_of", (claim,), lambda: _uses_of(claim, backend), backend)
+
+
+def _uses_of(claim: Claim, backend: str) -> tuple[str, ...]:
     from verified_book.backends import ADAPTERS
 
     library = backend.split(":")[0]
@@ -392,10 +401,19 @@ def changed_snippet(entry: SnippetInput) -> str | None:
     return None
 
 
-def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
-    """Each recorded input whose value the data no longer holds, as 'file:line key = old; now new'."""
+def _now(file: str, key: str) -> Any:
+    """What the data says now for an input, as records keep it; the error where it cannot be read."""
     from verified_book.records.results import to_json
 
+    try:
+        return to_json(inputs.current(file, key))
+    except inputs.InputError as e:
+        return e
+
+
+def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
+    """Each recorded input whose value the data no longer holds, as 'file:line key = old; now new'. Within
+    `judged_once`, the data's value of each input is read once, not once per record that names it."""
     out = []
     for entry in entries or []:
         if isinstance(entry, SnippetInput):
@@ -404,10 +422,9 @@ def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
             continue
         if not isinstance(entry, DataInput):
             continue
-        try:
-            now = to_json(inputs.current(entry.file, entry.key))
-        except inputs.InputError as e:
-            out.append(f"computed from {entry.key} = {entry.value!r} ({entry.file}); now {e}")
+        now = once("input now", (), functools.partial(_now, entry.file, entry.key), entry.file, entry.key)
+        if isinstance(now, inputs.InputError):
+            out.append(f"computed from {entry.key} = {entry.value!r} ({entry.file}); now {now}")
             continue
         if now != entry.value and entry.whole:
             out.append(

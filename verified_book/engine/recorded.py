@@ -13,10 +13,13 @@ only if a check must compute on it.
 
 from __future__ import annotations
 
+import functools
+
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim
 from verified_book.backends import ADAPTERS, Backend
 from verified_book.engine.outcome import Outcome
+from verified_book.engine.provenance import once
 from verified_book.records.record import DataInput, Record, SettingInput, SnippetInput
 from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import Kind, OutcomeStatus, Status
@@ -24,18 +27,23 @@ from verified_book.vocabulary import Kind, OutcomeStatus, Status
 
 def recorded_reads(record: Record) -> list[inputs.Read]:
     """The inputs a record names, as the engine read them: each data entry with its source and, where it
-    is one, the machine it was measured on (as the data says now); each setting; each snippet's figure."""
+    is one, the machine it was measured on (as the data says now); each setting; each snippet's figure.
+    Within `provenance.judged_once`, each data entry's source and machine are read once, not once per machine
+    whose records name it."""
     reads: list[inputs.Read] = []
     for entry in record.inputs or []:
         if isinstance(entry, DataInput):
+            source, measured_on = once(
+                "data entry", (), functools.partial(_entry_now, entry.file, entry.key), entry.file, entry.key
+            )
             reads.append(
                 inputs.Input(
                     entry.file,
                     entry.key,
                     from_json(entry.value),
                     entry.line or 0,
-                    source=inputs.source_of(entry.file, entry.key),
-                    measured_on=inputs.measured_on(entry.file, entry.key),
+                    source=source,
+                    measured_on=measured_on,
                     whole=entry.whole,
                 )
             )
@@ -44,6 +52,11 @@ def recorded_reads(record: Record) -> list[inputs.Read]:
         elif isinstance(entry, SnippetInput):
             reads.append(inputs.SnippetFigure(entry.snippet, entry.sha256, entry.where, entry.value))
     return reads
+
+
+def _entry_now(file: str, key: str) -> tuple[str | None, str | None]:
+    """A data entry's source and the machine it was measured on, as the data says now."""
+    return inputs.source_of(file, key), inputs.measured_on(file, key)
 
 
 def why_not_reused(claim: Claim, record: Record) -> str | None:

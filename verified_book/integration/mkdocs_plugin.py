@@ -83,9 +83,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.generated: dict[str, render.GeneratedPage] = {}
         self._drawing: plots_process.Drawing | None = None
         self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
-        self._panels: dict[
-            str, list[str]
-        ] = {}  # each page's figure panels, set aside from its content for the search index
+        self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         self._verdicts: provenance.Verdicts = {}  # each record judged (outdated? its figures?) once in this build
         self._legend_file: File | None = None  # the legend page, every other page links it
@@ -126,7 +124,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self._included,
             load_errors,
             snippet_hashes(self.book_config.snippets),
+            own=tuple(self.local),
         )
+        self.site_dir = Path(config.site_dir)
         self._add_assets(config)
         self._add_to_nav(config)
         # the guard a generator that skips this plugin cannot pass (verified_book/integration/markdown_ext.py) passes
@@ -281,7 +281,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
                 log.info(f"{src} is in the nav but not written yet; a stand-in page takes its place")
                 files.append(
                     File.generated(
-                        config, src, content=_stand_in(title or posixpath.basename(src), anchors.get(src, []))
+                        config, src, content=site_book.stand_in(title or posixpath.basename(src), anchors.get(src, []))
                     )
                 )
         return files
@@ -302,8 +302,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             return markdown
         if not page.file.abs_src_path:
             return markdown
+        machines = files.get_file_from_path(self.config.machines_page)
+        rows = render.PanelRows(f"{self._nonce}-rows", machines.url_relative_to(page.file) if machines else None)
         rendered = site_book.render_page(
-            markdown, Path(page.file.abs_src_path), self.root, self._pages, self.context, self._verdicts
+            markdown, Path(page.file.abs_src_path), self.root, self._pages, self.context, self._verdicts, rows
         )
         for problem in rendered.problems:
             self._problem(problem)
@@ -367,6 +369,9 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         html, problems = transform.fill(html, rendered, rendered.file)
         for problem in problems:
             self._problem(problem)
+        if rendered.rows is not None and rendered.rows.rows:  # the other machines' rows, in a file beside the page
+            url = site_book.write_panel_rows(self.site_dir, page.file.dest_uri, rendered.rows.rows)
+            html, rendered.rows.rows = html.replace(rendered.rows.url, url), {}  # written: not kept to the build's end
         if rendered.titles:
             page.title = transform.plain_title(page.title or "", rendered)
             for item in _toc_items(page.toc):
@@ -533,22 +538,6 @@ def _anchors_into(targets: set[str], files: Files) -> dict[str, list[str]]:
             if target in targets and match.group("anchor") not in out.setdefault(target, []):
                 out[target].append(match.group("anchor"))
     return out
-
-
-def _stand_in(title: str, anchors: list[str]) -> str:
-    """A page that is in the nav but not written yet, keeping the places other pages link to."""
-    text = (
-        f'# {title}\n\n!!! note "Being written"\n\n'
-        "    This chapter is being written. Its figures appear here, each with what "
-        "every machine computed, as soon as the page lands.\n"
-    )
-    if anchors:
-        text += (
-            "\nSections other chapters already point to: "
-            + ", ".join(f'<span id="{a}">{a.replace("-", " ")}</span>' for a in anchors)
-            + ".\n"
-        )
-    return text
 
 
 def _toc_items(toc: Any) -> list[Any]:

@@ -56,19 +56,38 @@ def render_page(
     pages: Mapping[Path, Page],
     context: transform.Context,
     verdicts: provenance.Verdicts,
+    rows: render.PanelRows | None = None,
 ) -> transform.RenderedPage:
     """One page's step: its Markdown with a placeholder for each bound figure, and the HTML each stands for.
 
     `path` is the page's file; its bindings (file:line) come from the book's pages read once (`pages`,
     by resolved path), or from the file itself. The Markdown may lack the file's front matter: the
-    lines it lacks are counted, so every binding finds its line.
+    lines it lacks are counted, so every binding finds its line. Given `rows`, the panels leave the machines
+    that do not decide their figure there, for the page's data file (`panel_rows_script`).
     """
     path = path.resolve()
     book_page = pages.get(path) or read_page(path, root)
     source = path.read_text(encoding="utf-8")
     offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
     with provenance.judged_once(verdicts):
-        return transform.render_markdown(markdown, book_page, context, offset)
+        return transform.render_markdown(markdown, book_page, context, offset, rows)
+
+
+#: the function a page's data file calls with its panels' rows (verified_book/assets/javascripts/claims.js)
+ROWS_FUNCTION = "vbPanelRows"
+
+
+def write_panel_rows(site_dir: Path, dest_uri: str, rows: Mapping[str, str]) -> str:
+    """Write a page's data file beside the page (`p/index.html`: `p/index.panels.js`): one call handing each
+    panel's rows of the machines that do not decide its figure, by panel id, to the page's script, which loads
+    it as a script when a reader opens a panel (a page opened from disk may load a script, not fetch a file).
+    The file's address relative to the page, with its digest, so a browser never shows an earlier one's rows."""
+    text = f"{ROWS_FUNCTION}({json.dumps({uid: str(html) for uid, html in rows.items()}, sort_keys=True)});\n"
+    name = dest_uri.rsplit("/", 1)[-1].removesuffix(".html") + ".panels.js"
+    path = site_dir / dest_uri.rsplit("/", 1)[0] / name if "/" in dest_uri else site_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return f"{name}?v={digest(text)[:12]}"
 
 
 def with_line(where: str, what: str, root: Path) -> str:
@@ -243,3 +262,19 @@ def write_pages(root: Path, docs: Path, written: Written, assets: Mapping[str, P
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(path)
     return list(texts)
+
+
+def stand_in(title: str, anchors: list[str]) -> str:
+    """A page that is in the nav but not written yet, keeping the places other pages link to."""
+    text = (
+        f'# {title}\n\n!!! note "Being written"\n\n'
+        "    This chapter is being written. Its figures appear here, each with what "
+        "every machine computed, as soon as the page lands.\n"
+    )
+    if anchors:
+        text += (
+            "\nSections other chapters already point to: "
+            + ", ".join(f'<span id="{a}">{a.replace("-", " ")}</span>' for a in anchors)
+            + ".\n"
+        )
+    return text

@@ -152,13 +152,88 @@ def _row(m: Measurement) -> Markup:
     )
 
 
+@dataclass
+class PanelRows:
+    """Where a page's panels put the rows of the machines that do not decide the figure: in `rows`, by panel id,
+    for a data file beside the page (`url`, relative to it) that the page's script loads when a reader opens a
+    panel; each panel says in their place how many there are and links the Machines page (`machines_href`)."""
+
+    url: str
+    machines_href: str | None = None
+    rows: dict[str, Markup] = field(default_factory=dict)
+
+
+def _machine_block(
+    slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool, shown: set[str]
+) -> Markup:
+    """One machine's part of a panel: its heading, each backend's row and what it needs said, the backends skipped.
+    A note already in `shown` is not said again."""
+    ran = [m for m in items if m.status != Status.SKIPPED]
+    machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED
+    parts = [markup('<span class="vb-machine" data-machine="{}" data-status="{}">', slug, machine_status)]
+    parts.append(_machine_line(slug, items, results, quiet))
+    for m in ran:
+        parts.append(_row(m))
+        note = _row_note(m)
+        if note and note not in shown:
+            shown.add(note)
+            parts.append(markup('<span class="vb-row__message">{}</span>', note))
+    skipped = [m for m in items if m.status == Status.SKIPPED]
+    if skipped:
+        reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
+        names = ", ".join(m.backend for m in skipped)
+        parts.append(
+            markup(
+                '<span class="vb-row__skipped" title="{}">{}: {}</span>',
+                short(reasons, 600),
+                LABELS[Status.SKIPPED],
+                names,
+            )
+        )
+    parts.append(Markup("</span>"))
+    return Markup().join(parts)
+
+
+def decisive(view: FigureView) -> str | None:
+    """The machine whose records decide the figure's mark: the first whose own status is the figure's."""
+    by_machine: dict[str, list[str]] = {}
+    for m in view.measurements:
+        by_machine.setdefault(m.machine, []).append(m.status)
+    for slug, statuses in by_machine.items():
+        ran = [s for s in statuses if s != Status.SKIPPED]
+        if (shown_status(ran) if ran else Status.SKIPPED) == view.status:
+            return slug
+    return next(iter(by_machine), None)
+
+
+def _more_machines(count: int, rows: PanelRows) -> Markup:
+    """In place of the machines a panel leaves to its page's data file: how many, and where else they are."""
+    machines = markup('<a href="{}">Machines page</a>', rows.machines_href) if rows.machines_href else "Machines page"
+    return markup(
+        '<span class="vb-panel__more" data-vb-rows="{}">{} more machine{} recorded this claim: their rows load here '
+        "where the page runs its script, and every machine's results are on the {}.</span>",
+        rows.url,
+        count,
+        "" if count == 1 else "s",
+        machines,
+    )
+
+
 def render_panel(
-    view: FigureView, results: Mapping[str, ResultsFile], repo_url: str | None, uid: str, quiet: Collection[str] = ()
+    view: FigureView,
+    results: Mapping[str, ResultsFile],
+    repo_url: str | None,
+    uid: str,
+    quiet: Collection[str] = (),
+    rows: PanelRows | None = None,
+    own: Collection[str] = (),
 ) -> Markup:
     """The panel shown on hover or focus: claim, status, each machine's value, date, versions, source.
 
-    Its own element name (`vb-panel`, phrasing content like a span) keeps it whole out of the
-    search index, whose parser matches excluded elements by tag name.
+    Given `rows`, the panel holds the machine that decides the figure's mark and this clone's own (`own`),
+    and the other machines' parts go to `rows.rows` under the panel's id. Its own element name (`vb-panel`,
+    phrasing content like a span) keeps it whole out of the search index, whose parser matches excluded
+    elements by tag name.
     """
     b = view.binding
     parts = [
@@ -200,31 +275,15 @@ def render_panel(
     by_machine: dict[str, list[Measurement]] = {}
     for m in view.measurements:
         by_machine.setdefault(m.machine, []).append(m)
-    shown: set[str] = set()
-    for slug, items in by_machine.items():
-        ran = [m for m in items if m.status != Status.SKIPPED]
-        machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED
-        parts.append(markup('<span class="vb-machine" data-machine="{}" data-status="{}">', slug, machine_status))
-        parts.append(_machine_line(slug, items, results.get(slug), slug in quiet))
-        for m in ran:
-            parts.append(_row(m))
-            note = _row_note(m)
-            if note and note not in shown:
-                shown.add(note)
-                parts.append(markup('<span class="vb-row__message">{}</span>', note))
-        skipped = [m for m in items if m.status == Status.SKIPPED]
-        if skipped:
-            reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
-            names = ", ".join(m.backend for m in skipped)
-            parts.append(
-                markup(
-                    '<span class="vb-row__skipped" title="{}">{}: {}</span>',
-                    short(reasons, 600),
-                    LABELS[Status.SKIPPED],
-                    names,
-                )
-            )
-        parts.append(Markup("</span>"))
+    kept = {decisive(view), *own} if rows is not None else set(by_machine)
+    shown: set[str] = set()  # a note said once, first where the page holds it
+    for slug in [s for s in by_machine if s in kept]:
+        parts.append(_machine_block(slug, by_machine[slug], results.get(slug), slug in quiet, shown))
+    others = [s for s in by_machine if s not in kept]
+    if rows is not None and others:
+        blocks = [_machine_block(s, by_machine[s], results.get(s), s in quiet, shown) for s in others]
+        rows.rows[uid] = Markup().join(blocks)
+        parts.append(_more_machines(len(others), rows))
     parts.append(source_link(view.source, repo_url))
     parts.append(Markup("</vb-panel>"))
     return Markup().join(parts)
@@ -245,8 +304,11 @@ def render_figure(
     uid: str,
     in_code: bool = False,
     quiet: Collection[str] = (),
+    rows: PanelRows | None = None,
+    own: Collection[str] = (),
 ) -> Markup:
-    """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside."""
+    """One printed figure as ONE element carrying `data-claim` and `data-status`, its panel inside (`render_panel`:
+    given `rows`, the machines that do not decide its mark go to the page's data file)."""
     b = view.binding
     text = escape(b.text) if in_code else pretty(b.text)
     sr = f" ({label(view.status)} figure; opens what every machine computed)"
@@ -266,7 +328,7 @@ def render_figure(
         mark=FIGURE_MARK,
         screen_reader=SCREEN_READER,
         sr=sr,
-        panel=render_panel(view, results, repo_url, uid, quiet),
+        panel=render_panel(view, results, repo_url, uid, quiet, rows, own),
     )
 
 

@@ -26,7 +26,7 @@ from verified_book.book.lexer import CodeBlock, include_of, lex
 from verified_book.engine.figure_status import FigureView, figure_view, short
 from verified_book.errors import Problem
 from verified_book.records.results import ResultsFile
-from verified_book.site.render import markup, render_error, render_figure
+from verified_book.site.render import PanelRows, markup, render_error, render_figure
 from verified_book.vocabulary import Shown
 
 _LEFTOVER = re.compile(r"(?:\[[^\[\]]*)?\]\(\s*claim:[^)]*\)?")
@@ -50,6 +50,7 @@ class Context:
     load_errors: Sequence[Problem] = ()  # what kept the book's topics from loading: why a claim may be unknown
     #: the hash of a snippet's source as the book has it now, by file name; None where it has no such snippet
     snippet_hash: Callable[[str], str | None] = lambda _: None
+    own: Collection[str] = ()  # this clone's own runs, by the name the site shows: a panel keeps them on its page
 
 
 @dataclass
@@ -64,6 +65,7 @@ class RenderedPage:
     views: list[FigureView] = field(default_factory=list)
     missing: list[Binding] = field(default_factory=list)
     titles: dict[str, str] = field(default_factory=dict)
+    rows: PanelRows | None = None  # where the panels put the machines left to the page's data file
 
 
 class _Tokens:
@@ -92,14 +94,17 @@ def snippet_of(info: str, last_include: str | None) -> str | None:
     return PurePosixPath(last_include).name if last_include else None
 
 
-def render_markdown(markdown: str, page: Page, context: Context, line_offset: int = 0) -> RenderedPage:
+def render_markdown(
+    markdown: str, page: Page, context: Context, line_offset: int = 0, rows: PanelRows | None = None
+) -> RenderedPage:
     """Replace every binding of `page` in `markdown` by a token, and output blocks by tabs.
 
     `line_offset` is how many lines of the file precede `markdown` (front matter the
     site generator has already taken off), so bindings' file lines find their place.
+    Given `rows`, each panel leaves the machines that do not decide its figure there (`render.render_panel`).
     """
     tokens = _Tokens(page.file + "\0" + markdown)
-    out = RenderedPage(markdown, page.file)
+    out = RenderedPage(markdown, page.file, rows=rows)
     lines = markdown.split("\n")
     by_line: dict[int, list[Binding]] = {}
     for b in [*page.bindings, *page.malformed]:
@@ -162,7 +167,7 @@ def _figure_html(b: Binding, context: Context, out: RenderedPage, uid: str, in_c
     out.views.append(view)
     if view.status == Shown.UNVERIFIED:
         out.missing.append(b)
-    return render_figure(view, context.results, context.repo_url, uid, in_code, context.quiet)
+    return render_figure(view, context.results, context.repo_url, uid, in_code, context.quiet, out.rows, context.own)
 
 
 def _uid(token: str) -> str:

@@ -494,6 +494,7 @@ def test_several_machines_show_in_panels_tabs_and_plots(
         figure.hover()
         panel = figure.locator(".vb-panel")
         panel.wait_for(state="visible")
+        panel.locator(".vb-panel__more").wait_for(state="detached")  # the other machines' rows, from the data file
         for slug in (first.stem, "second-machine"):
             assert panel.locator(f'[data-machine="{slug}"] .vb-row').count() >= 1, f"no row for {slug}"
         tabs = chapter.locator(".tabbed-set")
@@ -877,6 +878,41 @@ def test_every_chart_label_is_legible_and_each_warning_is_said_once(
 
 def search_docs(built: Path) -> list[dict[str, str]]:
     return list(json.loads((built / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"])
+
+
+def test_a_chapter_s_panels_leave_the_other_machines_to_its_data_file_which_search_does_not_index(
+    built: Path, book: Book
+) -> None:
+    """Each panel holds the machine that decides its figure; every other committed machine's rows are in the
+    chapter's data file beside it, under the panel's id, and the search index holds none of them."""
+    committed = {p.stem for p in (ROOT / "results").glob("*.json")}
+    left_out = 0
+    for page in (p for p in book.pages if p.bindings):
+        path = built / page_url(page.file)
+        html = path.read_text(encoding="utf-8")
+        panels = re.findall(r'<vb-panel class="vb-panel" id="([^"]+)".*?</vb-panel>', html, re.DOTALL)
+        more = dict(
+            re.findall(
+                r'<vb-panel class="vb-panel" id="([^"]+)"(?:(?!</vb-panel>).)*?data-vb-rows="([^"]+)"', html, re.DOTALL
+            )
+        )
+        for body in re.findall(r"<vb-panel\b.*?</vb-panel>", html, re.DOTALL):
+            assert len(set(re.findall(r'class="vb-machine" data-machine="([^"]+)"', body))) <= 1, page.file
+        if not more:
+            continue
+        (url,) = set(more.values())
+        name, _, version = url.partition("?v=")
+        text = (path.parent / name).read_text(encoding="utf-8")
+        rows = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+        assert set(rows) == set(more) and set(more) <= set(panels), page.file
+        for uid, held in rows.items():
+            machines = set(re.findall(r'class="vb-machine" data-machine="([^"]+)"', held))
+            assert machines and machines <= committed, (page.file, uid, machines)
+            assert machines.isdisjoint(re.findall(rf'id="{uid}".*?</vb-panel>', html, re.DOTALL)[0]), uid
+        left_out += len(rows)
+    assert left_out, "no figure on the book's pages was recorded by more than one committed machine"
+    index = (built / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert "vb-panel__more" not in index and "more machine" not in index
 
 
 def test_search_holds_each_output_once_with_its_tabs_named_apart(built: Path) -> None:

@@ -1,5 +1,5 @@
 /* The verified book: place a figure's panel where it can be read, open it on tap or with
-   Enter, filter the claims x machines matrix, mark boxes that scroll sideways, and copy a
+   Enter, load the other machines' rows of a page's panels as one opens, filter the claims x machines matrix, mark boxes that scroll sideways, and copy a
    selection as the text the page prints. Without this script the panels still open on
    hover and focus (CSS), anchored below the figure.
 
@@ -63,6 +63,52 @@
     panel.style.top = (up ? box.top - GAP - h : box.bottom + GAP) + "px";
   }
 
+  /* A panel holds the machine that decides its figure's mark; the other machines' rows are in a
+     file beside the page, named by the panel's placeholder (data-vb-rows), which calls
+     vbPanelRows with each panel's rows by its id. It is loaded as a script, the first time a
+     reader opens a panel of the page: a page opened from disk may load a script but not fetch
+     a file. Until it has (or where it cannot), the placeholder says where the rows are. */
+  var ROWS = {};  /* panel id -> its other machines' rows (HTML written by the site build) */
+  var ASKED = {};  /* data file address -> true while loading or loaded */
+
+  window.vbPanelRows = function (rows) {
+    Object.keys(rows).forEach(function (id) { ROWS[id] = rows[id]; });
+  };
+
+  function fillRows(root) {
+    root.querySelectorAll(".vb-panel__more[data-vb-rows]").forEach(function (more) {
+      var panel = more.closest(".vb-panel");
+      if (panel && Object.prototype.hasOwnProperty.call(ROWS, panel.id)) {
+        more.insertAdjacentHTML("beforebegin", ROWS[panel.id]);
+        more.remove();
+      }
+    });
+  }
+
+  function loadRows(fig) {
+    var more = fig.querySelector(".vb-panel__more[data-vb-rows]");
+    if (!more) {
+      return;
+    }
+    var url = new URL(more.getAttribute("data-vb-rows"), document.baseURI).href;
+    if (ASKED[url]) {
+      fillRows(fig);
+      return;
+    }
+    ASKED[url] = true;
+    var script = document.createElement("script");
+    script.src = url;
+    script.onload = function () {
+      fillRows(document);
+      openFigures().forEach(function (open) { place(open); });
+    };
+    script.onerror = function () {
+      delete ASKED[url];  /* the next panel opened asks again */
+      script.remove();
+    };
+    document.head.appendChild(script);
+  }
+
   function openFigures() {
     return document.querySelectorAll(".vb-fig.vb-open, .vb-fig:hover, .vb-fig:focus-within");
   }
@@ -72,6 +118,7 @@
     fig.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) {
       fig.classList.remove("vb-closed");
+      loadRows(fig);
       place(fig, true);
     }
   }
@@ -121,6 +168,7 @@
       var fig = figureOf(event.target);
       if (fig && !fig.contains(event.relatedTarget)) {
         fig.classList.remove("vb-closed");
+        loadRows(fig);
         place(fig);
       }
     });
@@ -128,6 +176,7 @@
       var fig = figureOf(event.target);
       if (fig) {
         fig.classList.remove("vb-closed");
+        loadRows(fig);
         place(fig);
       }
     });
