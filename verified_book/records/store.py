@@ -123,15 +123,21 @@ class Store:
     # -- opening
 
     @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+    def _db(self, *, read_only: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection; `read_only` opens the file as it lies, for a folder that cannot be written (where no
+        writer can be either: the last writer's close folded its log into the file)."""
+        if read_only:
+            db = sqlite3.connect(f"{self.path.absolute().as_uri()}?immutable=1", uri=True, isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
             yield db
         finally:
             db.close()
 
-    def _layout(self, db: sqlite3.Connection) -> None:
-        """The tables made where missing; a file that is not a store of this layout raises ResultsError."""
+    def _layout(self, db: sqlite3.Connection, *, write: bool = True) -> None:
+        """The tables made where missing (given `write`); a file that is not a store of this layout raises
+        ResultsError."""
         try:
             found = db.execute("PRAGMA user_version").fetchone()[0]
             if found > LAYOUT:
@@ -139,6 +145,8 @@ class Store:
                     f"{self.path}: a store of layout {found} (a newer verified-book), this checkout reads up to "
                     f"{LAYOUT}; update the project (git pull, then `python3 run.py setup`) to read it"
                 )
+            if not write:
+                return
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_TABLES)
             db.execute(f"PRAGMA user_version={LAYOUT}")
@@ -184,15 +192,20 @@ class Store:
         return self._read(set(claims), warn)
 
     def _read(self, claims: set[str] | None, warn: Warn) -> ResultsFile:
+        """The rows asked for; before the store's first write, the JSON history it will take in, read whole."""
         if not self.exists():
-            return ResultsFile(self.slug)
-        with self._db() as db:
-            self._layout(db)
-            header = self._header(db)
-            if header is None:
-                return ResultsFile(self.slug)
-            rows = _Rows(self, db)
-            found = rows.take(None if claims is None else [], claims or (), whole_claims=True, outputs=True)
+            return read(self.legacy, own=True) if self.legacy.is_file() else ResultsFile(self.slug)
+        writable = os.access(self.path.parent, os.W_OK | os.X_OK) and os.access(self.path, os.W_OK)
+        try:
+            with self._db(read_only=not writable) as db:
+                self._layout(db, write=writable)
+                header = self._header(db)
+                if header is None:
+                    return ResultsFile(self.slug)
+                rows = _Rows(self, db)
+                found = rows.take(None if claims is None else [], claims or (), whole_claims=True, outputs=True)
+        except sqlite3.Error as e:
+            raise ResultsError(f"{self.path}: does not read as a results store ({e})") from None
         self._set_aside(found.bad, warn)
         return found.results(self.slug, *header)
 
