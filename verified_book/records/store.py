@@ -47,7 +47,14 @@ from verified_book.records.record import (
     RunHeader,
     SnippetOutput,
 )
-from verified_book.records.results import PER_RECORD, ResultsFile, read, read_salvaging, same_machine
+from verified_book.records.results import (
+    PER_RECORD,
+    ResultsFile,
+    no_json_constants,
+    read,
+    read_salvaging,
+    same_machine,
+)
 from verified_book.vocabulary import Status
 
 SUFFIX = ".sqlite"
@@ -85,11 +92,9 @@ def place(folder: Path, slug: str) -> Path:
 
 
 def _json(model: Any) -> str:
-    return json.dumps(model.model_dump(mode="json", exclude_unset=True), ensure_ascii=False, allow_nan=False)
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    """A part's row: its JSON, keys sorted as the results file sorts them, so a read gives what that file gives."""
+    data = model.model_dump(mode="json", exclude_unset=True)
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
 def _keys(records: dict[str, dict[str, Record]]) -> set[Key]:
@@ -161,8 +166,8 @@ class Store:
         where = str(self.path)
         version = json.loads(rows.get("schema_version", "0"))
         if version != SCHEMA_VERSION:
-            migrate({"schema_version": version}, where)  # a newer one raises NewerSchema, left alone
-            raise ResultsError(f"{where}: holds records of schema version {version}; expected {SCHEMA_VERSION}")
+            migrate({"schema_version": version}, where) if version > SCHEMA_VERSION else None  # NewerSchema
+            raise _Older(f"{where}: holds records of schema version {version}; this checkout writes {SCHEMA_VERSION}")
         slug = json.loads(rows.get("slug", "null"))
         if slug != self.slug:
             raise ResultsError(
@@ -170,8 +175,8 @@ class Store:
                 f"({slug}{SUFFIX})"
             )
         try:
-            machine = MachineRecord.model_validate(json.loads(rows["machine"], parse_constant=_no_constants))
-            run = RunHeader.model_validate(json.loads(rows["run"], parse_constant=_no_constants))
+            machine = MachineRecord.model_validate(json.loads(rows["machine"], parse_constant=no_json_constants))
+            run = RunHeader.model_validate(json.loads(rows["run"], parse_constant=no_json_constants))
         except (KeyError, ValueError, ValidationError) as e:
             raise ResultsError(f"{where}: its machine or run header does not read ({e})") from None
         return machine, run
@@ -231,7 +236,9 @@ class Store:
             ) from None
 
     def _open_for_writing(self, warn: Warn) -> None:
-        """A store that does not read as one set aside whole (said); the JSON history beside a new store taken in."""
+        """A store that does not read as one set aside whole (said); one of an older schema migrated; the JSON
+        history beside a new store taken in."""
+        older = None
         if self.exists():
             try:
                 with self._db() as db:
@@ -239,6 +246,8 @@ class Store:
                     self._header(db)
             except NewerSchema:
                 raise
+            except _Older:
+                older = self._as_legacy()
             except ResultsError as e:
                 aside = self.path.with_name(f"{self.path.name}.corrupt-{_stamp()}")
                 os.replace(self.path, aside)
@@ -247,6 +256,23 @@ class Store:
                 warn(f"{e}\n{self.path}: kept aside as {aside.name}; a new store holds this run's records")
         if not self.exists() and self.legacy.is_file():
             self._take_in_legacy(warn)
+        if older is not None and self.exists():
+            older.unlink()
+
+    def _as_legacy(self) -> Path:
+        """A store of an older schema written out as the JSON history it holds (rows as they lie), for
+        `_take_in_legacy` to migrate as it migrates any older results file; the store kept aside (returned) until
+        the migrated history is committed."""
+        from verified_book.records.writing import write_text
+
+        with self._db() as db:
+            data = _raw_document(db)
+        write_text(self.legacy, json.dumps(data, ensure_ascii=False))
+        aside = self.path.with_name(f"{self.path.name}.older-{_stamp()}")
+        os.replace(self.path, aside)
+        for extra in ("-wal", "-shm"):
+            Path(f"{self.path}{extra}").unlink(missing_ok=True)
+        return aside
 
     def _take_in_legacy(self, warn: Warn) -> None:
         """The single JSON history taken into the store in one transaction, then removed: its bad parts set aside
@@ -299,7 +325,7 @@ class Store:
             "schema_version": json.dumps(SCHEMA_VERSION),
             "slug": json.dumps(results.slug),
             "machine": _json(results.machine),
-            "run": json.dumps(run, ensure_ascii=False, allow_nan=False),
+            "run": json.dumps(run, ensure_ascii=False, allow_nan=False, sort_keys=True),
         }
         db.executemany("INSERT OR REPLACE INTO header (key, value) VALUES (?, ?)", values.items())
         self.rows_written += len(values)
@@ -371,6 +397,28 @@ class Store:
         write_text(to, dumps(self.read(warn)))
         read(to, own=True)  # what was written reads back as a results file
         return to
+
+
+class _Older(ResultsError):
+    """A store written by an older schema: migrated when next written (`Store._as_legacy`)."""
+
+
+def _raw_document(db: sqlite3.Connection) -> dict[str, Any]:
+    """A store's rows as the results document they make, unchecked (each record with its measured part in it)."""
+    header = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM header")}
+    run = dict(header.get("run") or {})
+    for field, claim, backend, value in db.execute("SELECT field, claim, backend, value FROM per_record"):
+        run.setdefault(field, {}).setdefault(claim, {})[backend] = json.loads(value)
+    records: dict[str, dict[str, Any]] = {}
+    for claim, backend, text in db.execute("SELECT claim, backend, record FROM records"):
+        records.setdefault(claim, {})[backend] = json.loads(text)
+    return {
+        **{k: v for k, v in header.items() if k in ("schema_version", "slug", "machine")},
+        "run": run,
+        "records": records,
+        "claims": {c: json.loads(m) for c, m in db.execute("SELECT claim, meta FROM claims")},
+        "outputs": {n: json.loads(o) for n, o in db.execute("SELECT name, output FROM outputs")},
+    }
 
 
 @contextlib.contextmanager
@@ -512,7 +560,7 @@ class _Rows:
     @staticmethod
     def _sound_timing(field: str, claim: str, backend: str, text: str, found: _Found) -> bool:
         try:
-            RunHeader.model_validate({field: {claim: {backend: json.loads(text, parse_constant=_no_constants)}}})
+            RunHeader.model_validate({field: {claim: {backend: json.loads(text, parse_constant=no_json_constants)}}})
             return True
         except (ValueError, ValidationError) as e:
             found.bad.append(salvage.SetAside(("run", field, claim, backend), str(e).splitlines()[0], text))
@@ -523,7 +571,7 @@ def _parsed(node: Any) -> Any:
     """A row's key paths down to its JSON text, the text parsed: {claim: {backend: text}} -> the data."""
     if isinstance(node, dict):
         return {k: _parsed(v) for k, v in node.items()}
-    return json.loads(node, parse_constant=_no_constants)
+    return json.loads(node, parse_constant=no_json_constants)
 
 
 def _unparsed(node: Any) -> Any:
@@ -531,6 +579,6 @@ def _unparsed(node: Any) -> Any:
     while isinstance(node, dict) and len(node) == 1:
         node = next(iter(node.values()))
     try:
-        return json.loads(node, parse_constant=_no_constants)
+        return json.loads(node, parse_constant=no_json_constants)
     except (TypeError, ValueError, RecursionError):
         return node

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from verified_book.records.errors import NewerSchema, OtherMachine
+from verified_book.records.record import SCHEMA_VERSION
 from verified_book.records.results import ResultsFile, dumps, merge_into, read
 from verified_book.records.store import Store, place
 
@@ -49,6 +50,7 @@ def _run(recs: dict[str, dict[str, Any]], absent: set[str], outputs: dict[str, s
         MACHINE,
         {
             "date": date,
+            "versions": {"python": "3.11.7", "numpy": "2.4.6"},  # not in sorted order, as a run writes them
             "backends": {b: (None if b in absent else "1.0") for b in BACKENDS[1:]},
             "dates": {c: {b: date for b in per} for c, per in recs.items()},
             "seconds": {c: {b: 0.5 + day for b in per} for c, per in recs.items()},
@@ -91,6 +93,8 @@ def test_a_store_holds_what_the_json_history_would_hold_after_any_runs(
             merge_into(store, _run(recs, absent, outputs, day))
         exported = Store(store).export(folder / "out" / "box.json")
     assert exported.read_text() == json_history.read_text()
+    in_order = json.dumps(Store(store).read().to_dict()), json.dumps(read(json_history).to_dict())
+    assert in_order[0] == in_order[1], "what the site walks, in the order it walks it"
 
 
 def _history(count: int) -> ResultsFile:
@@ -205,3 +209,17 @@ def test_a_per_claim_read_reads_only_those_claims(tmp_path: Path) -> None:
     assert set(some.records) == set(some.claims) == {"item.c2", "item.c5"}
     assert some.run.dates == {c: {"numpy": START.isoformat()} for c in ("item.c2", "item.c5")}
     assert dumps(Store(path).read()) == dumps(read(Store(path).export(tmp_path / "out" / "box.json")))
+
+
+def test_a_store_of_an_older_schema_is_migrated_when_next_written_and_nothing_is_lost(tmp_path: Path) -> None:
+    path = place(tmp_path, "box")
+    merge_into(path, _history(12))
+    before = Store(path).read()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE header SET value = ? WHERE key = 'schema_version'", (json.dumps(SCHEMA_VERSION - 1),))
+    said: list[str] = []
+    merge_into(path, _history(1), warn=said.append)
+    after = Store(path).read()
+    assert after.records == before.records and after.claims == before.claims
+    assert any("taken into box.sqlite" in line for line in said), said
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["box.sqlite"]
