@@ -150,7 +150,7 @@ class Store:
                     f"{self.path}: a store of layout {found} (a newer verified-book), this checkout reads up to "
                     f"{LAYOUT}; update the project (git pull, then `python3 run.py setup`) to read it"
                 )
-            if not write:
+            if not write or found == LAYOUT:
                 return
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_TABLES)
