@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -223,3 +224,35 @@ def test_a_store_of_an_older_schema_is_migrated_when_next_written_and_nothing_is
     assert after.records == before.records and after.claims == before.claims
     assert any("taken into box.sqlite" in line for line in said), said
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["box.sqlite"]
+
+
+def test_runs_writing_at_once_lose_no_record(tmp_path: Path) -> None:
+    """Runs merging into one store at once (xdist's workers, serve beside a run) each keep every record: the
+    store's lock and one transaction per merge, as the JSON file's lock and rename did."""
+    path = place(tmp_path, "box")
+    merge_into(path, _history(1))
+    runs = [
+        ResultsFile(
+            "box",
+            MACHINE,
+            {"date": START.isoformat()},
+            {f"run{n}.c{i}": {"numpy": {"status": "verified", "value": i}} for i in range(20)},
+            claims={f"run{n}.c{i}": {"kind": "library"} for i in range(20)},
+        )
+        for n in range(8)
+    ]
+    failed: list[BaseException] = []
+
+    def write(update: ResultsFile) -> None:
+        try:
+            merge_into(path, update)
+        except BaseException as e:  # noqa: BLE001 - what the assertion below reports
+            failed.append(e)
+
+    threads = [threading.Thread(target=write, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed
+    assert len(Store(path).read().records) == 1 + 8 * 20
