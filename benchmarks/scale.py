@@ -9,15 +9,17 @@ size, every claim trivially cheap on numpy, so what is measured is the engine) i
 one after another, each in a process of its own:
 
 1. collection: `pytest --collect-only -q`;
-2. the full run: `pytest`, which writes this machine's results file (the book's `results.local/`);
+2. the full run: `pytest`, which writes this machine's history (its store in the book's `results.local/`);
 3. a second full run, which reads that file back and merges into it (`history_kept`: it set nothing aside);
 4. `pytest --changed` after one figure of a middle page is printed wrong (its figure stale), then after it is
    put back (`changed_back`);
 5. `verified-book serve`: its start (to its first "serve: http://" line), then the same figure printed wrong
    and back, each timed from the save to the first poll of the served page that shows the new mark (as
    benchmarks/serve.py times it);
-6. the results file: its size, and reading and checking it, merging it into a copy of itself, and writing it
-   (each in a fresh process: `--records FILE`);
+6. the machine's history: its store (`results.local/<machine>.sqlite`) read whole, one claim's run merged into
+   it and the whole history merged into it; and the results file it exports (the exchange format, and the
+   history's form before the store): its size, reading and checking it, merging it into a copy of itself and
+   one claim's run into it, and writing it (each in a fresh process: `--records STORE`);
 7. the site build (`mkdocs build`, its first build of the results, so every file is checked) with the results
    file as 1, 10 and 50 machines (`--machines`): copies under other machines' slugs (benchmarks/run.py's
    `fleet_of`).
@@ -46,6 +48,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+
+from verified_book.records import store
 
 try:  # imported as benchmarks.scale (the tests), or run as a script, whose folder Python puts first on the path
     from benchmarks import synthetic_book
@@ -201,31 +205,62 @@ def _high_water_mb(pid: int) -> float | None:
     return round(int(found.group(1)) / 1024, 1) if found else None
 
 
+def _one_claim(results: Any) -> Any:
+    """The records of one claim of `results` (its first), with their timings and metadata: what a run that
+    rechecked one claim merges into the history."""
+    from verified_book.records.record import RunHeader
+    from verified_book.records.results import PER_RECORD, ResultsFile
+
+    claim = min(results.records)
+    header = results.run.model_dump(exclude_unset=True, exclude=set(PER_RECORD))
+    run = RunHeader.model_validate(
+        {**header, **{k: {claim: getattr(results.run, k).get(claim, {})} for k in PER_RECORD}}
+    )
+    meta = {claim: results.claims[claim]} if claim in results.claims else {}
+    return ResultsFile(results.slug, results.machine, run, {claim: results.records[claim]}, {}, meta)
+
+
 def records_timings(path: Path) -> dict[str, Any]:
-    """Reading and checking a results file, merging it into a copy of itself, and writing it (this process)."""
+    """A machine's own history, its store at `path`, and the exchange file it exports (this process): the store
+    read whole, one claim's run merged into it and the whole history merged into it; the file's size, reading and
+    checking it, merging it into a copy of itself and one claim's run into it (the history's cost before the
+    store), and writing it."""
     from verified_book.records.results import MAX_FILE_BYTES, read
+    from verified_book.records.store import Store
     from verified_book.records.writing import dumps, merge_into
 
-    started = time.perf_counter()
-    results = read(path, own=True)
-    read_s = time.perf_counter() - started
+    timed: dict[str, float] = {}
+
+    def timing(name: str, work: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        done = work()
+        timed[name] = round(time.perf_counter() - started, 3)
+        return done
+
     with tempfile.TemporaryDirectory(prefix="scale-records-") as folder:
-        copy = Path(folder) / path.name
-        shutil.copy2(path, copy)
-        started = time.perf_counter()
-        merge_into(copy, results)
-        merge_s = time.perf_counter() - started
-        started = time.perf_counter()
-        (Path(folder) / "written.json").write_text(dumps(results), encoding="utf-8")
-        write_s = time.perf_counter() - started
+        exchange = Store(path).export(Path(folder) / "exchange" / f"{path.stem}.json")
+        results = timing("read_s", lambda: read(exchange, own=True))
+        one = _one_claim(results)
+        (Path(folder) / "file").mkdir()
+        copy = Path(folder) / "file" / exchange.name
+        shutil.copy2(exchange, copy)
+        timing("merge_s", lambda: merge_into(copy, results))
+        timing("merge_one_s", lambda: merge_into(copy, one))
+        timing("write_s", lambda: (Path(folder) / "written.json").write_text(dumps(results), encoding="utf-8"))
+        (Path(folder) / "store").mkdir()
+        kept = Path(folder) / "store" / path.name
+        shutil.copy2(path, kept)
+        timing("store_read_s", lambda: Store(kept).read())
+        timing("store_merge_one_s", lambda: merge_into(kept, one))
+        timing("store_merge_s", lambda: merge_into(kept, results))
+        size = exchange.stat().st_size
     return {
-        "bytes": path.stat().st_size,
+        "bytes": size,
+        "store_bytes": path.stat().st_size,
         # past the limit on files from others: the second run's `history_kept` shows the limit spares one's own
-        "over_contributed_limit": path.stat().st_size > MAX_FILE_BYTES,
+        "over_contributed_limit": size > MAX_FILE_BYTES,
         "records": sum(len(per) for per in results.records.values()),
-        "read_s": round(read_s, 3),
-        "merge_s": round(merge_s, 3),
-        "write_s": round(write_s, 3),
+        **timed,
     }
 
 
@@ -288,15 +323,20 @@ def measure(
                 f"{seconds_text(served.get('to_stale_s'))}; saved back -> verified "
                 f"{seconds_text(served.get('to_verified_s'))}" + (f"; {served['error']}" if "error" in served else "")
             )
-        (results,) = [p for p in (folder / "results.local").glob("*.json")]
-        out["records"] = time_records(results)
+        (history,) = (folder / "results.local").glob(f"*{store.SUFFIX}")
+        out["records"] = time_records(history)
         rec = out["records"]
         say(
             f"  results file: {rec.get('bytes', 0) / 1e6:.1f} MB"
             f"{' (past the limit on files from others)' if rec.get('over_contributed_limit') else ''}; "
-            f"read {rec.get('read_s')} s, merge "
-            f"{rec.get('merge_s')} s, write {rec.get('write_s')} s"
+            f"read {rec.get('read_s')} s, merge {rec.get('merge_s')} s (one claim {rec.get('merge_one_s')} s), "
+            f"write {rec.get('write_s')} s"
         )
+        say(
+            f"  store: {rec.get('store_bytes', 0) / 1e6:.1f} MB; read {rec.get('store_read_s')} s, one claim merged "
+            f"{rec.get('store_merge_one_s')} s, the whole history merged {rec.get('store_merge_s')} s"
+        )
+        results = store.Store(history).export(folder / "exported" / f"{history.stem}.json")
         if not skip_site:
             out["site"] = {}
             for n in machines:
@@ -327,7 +367,11 @@ GROWTH: dict[str, Callable[[dict[str, Any]], Any]] = {
     "results_bytes": lambda s: s["records"]["bytes"],
     "results_read_s": lambda s: s["records"]["read_s"],
     "results_merge_s": lambda s: s["records"]["merge_s"],
+    "results_merge_one_s": lambda s: s["records"]["merge_one_s"],
     "results_write_s": lambda s: s["records"]["write_s"],
+    "store_read_s": lambda s: s["records"]["store_read_s"],
+    "store_merge_one_s": lambda s: s["records"]["store_merge_one_s"],
+    "store_merge_s": lambda s: s["records"]["store_merge_s"],
     "site_1_machine_s": lambda s: s["site"]["1"]["seconds"],
     "site_10_machines_s": lambda s: s["site"]["10"]["seconds"],
     "site_50_machines_s": lambda s: s["site"]["50"]["seconds"],

@@ -453,9 +453,9 @@ def test_a_reload_opens_a_fresh_book_and_a_build_on_another_thread_sees_it(
     merging: list[Any] = []
     merge_into = live_mod.merge_into
 
-    def recorded(path: Path, update: Any) -> Any:
+    def recorded(path: Path, update: Any, **options: Any) -> Any:
         merging.append(current_book())
-        return merge_into(path, update)
+        return merge_into(path, update, **options)
 
     monkeypatch.setattr(live_mod, "merge_into", recorded)
     engine.write(wait=False)

@@ -338,16 +338,26 @@ def test_a_run_writes_to_the_local_results_folder_which_git_ignores() -> None:
     assert ignored == 0
 
 
+@pytest.mark.parametrize("kept_in", ["store", "json"])
 def test_contribute_merges_the_local_records_into_results(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kept_in: str
 ) -> None:
+    """A clone's own history, its store (or a JSON history not yet taken into one), goes into results/ as the
+    exchange file: the text that history holds, checked as any contributed file."""
     from test_probes import _sound_file
 
+    from verified_book.records import store
+    from verified_book.records.results import dumps, merge_into
     from verified_book.records.results import read as read_results
 
     local, results = tmp_path / "results.local", tmp_path / "results"
     local.mkdir()
-    (local / "test-box.json").write_text(json.dumps(_sound_file()))
+    own = local / "test-box.json"
+    own.write_text(json.dumps(_sound_file()))
+    expected = merge_into(tmp_path / "alone" / "test-box.json", read_results(own, own=True))
+    if kept_in == "store":
+        merge_into(store.place(local, "test-box"), read_results(own, own=True))
+        assert not own.exists(), "taken into the store"
     book = read_config(ROOT)
     monkeypatch.setattr(type(book), "writes_to", property(lambda self: local))
     from dataclasses import replace
@@ -355,10 +365,12 @@ def test_contribute_merges_the_local_records_into_results(
     mine = replace(book, local_results=local, results=results)
     assert cli.contribute(mine, []) == 0
     assert read_results(results / "test-box.json").records["probe.bandwidth.copy"]["numpy"].value == 12.5
+    assert (results / "test-box.json").read_text() == dumps(expected)
     said = capsys.readouterr().out
     assert "pull request" in said
     assert said.startswith("verified-book contribute: ") and "merge-results" not in said, "it speaks as the job run"
-    (local / "test-box.json").unlink()
+    for path in local.iterdir():
+        path.unlink()
     assert cli.contribute(mine, []) == 1 and "nothing to contribute" in capsys.readouterr().err
 
 

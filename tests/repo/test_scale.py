@@ -7,7 +7,6 @@ results file larger than the store's size limit is read back by the next run, ne
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 from harness.paths import ROOT
 
 from benchmarks import synthetic_book
+from verified_book.records import store
 
 LOWERED_LIMIT = 20_000  # bytes: a two-page book's results file is several times this
 
@@ -51,10 +51,10 @@ def _pytest(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_a_results_file_past_the_size_limit_is_read_back_by_the_next_run(tmp_path: Path) -> None:
-    """The book's runs lower the store's limit (in their conftest) below the size of the file they write: the
-    second run, of one page, finds every record of the first and sets nothing aside. At 64 times this book's size
-    the real file passes the real limit; benchmarks/scale.py shows that run."""
+def test_a_history_past_the_size_limit_is_read_back_by_the_next_run(tmp_path: Path) -> None:
+    """The book's runs lower the limit on contributed files (in their conftest) below the size of the history they
+    write: the second run, of one page, finds every record of the first and sets nothing aside. A machine's own
+    history is its store, which no limit applies to; benchmarks/scale.py shows a 64x book's second run."""
     book = synthetic_book.write(tmp_path, pages=2)
     with (tmp_path / "conftest.py").open("a", encoding="utf-8") as conftest:
         conftest.write(
@@ -63,9 +63,10 @@ def test_a_results_file_past_the_size_limit_is_read_back_by_the_next_run(tmp_pat
         )
     first = _pytest(tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    (written,) = (tmp_path / "results.local").glob("*.json")
-    assert written.stat().st_size > LOWERED_LIMIT
-    recorded = set(json.loads(written.read_text())["records"])
+    (written,) = (tmp_path / "results.local").glob(f"*{store.SUFFIX}")
+    exported = store.Store(written).export(tmp_path / "exported" / f"{written.stem}.json")
+    assert exported.stat().st_size > LOWERED_LIMIT
+    recorded = set(store.Store(written).read().records)
     assert len(recorded) == book.claims
 
     second = _pytest(tmp_path, "pages/p0001.md")
@@ -74,7 +75,56 @@ def test_a_results_file_past_the_size_limit_is_read_back_by_the_next_run(tmp_pat
     assert not [
         p.name for p in (tmp_path / "results.local").iterdir() if ".corrupt-" in p.name or ".set-aside-" in p.name
     ]
-    assert set(json.loads(written.read_text())["records"]) == recorded
+    assert set(store.Store(written).read().records) == recorded
+
+
+#: appended to a synthetic book's conftest: every row its runs write into the store, counted in a file
+COUNT_ROWS = """
+import atexit, pathlib
+from verified_book.records import store as _store
+
+_merge = _store.Store.merge
+_written = {"records": 0, "rows": 0}
+
+
+def _counted(self, *args, **kwargs):
+    before = (self.records_written, self.rows_written)
+    try:
+        return _merge(self, *args, **kwargs)
+    finally:
+        _written["records"] += self.records_written - before[0]
+        _written["rows"] += self.rows_written - before[1]
+
+
+_store.Store.merge = _counted
+atexit.register(lambda: pathlib.Path("rows-written.txt").write_text(f"{_written['records']} {_written['rows']}"))
+"""
+
+
+@pytest.mark.slow
+def test_a_one_figure_edit_rewrites_as_many_rows_whatever_the_books_size(tmp_path: Path) -> None:
+    """The loop's scaling, without timing: after one figure is printed wrong in a book of 2 and of 8 pages (4x),
+    the run of that page writes the same number of rows into the machine's history (its store)."""
+    from benchmarks import scale
+
+    written = {}
+    for pages in (2, 8):
+        root = tmp_path / f"p{pages}"
+        book = synthetic_book.write(root, pages=pages)
+        first = _pytest(root)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        with (root / "conftest.py").open("a", encoding="utf-8") as conftest:
+            conftest.write(COUNT_ROWS)
+        page, right, wrong = scale.one_figure(book)
+        scale.save(page, right, wrong)
+        edited = _pytest(root, str(page.relative_to(root)))
+        assert edited.returncode != 0 and "stale" in edited.stdout, edited.stdout[-3000:]
+        records, rows = map(int, (root / "rows-written.txt").read_text().split())
+        (history,) = (root / "results.local").glob(f"*{store.SUFFIX}")
+        assert len(store.Store(history).read().records) == book.claims
+        written[pages] = (records, rows)
+    assert written[2] == written[8]
+    assert 0 < written[2][0] < 2 * synthetic_book.PAGES_PER_SCALE * 10
 
 
 def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() -> None:

@@ -48,6 +48,7 @@ from verified_book.engine.machine import VERSIONED
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
 from verified_book.errors import Problem
+from verified_book.records import store as store_mod
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
 from verified_book.vocabulary import NO_BACKEND_NAME, Kind, Shown, Status, worst
@@ -107,7 +108,7 @@ class Live:
         self.measured = measured
         self.held: dict[Key, Held] = {}
         self.evaluated: list[Key] = []  # every (claim, backend) computed, in order: what a change cost
-        self.results_path = self.session.results_dir / f"{self.session.machine.slug}.json"
+        self.results_path = self.session.results_path
         self.merged: ResultsFile | None = None
         self.commit = commit_of(book.root, (self.session.results_dir, book.results))
         self._own: dict[Path, tuple[int, int]] = {}  # files this process wrote, as it left them
@@ -182,7 +183,12 @@ class Live:
                 p for p in paths if p.suffix == ".py" and any(p.is_relative_to(root / r) for r in self._topics_roots)
             ],
             snippets=[p for p in paths if p.suffix == ".py" and p.is_relative_to(self.book.snippets)],
-            results=[p for p in paths if p.suffix == ".json" and any(p.is_relative_to(d) for d in results_dirs)],
+            results=[
+                p
+                for p in paths
+                if p.suffix in (".json", store_mod.SUFFIX, f"{store_mod.SUFFIX}-wal")
+                and any(p.is_relative_to(d) for d in results_dirs)
+            ],
             site=[p for p in paths if p.name == "mkdocs.yml"],
             allowlist=[p for p in paths if p == self.book.allowlist],
         )
@@ -535,25 +541,40 @@ class Live:
         self.written()
         session = self.session
         update = session.records(keys, commit=self.commit)  # the run's one header, as pytest writes it
-        if wait or self.merged is None:
+        if self.merged is None:
             self._merge(update)
             return
         self.merged.merge(copy.deepcopy(update))  # what the file will hold, for the page shown now
+        if wait:
+            self._merge(update)
+            return
         self._writer = threading.Thread(  # in the book's context, as every thread serve starts
             target=contextvars.copy_context().run, args=(self._merge, update), name="verified-book-serve-records"
         )
         self._writer.start()
 
     def _merge(self, update: ResultsFile) -> None:
+        """`update` merged into the history; `merged` is what the history holds now. A store's merge writes only the
+        rows of `update`, merged in memory too: the store is read whole only the first time, or where its merge said
+        something (a bad row set aside, records taken in) that the records in memory do not know of."""
+        path, said = self.results_path, list[str]()
         try:
-            self.merged = merge_into(self.results_path, update)
+            merged = merge_into(path, update, warn=said.append)
         except Exception as e:  # noqa: BLE001 - the preview goes on, and says where the records were kept
             kept = keep_unsaved(self.results_path, update, e)
             self.unkept = kept.words
             print(f"verified-book serve: {kept.line}", file=sys.stderr, flush=True)
             return
-        stat = self.results_path.stat()
-        self._own[self.results_path] = (stat.st_mtime_ns, stat.st_size)
+        for line in said:
+            print(f"verified-book serve: {line}", file=sys.stderr, flush=True)
+        if not store_mod.is_store(path):
+            self.merged = merged
+        elif self.merged is None or said:
+            self.merged = store_mod.Store(path).read()
+        for written in (path, Path(f"{path}-wal")):
+            with contextlib.suppress(OSError):
+                stat = written.stat()
+                self._own[written] = (stat.st_mtime_ns, stat.st_size)
 
     def written(self) -> None:
         """Wait until the records of the last change are in the results file."""

@@ -27,12 +27,13 @@ import contextlib
 import datetime as dt
 import importlib
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, cast
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.engine.config import BookConfig, ConfigError, find_root, open_book, read_config
-from verified_book.records import unsaved
+from verified_book.records import store, unsaved
 from verified_book.records.record import Record, revised
 from verified_book.records.results import PER_RECORD, ResultsError, ResultsFile, merge_into, read, same_machine
 from verified_book.vocabulary import Status
@@ -185,19 +186,37 @@ def main(argv: list[str] | None = None, book: BookConfig | None = None, name: st
 
 
 def contributed(local: Path) -> list[Path]:
-    """What `contribute` takes from this clone: its results files, then the records runs kept in the user's state
-    folder because they could not write them there (verified_book.records.unsaved)."""
-    files = sorted(local.glob("*.json")) if local.is_dir() else []
-    return files + unsaved.meant_for_folder(local)
+    """What `contribute` takes from this clone: its machines' own histories (stores, and results files not yet
+    taken into one), then the records runs kept in the user's state folder because they could not write them
+    there (verified_book.records.unsaved)."""
+    if not local.is_dir():
+        return unsaved.meant_for_folder(local)
+    stores = sorted(local.glob(f"*{store.SUFFIX}"))
+    files = [p for p in local.glob("*.json") if p.with_suffix(store.SUFFIX) not in stores]
+    return sorted(stores + files) + unsaved.meant_for_folder(local)
 
 
 def contribute(files: list[Path], into: Path, args: list[str], book: BookConfig, name: str) -> int:
-    """Merge this clone's files into `into` (see `contributed`): its results files as `args` ask, then each run's
-    unsaved records, never replacing a newer record (`--keep-newer`), so whenever they were made the newest
-    record of each claim and backend is the one kept. They stay where they are, for the next run to take in."""
+    """Merge this clone's files into `into` (see `contributed`): its histories as `args` ask (a store exported to
+    the exchange file, `<slug>.json`, checked and merged as any contributed file), then each run's unsaved
+    records, never replacing a newer record (`--keep-newer`), so whenever they were made the newest record of
+    each claim and backend is the one kept. They stay where they are, for the next run to take in."""
     kept = [path for path in files if path.is_relative_to(unsaved.folder())]
-    local = [path for path in files if path not in kept]
-    code = main([*map(str, local), "--into", str(into), *args], book=book, name=name) if local else 0
+    with tempfile.TemporaryDirectory(prefix="verified-book-contribute-") as exported:
+        local = []
+        for path in (p for p in files if p not in kept):
+            if store.is_store(path):
+                said: list[str] = []
+                try:
+                    path = store.Store(path).export(Path(exported) / f"{path.stem}.json", said.append)
+                except ResultsError as e:
+                    print(f"{name}: refused {path}: {e}", file=sys.stderr)
+                    return 1
+                finally:
+                    for line in said:
+                        print(f"{name}: {line}", file=sys.stderr)
+            local.append(path)
+        code = main([*map(str, local), "--into", str(into), *args], book=book, name=name) if local else 0
     for path in kept:
         if code:
             break

@@ -1,6 +1,6 @@
 """What a narrowed run checks: `--reading FILE[:KEY]` and `--changed`, decided from this machine's records.
 
-Both read the machine's results file (`results.local/<machine>.json`) and the book as it is now; neither
+Both read the machine's own history (`results.local/<machine>.sqlite`) and the book as it is now; neither
 computes anything. A check is a (claim, backend) pair; a figure is checked where its claim is.
 
 - `--reading FILE[:KEY]`: the claims whose records say they read that data file (or that key of it), with
@@ -30,6 +30,7 @@ from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
 from verified_book.errors import BookError
+from verified_book.records import store
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsError, ResultsFile, read
 from verified_book.vocabulary import NO_BACKEND_NAME, Status
@@ -414,13 +415,14 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
 
 
 def recorded(results_path: Path) -> tuple[ResultsFile | None, str]:
-    """This machine's results file as `--changed` and `--reading` select from it, or None and why there is
-    none to read. A file that does not read selects as no records (everything is checked); the run's
-    writing reports it and keeps it aside."""
-    if not results_path.is_file():
+    """This machine's history (its store, or its results file) as `--changed` and `--reading` select from it,
+    or None and why there is none to read. A history that does not read selects as no records (everything is
+    checked); the run's writing reports it and keeps it aside."""
+    history = store.Store(results_path) if store.is_store(results_path) else None
+    if not (results_path.is_file() or (history is not None and history.legacy.is_file())):
         return None, NO_RECORDS_YET
     try:
-        return read(results_path), ""
+        return (history.read() if history is not None else read(results_path)), ""
     except ResultsError as e:
         return None, f"this machine's records do not read ({str(e).splitlines()[0]})"
 

@@ -41,6 +41,7 @@ from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
+from verified_book.records import store as store_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import (
@@ -225,7 +226,8 @@ class Session:
         self.started = time.time()
         self.tally = Tally()
         self.written: Path | None = None
-        self.merged: ResultsFile | None = None  # the machine's file as this run's merge left it
+        self._merged: ResultsFile | None = None  # the machine's history as this run's merge left it
+        self.history_notices: list[str] = []  # what reading a store's whole history said (a bad row set aside)
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
 
@@ -282,8 +284,21 @@ class Session:
 
     @property
     def results_path(self) -> Path:
-        """This machine's results file, where `write_records` merges."""
+        """This machine's own history, where `write_records` merges: its store in the book's local results folder
+        (verified_book.records.store), else its results file, the exchange format (in the committed folder of a
+        book with no local one, or in the folder --results-dir names)."""
+        local = self.book_config.local_results
+        if local is not None and self.results_dir.resolve() == local.resolve():
+            return store_mod.place(self.results_dir, self.machine.slug)
         return self.results_dir / f"{self.machine.slug}.json"
+
+    @property
+    def merged(self) -> ResultsFile | None:
+        """The machine's whole history as this run's merge left it: a store's is read the first time it is asked
+        for, as a store's merge writes and returns only what the run touched."""
+        if self._merged is None and self.written is not None and store_mod.is_store(self.written):
+            self._merged = store_mod.Store(self.written).read(self.history_notices.append)
+        return self._merged
 
     def write_records(
         self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
@@ -299,7 +314,8 @@ class Session:
         path = self.results_path
         warnings: list[str] = []
         try:
-            self.merged = merge_into(path, update, warn=warnings.append)
+            merged = merge_into(path, update, warn=warnings.append)
+            self._merged = None if store_mod.is_store(path) else merged
             self.written = path
         except (ResultsError, OSError) as e:
             warnings.append(f"results not merged into {path}: {e}")

@@ -324,7 +324,8 @@ def validate(data: Any, where: str, known_claims: set[str] | None = None) -> lis
     return parse(data, where, known_claims)[1]
 
 
-def _no_constants(name: str) -> Any:
+def no_json_constants(name: str) -> Any:
+    """`json.loads`'s `parse_constant`: NaN and Infinity are not JSON, and no results file holds them."""
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -397,7 +398,7 @@ def _checking_code() -> str | None:
 def _loaded(raw: bytes, where: str) -> Any:
     """A file's bytes as JSON data; what keeps them from being JSON said as a ResultsError."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(raw.decode("utf-8"), parse_constant=no_json_constants)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{where}:{e.lineno}: not valid JSON ({e.msg})") from None
     except UnicodeDecodeError as e:

@@ -48,8 +48,8 @@ def place_for(target: Path, slug: str) -> Path:
 
 
 def meant_for(target: Path) -> list[Path]:
-    """The unsaved records meant for the results file `target`, oldest first."""
-    return sorted(folder().glob(f"{_folder_key(target.parent)}-*/{target.name}"), key=lambda p: p.parent.name)
+    """The unsaved records meant for the results file (or store) `target`, oldest first: JSON files, either way."""
+    return sorted(folder().glob(f"{_folder_key(target.parent)}-*/{target.stem}.json"), key=lambda p: p.parent.name)
 
 
 def meant_for_folder(results_dir: Path) -> list[Path]:

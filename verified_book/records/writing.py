@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from filelock import FileLock, Timeout
 
@@ -20,12 +20,20 @@ from verified_book.records import salvage, unsaved
 from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.results import ResultsFile, read, read_salvaging, same_machine, validate
 
+if TYPE_CHECKING:
+    from verified_book.records import store
 
-def _keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside]) -> str:
-    """Write the parts set aside from `path` to a side file beside it; the lines that say so."""
-    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+
+def write_side_file(side: Path, aside: list[salvage.SetAside]) -> None:
+    """The parts set aside from a machine's history, each with where it was and why, as JSON in `side`."""
     text = json.dumps([part.to_json() for part in aside], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     _atomic_write(side, text)
+
+
+def keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside]) -> str:
+    """Write the parts set aside from `path` to a side file beside it; the lines that say so."""
+    side = path.with_name(f"{path.name}.set-aside-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+    write_side_file(side, aside)
     kept_count = sum(len(per) for per in kept.records.values())
     head = (
         f"{path}: {kept_count} records kept, {salvage.records_among(aside)} set aside "
@@ -72,6 +80,11 @@ def _atomic_write(path: Path, text: str) -> None:
         os.close(folder)
 
 
+def write_text(path: Path, text: str) -> None:
+    """`text` written to `path` whole or not at all (see `_atomic_write`)."""
+    _atomic_write(path, text)
+
+
 def _remove_leftovers(path: Path) -> list[Path]:
     """Temporary files of a writer killed mid-write; only the lock holder writes them, so none is live."""
     leftovers = sorted(path.parent.glob(f".{path.name}.*.tmp"))
@@ -96,12 +109,18 @@ def merge_into(
     silently replaced; a file from a newer schema is left alone and the merge refused. Records an
     earlier run could not write to `path` (verified_book.records.unsaved) are merged first, then
     let go, and the merge says so.
+    A machine's own store (`verified_book.records.store`, a `.sqlite` path) takes the rows the update names,
+    merged by the same rules, and returns what it holds of them, not the whole history.
     The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
     killed run leaves no stale lock, only a temporary file that the next merge removes.
     """
     problems = validate(update.to_dict(), f"{path} (this run's records)")
     if problems:
         raise ResultsError("\n".join(problems))
+    from verified_book.records import store
+
+    if store.is_store(path):
+        return _merge_into_store(store.Store(path, update.slug), update, warn, timeout)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(path) + ".lock", timeout=timeout):
@@ -122,18 +141,14 @@ def merge_into(
                     if other is not None:
                         raise OtherMachine(f"{path}: {other}")
                     if parts:
-                        warn(_keep_set_aside(path, current, parts))
-            taken = _take_unsaved(path, current, update, warn)
+                        warn(keep_set_aside(path, current, parts))
+            taken = []
+            for earlier, records in _earlier_runs(path, update, warn):
+                current.merge(records)
+                taken.append(earlier)
             current.merge(update)
             _atomic_write(path, dumps(current))
-            for earlier in taken:
-                unsaved.remove(earlier)
-            if taken:
-                runs = "an earlier run" if len(taken) == 1 else f"{len(taken)} earlier runs"
-                warn(
-                    f"{path}: took in the records of {runs} that could not write them, kept in "
-                    f"{', '.join(map(str, taken))} (removed from there now)"
-                )
+            _let_go(path, taken, warn)
             return current
     except Timeout:
         raise ResultsError(
@@ -141,11 +156,36 @@ def merge_into(
         ) from None
 
 
-def _take_unsaved(path: Path, current: ResultsFile, update: ResultsFile, warn: Callable[[str], None]) -> list[Path]:
-    """Merge into `current` the records earlier runs kept in the state folder because they could not write `path`
-    (oldest first, so this run's own records still come last); the files taken. One that cannot be read, or is
-    another machine's, is left where it is and said."""
+def _merge_into_store(
+    history: "store.Store", update: ResultsFile, warn: Callable[[str], None], timeout: float
+) -> ResultsFile:
+    """`merge_into` for a machine's own store: the runs kept unsaved for it first, oldest first, then `update`."""
     taken = []
+    for earlier, records in _earlier_runs(history.path, update, warn):
+        history.merge(records, warn, timeout)
+        taken.append(earlier)
+    merged = history.merge(update, warn, timeout)
+    _let_go(history.path, taken, warn)
+    return merged
+
+
+def _let_go(path: Path, taken: list[Path], warn: Callable[[str], None]) -> None:
+    """The unsaved records taken into `path` removed from where they were kept, and said."""
+    for earlier in taken:
+        unsaved.remove(earlier)
+    if taken:
+        runs = "an earlier run" if len(taken) == 1 else f"{len(taken)} earlier runs"
+        warn(
+            f"{path}: took in the records of {runs} that could not write them, kept in "
+            f"{', '.join(map(str, taken))} (removed from there now)"
+        )
+
+
+def _earlier_runs(path: Path, update: ResultsFile, warn: Callable[[str], None]) -> list[tuple[Path, ResultsFile]]:
+    """The records earlier runs kept in the state folder because they could not write `path`, oldest first (so
+    this run's own records still come last), each with its file. One that cannot be read, or is another
+    machine's, is left where it is and said."""
+    out = []
     for earlier in unsaved.meant_for(path):
         try:
             records = read(earlier, own=True)
@@ -156,9 +196,8 @@ def _take_unsaved(path: Path, current: ResultsFile, update: ResultsFile, warn: C
         if other is not None:
             warn(f"{earlier}: left where it is; it was kept for {path}, but {other}")
             continue
-        current.merge(records)
-        taken.append(earlier)
-    return taken
+        out.append((earlier, records))
+    return out
 
 
 def keep_unsaved(path: Path, update: ResultsFile, why: BaseException) -> unsaved.Unsaved:

@@ -23,7 +23,8 @@ from verified_book.book.bindings import generated as marked
 from verified_book.engine import provenance
 from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
-from verified_book.records.results import SLUG_PATTERN, ResultsFile, read_all
+from verified_book.records import store
+from verified_book.records.results import SLUG_PATTERN, ResultsError, ResultsFile, read_all
 from verified_book.site import render, transform
 from verified_book.vocabulary import fingerprint
 
@@ -147,7 +148,8 @@ def read_results(
         info(f"no results folder at {folder}: every figure shows as not yet verified")
     local = book.local_results
     if "CLAIMS_RESULTS_DIR" not in os.environ and local is not None and local.is_dir():
-        out.read += sorted(local.glob("*.json"))
+        stores = sorted(local.glob(f"*{store.SUFFIX}"))
+        out.read += sorted(local.glob("*.json")) + [p for s in stores for p in (s, Path(f"{s}-wal")) if p.is_file()]
         _read_local(book, local, out, problem, info, results_problem)
     return out
 
@@ -165,21 +167,30 @@ def _read_local(
     from verified_book.site import machines as site_machines
 
     shown = book.shown(local)
-    for stem, results in read_all(local, results_problem, kept_in=book.root / CHECKED_RESULTS, own=True).items():
+    found = {
+        f"{stem}.json": results
+        for stem, results in read_all(local, results_problem, kept_in=book.root / CHECKED_RESULTS, own=True).items()
+    }
+    for path in sorted(local.glob(f"*{store.SUFFIX}")):  # this machine's own history (verified_book.records.store)
+        found.pop(f"{path.stem}.json", None)  # a JSON history beside it is taken in at the store's next write
+        try:
+            found[path.name] = store.Store(path).read(results_problem)
+        except ResultsError as e:
+            results_problem(str(e))
+    for file, results in found.items():
+        stem = Path(file).stem
         if not SLUG_PATTERN.match(stem):
             problem(
                 Problem(
-                    f"{shown}/{stem}.json",
+                    f"{shown}/{file}",
                     "the file name is not a machine slug (lower-case letters, digits, '-', '_'); it is left out",
                 )
             )
             continue
         name = site_machines.local_name(stem) if stem in out.files else stem
-        info(
-            f"{shown}/{stem}.json (this clone's run, not contributed) is shown as {name}, beside the committed machines"
-        )
+        info(f"{shown}/{file} (this clone's run, not contributed) is shown as {name}, beside the committed machines")
         out.files[name] = results
-        out.local[name] = f"{shown}/{stem}.json"
+        out.local[name] = f"{shown}/{file}"
 
 
 def stamp(files: list[Path], pages: list[Path]) -> str:

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ from harness.faults.common import (
 )
 from harness.faults.concurrency import SUBSET_CLAIMS
 from harness.paths import ROOT
-from verified_book.records import conditions
+from verified_book.records import conditions, store
+from verified_book.records.results import dumps
 
 # ---------------------------------------------------------------- results that stay true from any machine
 
@@ -118,6 +120,7 @@ def library_fails_to_import(root: Path) -> Tally:
 
 VANISHING_CLAIMS = '''\
 import os
+import sqlite3
 import shutil
 import sys
 
@@ -197,6 +200,7 @@ READER_MKDOCS = "site_name: sample\ndocs_dir: book\nplugins:\n  - verified-book\
 #: a conftest whose machine has a GPU while GPU_PRESENT is set, as a box whose driver loads in some runs only
 FLICKERING_GPU = """
 import os
+import sqlite3
 
 
 def pytest_claims_machine_info(machine_info):
@@ -244,8 +248,9 @@ class ReaderBook(SampleBook):
         )
 
     def local_records(self, name: str = SLUG) -> dict[str, dict[str, Any]]:
-        path = self.local / f"{name}.json"
-        return json.loads(path.read_text(encoding="utf-8")).get("records", {}) if path.exists() else {}
+        """The records of this clone's own history (its store), as the exchange file would hold them."""
+        history = store.Store(store.place(self.local, name))
+        return json.loads(dumps(history.read())).get("records", {}) if history.exists() else {}
 
 
 def _last_line(output: str) -> str:
@@ -316,7 +321,7 @@ def unwritable_results(root: Path) -> Tally:
         and named.as_posix() in contributed.stdout
         and taken.returncode == 0
         and "took in the records of an earlier run that could not write them" in taken.stdout
-        and f"\n{book.local / SLUG}.json: took in" in taken.stdout  # on a line of its own, not after -q's dots
+        and f"\n{store.place(book.local, SLUG)}: took in" in taken.stdout  # on a line of its own, not after -q's dots
         and not named.exists(),
         f"exits {first.returncode}, {blocked.returncode}, contribute {contributed.returncode}, "
         f"{taken.returncode}\n{blocked.stdout[-2500:]}\n{contributed.stdout[-1500:]}\n{taken.stdout[-1500:]}",
@@ -326,34 +331,37 @@ def unwritable_results(root: Path) -> Tally:
 
 
 def bad_record_among_hundreds(root: Path, count: int = 400) -> Tally:
-    """One misspelt status among hundreds of records in a machine's results file: the next run keeps every other
-    record, sets that one aside with its key path and reason, and says how many of each."""
+    """One misspelt status among hundreds of records in a machine's own history: the next run keeps every other
+    record, sets that one aside with its key path and reason, and says so, naming the store and the claim."""
     tally = Tally(
         "results store",
         "one bad record among hundreds",
         "every other record kept; the bad one set aside to a side file with its key path and reason; the run "
-        "says how many were kept and set aside",
+        "says so, naming the store and the claim",
     )
     book = ReaderBook(root / "bad-record")
     book.claims("many", SUBSET_CLAIMS.format(prefix="many", count=count, offset=0))
     book.page("page.md", "The item is [7](claim:many.item.1).\n")
     first = book.cli("verify", "-q")
-    path = book.local / f"{SLUG}.json"
-    data = json.loads(path.read_text())
-    before = _pairs(data["records"])
-    data["records"]["many.item.200"]["none"]["status"] = "verifed"
-    path.write_text(json.dumps(data, indent=2))
+    path = store.place(book.local, SLUG)
+    before = _pairs(book.local_records())
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        (text,) = db.execute("SELECT record FROM records WHERE claim = 'many.item.200' AND backend = 'none'").fetchone()
+        db.execute(
+            "UPDATE records SET record = ? WHERE claim = 'many.item.200' AND backend = 'none'",
+            (json.dumps({**json.loads(text), "status": "verifed"}),),
+        )
     second = book.cli("verify", "-q", "-k", "many and item and 1")
-    sides = sorted(book.local.glob(f"{SLUG}.json.set-aside-*"))
+    sides = sorted(book.local.glob(f"{path.name}.set-aside-*"))
     aside = json.loads(sides[0].read_text()) if len(sides) == 1 else []
     after = _pairs(book.local_records())
     tally.check(
         first.returncode == 0
         and second.returncode == 0
         and [a["at"] for a in aside] == ["['records']['many.item.200']['none']"]
-        and "verifed" in aside[0]["why"]
-        and f"{len(before) - 1} records kept, 1 set aside" in second.stdout
-        and not list(book.local.glob(f"{SLUG}.json.corrupt-*")),
+        and "status" in aside[0]["why"]
+        and f"{path}['records']['many.item.200']['none']" in second.stdout.replace("\n", "")
+        and not list(book.local.glob(f"{path.name}.corrupt-*")),
         f"exits {first.returncode}, {second.returncode}, side files {sides}\n{second.stdout[-2500:]}",
     )
     kept_elsewhere = {("many.item.200", "none")} if aside and aside[0]["value"].get("status") == "verifed" else set()
@@ -381,7 +389,7 @@ def gpu_lost_and_regained(root: Path) -> Tally:
     without = book.cli("verify")
     during = book.local_records(named)
     back = book.cli("verify", GPU_PRESENT="1")
-    files = sorted(p.name for p in book.local.glob("*.json"))
+    files = sorted(p.name for p in book.local.glob(f"*{store.SUFFIX}"))
     kept = json.loads(book.identity_file.read_text())
     tally.check(
         with_gpu.returncode == 0
@@ -390,11 +398,10 @@ def gpu_lost_and_regained(root: Path) -> Tally:
         and "no GPU this run" in without.stdout
         and f"it is still {named}" in without.stdout
         and "machine identity" not in back.stdout
-        and files == [f"{named}.json"]
+        and files == [store.place(book.local, named).name]
         and kept["name"] == named
         and not kept.get("previous")
-        and json.loads((book.local / f"{named}.json").read_text())["machine"]["fingerprint"].get("gpu")
-        == "Example GPU 1000",
+        and store.Store(store.place(book.local, named)).read().machine.fingerprint.get("gpu") == "Example GPU 1000",
         f"exits {with_gpu.returncode}, {without.returncode}, {back.returncode}; files {files}; identity {kept}\n"
         f"{without.stdout[-2500:]}\n{back.stdout[-1500:]}",
     )

@@ -101,9 +101,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except selection_mod.ReadingError as e:
         raise pytest.UsageError(str(e)) from None
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        config.stash[RECORDED], config.stash[UNRECORDED] = selection_mod.recorded(
-            run.results_dir / f"{run.machine.slug}.json"
-        )
+        config.stash[RECORDED], config.stash[UNRECORDED] = selection_mod.recorded(run.results_path)
         selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
     if not config.option.collectonly:
         take_run_lock(config, book)

@@ -137,6 +137,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for _, backend_name in outdated_records(run, statuses):
         row = table.setdefault(backend_name, {})
         row[Status.OUTDATED] = row.get(Status.OUTDATED, 0) + 1
+    for line in run.history_notices:  # said by the read of this machine's history just above
+        terminalreporter.write_line(line, red=True)
     for lost in tally.lost_workers:
         terminalreporter.write_line(
             f"the statuses of worker {lost} did not reach this process: the counts below leave out every check it ran",

@@ -1,0 +1,584 @@
+"""A machine's own history, kept so that a run writes the records it produced and nothing else.
+
+Design: SQLite (the standard library's sqlite3), one file where the single JSON file lay,
+`<local results>/<machine>.sqlite`. One row per (claim, backend) record holds that record's validated
+JSON; the run header (its fields, and its timing and date per claim and backend), each claim's metadata
+and each snippet's output have rows of their own. Chosen over one JSON file per claim module or page:
+one file is one lock and one transaction, a write of any set of records is atomic (a crash leaves the
+last committed state, as the JSON file's rename did), and WAL lets the site and `--changed` read while a
+run writes. A write costs what the run touched: the rows its records name are read, merged by the
+rules of `ResultsFile.merge` (applied to those rows alone), and written back in one transaction.
+
+Every row is validated when written and when read, as its part of a results file would be; a bad row
+is set aside alone (to `<name>.set-aside-<time>`, as `verified_book.records.salvage` sets a file's bad
+parts aside), reported with its key, and the rest read. A file that is not such a store at all is moved
+aside whole (`.corrupt-<time>`); one of a newer schema is left alone.
+
+The exchange format stays the versioned JSON file: `export` writes exactly the text the JSON history
+would hold (`verified_book.records.writing.dumps`), which `verified-book contribute` checks and merges.
+A `<machine>.json` history found beside a new store is taken in when the store is first written, its
+bad parts set aside as a writer does today, and removed only once the store has committed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from filelock import FileLock, Timeout
+from pydantic import TypeAdapter, ValidationError
+
+from verified_book.records import salvage
+from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
+from verified_book.records.migrate import migrate
+from verified_book.records.record import (
+    SCHEMA_VERSION,
+    BackendName,
+    ClaimId,
+    ClaimMeta,
+    MachineRecord,
+    OutputName,
+    Record,
+    RunHeader,
+    SnippetOutput,
+)
+from verified_book.records.results import (
+    PER_RECORD,
+    ResultsFile,
+    no_json_constants,
+    read,
+    read_salvaging,
+    same_machine,
+)
+from verified_book.vocabulary import Status
+
+SUFFIX = ".sqlite"
+#: the layout of the tables below; a store of another layout is not read as this one
+LAYOUT = 1
+_TABLES = """
+CREATE TABLE IF NOT EXISTS header (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    claim TEXT NOT NULL, backend TEXT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (claim, backend)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_by_status ON records (backend, status);
+CREATE TABLE IF NOT EXISTS per_record (
+    field TEXT NOT NULL, claim TEXT NOT NULL, backend TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (claim, backend, field)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS claims (claim TEXT PRIMARY KEY, meta TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outputs (name TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+_RECORDS: TypeAdapter[dict[str, dict[str, Record]]] = TypeAdapter(dict[ClaimId, dict[BackendName, Record]])
+_CLAIMS: TypeAdapter[dict[str, ClaimMeta]] = TypeAdapter(dict[ClaimId, ClaimMeta])
+_OUTPUTS: TypeAdapter[dict[str, SnippetOutput]] = TypeAdapter(dict[OutputName, SnippetOutput])
+
+Warn = Callable[[str], None]
+Key = tuple[str, str]
+
+
+def is_store(path: Path) -> bool:
+    """Whether a machine's history at `path` is a store (else the JSON file, the exchange format)."""
+    return path.suffix == SUFFIX
+
+
+def place(folder: Path, slug: str) -> Path:
+    """Where a machine's own history is kept in `folder`."""
+    return folder / f"{slug}{SUFFIX}"
+
+
+def _json(model: Any) -> str:
+    """A part's row: its JSON, keys sorted as the results file sorts them, so a read gives what that file gives."""
+    data = model.model_dump(mode="json", exclude_unset=True)
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, sort_keys=True)
+
+
+def _keys(records: dict[str, dict[str, Record]]) -> set[Key]:
+    return {(c, b) for c, per in records.items() for b in per}
+
+
+def _timed(run: RunHeader) -> dict[str, set[Key]]:
+    """The (claim, backend) pairs a run header times and dates, by field."""
+    return {k: {(c, b) for c, per in getattr(run, k).items() for b in per} for k in PER_RECORD}
+
+
+def _stamp() -> str:
+    return _dt.datetime.now().strftime("%Y%m%dT%H%M%S%f")
+
+
+class Store:
+    """One machine's own history in SQLite (see the module's docstring). `rows_written` counts every row this
+    object has written since it was made: what a write cost, for the tests that pin it to what a run touched."""
+
+    def __init__(self, path: Path, slug: str | None = None) -> None:
+        self.path = path
+        self.slug = slug or path.stem
+        self.rows_written = 0
+        self.records_written = 0
+
+    @property
+    def legacy(self) -> Path:
+        """The single JSON file this store replaces, where one is still there."""
+        return self.path.with_suffix(".json")
+
+    # -- opening
+
+    @contextlib.contextmanager
+    def _db(self, *, read_only: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection; `read_only` opens the file as it lies, for a folder that cannot be written (where no
+        writer can be either: the last writer's close folded its log into the file)."""
+        if read_only:
+            db = sqlite3.connect(f"{self.path.absolute().as_uri()}?immutable=1", uri=True, isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    def _layout(self, db: sqlite3.Connection, *, write: bool = True) -> None:
+        """The tables made where missing (given `write`); a file that is not a store of this layout raises
+        ResultsError."""
+        try:
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            if found > LAYOUT:
+                raise NewerSchema(
+                    f"{self.path}: a store of layout {found} (a newer verified-book), this checkout reads up to "
+                    f"{LAYOUT}; update the project (git pull, then `python3 run.py setup`) to read it"
+                )
+            if not write or found == LAYOUT:
+                return
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_TABLES)
+            db.execute(f"PRAGMA user_version={LAYOUT}")
+        except sqlite3.DatabaseError as e:
+            raise ResultsError(f"{self.path}: not a results store ({e})") from None
+
+    def _header(self, db: sqlite3.Connection) -> tuple[MachineRecord, RunHeader] | None:
+        """The machine and the run header (less its per-record timings); None for a store not yet written."""
+        rows = dict(db.execute("SELECT key, value FROM header").fetchall())
+        if not rows:
+            return None
+        where = str(self.path)
+        version = json.loads(rows.get("schema_version", "0"))
+        if version != SCHEMA_VERSION:
+            migrate({"schema_version": version}, where) if version > SCHEMA_VERSION else None  # NewerSchema
+            raise _Older(f"{where}: holds records of schema version {version}; this checkout writes {SCHEMA_VERSION}")
+        slug = json.loads(rows.get("slug", "null"))
+        if slug != self.slug:
+            raise ResultsError(
+                f"{where}: holds the records of machine {slug!r}; a machine's store is named after its slug "
+                f"({slug}{SUFFIX})"
+            )
+        try:
+            machine = MachineRecord.model_validate(json.loads(rows["machine"], parse_constant=no_json_constants))
+            run = RunHeader.model_validate(json.loads(rows["run"], parse_constant=no_json_constants))
+        except (KeyError, ValueError, ValidationError) as e:
+            raise ResultsError(f"{where}: its machine or run header does not read ({e})") from None
+        return machine, run
+
+    # -- reading
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def read(self, warn: Warn = lambda _: None) -> ResultsFile:
+        """The whole history as a results file, as the judging, the site and `--changed` read it; each bad row
+        set aside (and said through `warn`), the rest read."""
+        return self._read(None, warn)
+
+    def read_claims(self, claims: Iterable[str], warn: Warn = lambda _: None) -> ResultsFile:
+        """The history of some claims only (their records, timings and metadata; the machine, run header and
+        outputs whole): what a caller that needs only these claims reads, at the cost of these rows."""
+        return self._read(set(claims), warn)
+
+    def _read(self, claims: set[str] | None, warn: Warn) -> ResultsFile:
+        """The rows asked for; before the store's first write, the JSON history it will take in, read whole."""
+        if not self.exists():
+            return read(self.legacy, own=True) if self.legacy.is_file() else ResultsFile(self.slug)
+        writable = os.access(self.path.parent, os.W_OK | os.X_OK) and os.access(self.path, os.W_OK)
+        try:
+            with self._db(read_only=not writable) as db:
+                self._layout(db, write=writable)
+                header = self._header(db)
+                if header is None:
+                    return ResultsFile(self.slug)
+                rows = _Rows(self, db)
+                found = rows.take(None if claims is None else [], claims or (), whole_claims=True, outputs=True)
+        except sqlite3.Error as e:
+            raise ResultsError(f"{self.path}: does not read as a results store ({e})") from None
+        self._set_aside(found.bad, warn)
+        return found.results(self.slug, *header)
+
+    # -- writing
+
+    def merge(self, update: ResultsFile, warn: Warn = lambda _: None, timeout: float = 120) -> ResultsFile:
+        """Merge `update` (checked by the caller) into the store, under a lock, in one transaction: the rows its
+        records, timings, claims and outputs name are read, merged by `ResultsFile.merge`, and written back. What
+        the store now holds of those rows is returned. A merge of another machine's records is refused."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(str(self.path) + ".lock", timeout=timeout):
+                self._open_for_writing(warn)
+                with self._db() as db:
+                    self._layout(db)
+                    merged, bad = self._merge(db, update)
+                self._set_aside(bad, warn, removed=True)
+                return merged
+        except Timeout:
+            raise ResultsError(
+                f"{self.path}: another run has held its lock ({self.path.name}.lock) for {timeout:.0f} s; "
+                "nothing was merged"
+            ) from None
+
+    def _open_for_writing(self, warn: Warn) -> None:
+        """A store that does not read as one set aside whole (said); one of an older schema migrated; the JSON
+        history beside a new store taken in."""
+        older = None
+        if self.exists():
+            try:
+                with self._db() as db:
+                    self._layout(db)
+                    self._header(db)
+            except NewerSchema:
+                raise
+            except _Older:
+                older = self._as_legacy()
+            except ResultsError as e:
+                aside = self.path.with_name(f"{self.path.name}.corrupt-{_stamp()}")
+                os.replace(self.path, aside)
+                for extra in ("-wal", "-shm"):
+                    Path(f"{self.path}{extra}").unlink(missing_ok=True)
+                warn(f"{e}\n{self.path}: kept aside as {aside.name}; a new store holds this run's records")
+        if not self.exists() and self.legacy.is_file():
+            self._take_in_legacy(warn)
+        if older is not None and self.exists():
+            older.unlink()
+
+    def _as_legacy(self) -> Path:
+        """A store of an older schema written out as the JSON history it holds (rows as they lie), for
+        `_take_in_legacy` to migrate as it migrates any older results file; the store kept aside (returned) until
+        the migrated history is committed."""
+        from verified_book.records.writing import write_text
+
+        with self._db() as db:
+            data = _raw_document(db)
+        write_text(self.legacy, json.dumps(data, ensure_ascii=False))
+        aside = self.path.with_name(f"{self.path.name}.older-{_stamp()}")
+        os.replace(self.path, aside)
+        for extra in ("-wal", "-shm"):
+            Path(f"{self.path}{extra}").unlink(missing_ok=True)
+        return aside
+
+    def _take_in_legacy(self, warn: Warn) -> None:
+        """The single JSON history taken into the store in one transaction, then removed: its bad parts set aside
+        as a writer of that file sets them aside, a file that does not read at all kept aside whole."""
+        legacy = self.legacy
+        try:
+            old, parts = read_salvaging(legacy)
+        except NewerSchema:
+            raise
+        except ResultsError as e:
+            aside = legacy.with_name(f"{legacy.name}.corrupt-{_stamp()}")
+            os.replace(legacy, aside)
+            warn(f"{e}\n{legacy}: kept aside as {aside.name}; the store begins without it")
+            return
+        if parts:
+            from verified_book.records.writing import keep_set_aside
+
+            warn(keep_set_aside(legacy, old, parts))
+        with self._db() as db:
+            self._layout(db)
+            with _transaction(db):
+                self._write_header(db, old)
+                self._write(db, old, _keys(old.records), _timed(old.run), old.claims, old.outputs)
+        legacy.unlink()
+        warn(f"{legacy}: taken into {self.path.name} ({len(_keys(old.records))} records); the store holds them now")
+
+    def _merge(self, db: sqlite3.Connection, update: ResultsFile) -> tuple[ResultsFile, list[salvage.SetAside]]:
+        with _transaction(db):
+            header = self._header(db)
+            current = ResultsFile(update.slug) if header is None else ResultsFile(update.slug, *header)
+            why = same_machine(current, update) if header is not None else None
+            if why is not None:
+                raise OtherMachine(f"{self.path}: {why}")
+            keys, timed = _keys(update.records), _timed(update.run)
+            absent = [name for name, version in (update.run.backends or {}).items() if version is None]
+            found = _Rows(self, db).take(keys | set().union(*timed.values()), update.claims, absent=absent)
+            if header is not None:
+                current = found.results(update.slug, *header)
+            for part in found.bad:  # set aside (said by the caller); one this merge writes again is written below
+                _remove(db, part.at)
+            current.merge(update)
+            self._write_header(db, current)
+            claims = {c: current.claims[c] for c in update.claims}
+            self._write(db, current, keys | found.keys, timed, claims, update.outputs)
+        return current, found.bad
+
+    def _write_header(self, db: sqlite3.Connection, results: ResultsFile) -> None:
+        run = results.run.model_dump(mode="json", exclude_unset=True, exclude=set(PER_RECORD))
+        values = {
+            "schema_version": json.dumps(SCHEMA_VERSION),
+            "slug": json.dumps(results.slug),
+            "machine": _json(results.machine),
+            "run": json.dumps(run, ensure_ascii=False, allow_nan=False, sort_keys=True),
+        }
+        db.executemany("INSERT OR REPLACE INTO header (key, value) VALUES (?, ?)", values.items())
+        self.rows_written += len(values)
+
+    def _write(
+        self,
+        db: sqlite3.Connection,
+        results: ResultsFile,
+        keys: set[Key],
+        timed: dict[str, set[Key]],
+        claims: dict[str, ClaimMeta],
+        outputs: dict[str, SnippetOutput],
+    ) -> None:
+        """The rows of `keys`, `timed`, `claims` and `outputs` as `results` holds them: written, or removed where
+        it holds none. Each record is checked as its part of a results file before it is written."""
+        upserts, gone = [], []
+        for claim, backend in sorted(keys):
+            rec = results.records.get(claim, {}).get(backend)
+            if rec is None:
+                gone.append((claim, backend))
+            else:
+                text = _json(rec)
+                _RECORDS.validate_python(_parsed({claim: {backend: text}}))
+                upserts.append((claim, backend, str(rec.status), text))
+        db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)", upserts)
+        db.executemany("DELETE FROM records WHERE claim = ? AND backend = ?", gone)
+        per = [
+            (k, c, b, json.dumps(getattr(results.run, k)[c][b], allow_nan=False))
+            for k, pairs in timed.items()
+            for c, b in sorted(pairs)
+            if b in getattr(results.run, k).get(c, {})
+        ]
+        db.executemany("INSERT OR REPLACE INTO per_record VALUES (?, ?, ?, ?)", per)
+        db.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?)", [(c, _json(m)) for c, m in claims.items()])
+        db.executemany("INSERT OR REPLACE INTO outputs VALUES (?, ?)", [(n, _json(o)) for n, o in outputs.items()])
+        written = len(upserts) + len(gone)
+        self.records_written += written
+        self.rows_written += written + len(per) + len(claims) + len(outputs)
+
+    def _set_aside(self, bad: list[salvage.SetAside], warn: Warn, *, removed: bool = False) -> None:
+        """Bad rows written to a side file and removed from the store (`removed`: the caller removed them), each
+        said with its key; where the store cannot be written (a reader's read-only clone) they are only said, and
+        left out of what was read."""
+        if not bad:
+            return
+        from verified_book.records.writing import write_side_file
+
+        head = f"{self.path}: {len(bad)} row{'s' if len(bad) != 1 else ''} that do not read set aside"
+        try:
+            side = self.path.with_name(f"{self.path.name}.set-aside-{_stamp()}")
+            write_side_file(side, bad)
+            if not removed:
+                with FileLock(str(self.path) + ".lock", timeout=10), self._db() as db, _transaction(db):
+                    for part in bad:
+                        _remove(db, part.at)
+            head += f" in {side.name}:"
+        except (OSError, sqlite3.Error, Timeout) as e:
+            head += f" (left in the store, which cannot be written here: {e}):"
+        warn("\n".join([head, *(f"  {self.path}{part.where()}: {part.why}" for part in bad[:50])]))
+
+    # -- the exchange file
+
+    def export(self, to: Path, warn: Warn = lambda _: None) -> Path:
+        """The history as the exchange file `to` (named `<slug>.json`), the text the JSON history would hold,
+        checked as a contributed file is; the path written."""
+        from verified_book.records.writing import dumps, write_text
+
+        to.parent.mkdir(parents=True, exist_ok=True)
+        write_text(to, dumps(self.read(warn)))
+        read(to, own=True)  # what was written reads back as a results file
+        return to
+
+
+class _Older(ResultsError):
+    """A store written by an older schema: migrated when next written (`Store._as_legacy`)."""
+
+
+def _raw_document(db: sqlite3.Connection) -> dict[str, Any]:
+    """A store's rows as the results document they make, unchecked (each record with its measured part in it)."""
+    header = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM header")}
+    run = dict(header.get("run") or {})
+    for field, claim, backend, value in db.execute("SELECT field, claim, backend, value FROM per_record"):
+        run.setdefault(field, {}).setdefault(claim, {})[backend] = json.loads(value)
+    records: dict[str, dict[str, Any]] = {}
+    for claim, backend, text in db.execute("SELECT claim, backend, record FROM records"):
+        records.setdefault(claim, {})[backend] = json.loads(text)
+    return {
+        **{k: v for k, v in header.items() if k in ("schema_version", "slug", "machine")},
+        "run": run,
+        "records": records,
+        "claims": {c: json.loads(m) for c, m in db.execute("SELECT claim, meta FROM claims")},
+        "outputs": {n: json.loads(o) for n, o in db.execute("SELECT name, output FROM outputs")},
+    }
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _remove(db: sqlite3.Connection, at: salvage.Place) -> None:
+    """The row a part set aside came from, removed."""
+    table, *key = at
+    if table == "records":
+        db.execute("DELETE FROM records WHERE claim = ? AND backend = ?", key)
+    elif table == "run":
+        db.execute("DELETE FROM per_record WHERE field = ? AND claim = ? AND backend = ?", key)
+    elif table == "claims":
+        db.execute("DELETE FROM claims WHERE claim = ?", key)
+    elif table == "outputs":
+        db.execute("DELETE FROM outputs WHERE name = ?", key)
+
+
+class _Found:
+    """Rows read and checked: the sound ones as the parts of a results file, the bad ones to set aside."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict[str, Record]] = {}
+        self.per_record: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in PER_RECORD}
+        self.claims: dict[str, ClaimMeta] = {}
+        self.outputs: dict[str, SnippetOutput] = {}
+        self.keys: set[Key] = set()  # every record key read, sound or not: a merge writes each back
+        self.bad: list[salvage.SetAside] = []
+
+    def results(self, slug: str, machine: MachineRecord, run: RunHeader) -> ResultsFile:
+        header = RunHeader.model_validate({**run.model_dump(exclude_unset=True), **self.per_record})
+        return ResultsFile(slug, machine, header, self.records, self.outputs, self.claims)
+
+
+class _Rows:
+    """Reading rows of one store, each checked as its part of a results file."""
+
+    def __init__(self, store: Store, db: sqlite3.Connection) -> None:
+        self.store, self.db = store, db
+
+    def _wanted(self, pairs: Iterable[Key], claims: Iterable[str]) -> None:
+        """The rows a read asks for, in temporary tables the queries below are driven by (never a scan)."""
+        db = self.db
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (claim TEXT NOT NULL, backend TEXT NOT NULL)")
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted_claims (claim TEXT PRIMARY KEY)")
+        db.execute("DELETE FROM temp.wanted")
+        db.execute("DELETE FROM temp.wanted_claims")
+        db.executemany("INSERT INTO temp.wanted VALUES (?, ?)", pairs)
+        db.executemany("INSERT OR IGNORE INTO temp.wanted_claims VALUES (?)", [(c,) for c in claims])
+
+    def take(
+        self,
+        pairs: Iterable[Key] | None,
+        claims: Iterable[str] = (),
+        *,
+        whole_claims: bool = False,
+        absent: Iterable[str] = (),
+        outputs: bool = False,
+    ) -> _Found:
+        """Every row (`pairs` None), or the records and timings of `pairs` and the metadata of `claims` (with
+        `whole_claims`, every record and timing of those claims too); with `absent`, every skipped record on
+        those backends (a merge removes them); with `outputs`, every snippet's output."""
+        db = self.db
+        if pairs is None:
+            records = db.execute("SELECT claim, backend, record FROM records").fetchall()
+            per = db.execute("SELECT field, claim, backend, value FROM per_record").fetchall()
+            metas = db.execute("SELECT claim, meta FROM claims").fetchall()
+        else:
+            self._wanted(pairs, claims)
+            records = db.execute(
+                "SELECT r.claim, r.backend, r.record FROM temp.wanted w CROSS JOIN records r "
+                "ON r.claim = w.claim AND r.backend = w.backend"
+            ).fetchall()
+            per = db.execute(
+                "SELECT p.field, p.claim, p.backend, p.value FROM temp.wanted w CROSS JOIN per_record p "
+                "ON p.claim = w.claim AND p.backend = w.backend"
+            ).fetchall()
+            if whole_claims:
+                records += db.execute(
+                    "SELECT r.claim, r.backend, r.record FROM temp.wanted_claims w CROSS JOIN records r "
+                    "ON r.claim = w.claim"
+                ).fetchall()
+                per += db.execute(
+                    "SELECT p.field, p.claim, p.backend, p.value FROM temp.wanted_claims w CROSS JOIN per_record p "
+                    "ON p.claim = w.claim"
+                ).fetchall()
+            metas = db.execute(
+                "SELECT c.claim, c.meta FROM temp.wanted_claims w CROSS JOIN claims c ON c.claim = w.claim"
+            ).fetchall()
+            for name in absent:
+                records += db.execute(
+                    "SELECT claim, backend, record FROM records WHERE backend = ? AND status = ?",
+                    (name, str(Status.SKIPPED)),
+                ).fetchall()
+        found = _Found()
+        for claim, backend, text in dict.fromkeys(records):
+            found.keys.add((claim, backend))
+            rec = self._checked(_RECORDS, ("records", claim, backend), {claim: {backend: text}}, found)
+            if rec is not None:
+                found.records.setdefault(claim, {})[backend] = rec[claim][backend]
+        for field, claim, backend, text in dict.fromkeys(per):
+            if field in PER_RECORD and self._sound_timing(field, claim, backend, text, found):
+                found.per_record[field].setdefault(claim, {})[backend] = json.loads(text)
+        for claim, text in metas:
+            meta = self._checked(_CLAIMS, ("claims", claim), {claim: text}, found)
+            if meta is not None:
+                found.claims[claim] = meta[claim]
+        for name, text in db.execute("SELECT name, output FROM outputs").fetchall() if outputs else ():
+            out = self._checked(_OUTPUTS, ("outputs", name), {name: text}, found)
+            if out is not None:
+                found.outputs[name] = out[name]
+        return found
+
+    @staticmethod
+    def _checked(adapter: TypeAdapter[Any], at: salvage.Place, raw: dict[str, Any], found: _Found) -> Any:
+        """One row checked as its part of a results file; a bad one added to `found.bad` (None returned)."""
+        try:
+            return adapter.validate_python(_parsed(raw))
+        except ValidationError as e:
+            depth = len(at) - 1
+            why = "; ".join(
+                "".join(f"[{k!r}]" for k in err["loc"][depth:]) + f"{': ' if len(err['loc']) > depth else ''}"
+                f"{err['msg']}"
+                for err in e.errors(include_url=False)
+            )
+        except (ValueError, RecursionError) as e:
+            why = f"not valid JSON ({e})"
+        found.bad.append(salvage.SetAside(at, why, _unparsed(raw)))
+        return None
+
+    @staticmethod
+    def _sound_timing(field: str, claim: str, backend: str, text: str, found: _Found) -> bool:
+        try:
+            RunHeader.model_validate({field: {claim: {backend: json.loads(text, parse_constant=no_json_constants)}}})
+            return True
+        except (ValueError, ValidationError) as e:
+            found.bad.append(salvage.SetAside(("run", field, claim, backend), str(e).splitlines()[0], text))
+            return False
+
+
+def _parsed(node: Any) -> Any:
+    """A row's key paths down to its JSON text, the text parsed: {claim: {backend: text}} -> the data."""
+    if isinstance(node, dict):
+        return {k: _parsed(v) for k, v in node.items()}
+    return json.loads(node, parse_constant=no_json_constants)
+
+
+def _unparsed(node: Any) -> Any:
+    """A bad row's value for the side file: its JSON where it parses, else its text."""
+    while isinstance(node, dict) and len(node) == 1:
+        node = next(iter(node.values()))
+    try:
+        return json.loads(node, parse_constant=no_json_constants)
+    except (TypeError, ValueError, RecursionError):
+        return node
