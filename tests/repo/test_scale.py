@@ -143,22 +143,23 @@ def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() ->
 
 def _one_figure_edit(root: Path, pages: int) -> tuple[int, int, int, int]:
     """What the warm book does after one figure of a middle page is printed wrong: (claim, backend) pairs
-    computed, pages shown again, figures judged, records handed to the store."""
+    computed, pages shown again, figures judged, rows the machine's store wrote."""
     from harness import live_book
 
-    from verified_book.engine import live as live_mod
-
     book = synthetic_book.write(root, pages=pages)
-    handed: list[int] = []
-    merge = live_mod.merge_into
+    rows: list[int] = []
+    merge = store.Store.merge
 
-    def counted(path: Path, update: Any, **kwargs: Any) -> Any:
-        handed.append(sum(len(by_backend) for by_backend in update.records.values()))
-        return merge(path, update, **kwargs)
+    def counted(self: store.Store, update: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.rows_written
+        try:
+            return merge(self, update, *args, **kwargs)
+        finally:
+            rows.append(self.rows_written - before)
 
     live = live_book.started(root)
     try:
-        live_mod.merge_into = counted
+        store.Store.merge = counted  # type: ignore[method-assign]
         middle = pages // 2 + 1  # a part's first page also shows its snippet's output: this page is like every other
         page = book.page(middle)
         name = synthetic_book.page_name(middle)
@@ -169,19 +170,20 @@ def _one_figure_edit(root: Path, pages: int) -> tuple[int, int, int, int]:
         report = live_book.saving(live, page)(text.replace(figure.group(0), wrong + figure.group(1)[1:] + "]"))
         live.written()
     finally:
-        live_mod.merge_into = merge
+        store.Store.merge = merge  # type: ignore[method-assign]
         for module in [m for m in sys.modules if m.split(".")[0] == "book_claims"]:
             del sys.modules[module]
     assert not report.rebuild, "one figure edited: no page added or removed, the site is not built whole"
-    return len(report.recomputed), len(report.pages), len(report.figures), sum(handed)
+    assert rows, "the edit's records were written into the machine's store"
+    return len(report.recomputed), len(report.pages), len(report.figures), sum(rows)
 
 
 @pytest.mark.slow
 def test_a_one_figure_edit_costs_the_same_in_a_book_sixteen_times_larger(tmp_path: Path) -> None:
     """The author's loop pinned without a clock: after one figure is printed wrong, the claims computed, the pages
-    shown again, the figures judged and the records handed to the store are as many in a 256-page book as in a
-    16-page one."""
+    shown again, the figures judged and the rows the store rewrote are as many in a 256-page book as in a 16-page
+    one."""
     small = _one_figure_edit(tmp_path / "small", 16)
     large = _one_figure_edit(tmp_path / "large", 256)
-    assert small == large, f"computed, pages, figures, records: {small} at 1x, {large} at 16x"
+    assert small == large, f"computed, pages, figures, rows: {small} at 1x, {large} at 16x"
     assert small[0] == 0 and small[1] == 1, "a page edit computes no claim and shows one page again"
