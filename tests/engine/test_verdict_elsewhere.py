@@ -10,12 +10,15 @@ import pytest
 from harness.faults.common import BASIC_CLAIMS, BASIC_PAGE, SLUG
 from harness.faults.integrity import ReaderBook
 
+from verified_book.records import store
+from verified_book.records.writing import dumps
+
 OTHER = "other-box"
 
 
 def _committed_disagreeing(book: ReaderBook) -> None:
     """This clone's records, committed as another machine's whose record of the ceiling misses its figure."""
-    data = json.loads((book.local / f"{SLUG}.json").read_text(encoding="utf-8"))
+    data = json.loads(dumps(store.read_history(store.place(book.local, SLUG))))
     data["slug"] = data["machine"]["slug"] = OTHER
     record = data["records"]["basic.ratio"]["none"]
     record.update(value=17, status="stale")

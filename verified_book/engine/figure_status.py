@@ -29,7 +29,8 @@ from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
 from verified_book.records.errors import ResultsError
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
-from verified_book.records.results import ResultsFile, from_json, read, read_all
+from verified_book.records.results import ResultsFile, from_json, read_all
+from verified_book.records.store import read_history
 from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Shown, Status
 
 #: the statuses a record can carry, as the report, the results file and the site name them
@@ -308,7 +309,7 @@ def shown_otherwise_after(bindings: Iterable[Binding], written: Path | None, com
     if written is None or not written.is_file():
         return []
     try:
-        here = read(written, own=True)
+        here = read_history(written)
     except ResultsError:
         return []
     others = read_all(committed, lambda _: None) if committed.is_dir() else {}

@@ -86,6 +86,11 @@ def is_store(path: Path) -> bool:
     return path.suffix == SUFFIX
 
 
+def read_history(path: Path, warn: Callable[[str], None] = lambda _: None) -> ResultsFile:
+    """A machine's own history, whichever form holds it: its store, or its results file (read whatever its size)."""
+    return Store(path).read(warn) if is_store(path) else read(path, own=True)
+
+
 def place(folder: Path, slug: str) -> Path:
     """Where a machine's own history is kept in `folder`."""
     return folder / f"{slug}{SUFFIX}"
