@@ -17,18 +17,17 @@ project's own requirements are flattened with the same values.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Callable
 
 import pytest
 from harness.paths import ROOT
+from harness.scripts import run_py
 from packaging.requirements import Requirement
 
 # The interpreter's own version, micro included: "3.11" reads as 3.11.0, which the lock's
@@ -36,15 +35,7 @@ from packaging.requirements import Requirement
 PYTHON = ".".join(map(str, sys.version_info[:3]))
 
 
-def _run_py() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RUN = _run_py()
+RUN = run_py()
 Target = RUN.Target
 
 

@@ -3,7 +3,6 @@ docs are built (docs/hooks.py), and these tests hold each reading to its source.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -11,23 +10,15 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from harness.paths import ROOT
+from harness.scripts import script_module
 
 DOCS = ROOT / "docs"
 
 
-def _hooks() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hooks = _hooks()
+hooks = script_module(DOCS / "hooks.py", "docs_hooks")
 
 
 def test_every_fact_a_page_asks_for_exists() -> None:

@@ -14,17 +14,10 @@ from pathlib import Path
 
 import pytest
 from harness.paths import ROOT
+from harness.scripts import run_py
 
 SNIPPETS = sorted((ROOT / "book" / "snippets").glob("*.py"))
 HEAVY = ("torch", "mlx", "transformers", "jax", "gguf", "ml_dtypes", "pytest")
-
-
-def _run_py():  # type: ignore[no-untyped-def]
-    """run.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def test_the_site_plugin_and_the_plots_load_no_backend() -> None:
@@ -157,7 +150,7 @@ def _cpu_torch_wheel(run) -> str | None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_on_a_plain_linux_machine_without_a_gpu_the_plan_names_no_nvidia_package() -> None:
-    run = _run_py()
+    run = run_py()
     if not _answers("https://pypi.org/simple/pip/"):
         pytest.skip("PyPI cannot be reached from here")
     plain = run.Target("Linux", "x86_64", None, (2, 39))
@@ -225,7 +218,7 @@ def test_set_up_tells_an_amd_gpu_from_an_nvidia_one_and_plans_each(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """/dev/kfd, rocminfo or amd-smi mean an AMD GPU; nvidia-smi answering means an NVIDIA one, which wins."""
-    run = _run_py()
+    run = run_py()
     monkeypatch.delenv(run.TARGET_VARIABLE, raising=False)
     monkeypatch.setattr(run, "has_nvidia_gpu", lambda: False)
     monkeypatch.setattr(run.shutil, "which", lambda tool: "/opt/rocm/bin/rocminfo" if tool == "rocminfo" else None)
@@ -265,7 +258,7 @@ def test_the_dry_run_prints_each_tracks_plan_and_installs_nothing(tmp_path: Path
 
 
 def test_the_dry_run_plans_uv_from_its_lock_with_the_same_lock_for_the_project(tmp_path: Path) -> None:
-    run = _run_py()
+    run = run_py()
     python = f"py{sys.version_info.major}.{sys.version_info.minor}"
     env = {k: v for k, v in os.environ.items() if k != run.INSTALLER_VARIABLE}
     done = subprocess.run(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -14,15 +13,7 @@ from typing import Any
 
 import pytest
 from harness.paths import ROOT
-
-
-def _run_py() -> ModuleType:
-    """run.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from harness.scripts import run_py
 
 
 def _in_tmp(run: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -42,7 +33,7 @@ def _in_tmp(run: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 
 def test_the_tools_lock_pins_uv_with_a_hash_for_each_of_its_files() -> None:
-    run = _run_py()
+    run = run_py()
     text = run.UV_LOCK.read_text(encoding="utf-8")
     pins = [m.group(0) for m in run.PIN.finditer(text)]
     assert len(pins) == 1 and run.uv_pin() == pins[0].split(" ", 1)[0], "uv alone, pinned exactly"
@@ -56,7 +47,7 @@ def test_where_uv_cannot_be_fetched_set_up_installs_with_pip_and_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No index answers (a closed port of this machine stands in for no network): pip fetches nothing, pip installs."""
-    run = _run_py()
+    run = run_py()
     _in_tmp(run, monkeypatch, tmp_path)
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
@@ -102,7 +93,7 @@ def _fake_setup(run: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_with_uv_every_step_runs_uv_from_the_same_lock_each_file_hash_checked(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run_py()
+    run = run_py()
     uv = tmp_path / "uv"
     commands = _fake_setup(run, monkeypatch, tmp_path, uv)
     out = capsys.readouterr().out
@@ -124,7 +115,7 @@ def test_with_uv_every_step_runs_uv_from_the_same_lock_each_file_hash_checked(
 def test_without_uv_every_step_runs_pip(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run_py()
+    run = run_py()
     commands = _fake_setup(run, monkeypatch, tmp_path, None)
     assert "set-up done (installed with pip)" in capsys.readouterr().out
     assert commands[0][1:3] == ["-m", "venv"]
@@ -133,7 +124,7 @@ def test_without_uv_every_step_runs_pip(
 
 
 def test_a_pin_the_lock_does_not_hold_fails_as_pip_fails_it(tmp_path: Path) -> None:
-    run = _run_py()
+    run = run_py()
     lock = run.LOCKS / "linux-x86_64-py3.11.txt"
     first = next(run.PIN.finditer(lock.read_text(encoding="utf-8")))
     assert run.hashed(lock, [(first.group(1).upper(), first.group(2))]) == first.group(0) + "\n", "names as PEP 503"
@@ -142,7 +133,7 @@ def test_a_pin_the_lock_does_not_hold_fails_as_pip_fails_it(tmp_path: Path) -> N
 
 
 def test_pip_s_configured_sources_become_uv_s_with_pip_s_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_py()
+    run = run_py()
     listed = (
         "global.find-links='/opt/wheels'\nglobal.index-url='https://mirror/simple'\n"
         "global.extra-index-url='file:///a file:///b'\n:env:.find-links='/env/wheels'\nglobal.cert='/c.pem'\n"
@@ -174,7 +165,7 @@ def _distributions(venv: Path) -> list[str]:
 @pytest.mark.slow
 def test_uv_and_pip_install_the_same_package_set(tmp_path: Path) -> None:
     """Two fresh virtual environments of the `setup` job, one set up with uv and one with pip (minutes)."""
-    run = _run_py()
+    run = run_py()
     uv, why = run.find_uv()
     if uv is None:
         pytest.skip(f"uv cannot be had here: {why}")

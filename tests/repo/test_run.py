@@ -4,7 +4,6 @@ reader's machine, jobs checked before any set-up, progress said, Ctrl-C handled 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -15,22 +14,14 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from harness.paths import ROOT
+from harness.scripts import run_py
 
 from verified_book.engine.config import read_config
 from verified_book.integration import cli
-
-
-def _run_py() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("run_py", ROOT / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _pyproject() -> dict[str, Any]:
@@ -41,27 +32,27 @@ def _pyproject() -> dict[str, Any]:
 
 
 def test_without_a_gpu_on_linux_torch_comes_from_the_cpu_index_only() -> None:
-    run = _run_py()
+    run = run_py()
     args, sentence = run.torch_plan(run.Target("Linux", "x86_64", None, (2, 39)), True)
     assert args == [run.TORCH, "--index-url", run.CPU_INDEX], "--index-url, so no CUDA wheel can be chosen"
     assert run.CPU_INDEX in sentence and "CPU build" in sentence
 
 
 def test_where_the_cpu_index_cannot_be_reached_set_up_falls_back_and_says_so() -> None:
-    run = _run_py()
+    run = run_py()
     args, sentence = run.torch_plan(run.Target("Linux", "x86_64", None, (2, 39)), False)
     assert args == [run.TORCH] and "cannot be reached" in sentence and "pip's configured index" in sentence
 
 
 @pytest.mark.parametrize("system, gpu", [("Linux", True), ("Darwin", False), ("Windows", False)])
 def test_elsewhere_torch_comes_from_pip_s_own_index(system: str, gpu: bool) -> None:
-    run = _run_py()
+    run = run_py()
     args, _ = run.torch_plan(run.Target(system, "x86_64", run.NVIDIA if gpu else None, (2, 39)), True)
     assert args == [run.TORCH]
 
 
 def test_mlx_s_build_follows_the_gpu_and_the_two_never_meet() -> None:
-    run = _run_py()
+    run = run_py()
     linux, nvidia = run.Target("Linux", "x86_64", None, (2, 39)), run.Target("Linux", "x86_64", run.NVIDIA, (2, 39))
     assert run.extras_for("verify", linux) == ("verify", "cpu")
     assert run.extras_for("verify", nvidia) == ("verify", "cuda")
@@ -87,7 +78,7 @@ def test_the_site_extra_brings_no_backend() -> None:
 
 
 def test_run_py_has_every_job_of_the_command_and_its_help_lists_each() -> None:
-    run = _run_py()
+    run = run_py()
     assert set(run.JOBS) - {"setup", "notebook"} == set(cli.JOBS)  # setup and notebook are run.py's own
     assert set(run.SUMMARY) == set(run.JOBS), "each job says what it does"
     jobs = run.help_text().split("The jobs:", 1)[1].splitlines()
@@ -102,7 +93,7 @@ def test_run_py_has_every_job_of_the_command_and_its_help_lists_each() -> None:
 def test_set_up_keeps_a_command_s_output_back_unless_it_fails_or_is_asked_for(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    run = _run_py()
+    run = run_py()
     run._run(sys.executable, "-c", "print('Collecting numpy'); import sys; print('warn', file=sys.stderr)")
     assert capfd.readouterr() == ("", ""), "a step that succeeds says nothing beyond its own line"
     with pytest.raises(subprocess.CalledProcessError):
@@ -117,7 +108,7 @@ def test_set_up_keeps_a_command_s_output_back_unless_it_fails_or_is_asked_for(
 def test_each_set_up_step_is_said_before_it_runs_and_pip_keeps_its_detail_for_a_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run_py()
+    run = run_py()
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     monkeypatch.setattr(run, "ROOT", tmp_path)
     monkeypatch.setattr(run, "VENV", tmp_path / ".venv")
@@ -234,7 +225,7 @@ def _pins(path: Path) -> dict[str, tuple[str, int]]:
 
 
 def test_every_platform_and_python_has_a_lock_and_every_pin_a_hash() -> None:
-    run = _run_py()
+    run = run_py()
     pythons = ("3.11", "3.12", "3.13", "3.14")
     assert _pyproject()["project"]["requires-python"] == ">=3.11"
     for platform in sorted(set(run.LOCK_PLATFORMS.values())):
@@ -255,7 +246,7 @@ def test_every_platform_and_python_has_a_lock_and_every_pin_a_hash() -> None:
 
 
 def test_set_up_finds_its_platform_s_lock_and_none_where_there_is_none() -> None:
-    run = _run_py()
+    run = run_py()
     linux = run.Target("Linux", "x86_64", None, (2, 39))
     assert run.lock_for(linux, (3, 11)) == run.LOCKS / "linux-x86_64-py3.11.txt"
     assert run.lock_for(run.Target("Darwin", "arm64", None), (3, 13)) == run.LOCKS / "macos-arm64-py3.13.txt"
@@ -265,14 +256,14 @@ def test_set_up_finds_its_platform_s_lock_and_none_where_there_is_none() -> None
 
 def test_the_plain_lock_is_the_ci_lock_without_its_hashes() -> None:
     """requirements/lock.txt serves CI's side environments, which install the project editable."""
-    run = _run_py()
+    run = run_py()
     hashed = {n: v for n, (v, _) in _pins(run.LOCKS / "linux-x86_64-py3.11.txt").items()}
     plain = {n: v for n, (v, _) in _pins(ROOT / "requirements" / "lock.txt").items()}
     assert plain == hashed
 
 
 def test_the_project_s_requirements_expand_its_own_extras() -> None:
-    run = _run_py()
+    run = run_py()
     wanted = run.project_requirements(("dev",))
     assert not [r for r in wanted if r.lower().startswith("verified-book")]
     assert {"setuptools>=68", "numpy>=2.0", "playwright>=1.45", "jupytext>=1.16", "mkdocs>=1.6,<2"} <= set(wanted)
@@ -378,7 +369,7 @@ def test_contribute_merges_the_local_records_into_results(
 
 
 def _set_up_current() -> bool:
-    run = _run_py()
+    run = run_py()
     installed = run._installed()
     return installed is not None and "dev" in installed and (run.BIN / "verified-book").exists()
 

@@ -52,7 +52,6 @@ from verified_book.records.results import (
     ResultsFile,
     no_json_constants,
     read,
-    read_salvaging,
     same_machine,
 )
 from verified_book.vocabulary import Status
@@ -282,20 +281,12 @@ class Store:
     def _take_in_legacy(self, warn: Warn) -> None:
         """The single JSON history taken into the store in one transaction, then removed: its bad parts set aside
         as a writer of that file sets them aside, a file that does not read at all kept aside whole."""
-        legacy = self.legacy
-        try:
-            old, parts = read_salvaging(legacy)
-        except NewerSchema:
-            raise
-        except ResultsError as e:
-            aside = legacy.with_name(f"{legacy.name}.corrupt-{_stamp()}")
-            os.replace(legacy, aside)
-            warn(f"{e}\n{legacy}: kept aside as {aside.name}; the store begins without it")
-            return
-        if parts:
-            from verified_book.records.writing import keep_set_aside
+        from verified_book.records.writing import read_keeping_aside
 
-            warn(keep_set_aside(legacy, old, parts))
+        legacy = self.legacy
+        old = read_keeping_aside(legacy, warn, "the store begins without it")
+        if old is None:
+            return
         with self._db() as db:
             self._layout(db)
             with _transaction(db):

@@ -42,6 +42,30 @@ def keep_set_aside(path: Path, kept: ResultsFile, aside: list[salvage.SetAside])
     return "\n".join([head, *(f"  {path}{part.where()}: {part.why}" for part in aside[:50])])
 
 
+def read_keeping_aside(
+    path: Path, warn: Callable[[str], None], instead: str, update: ResultsFile | None = None
+) -> ResultsFile | None:
+    """The history in the results file at `path`, its bad parts set aside beside it and reported; a file that is
+    not a results file at all moved aside whole to `<name>.corrupt-<time>` and reported (`instead` says what takes
+    its place), and None. A file from a newer schema, or (given the `update` meant for it) another machine's, is
+    left alone: `NewerSchema` or `OtherMachine` is raised, before anything is set aside."""
+    try:
+        history, parts = read_salvaging(path)
+    except NewerSchema:
+        raise
+    except ResultsError as e:
+        aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+        os.replace(path, aside)
+        warn(f"{e}\n{path}: kept aside as {aside.name}; {instead}")
+        return None
+    other = same_machine(history, update) if update is not None else None
+    if other is not None:
+        raise OtherMachine(f"{path}: {other}")
+    if parts:
+        warn(keep_set_aside(path, history, parts))
+    return history
+
+
 def folder_problem(folder: Path) -> str | None:
     """Why no results file could be written in `folder`, found before a run computes anything; None where one
     can (a missing folder is made when the file is written)."""
@@ -127,21 +151,7 @@ def merge_into(
             _remove_leftovers(path)
             current = ResultsFile(update.slug)
             if path.exists():
-                try:
-                    current, parts = read_salvaging(path)
-                except NewerSchema:
-                    raise
-                except ResultsError as e:
-                    aside = path.with_name(f"{path.name}.corrupt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
-                    os.replace(path, aside)
-                    warn(f"{e}\n{path}: kept aside as {aside.name}; a new file holds this run's records")
-                    current = ResultsFile(update.slug)
-                else:
-                    other = same_machine(current, update)
-                    if other is not None:
-                        raise OtherMachine(f"{path}: {other}")
-                    if parts:
-                        warn(keep_set_aside(path, current, parts))
+                current = read_keeping_aside(path, warn, "a new file holds this run's records", update) or current
             taken = []
             for earlier, records in _earlier_runs(path, update, warn):
                 current.merge(records)
