@@ -13,7 +13,7 @@ from harness.paths import ROOT
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry
-from verified_book.engine import provenance
+from verified_book.engine import checkout, provenance
 from verified_book.engine.source import source_of
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
@@ -537,10 +537,10 @@ def test_a_tree_is_dirty_by_its_changes_but_not_by_the_results_a_run_writes(tmp_
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
     (tmp_path / "results" / "m.json").write_text('{"a": 1}')
-    commit, dirty = provenance.commit_of(tmp_path, (tmp_path / "results",))
+    commit, dirty = checkout.commit_of(tmp_path, (tmp_path / "results",))
     assert commit and len(commit) == 40 and dirty is False
     (tmp_path / "page.md").write_text("two\n")
-    assert provenance.commit_of(tmp_path, (tmp_path / "results",))[1] is True
+    assert checkout.commit_of(tmp_path, (tmp_path / "results",))[1] is True
 
 
 def test_the_runs_summary_counts_the_files_records_that_are_outdated(tmp_path: Path) -> None:

@@ -42,11 +42,12 @@ from verified_book.authoring.registry import REGISTRY, Claim
 from verified_book.book.bindings import AllowListError, Binding, Page, read_allowlist, read_page, unknown_claim
 from verified_book.engine import snippet_figures
 from verified_book.engine.check import judge
+from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import BookConfig, OpenBook, open_book
 from verified_book.engine.live_report import Report, Saved
 from verified_book.engine.machine import VERSIONED
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import VersionsNow, changed_snippet, commit_of, outdated_reason
+from verified_book.engine.provenance import VersionsNow, changed_snippet, outdated_reason
 from verified_book.errors import Problem
 from verified_book.records import store as store_mod
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput

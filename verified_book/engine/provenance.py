@@ -13,7 +13,6 @@ import contextvars
 import functools
 import inspect
 import os
-import subprocess
 import sys
 import types
 import weakref
@@ -575,27 +574,3 @@ def _outdated_reason(
     if changes:
         return "; ".join(changes)
     return moved_libraries(claim, record, backend, now) if backend is not None and now is not None else None
-
-
-def commit_of(root: Path, own: tuple[Path, ...] = ()) -> tuple[str | None, bool | None]:
-    """The checkout's commit and whether its tree has changes other than in `own` (the results
-    folders a run writes to, whose changes are its output, not its input); (None, None) outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return None, None
-        outside = [
-            f":(exclude){Path(p).resolve().relative_to(root.resolve())}"
-            for p in own
-            if Path(p).resolve().is_relative_to(root.resolve())
-        ]
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outside],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None, None

@@ -34,9 +34,10 @@ from verified_book.book.snippet_output import BookOutputs, check_snippet
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import Verifier
+from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
 from verified_book.engine.premises import premise_problems
-from verified_book.engine.provenance import commit_of, outdated_reason
+from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
