@@ -69,6 +69,11 @@ class Phases:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.stamps["collected"] = time.time()
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the workers collect, not this process: collection ends when the first worker's does."""
+        self.stamps.setdefault("collected", time.time())
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         before = cpu_seconds()
@@ -107,5 +112,6 @@ class Phases:
             if len(row["slowest"]) < SLOWEST:
                 row["slowest"].append([nodeid, round(seconds, 3)])
         loaded = sorted(name for name in sys.modules if not name.startswith("_"))  # what the run imported, for floors
-        recorded = {"stamps": self.stamps, "items": totals, "modules": loaded}
+        workers = int(getattr(config.option, "numprocesses", 0) or 0)
+        recorded = {"stamps": self.stamps, "items": totals, "modules": loaded, "workers": workers}
         self.out.write_text(json.dumps(recorded, indent=1), encoding="utf-8")

@@ -222,10 +222,14 @@ def phases(
     not known.
     """
     stamps, items = recorded["stamps"], recorded["items"]
-    between = (stamps["session_finish"] - stamps["collected"]) - sum(row["seconds"] for row in items.values())
+    # under xdist the items' seconds are the workers' and add up over them: pytest's own work between items is
+    # what the workers' time held beyond them
+    workers = max(int(recorded.get("workers") or 0), 1)
+    collected = stamps.get("collected", stamps["session_start"])
+    between = (stamps["session_finish"] - collected) * workers - sum(row["seconds"] for row in items.values())
     parts = {
         "start_up": stamps["session_start"] - launched,
-        "collection": stamps["collected"] - stamps["session_start"],
+        "collection": collected - stamps["session_start"],
         **{f"{name}_items": row["seconds"] for name, row in items.items()},
         "between_items": between,
         "close": ended - stamps["session_finish"],
@@ -235,6 +239,7 @@ def phases(
         "items": {name: row["items"] for name, row in items.items()},
         "slowest": {name: row.get("slowest", []) for name, row in items.items()},
         "cores": cores,
+        "workers": workers,
     }
     timed_cpu = items["timed"].get("cpu_seconds")
     if cpu_seconds is not None and timed_cpu is not None:

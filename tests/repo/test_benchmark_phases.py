@@ -93,6 +93,25 @@ def test_the_floor_runs_the_timed_part_alone_and_shares_out_every_other_cpu_seco
     )
 
 
+def test_a_run_spread_over_workers_counts_their_seconds_and_collects_when_the_first_did() -> None:
+    """Under xdist the items' seconds add up over the workers, and the controller collects nothing: collection
+    ends when the first worker's did (the stamp phases.py takes then), or, unstamped, when the session began."""
+    recorded = {
+        "stamps": {"session_start": 104.0, "collected": 106.0, "session_finish": 126.0},
+        "items": {
+            "timed": {"items": 3, "seconds": 4.0, "cpu_seconds": 0.0},
+            "book": {"items": 9, "seconds": 14.0, "cpu_seconds": 0.0},
+            "machinery": {"items": 4, "seconds": 18.0, "cpu_seconds": 0.0},
+        },
+        "workers": 2,
+    }
+    out = bench.phases(recorded, launched=100.0, ended=127.0, cores=2)
+    assert out["workers"] == 2 and out["seconds"]["collection"] == 2.0
+    assert out["seconds"]["between_items"] == 4.0, "20 s of two workers, 36 s of it in the items"
+    del recorded["stamps"]["collected"]
+    assert bench.phases(recorded, launched=100.0, ended=127.0, cores=2)["seconds"]["collection"] == 0.0
+
+
 def test_a_command_s_cpu_seconds_take_in_the_children_it_started() -> None:
     """What `run_job` adds up: a child's CPU seconds, and its own child's, once each is waited for."""
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
