@@ -3,6 +3,7 @@ check fails at its definition, naming the dispute and what it shares with it."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -128,3 +129,25 @@ def test_an_excuse_declared_wrongly_fails_at_its_line(pytester: pytest.Pytester,
     out = faults.run_book(book_with(pytester, declaration)).stdout.str()
     place = EXCUSE_LINE + declaration.count("\n")
     assert f"sample_claims/arith.py:{place}: {found}" in out, out
+
+
+def test_the_book_s_dependants_are_found_alike_under_a_reader_s_profiler() -> None:
+    """A profiler the reader runs (cProfile holds the interpreter's profile hook) is left in place: the finder
+    does not replace it to watch a claim compute, and finds the same dependants from the code the claims reach."""
+    import cProfile
+
+    from harness.paths import ROOT
+
+    from verified_book.authoring.registry import REGISTRY
+    from verified_book.book.bindings import Book
+    from verified_book.engine import premises
+    from verified_book.engine.config import open_book, read_config
+
+    config = read_config(ROOT)
+    with open_book(config).opened():
+        bindings = list(Book.read(config.pages, config.root).bindings())
+        plain = premises.premise_problems(REGISTRY, bindings)
+        with cProfile.Profile() as profiler:
+            profiled = premises.premise_problems(REGISTRY, bindings)
+        assert sys.getprofile() is None and profiler is not None
+    assert [str(p) for p in profiled] == [str(p) for p in plain] == []

@@ -29,7 +29,7 @@ from verified_book.engine.recorded import recorded_reads
 from verified_book.records.conditions import contended
 from verified_book.records.errors import ResultsError
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
-from verified_book.records.results import ResultsFile, from_json, read_all
+from verified_book.records.results import CHECKED_RESULTS, ResultsFile, from_json, read_all
 from verified_book.records.store import read_history
 from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Shown, Status
 
@@ -295,24 +295,42 @@ def held_here_shown_otherwise(
     for binding in bindings:
         claim = REGISTRY.get(binding.claim_id)
         elsewhere = {slug: r for slug, r in others.items() if slug != here.slug and binding.claim_id in r.records}
-        if claim is None or not elsewhere or figure_view(binding, claim, {here.slug: here}).status not in HELD:
+        if claim is None or not any(_may_show_otherwise(binding, r) for r in elsewhere.values()):
+            continue
+        if figure_view(binding, claim, {here.slug: here}).status not in HELD:
             continue
         if any(m.status in OTHERWISE for m in figure_view(binding, claim, elsewhere).measurements):
             found.append(binding)
     return found
 
 
-def shown_otherwise_after(bindings: Iterable[Binding], written: Path | None, committed: Path) -> list[Binding]:
+def _may_show_otherwise(binding: Binding, results: ResultsFile) -> bool:
+    """Whether a machine's records of a figure's claim can show it otherwise (`OTHERWISE`), as `_measure` decides:
+    only a record that judged this figure as printed now stale or failed, or that judged it otherwise printed or
+    not at all (judged again here). One that held it shows it held, outdated or contended, never otherwise."""
+    for record in results.records[binding.claim_id].values():
+        if record.status == Status.SKIPPED:
+            continue
+        entry = None if record.value is None and recorded_value(record) is not None else _entry_for(binding, record)
+        if entry is None or entry.status in (Status.STALE, Status.FAILED):
+            return True
+    return False
+
+
+def shown_otherwise_after(
+    bindings: Iterable[Binding], written: Path | None, committed: Path, root: Path
+) -> list[Binding]:
     """`held_here_shown_otherwise` after a run: this machine's records as the run left them in `written`,
-    the other machines' as the committed results folder holds them (a file that cannot be read is the site's
-    to report; here it shows nothing)."""
+    the other machines' as the committed results folder holds them, each taken unchecked where the book at
+    `root` keeps it found sound (`CHECKED_RESULTS`); a file that cannot be read is the site's to report, and
+    here shows nothing."""
     if written is None or not written.is_file():
         return []
     try:
         here = read_history(written)
     except ResultsError:
         return []
-    others = read_all(committed, lambda _: None) if committed.is_dir() else {}
+    others = read_all(committed, lambda _: None, kept_in=root / CHECKED_RESULTS) if committed.is_dir() else {}
     return held_here_shown_otherwise(bindings, here, others)
 
 

@@ -77,7 +77,7 @@ def shares(claim: Claim, premise: Sequence[str]) -> tuple[str, ...]:
     entries = [p for p in premise if is_entry(p) and _writes_key(reached.values(), p)]
     if not helpers and not entries:
         return ()
-    if claim.needs_backend:
+    if claim.needs_backend or sys.getprofile() is not None:  # a profiler of the reader's is not ours to replace
         return tuple(p for p in premise if p in helpers or p in entries)
     called, read = _watched(claim, [_code_of(h) for h in helpers])
     return tuple(p for p in premise if p in called or p in read)

@@ -80,7 +80,9 @@ class _Outcome:
         self.broken = [b.line() for b in run.broken()]
         self.slug = run.machine.slug
         with run.opened_book.opened():
-            self.otherwise = len(shown_otherwise_after(run.book.bindings(), self.written, run.book_config.results))
+            self.otherwise = len(
+                shown_otherwise_after(run.book.bindings(), self.written, run.book_config.results, run.root)
+            )
 
 
 class _Named:

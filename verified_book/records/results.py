@@ -332,6 +332,11 @@ def no_json_constants(name: str) -> Any:
 KEEP_CHECKED = 50  # sound files `read` keeps checked in a `kept_in` folder; the oldest used go first
 
 
+#: where the results files found sound are kept, so that the next read of an unchanged file (a site build, the
+#: verdict's other machines) takes it without checking it again (`read`), relative to the book's root
+CHECKED_RESULTS = Path(".cache") / "verified-book" / "results"
+
+
 def read(
     path: Path, known_claims: set[str] | None = None, kept_in: Path | None = None, *, own: bool = False
 ) -> ResultsFile:

@@ -24,7 +24,7 @@ from verified_book.engine import provenance
 from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
 from verified_book.records import store
-from verified_book.records.results import SLUG_PATTERN, ResultsError, ResultsFile, read_all
+from verified_book.records.results import CHECKED_RESULTS, SLUG_PATTERN, ResultsError, ResultsFile, read_all
 from verified_book.site import render, transform
 from verified_book.vocabulary import fingerprint
 
@@ -33,9 +33,6 @@ from verified_book.vocabulary import fingerprint
 PAGES_FILE = Path(".cache") / "verified-book" / "pages.json"
 #: what to run when the generated pages are missing or older than the results
 PAGES_COMMAND = "verified-book pages"
-#: where a build keeps the results files it found sound, so that the next reads an unchanged file without
-#: checking it again (`verified_book.records.results.read`), relative to the book's root
-CHECKED_RESULTS = Path(".cache") / "verified-book" / "results"
 
 
 def with_mark(relative: str, text: str) -> str:
