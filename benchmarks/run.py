@@ -775,7 +775,6 @@ def first_verdict(with_pip: bool = True) -> dict[str, Any]:
         goal_s=FIRST_VERDICT_GOAL_S,
         met=result["exit_status"] == 0 and result["seconds"] <= FIRST_VERDICT_TARGET_S,
         goal_met=result["exit_status"] == 0 and result["seconds"] <= FIRST_VERDICT_GOAL_S,
-        shared_machine="timed on a machine others were using at the same time; see load_average_at_start",
     )
     print(f"  first verdict: {first_verdict_words(result)}", flush=True)
     if with_pip:
@@ -809,13 +808,19 @@ def readme_block(results: Path | None = None) -> str:
             continue
         pip = first.get("with_pip")
         lines.append(
-            f"Fresh clone to first verdict, {result['machine']} ({result.get('cpu') or 'a CPU'}, shared), "
+            f"Fresh clone to first verdict, {result['machine']} ({result.get('cpu') or 'a CPU'}{_load(first)}), "
             f"{first['date'][:10]}: {first['seconds']:.0f} s; set-up {first['setup_s']:.0f} s with "
             f"{first['installer']}" + (f" ({pip['setup_s']:.0f} s with pip)" if pip else "") + f", verdict "
             f"{first['verdict_s']:.0f} s; target {first['target_s']:.0f} s {'met' if first['met'] else 'not met'} "
             f"(`benchmarks/results/{path.name}`)."
         )
     return "\n".join([README_BLOCK[0], *lines, README_BLOCK[1]])
+
+
+def _load(first: dict[str, Any]) -> str:
+    """The load average the fresh clone's timing began under, as the README says it: what else the machine ran."""
+    load = first.get("load_average_at_start")
+    return f", load {load:.1f}" if isinstance(load, (int, float)) else ""
 
 
 def rewrite_readme(readme: Path | None = None) -> bool:

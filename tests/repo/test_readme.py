@@ -109,13 +109,13 @@ def test_the_readme_s_figures_follow_the_results_file(tmp_path: Path) -> None:
     from benchmarks import run as bench
 
     first = {"date": "2031-01-02T03:04:05+0000", "seconds": 41.2, "setup_s": 23.4, "verdict_s": 15.1, "met": True}
-    first |= {"installer": "uv 9.9.9", "target_s": 45.0, "with_pip": {"setup_s": 99.6}}
+    first |= {"installer": "uv 9.9.9", "target_s": 45.0, "with_pip": {"setup_s": 99.6}, "load_average_at_start": 3.14}
     result = {"machine": "box-2c", "cpu": "Some CPU", "cores": 2, "first_verdict": first}
     (tmp_path / "box-2c.json").write_text(json.dumps(result), encoding="utf-8")
     (tmp_path / "other.json").write_text(json.dumps({"machine": "other", "cores": 4}), encoding="utf-8")
     block = bench.readme_block(tmp_path)
     assert block.splitlines()[1] == (
-        "Fresh clone to first verdict, box-2c (Some CPU, shared), 2031-01-02: 41 s; set-up 23 s with "
+        "Fresh clone to first verdict, box-2c (Some CPU, load 3.1), 2031-01-02: 41 s; set-up 23 s with "
         "uv 9.9.9 (100 s with pip), verdict 15 s; target 45 s met (`benchmarks/results/box-2c.json`)."
     )
     assert len(block.splitlines()) == 3, "a results file without a fresh clone's figures adds no line"
