@@ -311,7 +311,7 @@ def _may_show_otherwise(binding: Binding, results: ResultsFile) -> bool:
     for record in results.records[binding.claim_id].values():
         if record.status == Status.SKIPPED:
             continue
-        entry = None if record.value is None and recorded_value(record) is not None else _entry_for(binding, record)
+        entry = None if _nan_recorded_as_failure(record) else _entry_for(binding, record)
         if entry is None or entry.status in (Status.STALE, Status.FAILED):
             return True
     return False
@@ -365,6 +365,12 @@ def _reads(record: Record) -> list[Read]:
 NAN_BEFORE = "returned NaN"
 
 
+def _nan_recorded_as_failure(record: Record) -> bool:
+    """Whether a record is one from before a computed NaN was kept as a value: failed, its NaN only in its message
+    (`NAN_BEFORE`), so its figures are judged again from that NaN."""
+    return record.value is None and recorded_value(record) is not None
+
+
 def recorded_value(record: Record) -> Any:
     """A record's value as a panel shows and judges it: a NaN or an infinity (kept as its text) as the float it
     is, and the NaN of a record from before a computed NaN was kept as a value (`NAN_BEFORE`) as that NaN."""
@@ -378,7 +384,7 @@ def _measure(
 ) -> Measurement:
     raw_status = record.status
     value = recorded_value(record)
-    before = record.value is None and value is not None  # a NaN recorded as a claim that failed: judged again
+    before = _nan_recorded_as_failure(record)  # judged again
     message = record.message or ""
     date = results.date_of(binding.claim_id, backend) or ""
     version = record.version or ""
