@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import pytest
 from harness.paths import ROOT
+from harness.pip_env import plain_env
 from harness.scripts import run_py
 from packaging.requirements import Requirement
 
@@ -112,16 +113,6 @@ def project_requirements(extras: tuple[str, ...], target: Any) -> list[str]:
             seen.add(extra)
             add(project["optional-dependencies"][extra], extra)
     return out
-
-
-def plain_env() -> dict[str, str]:
-    """pip as on a reader's machine: no configuration file, none of this machine's pip settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env["PIP_CONFIG_FILE"] = os.devnull
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    if os.environ.get("PIP_CERT"):
-        env["PIP_CERT"] = os.environ["PIP_CERT"]
-    return env
 
 
 PIP_WITH_MARKERS = """

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from harness.paths import ROOT
+from harness.pip_env import plain_env
 from harness.scripts import run_py
 
 SNIPPETS = sorted((ROOT / "book" / "snippets").glob("*.py"))
@@ -84,16 +85,6 @@ def test_a_snippet_executes_as_a_notebook_in_the_project_s_environment(tmp_path:
 # The right torch from the right place: on a plain machine, no NVIDIA library in the plan.
 
 
-def _plain_env() -> dict[str, str]:
-    """pip as on a reader's machine: no configuration file, none of this machine's pip settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env["PIP_CONFIG_FILE"] = os.devnull
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    if os.environ.get("PIP_CERT"):
-        env["PIP_CERT"] = os.environ["PIP_CERT"]
-    return env
-
-
 def _dry_run(*requirements: str) -> list[str]:
     """The names pip's resolver would install for `requirements` under an empty configuration."""
     done = subprocess.run(
@@ -112,7 +103,7 @@ def _dry_run(*requirements: str) -> list[str]:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=_plain_env(),
+        env=plain_env(),
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
