@@ -189,8 +189,18 @@ def _held(figures: Mapping[str, int]) -> str:
 
 
 #: what the book's checks never use, kept out of `verify`: pytest's cache and assertion rewriting (the checks
-#: raise their own errors; the hook would inspect every module imported).
-VERIFY_OPTIONS = ("-p", "no:cacheprovider", "--assert=plain")
+#: raise their own errors; the hook would inspect every module imported), the hooks that watch tests for
+#: unraisable and thread exceptions (a check's own error is its outcome; the first collects the garbage at the
+#: end of every run), and the plugins of the engine's own test suite, which a reader's `verify` never calls.
+VERIFY_OPTIONS = (
+    "-p", "no:cacheprovider",
+    "--assert=plain",
+    "-p", "no:unraisableexception",
+    "-p", "no:threadexception",
+    "-p", "no:hypothesispytest",
+    "-p", "no:regressions",
+    "-p", "no:pytest-datadir",
+)  # fmt: skip
 
 
 def verify(book: BookConfig, args: list[str]) -> int:

@@ -98,8 +98,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self.results: dict[str, ResultsFile] = {}
         self.local: dict[str, str] = {}  # this clone's own runs, by the name the site shows: the file they are in
         self._read_results()
-        if self._drawing is not None:  # it draws while the topics load, which it does not need
-            self._drawing.give(self.results)
+        if self._drawing is not None:  # it reads and draws while the topics load, which it does not need
+            self._drawing.read_apart(self.results)
         self.opened_book = open_book(self.book_config)
         self._opened.enter_context(self.opened_book.opened())
         load_errors = self.opened_book.load_errors
@@ -178,11 +178,14 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     def _read_results(self) -> None:
         """Every machine's results file, committed and (unless the build is pointed at a results folder)
         this clone's own."""
-        results_dir = (self.root / self.config.results_dir).resolve() if self.config.results_dir else None
         read = site_book.read_results(
-            self.book_config, results_dir, str(self.config.results_dir or "results"), self._problem, log.info
+            self.book_config, self._results_dir(), str(self.config.results_dir or "results"), self._problem, log.info
         )
         self.results, self.local, self.results_read = read.files, read.local, read.read
+
+    def _results_dir(self) -> Path | None:
+        """The results folder mkdocs.yml points the build at (`results_dir`); None for the book's own."""
+        return (self.root / self.config.results_dir).resolve() if self.config.results_dir else None
 
     def _problem(self, problem: Problem) -> None:
         self.problems.append(problem)
@@ -425,7 +428,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         reading them, loading the topics and rendering the chapters, so it is ready when the build reaches its page."""
         where = self.book_config.plots
         if where and usable_cpus() > 1:
-            self._drawing = plots_process.Drawing(where, self.root, results=None)  # given them once read
+            self._drawing = plots_process.Drawing(where, self.root, results=None, reads_from=self._results_dir())
 
     def _plots_page(self) -> render.GeneratedPage:
         """The plots page: the drawing `_start_plots` began, else drawn here."""

@@ -2,8 +2,10 @@
 
 Drawing is the slowest page of a build (matplotlib alone takes a second to load) and needs
 nothing but the results files. Where a second core is free, the site starts
-`python -m verified_book.site.plots_process`, which loads the drawing's code while the site reads
-the results, draws once it is handed them, and gives the page back when the site reaches it.
+`python -m verified_book.site.plots_process`, which loads the drawing's code and reads the results
+files itself (`build.read_results`, as the site reads them: handing over what the site read would
+cost the site the time of copying every record) while the site reads them, draws, and gives the
+page back when the site reaches it. Results the site holds in memory only are handed over (`give`).
 The child is a plain interpreter, not a multiprocessing one, so nothing of the process that
 builds the site (its main module, its threads) is imported or copied again.
 Where the child cannot give a page back, the page is drawn in the building process instead,
@@ -45,11 +47,15 @@ def function(where: str) -> Draw:
 class Drawing:
     """One plots page being drawn apart; `page()` waits for it, or draws it here."""
 
-    def __init__(self, where: str, root: Path, results: Mapping[str, ResultsFile] | None) -> None:
+    def __init__(
+        self, where: str, root: Path, results: Mapping[str, ResultsFile] | None, reads_from: Path | None = None
+    ) -> None:
         """Start the child, which loads the drawing's code and then waits for the results: pass them
-        here, or `give` them once read (None), so the child's start overlaps their reading."""
+        here, or `give` them once read (None), so the child's start overlaps their reading, or let it read
+        them (`read_apart`) from the book's results folder, or `reads_from`, as the site reads them."""
         self.where = where
         self.root = root
+        self.reads_from = reads_from
         self.results: Mapping[str, ResultsFile] | None = None
         self._folder = tempfile.TemporaryDirectory(prefix="verified-book-plots-")
         self._given = Path(self._folder.name) / "results.pickle"
@@ -70,9 +76,18 @@ class Drawing:
         """The results to draw from: written beside the child, which reads them once told so on its input."""
         self.results = results
         self._given.write_bytes(pickle.dumps(dict(results)))
+        self._tell(GIVEN)
+
+    def read_apart(self, results: Mapping[str, ResultsFile]) -> None:
+        """The child reads the results files itself; `results` are the same files as the site read them, drawn
+        from here where the child gives no page back."""
+        self.results = results
+        self._tell(READ + os.fsencode(str(self.reads_from or "")))
+
+    def _tell(self, line: bytes) -> None:
         if self._child is not None and self._child.stdin is not None:
             try:
-                self._child.stdin.write(b"\n")
+                self._child.stdin.write(line + b"\n")
                 self._child.stdin.flush()
             except BrokenPipeError:  # the child is gone: `page` draws here
                 pass
@@ -110,12 +125,29 @@ def _unpickled(data: bytes) -> Any:
         return None
 
 
+#: what the building process tells the child on its input, in one line: the results are written beside it
+#: (GIVEN), or the child reads them itself (READ, then the results folder the site reads, empty for the book's own)
+GIVEN, READ = b"given", b"read "
+
+
+def read_here(root: Path, folder: Path | None) -> dict[str, ResultsFile]:
+    """The results files as the site reads them (`build.read_results`); their problems are the site's to say."""
+    from verified_book.engine.config import read_config
+    from verified_book.site.build import read_results
+
+    return read_results(read_config(root), folder, "results", lambda problem: None, lambda text: None).files
+
+
 def main(argv: list[str]) -> int:
     where, given, root = argv
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the page alone
         draw = function(where)
-        sys.stdin.buffer.read(1)  # the building process says when the results are written
-        results: Any = pickle.loads(Path(given).read_bytes())
+        told = sys.stdin.buffer.readline().rstrip(b"\n")  # the building process says where the results are
+        if told.startswith(READ):
+            folder = os.fsdecode(told[len(READ) :])
+            results: Any = read_here(Path(root), Path(folder) if folder else None)
+        else:
+            results = pickle.loads(Path(given).read_bytes())
         page = drawn(draw, results, Path(root))
     sys.stdout.buffer.write(pickle.dumps(page))
     return 0

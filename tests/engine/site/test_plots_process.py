@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -57,6 +59,23 @@ def test_the_child_starts_before_the_results_and_draws_once_given_them(drawer: P
         plots_process.Drawing("drawer_module:draw", drawer, None).page()
 
 
+@pytest.mark.slow  # reads the committed results in a process of its own
+def test_a_child_that_reads_the_results_itself_draws_them_as_the_site_read_them(drawer: Path) -> None:
+    """The site hands the child no records (copying them costs the site more than reading them costs the child):
+    the child reads the folder the site read, and draws the same machines; a child that cannot gives the page back
+    drawn here from the site's own."""
+    from verified_book.engine.config import read_config
+    from verified_book.site.build import read_results
+
+    shutil.copytree(ROOT / "results", drawer / "results")
+    (drawer / "book.toml").write_text('[book]\nresults = "results"\n')
+    site = read_results(read_config(drawer), None, "results", lambda p: pytest.fail(str(p)), lambda text: None).files
+    drawing = plots_process.Drawing("drawer_module:draw", drawer, None)
+    drawing.read_apart(site)
+    page = drawing.page().markdown
+    assert page.startswith(f"# {sorted(site)} drawn in ") and not page.endswith(f" {os.getpid()}")
+
+
 def test_a_drawing_error_surfaces_here_with_its_own_message(
     drawer: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,9 +119,9 @@ def test_a_book_with_its_own_plots_page_starts_no_drawing(tmp_path: Path, monkey
     started: list[str] = []
 
     class Recorded(plots_process.Drawing):
-        def __init__(self, where: str, root: Path, results: object) -> None:
+        def __init__(self, where: str, root: Path, results: object, reads_from: Path | None = None) -> None:
             started.append(where)
-            super().__init__(where, root, results)  # type: ignore[arg-type]
+            super().__init__(where, root, results, reads_from)  # type: ignore[arg-type]
 
     monkeypatch.setattr(plots_process, "Drawing", Recorded)
     project = copy_project(tmp_path / "own")
