@@ -326,11 +326,18 @@ def shown_otherwise_after(
     here shows nothing."""
     if written is None or not written.is_file():
         return []
+    others = read_all(committed, lambda _: None, kept_in=root / CHECKED_RESULTS) if committed.is_dir() else {}
+    bindings = list(bindings)
+    elsewhere = [r for slug, r in others.items() if slug != written.stem]
+    wanted = {
+        b.claim_id for b in bindings if any(b.claim_id in r.records and _may_show_otherwise(b, r) for r in elsewhere)
+    }
+    if not wanted:
+        return []
     try:
-        here = read_history(written)
+        here = read_history(written, claims=wanted)  # a store reads those claims' rows only
     except ResultsError:
         return []
-    others = read_all(committed, lambda _: None, kept_in=root / CHECKED_RESULTS) if committed.is_dir() else {}
     return held_here_shown_otherwise(bindings, here, others)
 
 

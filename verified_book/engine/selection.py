@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim, Registry
@@ -32,7 +32,7 @@ from verified_book.engine.recorded import assumed_backends, recorded_outcome, wh
 from verified_book.errors import BookError
 from verified_book.records import store
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record
-from verified_book.records.results import ResultsError, ResultsFile, read
+from verified_book.records.results import ResultsError, ResultsFile
 from verified_book.vocabulary import NO_BACKEND_NAME, Status
 
 #: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
@@ -414,15 +414,16 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
                 )
 
 
-def recorded(results_path: Path) -> tuple[ResultsFile | None, str]:
-    """This machine's history (its store, or its results file) as `--changed` and `--reading` select from it,
-    or None and why there is none to read. A history that does not read selects as no records (everything is
+def recorded(results_path: Path, warn: Callable[[str], None] = lambda _: None) -> tuple[ResultsFile | None, str]:
+    """This machine's history (its store, or its results file, read whatever its size: `store.read_history`) as
+    `--changed` and `--reading` select from it, or None and why there is none to read; a bad row of a store is
+    set aside and said through `warn`. A history that does not read selects as no records (everything is
     checked); the run's writing reports it and keeps it aside."""
-    history = store.Store(results_path) if store.is_store(results_path) else None
-    if not (results_path.is_file() or (history is not None and history.legacy.is_file())):
+    legacy = store.is_store(results_path) and store.Store(results_path).legacy.is_file()
+    if not (results_path.is_file() or legacy):
         return None, NO_RECORDS_YET
     try:
-        return (history.read() if history is not None else read(results_path)), ""
+        return store.read_history(results_path, warn), ""
     except ResultsError as e:
         return None, f"this machine's records do not read ({str(e).splitlines()[0]})"
 

@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
 from verified_book.authoring import inputs as inputs_mod
@@ -33,11 +33,11 @@ from verified_book.book.bindings import (
 from verified_book.book.snippet_output import BookOutputs, check_snippet
 from verified_book.engine import environment
 from verified_book.engine import machine as machine_mod
+from verified_book.engine import selection as selection_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
 from verified_book.engine.premises import premise_problems
-from verified_book.engine.provenance import outdated_reason
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
 from verified_book.errors import BookError, Problem
@@ -46,8 +46,6 @@ from verified_book.records import store as store_mod
 from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import (
-    FIGURE_COUNTS,
-    LABELS,
     NO_BACKEND_NAME,
     Kind,
     Mark,
@@ -228,6 +226,7 @@ class Session:
         self.tally = Tally()
         self.written: Path | None = None
         self._merged: ResultsFile | None = None  # the machine's history as this run's merge left it
+        self._found: tuple[ResultsFile | None, str] | None = None  # the history as the run found it, read once
         self.history_notices: list[str] = []  # what reading a store's whole history said (a bad row set aside)
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
@@ -293,13 +292,25 @@ class Session:
             return store_mod.place(self.results_dir, self.machine.slug)
         return self.results_dir / f"{self.machine.slug}.json"
 
-    @property
-    def merged(self) -> ResultsFile | None:
-        """The machine's whole history as this run's merge left it: a store's is read the first time it is asked
-        for, as a store's merge writes and returns only what the run touched."""
-        if self._merged is None and self.written is not None and store_mod.is_store(self.written):
-            self._merged = store_mod.Store(self.written).read(self.history_notices.append)
-        return self._merged
+    def history_found(self) -> tuple[ResultsFile | None, str]:
+        """This machine's history as the run found it, as `--changed` and `--reading` select from it (or None and
+        why there is none to read): read once, the first time it is asked for."""
+        if self._found is None:
+            self._found = selection_mod.recorded(self.results_path, self.history_notices.append)
+        return self._found
+
+    def records_left(self, redone: Collection[tuple[str, str]]) -> ResultsFile | None:
+        """The records of this machine's history that this run did not redo (`redone`), as its merge left them:
+        the history the run found where it read one (a merge changes only what it redid), else a store's rows
+        but those, read at their cost (a store's merge writes and returns only what the run touched); a results
+        file's merge returned it whole. None before the run wrote any."""
+        if self.written is None:
+            return None
+        if not store_mod.is_store(self.written):
+            return self._merged
+        if self._found is not None and self._found[0] is not None:
+            return self._found[0]
+        return store_mod.Store(self.written).read_except(redone, self.history_notices.append)
 
     def write_records(
         self, only: Iterable[tuple[str, str]] | None = None, commit: tuple[str | None, bool | None] | None = None
@@ -511,76 +522,7 @@ def claim_of_nodeid(nodeid: str) -> str | None:
     return found["claim"] if found else None
 
 
-def summary_table(
-    statuses: dict[tuple[str, str], str],
-    selected: set[tuple[str, str]] | None = None,
-    cannot: Container[tuple[str, str]] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Counts by backend: each status judged, and (given the selection) `selected`, `not here` for the selected
-    checks this machine cannot run (`cannot`: it lacks their hardware or library) and `not run` for those the run
-    never reached (stopped before them). Without `cannot`, every selected check not judged is `not here`."""
-    table: dict[str, dict[str, int]] = {}
-    for (_, backend_name), status in statuses.items():
-        row = table.setdefault(backend_name, {})
-        row[status] = row.get(status, 0) + 1
-    for key in selected or ():
-        row = table.setdefault(key[1], {})
-        row["selected"] = row.get("selected", 0) + 1
-        if key not in statuses:
-            state = Shown.NOT_HERE if cannot is None or key in cannot else Shown.NOT_RUN
-            row[state] = row.get(state, 0) + 1
-    return table
-
-
-def outdated_records(run: Session, judged: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
-    """Records in this machine's results file that this run did not redo and that no longer match the
-    book (the claim's code or an input changed since), each with why: a rerun of them clears it."""
-    results = run.merged
-    if results is None:
-        return {}
-    out = {}
-    for claim_id, per_backend in results.current(REGISTRY).items():
-        for backend_name, record in per_backend.items():
-            if (claim_id, backend_name) in judged or record.status == Status.SKIPPED:
-                continue
-            why = outdated_reason(REGISTRY[claim_id], results.claims.get(claim_id), record)
-            if why:
-                out[(claim_id, backend_name)] = why
-    return out
-
-
 def hardware_in(markexpr: str) -> list[str]:
     """The hardware markers a `-m` expression names, in the order it names them."""
     known = machine_mod.profiles()
     return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z0-9_]+", markexpr or "") if w in known))
-
-
-def figure_counts(figure_statuses: dict[str, str], selected: set[str]) -> dict[str, int]:
-    """Figures by their status on this machine, each selected figure once: `not here` for those that no
-    backend here computed (skipped, at collection or when judged), `not run` for those the run never
-    reached (it was stopped before them)."""
-    counts: dict[str, int] = {}
-    for nodeid in selected | set(figure_statuses):
-        status = figure_statuses.get(nodeid, Shown.NOT_RUN)
-        status = Shown.NOT_HERE if status == Status.SKIPPED else status
-        counts[status] = counts.get(status, 0) + 1
-    return counts
-
-
-def figure_line(counts: Mapping[str, int], bound: int) -> str:
-    """What the run found of the book's printed figures, each counted once in one status, the parts
-    adding up to the figures the run selected; the summary and the verdict both print this line. What the
-    run did not judge is named as the vocabulary names it: not computable here, not run (interrupted)."""
-    selected = sum(counts.values())
-    of = f"all {bound}" if selected == bound else f"{selected} of the book's {bound}"
-    parts = [
-        f"{counts.get(s, 0)} {s}"
-        for s in FIGURE_COUNTS
-        if s not in (Shown.BROKEN_ENVIRONMENT, Shown.NOT_HERE, Shown.NOT_RUN)
-    ]
-    if counts.get(Shown.BROKEN_ENVIRONMENT):
-        parts.append(f"{counts[Shown.BROKEN_ENVIRONMENT]} not checked (the environment broke)")
-    parts.append(f"{counts.get(Shown.NOT_HERE, 0)} {LABELS[Shown.NOT_HERE]}")
-    if counts.get(Shown.NOT_RUN):
-        parts.append(f"{counts[Shown.NOT_RUN]} {LABELS[Shown.NOT_RUN]}")
-    return f"figures ({of} bound figures selected): {', '.join(parts)}"

@@ -66,7 +66,7 @@ class _Outcome:
 
     def pytest_unconfigure(self, config: Any) -> None:
         from verified_book.engine.figure_status import shown_otherwise_after
-        from verified_book.engine.session import figure_counts
+        from verified_book.engine.run_summary import figure_counts
         from verified_book.integration.pytest.stash import STATE
 
         if STATE not in config.stash:
@@ -148,7 +148,7 @@ def verdict(outcome: _Outcome, tested: int, built: int, book: BookConfig) -> str
     is and where the records are, each on lines of its own that fit a terminal (SUMMARY_WIDTH)."""
     from verified_book.engine.figure_status import otherwise_words
     from verified_book.engine.kept_records import book_held, records_words
-    from verified_book.engine.session import figure_line
+    from verified_book.engine.run_summary import figure_line
     from verified_book.engine.terminal_text import verdict_lines
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
@@ -165,7 +165,7 @@ def interrupted_verdict(outcome: _Outcome, book: BookConfig) -> str:
     """The last lines of a `verify` stopped by Ctrl-C: what it judged before it stopped, what it never reached
     counted apart from what this machine cannot compute, and where the records of what ran are kept, laid out
     as `verdict` lays out its lines."""
-    from verified_book.engine.session import figure_line
+    from verified_book.engine.run_summary import figure_line
     from verified_book.engine.terminal_text import verdict_lines
 
     machine = f" on {outcome.slug}" if outcome.slug else ""
@@ -192,15 +192,10 @@ def _held(figures: Mapping[str, int]) -> str:
 #: raise their own errors; the hook would inspect every module imported), the hooks that watch tests for
 #: unraisable and thread exceptions (a check's own error is its outcome; the first collects the garbage at the
 #: end of every run), and the plugins of the engine's own test suite, which a reader's `verify` never calls.
-VERIFY_OPTIONS = (
-    "-p", "no:cacheprovider",
-    "--assert=plain",
-    "-p", "no:unraisableexception",
-    "-p", "no:threadexception",
-    "-p", "no:hypothesispytest",
-    "-p", "no:regressions",
-    "-p", "no:pytest-datadir",
-)  # fmt: skip
+VERIFY_OPTIONS = tuple(
+    "-p no:cacheprovider --assert=plain -p no:unraisableexception -p no:threadexception "
+    "-p no:hypothesispytest -p no:regressions -p no:pytest-datadir".split()
+)
 
 
 def verify(book: BookConfig, args: list[str]) -> int:

@@ -28,7 +28,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 from filelock import FileLock, Timeout
 from pydantic import TypeAdapter, ValidationError
@@ -85,9 +85,14 @@ def is_store(path: Path) -> bool:
     return path.suffix == SUFFIX
 
 
-def read_history(path: Path, warn: Callable[[str], None] = lambda _: None) -> ResultsFile:
-    """A machine's own history, whichever form holds it: its store, or its results file (read whatever its size)."""
-    return Store(path).read(warn) if is_store(path) else read(path, own=True)
+def read_history(
+    path: Path, warn: Callable[[str], None] = lambda _: None, claims: Iterable[str] | None = None
+) -> ResultsFile:
+    """A machine's own history, whichever form holds it: its store, or its results file (read whatever its size);
+    with `claims`, a store reads only those claims' rows (a results file is one text, read whole)."""
+    if not is_store(path):
+        return read(path, own=True)
+    return Store(path).read(warn) if claims is None else Store(path).read_claims(claims, warn)
 
 
 def place(folder: Path, slug: str) -> Path:
@@ -200,8 +205,14 @@ class Store:
         outputs whole): what a caller that needs only these claims reads, at the cost of these rows."""
         return self._read(set(claims), warn)
 
-    def _read(self, claims: set[str] | None, warn: Warn) -> ResultsFile:
-        """The rows asked for; before the store's first write, the JSON history it will take in, read whole."""
+    def read_except(self, keys: Collection[Key], warn: Warn = lambda _: None) -> ResultsFile:
+        """Every record but those of `keys` (claim, backend), with their claims' metadata and timings: what a run
+        that redid `keys` left as it was, at the cost of those rows and of listing the store's keys."""
+        return self._read(None, warn, leaving=keys)
+
+    def _read(self, claims: set[str] | None, warn: Warn, leaving: Collection[Key] = ()) -> ResultsFile:
+        """The rows asked for (`claims`, or all but the records `leaving` names); before the store's first
+        write, the JSON history it will take in, read whole."""
         if not self.exists():
             return read(self.legacy, own=True) if self.legacy.is_file() else ResultsFile(self.slug)
         writable = os.access(self.path.parent, os.W_OK | os.X_OK) and os.access(self.path, os.W_OK)
@@ -212,7 +223,11 @@ class Store:
                 if header is None:
                     return ResultsFile(self.slug)
                 rows = _Rows(self, db)
-                found = rows.take(None if claims is None else [], claims or (), whole_claims=True, outputs=True)
+                if leaving:
+                    pairs = [k for k in db.execute("SELECT claim, backend FROM records") if k not in leaving]
+                    found = rows.take(pairs, {c for c, _ in pairs}, outputs=True)
+                else:
+                    found = rows.take(None if claims is None else [], claims or (), whole_claims=True, outputs=True)
         except sqlite3.Error as e:
             raise ResultsError(f"{self.path}: does not read as a results store ({e})") from None
         self._set_aside(found.bad, warn)

@@ -23,6 +23,7 @@ from harness.served import served
 import verified_book.records.results as results
 from verified_book.authoring.registry import REGISTRY, Kind
 from verified_book.book.bindings import Book
+from verified_book.engine import selection
 
 WHERE = "results/contrib.json"
 KNOWN = {"basic.ratio"}
@@ -74,6 +75,8 @@ def test_the_size_limit_never_applies_to_a_machines_own_history(
     assert results.read_all(tmp_path, pytest.fail, own=True)
     kept, aside = results.read_salvaging(path)
     assert kept.records and not aside
+    history, why = selection.recorded(path)  # what --changed and --reading select from
+    assert history is not None and history.records and not why
     warnings: list[str] = []
     assert results.read_all(tmp_path, warnings.append) == {}
     assert len(warnings) == 1 and "never a machine's own history" in warnings[0]

@@ -212,6 +212,18 @@ def test_a_per_claim_read_reads_only_those_claims(tmp_path: Path) -> None:
     assert dumps(Store(path).read()) == dumps(read(Store(path).export(tmp_path / "out" / "box.json")))
 
 
+def test_what_a_run_left_is_read_without_what_it_redid(tmp_path: Path) -> None:
+    """The end of a run counts the records it did not redo: their rows, timings and metadata are read, the
+    redone ones are not, and a run that redid nothing leaves the whole history."""
+    path = place(tmp_path, "box")
+    merge_into(path, _history(6))
+    redone = {("item.c1", "numpy"), ("item.c4", "numpy"), ("item.gone", "numpy")}
+    left = Store(path).read_except(redone)
+    assert set(left.records) == set(left.claims) == {"item.c0", "item.c2", "item.c3", "item.c5"}
+    assert left.run.dates == {c: {"numpy": START.isoformat()} for c in left.records}
+    assert dumps(Store(path).read_except(set())) == dumps(Store(path).read())
+
+
 def test_a_store_of_an_older_schema_is_migrated_when_next_written_and_nothing_is_lost(tmp_path: Path) -> None:
     path = place(tmp_path, "box")
     merge_into(path, _history(12))

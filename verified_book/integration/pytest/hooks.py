@@ -39,10 +39,8 @@ from verified_book.integration.pytest.stash import (
     LOCK,
     NARROWED,
     OPENED,
-    RECORDED,
     REWRITTEN,
     STATE,
-    UNRECORDED,
     UNTOLD,
     state,
 )
@@ -101,8 +99,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except selection_mod.ReadingError as e:
         raise pytest.UsageError(str(e)) from None
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        config.stash[RECORDED], config.stash[UNRECORDED] = selection_mod.recorded(run.results_path)
-        selection_mod.assume_recorded_backends(run.backends, config.stash[RECORDED])
+        selection_mod.assume_recorded_backends(run.backends, run.history_found()[0])
     if not config.option.collectonly:
         take_run_lock(config, book)
 
@@ -204,12 +201,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         # they select among the book's checks: a test of anything else (the engine's own) reads no record
         others = [item for item in items if not isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))]
+        history, unrecorded = run.history_found()
         narrowed, items[:], dropped = selection_mod.narrow(
             [item for item in items if isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))],
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
-            results=config.stash[RECORDED],
-            unrecorded=config.stash[UNRECORDED],
+            results=history,
+            unrecorded=unrecorded,
             registry=REGISTRY,
             verifier=run.verifier,
             outputs=run.output_blocks,

@@ -12,14 +12,8 @@ from verified_book.authoring.registry import REGISTRY
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.check import BROKEN
 from verified_book.engine.kept_records import records_words
-from verified_book.engine.session import (
-    Session,
-    figure_counts,
-    figure_line,
-    hardware_in,
-    outdated_records,
-    summary_table,
-)
+from verified_book.engine.run_summary import figure_counts, figure_line, outdated_records, summary_table
+from verified_book.engine.session import Session, hardware_in
 from verified_book.engine.terminal_text import table_lines, wrapped
 from verified_book.integration.pytest.stash import NARROWED, REWRITTEN, UNTOLD, state
 from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, Shown, Status

@@ -10,16 +10,11 @@ from verified_book.engine import selection as selection_mod
 from verified_book.engine.rewrite import Reread, Rewrite
 from verified_book.engine.session import Session
 from verified_book.records import conditions as conditions_mod
-from verified_book.records.results import ResultsFile
 
 STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 OPENED = pytest.StashKey[contextlib.ExitStack]()  # the book held open from the session's start to its end
 NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
-
-RECORDED = pytest.StashKey[ResultsFile | None]()  # this machine's records, read once for --changed or --reading
-
-UNRECORDED = pytest.StashKey[str]()  # why RECORDED holds none: none yet, or a file that does not read
 
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 
