@@ -164,7 +164,9 @@ class Live:
         files = self.scan()
         paths = sorted(p for p in set(files) | set(self.files) if files.get(p) != self.files.get(p))
         self.files = files
-        return [p for p in paths if not (p in self._own and files.get(p) == self._own[p])]
+        # SQLite removes a store's write-ahead log when it checkpoints it into the store: no change of records
+        checkpointed = {p for p in paths if p.name.endswith(f"{store_mod.SUFFIX}-wal") and p not in files}
+        return [p for p in paths if not (p in self._own and files.get(p) == self._own[p]) and p not in checkpointed]
 
     def sort(self, paths: Iterable[Path]) -> Saved:
         """The files of a change by what they are to the book; a file it does not read is left out."""

@@ -114,7 +114,13 @@ def serve(book: BookConfig, args: list[str]) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--measured", action="store_true", help="compute the measured claims too (else only on `m`)")
-    parser.add_argument("--poll", type=float, default=0.1, help="seconds between looks at the watched files")
+    parser.add_argument(
+        "--poll",
+        type=float,
+        metavar="SECONDS",
+        help="look at the watched files every SECONDS instead of being told of each save by the system: for a "
+        "file system that tells nothing (some network and container mounts)",
+    )
     options = parser.parse_args(args)
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
     problem = address_problem(options.host, options.port)
@@ -150,15 +156,15 @@ def serve(book: BookConfig, args: list[str]) -> int:
             print(report.line(), flush=True)
 
     server = LiveReloadServer(
-        builder=builder, host=options.host, port=options.port, root=str(site_dir), polling_interval=options.poll
+        builder=builder, host=options.host, port=options.port, root=str(site_dir), polling_interval=options.poll or 1
     )
     server.build_delay = 0.05
     for path in engine.watched():
         path.mkdir(parents=True, exist_ok=True) if not path.exists() else None
-        server.watch(str(path))
+    watcher = Watcher(server, engine.watched(), options.poll)
     if sys.stdin.isatty():
         threading.Thread(target=_keys, args=(server, asked), daemon=True).start()
-    threading.Thread(target=_announce, args=(server, site.url), daemon=True).start()
+    threading.Thread(target=_announce, args=(watcher, site.url), daemon=True).start()
     code = 0
     try:
         server.serve()
@@ -171,6 +177,7 @@ def serve(book: BookConfig, args: list[str]) -> int:
         print(f"verified-book serve: cannot listen on {options.host}:{options.port}: {problem}", file=sys.stderr)
         code = 1
     finally:
+        watcher.stop()
         server.shutdown()
         engine.written()
         shutil.rmtree(site_dir, ignore_errors=True)
@@ -186,9 +193,50 @@ def _keys(server: Any, asked: threading.Event) -> None:
             wake(server)
 
 
-def _announce(server: Any, url: str) -> None:
+class Watcher:
+    """What tells the server a watched file was saved: the system's file events (inotify, FSEvents, ...), each
+    waking the server, whose builder then asks the engine what changed (`Live.look`, which reads the files'
+    times itself); or, with `poll` seconds, MkDocs' own watcher, which walks every watched folder at that
+    interval. A walk costs what the book's files number, on the server's process, every interval: the events
+    cost nothing while nothing is saved."""
+
+    def __init__(self, server: Any, paths: Iterable[Path], poll: float | None) -> None:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self.observer: Any = server.observer
+        if poll:
+            for path in paths:
+                server.watch(str(path))
+            return
+        wake = internals().wake
+
+        class Saved(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                if event.event_type not in ("opened", "closed_no_write"):  # a read is no save
+                    wake(server)
+
+        self.observer = Observer()
+        folders: dict[Path, bool] = {}  # a file is watched through its folder, that folder alone
+        for path in paths:
+            folder = path if path.is_dir() else path.parent
+            folders[folder] = folders.get(folder, False) or path.is_dir()
+        for folder, recursive in folders.items():
+            self.observer.schedule(Saved(), str(folder), recursive=recursive)
+        self.observer.start()
+
+    def ready(self) -> bool:
+        """Whether every watch has had its first look, so that a save from now on is seen."""
+        return bool(self.observer.is_alive() and all(e.is_alive() for e in self.observer.emitters))
+
+    def stop(self) -> None:
+        if self.observer.is_alive():
+            self.observer.stop()
+
+
+def _announce(watcher: Watcher, url: str) -> None:
     """Say where the preview is once the watchers have their first look, so a save from then on is seen."""
-    while not (server.observer.is_alive() and all(e.is_alive() for e in server.observer.emitters)):
+    while not watcher.ready():
         time.sleep(0.01)
     print(f"verified-book serve: {url} (Ctrl-C stops; m and Enter measures)", flush=True)
 

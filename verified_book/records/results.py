@@ -219,7 +219,9 @@ class ResultsFile:
                 )
             per_record[key] = merged
         latest = other.run if other.run.model_fields_set else self.run
-        self.run = RunHeader.model_validate({**latest.model_dump(exclude_unset=True), **per_record})
+        self.run = RunHeader.model_validate(latest.model_dump(exclude_unset=True, exclude=set(PER_RECORD)))
+        for key in PER_RECORD:  # each timing was checked when its header was made: the union is checked already
+            setattr(self.run, key, per_record[key])
         for claim_id, per_backend in other.records.items():
             self.records.setdefault(claim_id, {}).update(
                 {b: r for b, r in per_backend.items() if (claim_id, b) not in kept}
