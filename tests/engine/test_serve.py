@@ -24,7 +24,7 @@ from harness.paths import ROOT
 
 from verified_book.engine.config import read_config
 from verified_book.engine.live import Live
-from verified_book.integration.serve import including
+from verified_book.integration.serve import Watcher, including
 
 
 @pytest.fixture
@@ -56,6 +56,42 @@ def _free_port() -> int:
 
 
 MARK = re.compile(r'data-claim="([a-z0-9_.]+)" data-status="([a-z ]+)"')
+
+
+def _woken_within(server: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with server._rebuild_cond:
+            if server._want_rebuild:
+                server._want_rebuild = False
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_save_wakes_the_preview_through_the_systems_events_and_a_read_does_not(tmp_path: Path) -> None:
+    """The watcher walks no folder: the system tells it of a save to a watched folder or file, and it wakes the
+    server, whose builder then asks the engine what changed. Reading a page wakes nothing."""
+    from types import SimpleNamespace
+
+    server = SimpleNamespace(_rebuild_cond=threading.Condition(), _want_rebuild=False, observer=None)
+    pages, config = tmp_path / "pages", tmp_path / "mkdocs.yml"
+    (pages / "part").mkdir(parents=True)
+    (pages / "part" / "a.md").write_text("one\n")
+    config.write_text("site_name: one\n")
+    watcher = Watcher(server, [pages, config], poll=None)
+    try:
+        while not watcher.ready():
+            time.sleep(0.01)
+        (pages / "part" / "a.md").read_text()
+        assert not _woken_within(server, 0.5), "a read is no save"
+        (pages / "part" / "a.md").write_text("two\n")
+        assert _woken_within(server, 5), "a page saved in a folder below a watched one"
+        _woken_within(server, 0.3)  # the same save's other events
+        config.write_text("site_name: two\n")
+        assert _woken_within(server, 5), "a watched file saved"
+    finally:
+        watcher.stop()
 
 
 def test_an_address_the_preview_cannot_listen_on_is_said_with_what_to_change() -> None:
