@@ -227,7 +227,7 @@ pytest_plugins = ["verified_book.integration.pytest.hooks"]
 PYTEST_INI = """\
 [pytest]
 testpaths = book.toml pages
-addopts = --strict-markers -p no:logging -p no:randomly
+addopts = --strict-markers -p no:logging -p no:randomly -p no:unraisableexception -p no:threadexception
 """
 
 ALLOWLIST = "# Numbers on the pages that are not figures: none.\n"
