@@ -143,13 +143,15 @@ def _prose_mask(line: str) -> str:
     return line
 
 
-def read_page(path: Path, root: Path) -> Page:
-    """Parse one Markdown file into its bindings, unbound numbers and malformed bindings."""
+def read_page(path: Path, root: Path, text: str | None = None) -> Page:
+    """Parse one Markdown file (or `text`, as read from it) into its bindings, unbound numbers and malformed
+    bindings."""
     rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
     page = Page(rel)
     in_math = False
     in_comment = False
-    for region in lex(path.read_text(encoding="utf-8").splitlines()).regions:
+    text = path.read_text(encoding="utf-8") if text is None else text
+    for region in lex(text.splitlines()).regions:
         if isinstance(region, Prose):
             numbered, in_output = region.numbered(), False
         elif isinstance(region, CodeBlock) and region.is_output:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from verified_book import backends as backends_mod
 from verified_book.authoring.registry import REGISTRY, Claim
-from verified_book.book.bindings import Book, book_pages, read_page
+from verified_book.book.bindings import Book, book_pages
 from verified_book.engine import machine as machine_mod
 from verified_book.engine.config import BookConfig, open_book
+from verified_book.engine.kept_pages import read_or_raise
 from verified_book.engine.session import applies_on
 from verified_book.errors import BookError, Problem
 from verified_book.vocabulary import NO_BACKEND_LABEL, NO_BACKEND_NAME
@@ -77,5 +78,5 @@ def book_plan(config: BookConfig, marker: str, option: str = "--plan") -> tuple[
     was open before (if any) is open again afterwards."""
     book = open_book(config)
     with book.opened():
-        pages = [read_page(path, config.root) for path in book_pages(config.pages)] if config.pages.is_dir() else []
+        pages = read_or_raise(book_pages(config.pages), config.root) if config.pages.is_dir() else []
         return plan_lines(marker, Book(config.root, pages, []), option), book.load_errors

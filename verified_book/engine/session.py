@@ -25,9 +25,9 @@ from verified_book.book.bindings import (
     AllowListError,
     Binding,
     Book,
+    Page,
     book_pages,
     read_allowlist,
-    read_page,
     unknown_claim,
 )
 from verified_book.book.snippet_output import BookOutputs, check_snippet
@@ -37,6 +37,7 @@ from verified_book.engine import selection as selection_mod
 from verified_book.engine.check import Verifier
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
+from verified_book.engine.kept_pages import read_pages
 from verified_book.engine.premises import premise_problems
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
@@ -242,11 +243,12 @@ class Session:
         if not self.book_dir.is_dir():
             return Book(self.root, [], [])
         pages = []
-        for path in book_pages(self.book_dir):
-            try:
-                pages.append(read_page(path, self.root))
-            except (OSError, UnicodeDecodeError) as e:
-                self.load_errors.append(Problem(f"{path.relative_to(self.root)}:1", f"page cannot be read: {e}"))
+        paths = book_pages(self.book_dir)
+        for path, page in zip(paths, read_pages(paths, self.root), strict=True):
+            if isinstance(page, Page):
+                pages.append(page)
+            else:
+                self.load_errors.append(Problem(f"{path.relative_to(self.root)}:1", f"page cannot be read: {page}"))
         try:
             allowlist = read_allowlist(self.book_config.allowlist, self.book_config.shown(self.book_config.allowlist))
         except AllowListError as e:

@@ -28,11 +28,12 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page as MkPage
 
 from verified_book.authoring.registry import REGISTRY
-from verified_book.book.bindings import AllowListError, Book, Page, generated
+from verified_book.book.bindings import AllowListError, Book, Page, book_pages, generated, read_allowlist
 from verified_book.book.lexer import lex
 from verified_book.engine import provenance
 from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
+from verified_book.engine.kept_pages import read_or_raise
 from verified_book.engine.machine import usable_cpus
 from verified_book.engine.snippet_figures import snippet_hashes
 from verified_book.errors import Problem
@@ -237,7 +238,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
 
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
         try:
-            self.book = Book.read(self.docs, self.root, self.book_config.allowlist)
+            pages = read_or_raise(book_pages(self.docs), self.root)
+            self.book = Book(self.root, pages, read_allowlist(self.book_config.allowlist))
         except AllowListError as e:
             self._problem(Problem(str(self.book_config.allowlist), str(e)))
             self.book = Book(self.root, [], [])

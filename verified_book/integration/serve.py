@@ -211,7 +211,7 @@ class Watcher:
             return
         wake = internals().wake
 
-        class Saved(FileSystemEventHandler):
+        class Waking(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 if event.event_type not in ("opened", "closed_no_write"):  # a read is no save
                     wake(server)
@@ -222,7 +222,7 @@ class Watcher:
             folder = path if path.is_dir() else path.parent
             folders[folder] = folders.get(folder, False) or path.is_dir()
         for folder, recursive in folders.items():
-            self.observer.schedule(Saved(), str(folder), recursive=recursive)
+            self.observer.schedule(Waking(), str(folder), recursive=recursive)
         self.observer.start()
 
     def ready(self) -> bool:
