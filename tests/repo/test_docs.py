@@ -120,6 +120,18 @@ def test_the_benchmark_s_figures_come_with_their_machine_and_date() -> None:
     assert ("`verified-book serve`: start, the claims computed once", "99 s") in hooks.benchmark_rows(result)
 
 
+def test_the_scale_figures_come_from_the_results_file_with_each_size_s_date() -> None:
+    result = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text("utf-8"))
+    scale = result["scale"]
+    assert hooks.scale_table(scale) in hooks.benchmarks()
+    size = next(iter(scale["sizes"]))
+    scale["sizes"][size]["full_run"]["seconds"] = 1234.0
+    scale["sizes"][size]["date"] = "2031-01-02T03:04:05+0000"
+    row = next(line for line in hooks.scale_table(scale).splitlines() if line.startswith("| the full run"))
+    assert "| 1234 s |" in row and "growth ≤ 1.1" in row
+    assert f"{size}× ({scale['sizes'][size]['figures']:,} figures, 2031-01-02)" in hooks.scale_table(scale)
+
+
 def test_the_docs_give_a_fresh_clone_s_first_verdict_with_its_date_target_and_installer() -> None:
     result = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text("utf-8"))
     first = {
