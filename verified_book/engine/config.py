@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from verified_book.authoring.state import BookState, NoBookOpen, current
+from verified_book.engine.kept_fingerprints import KeptFingerprints
 from verified_book.errors import BookError, Problem, unparsable
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class OpenBook(BookState):
         self.load_errors: list[Problem] = []  # the topics' load errors and the names they declare that nothing defines
         self._profiles: dict[str, Profile] | None = None
         self.snippets = SnippetFigures(config.root, config.pages, config.snippets)
+        self.fingerprints = KeptFingerprints(config.root, (topic.split(".")[0] for topic in config.topics))
 
     @contextlib.contextmanager
     def opened(self) -> Iterator[OpenBook]:
@@ -191,6 +193,7 @@ class OpenBook(BookState):
             with super().opened():
                 yield self
         finally:
+            self.fingerprints.save()  # what the block read of the claims' code, for the next process
             if added and root in sys.path:
                 sys.path.remove(root)
 

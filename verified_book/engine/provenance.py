@@ -24,6 +24,8 @@ from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeV
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
 from verified_book.authoring.registry import Claim
+from verified_book.authoring.state import NoBookOpen, current
+from verified_book.engine.kept_fingerprints import KeptFingerprints
 from verified_book.engine.source import definitions, source_of
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
 from verified_book.records.results import ResultsFile
@@ -294,15 +296,30 @@ def _code_fingerprint(claim: Claim, wide: bool) -> str:
     known = _CODE_CACHE.setdefault(claim.compute, {})
     key = declared if wide else "narrow " + declared
     if key not in known:
-        package = _package(claim.compute)
-        seen: set[object] = set()
-        parts = [*_own_sources(claim.compute, package, seen, wide), declared]
-        if wide:
-            parts += [
-                source for definition in _handed(claim, package) for source in _own_sources(definition, package, seen)
-            ]
-        known[key] = fingerprint("\n".join(parts))
+        book = _kept_by_book()
+        where = ("code", claim.compute.__module__, claim.compute.__qualname__, key)
+        found = book.get(where) if book is not None else None
+        if found is None:
+            package = _package(claim.compute)
+            seen: set[object] = set()
+            parts = [*_own_sources(claim.compute, package, seen, wide), declared]
+            if wide:
+                parts += [s for d in _handed(claim, package) for s in _own_sources(d, package, seen)]
+            found = fingerprint("\n".join(parts))
+            if book is not None:
+                book.put(where, found)
+        known[key] = found
     return known[key]
+
+
+def _kept_by_book() -> KeptFingerprints | None:
+    """The open book's kept fingerprints (`engine.kept_fingerprints`); None where no book is open."""
+    try:
+        book = current()
+    except NoBookOpen:
+        return None
+    found = getattr(book, "fingerprints", None)
+    return found if isinstance(found, KeptFingerprints) else None
 
 
 def libraries_of(claim: Claim) -> frozenset[str]:
@@ -312,7 +329,14 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     known = _LIBRARIES_CACHE.setdefault(claim.compute, {})
     key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
     if key not in known:
-        known[key] = _libraries_of(claim)
+        book = _kept_by_book()
+        where = ("libraries", claim.compute.__module__, claim.compute.__qualname__, key)
+        found = book.get(where) if book is not None else None
+        if found is None:
+            found = _libraries_of(claim)
+            if book is not None:
+                book.put(where, found)
+        known[key] = found
     return known[key]
 
 

@@ -68,11 +68,17 @@ def code_of(names: Iterable[str], homes: Collection[str]) -> str | None:
     return "\n".join(f"{name}\n{sources[name]}" for name in sorted(sources))
 
 
+def newer_than_this_process(path: Path) -> bool:
+    """Whether the file at `path` changed after this process loaded its modules: what it holds may not be the
+    code running here (a module imported before the save)."""
+    return os.stat(path).st_mtime > _LOADED_AT
+
+
 def _source(name: str) -> str | None:
     """A loaded module's source, where its file has not changed since this process started."""
     try:
         module = sys.modules[name]
-        if os.stat(inspect.getfile(module)).st_mtime > _LOADED_AT:
+        if newer_than_this_process(Path(inspect.getfile(module))):
             return None
         return inspect.getsource(module)
     except (KeyError, OSError, TypeError):

@@ -1,0 +1,80 @@
+"""Claims' fingerprints kept between processes: taken back while the claim packages' sources are the same, read
+again from the code after any edit to them, and never kept from a source newer than the code loaded."""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from harness.live_book import opened_copy
+
+from verified_book.engine import provenance
+from verified_book.engine.config import open_book, read_config
+from verified_book.engine.kept_fingerprints import FOLDER, KeptFingerprints
+from verified_book.records import kept
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Iterator[Path]:
+    with opened_copy(tmp_path / "minimal") as root:
+        yield root
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The claims whose code was read, by claim function, each time a process (here: fresh caches) asks."""
+    read: list[str] = []
+    own_sources = provenance._own_sources
+
+    def counted(fn: Any, *args: Any, **kwargs: Any) -> list[str]:
+        read.append(fn.__qualname__)
+        return own_sources(fn, *args, **kwargs)
+
+    monkeypatch.setattr(provenance, "_own_sources", counted)
+    monkeypatch.setattr(kept, "newer_than_this_process", lambda path: False)  # the copy is written after start
+    return read
+
+
+def _answers(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[str, frozenset[str]]]:
+    """Every claim's fingerprint and libraries, as a new process opening the book at `root` reads them."""
+    monkeypatch.setattr(provenance, "_CODE_CACHE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(provenance, "_LIBRARIES_CACHE", weakref.WeakKeyDictionary())
+    opened = open_book(read_config(root))
+    opened.fingerprints = KeptFingerprints(root, ["book_claims"])
+    with opened.opened():
+        return {c.id: (provenance.code_fingerprint(c), provenance.libraries_of(c)) for c in opened.registry}
+
+
+def test_an_unchanged_book_reads_no_claims_code_again(
+    book: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _answers(book, monkeypatch)
+    assert first and reads, "the first process reads every claim's code"
+    assert len(list((book / FOLDER).glob("*.pickle"))) == 1
+    reads.clear()
+    assert _answers(book, monkeypatch) == first
+    assert reads == [], "the next process takes every answer back"
+
+
+def test_an_edit_to_the_claims_code_reads_every_claim_again(
+    book: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _answers(book, monkeypatch)
+    module = next((book / "book_claims").rglob("*.py"))
+    module.write_text(module.read_text() + "\n# an edit that changes no claim\n")
+    reads.clear()
+    assert _answers(book, monkeypatch) == first
+    assert reads, "the claims' code is read again"
+    assert len(list((book / FOLDER).glob("*.pickle"))) == 2
+
+
+def test_a_source_newer_than_the_code_loaded_keeps_nothing(
+    book: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kept, "newer_than_this_process", lambda path: True)
+    first = _answers(book, monkeypatch)
+    reads.clear()
+    assert _answers(book, monkeypatch) == first and reads, "each process reads the code again"
+    assert not (book / FOLDER).exists()
