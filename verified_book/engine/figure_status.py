@@ -289,16 +289,28 @@ def held_here_shown_otherwise(
     """Each printed figure this machine's records hold (`check.HELD`) that another machine's records show
     otherwise (`OTHERWISE`), each judged as its panel judges it: what the verdict of a run counts, so a run
     that holds here does not hide what the Machines page shows of other machines."""
+    return _judged_otherwise(_may_be_shown_otherwise(bindings, others, here.slug), here, others)
+
+
+def _may_be_shown_otherwise(bindings: Iterable[Binding], others: Mapping[str, ResultsFile], here: str) -> list[Binding]:
+    """The figures whose claim the records of a machine other than `here` may show otherwise (`_may_show_otherwise`):
+    the only ones worth judging."""
+    return [
+        b
+        for b in bindings
+        if any(slug != here and b.claim_id in r.records and _may_show_otherwise(b, r) for slug, r in others.items())
+    ]
+
+
+def _judged_otherwise(candidates: list[Binding], here: ResultsFile, others: Mapping[str, ResultsFile]) -> list[Binding]:
     from verified_book.authoring.registry import REGISTRY
 
     found = []
-    for binding in bindings:
+    for binding in candidates:
         claim = REGISTRY.get(binding.claim_id)
+        if claim is None or figure_view(binding, claim, {here.slug: here}).status not in HELD:
+            continue
         elsewhere = {slug: r for slug, r in others.items() if slug != here.slug and binding.claim_id in r.records}
-        if claim is None or not any(_may_show_otherwise(binding, r) for r in elsewhere.values()):
-            continue
-        if figure_view(binding, claim, {here.slug: here}).status not in HELD:
-            continue
         if any(m.status in OTHERWISE for m in figure_view(binding, claim, elsewhere).measurements):
             found.append(binding)
     return found
@@ -327,18 +339,14 @@ def shown_otherwise_after(
     if written is None or not written.is_file():
         return []
     others = read_all(committed, lambda _: None, kept_in=root / CHECKED_RESULTS) if committed.is_dir() else {}
-    bindings = list(bindings)
-    elsewhere = [r for slug, r in others.items() if slug != written.stem]
-    wanted = {
-        b.claim_id for b in bindings if any(b.claim_id in r.records and _may_show_otherwise(b, r) for r in elsewhere)
-    }
-    if not wanted:
+    candidates = _may_be_shown_otherwise(bindings, others, written.stem)
+    if not candidates:
         return []
     try:
-        here = read_history(written, claims=wanted)  # a store reads those claims' rows only
+        here = read_history(written, claims={b.claim_id for b in candidates})  # a store reads those claims' rows only
     except ResultsError:
         return []
-    return held_here_shown_otherwise(bindings, here, others)
+    return _judged_otherwise(candidates, here, others)
 
 
 def otherwise_words(count: int) -> str | None:

@@ -74,4 +74,4 @@ class KeptFingerprints:
                     digest.update(str(path.relative_to(self.root)).encode() + b"\0" + path.read_bytes() + b"\0")
                 except OSError:
                     return None
-        return self.root / FOLDER / f"{digest.hexdigest()[:32]}.pickle"
+        return kept.named(self.root / FOLDER, digest.hexdigest())

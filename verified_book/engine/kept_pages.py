@@ -66,4 +66,4 @@ def _place(root: Path) -> Path | None:
     code = kept.code_of([bindings.__name__], {"verified_book"})
     if code is None:
         return None
-    return root / FOLDER / f"{hashlib.sha256(code.encode()).hexdigest()[:32]}.pickle"
+    return kept.named(root / FOLDER, hashlib.sha256(code.encode()).hexdigest())

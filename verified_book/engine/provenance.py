@@ -296,30 +296,33 @@ def _code_fingerprint(claim: Claim, wide: bool) -> str:
     known = _CODE_CACHE.setdefault(claim.compute, {})
     key = declared if wide else "narrow " + declared
     if key not in known:
-        book = _kept_by_book()
-        where = ("code", claim.compute.__module__, claim.compute.__qualname__, key)
-        found = book.get(where) if book is not None else None
-        if found is None:
+
+        def read() -> str:
             package = _package(claim.compute)
             seen: set[object] = set()
             parts = [*_own_sources(claim.compute, package, seen, wide), declared]
             if wide:
                 parts += [s for d in _handed(claim, package) for s in _own_sources(d, package, seen)]
-            found = fingerprint("\n".join(parts))
-            if book is not None:
-                book.put(where, found)
-        known[key] = found
+            return fingerprint("\n".join(parts))
+
+        known[key] = _kept_or(("code", claim.compute.__module__, claim.compute.__qualname__, key), read)
     return known[key]
 
 
-def _kept_by_book() -> KeptFingerprints | None:
-    """The open book's kept fingerprints (`engine.kept_fingerprints`); None where no book is open."""
+def _kept_or(where: tuple[str, ...], read: Callable[[], T]) -> T:
+    """What the open book keeps at `where` (`engine.kept_fingerprints`), else `read()`, kept there for the next
+    process; with no book open, `read()`."""
     try:
-        book = current()
+        book = getattr(current(), "fingerprints", None)
     except NoBookOpen:
-        return None
-    found = getattr(book, "fingerprints", None)
-    return found if isinstance(found, KeptFingerprints) else None
+        book = None
+    if not isinstance(book, KeptFingerprints):
+        return read()
+    found = book.get(where)
+    if found is None:
+        found = read()
+        book.put(where, found)
+    return cast(T, found)
 
 
 def libraries_of(claim: Claim) -> frozenset[str]:
@@ -329,14 +332,8 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     known = _LIBRARIES_CACHE.setdefault(claim.compute, {})
     key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
     if key not in known:
-        book = _kept_by_book()
         where = ("libraries", claim.compute.__module__, claim.compute.__qualname__, key)
-        found = book.get(where) if book is not None else None
-        if found is None:
-            found = _libraries_of(claim)
-            if book is not None:
-                book.put(where, found)
-        known[key] = found
+        known[key] = _kept_or(where, lambda: _libraries_of(claim))
     return known[key]
 
 

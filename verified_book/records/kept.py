@@ -26,6 +26,11 @@ KEEP_AT_MOST = 200  # files a folder keeps; the oldest used go first
 _LOADED_AT = time.time()
 
 
+def named(folder: Path, digest: str) -> Path:
+    """Where the value kept under `digest` (a hash, in hex, of everything the value depends on) lies in `folder`."""
+    return folder / f"{digest[:32]}.pickle"
+
+
 def taken(path: Path) -> Any | None:
     """What `keep` wrote at `path`, or None where there is none it can read back."""
     try:

@@ -387,7 +387,7 @@ def _kept(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) ->
     h = hashlib.sha256(raw)
     h.update(code.encode())
     h.update(repr(sorted(known_claims) if known_claims is not None else None).encode())
-    return folder / f"{h.hexdigest()[:32]}.pickle"
+    return kept.named(folder, h.hexdigest())
 
 
 @functools.cache

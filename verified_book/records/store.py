@@ -92,7 +92,8 @@ def read_history(
     with `claims`, a store reads only those claims' rows (a results file is one text, read whole)."""
     if not is_store(path):
         return read(path, own=True)
-    return Store(path).read(warn) if claims is None else Store(path).read_claims(claims, warn)
+    history = Store(path)
+    return history.read(warn) if claims is None else history.read_claims(claims, warn)
 
 
 def place(folder: Path, slug: str) -> Path:

@@ -59,7 +59,7 @@ def remembered(draw: Callable[..., T], *args: Any) -> T:
     code = _code_of(draw.__module__) if folder is not None else None
     if folder is None or code is None:
         return draw(*args)
-    path = folder / f"{key(draw, args, code)}.pickle"
+    path = kept.named(folder, key(draw, args, code))
     found = kept.taken(path)
     if found is not None:
         return cast(T, found)  # kept under the key of this very call of `draw`
