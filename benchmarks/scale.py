@@ -12,7 +12,8 @@ one after another, each in a process of its own:
 2. the full run: `pytest`, which writes this machine's history (its store in the book's `results.local/`);
 3. a second full run, which reads that file back and merges into it (`history_kept`: it set nothing aside);
 4. `pytest --changed` after one figure of a middle page is printed wrong (its figure stale), then after it is
-   put back (`changed_back`);
+   put back (`changed_back`); and after one quoted value of a data file is edited (`changed_data`, with the
+   figures it left stale), then put back (`changed_data_back`);
 5. `verified-book serve`: its start (to its first "serve: http://" line), then the same figure printed wrong
    and back, each timed from the save to the first poll of the served page that shows the new mark (as
    benchmarks/serve.py times it);
@@ -108,6 +109,9 @@ def step(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[s
     }
     if summary:
         out["summary"] = summary.strip("= ")
+    figures = next((line for line in lines if line.startswith("figures (")), "")
+    if figures:
+        out["figures"] = figures
     if proc.returncode not in (0, 1):
         out["error"] = "\n".join(lines[-5:])
     return out
@@ -144,6 +148,34 @@ def time_changed(book: synthetic_book.Book) -> dict[str, Any]:
     save(page, wrong, right)
     back = step(pytest_cmd("--changed"), book.root)
     return {"edited": edited, "back": back, "figure": right}
+
+
+def one_quoted_value(book: synthetic_book.Book) -> tuple[Path, str, str]:
+    """A middle page's second quoted value in its part's data file, as stated and one more: the figures that
+    derive from it are its quoted claim's, four exact claims' and four library claims' (twice where the recap
+    prints them again)."""
+    middle = book.pages // 2
+    data = book.root / "book_claims" / "data" / "vendor" / f"part{middle // synthetic_book.PAGES_PER_PART:03d}.toml"
+    key = f"{synthetic_book.page_name(middle)}_q1"
+    value = synthetic_book.vendor_value(middle, 1)
+    return data, f"[{key}]\nvalue = {value}\n", f"[{key}]\nvalue = {value + 1}\n"
+
+
+def time_changed_data(book: synthetic_book.Book) -> dict[str, Any]:
+    """`pytest --changed` after one quoted value of a data file is edited (the figures derived from it stale),
+    and after it is put back."""
+    data, right, wrong = one_quoted_value(book)
+    save(data, right, wrong)
+    edited = step(pytest_cmd("--changed"), book.root)
+    save(data, wrong, right)
+    back = step(pytest_cmd("--changed"), book.root)
+    return {"edited": edited, "back": back, "file": str(data.relative_to(book.root)), "key": right.split("]")[0][1:]}
+
+
+def stale_figures(done: dict[str, Any]) -> int | None:
+    """How many figures a run found stale, from its summary's figure line."""
+    found = re.search(r"(\d+) stale", done.get("figures", ""))
+    return int(found[1]) if found else None
 
 
 def time_serve(book: synthetic_book.Book, start_limit: float) -> dict[str, Any]:
@@ -315,6 +347,14 @@ def measure(
                 f"  --changed after one figure edit: {changed['edited']['seconds']} s "
                 f"({summary(changed['edited'])}); put back: {changed['back']['seconds']} s"
             )
+            data = time_changed_data(book)
+            out["changed_data"] = {**data["edited"], "stale_figures": stale_figures(data["edited"])}
+            out["changed_data_back"] = data["back"]
+            say(
+                f"  --changed after one data value edit ({data['file']}:{data['key']}): "
+                f"{data['edited']['seconds']} s, {out['changed_data']['stale_figures']} figures stale; "
+                f"put back: {data['back']['seconds']} s"
+            )
         if not skip_serve:
             out["serve"] = time_serve(book, start_limit)
             served = out["serve"]
@@ -361,6 +401,7 @@ GROWTH: dict[str, Callable[[dict[str, Any]], Any]] = {
     "full_run_peak_mb": lambda s: s["full_run"]["peak_mb"],
     "second_run_s": lambda s: s["second_run"]["seconds"],
     "changed_s": lambda s: s["changed"]["seconds"],
+    "changed_data_s": lambda s: s["changed_data"]["seconds"],
     "serve_start_s": lambda s: s["serve"]["start_s"],
     "serve_to_stale_s": lambda s: s["serve"]["to_stale_s"],
     "serve_to_verified_s": lambda s: s["serve"]["to_verified_s"],

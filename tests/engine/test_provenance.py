@@ -13,7 +13,7 @@ from harness.paths import ROOT
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Registry
-from verified_book.engine import checkout, provenance
+from verified_book.engine import checkout, footprints, provenance
 from verified_book.engine.source import source_of
 from verified_book.records.record import ClaimMeta, Record
 from verified_book.records.results import SCHEMA_VERSION, read
@@ -170,19 +170,19 @@ def _fingerprints(book: faults.SampleBook, *, wide: bool = True) -> dict[str, st
         book.forget_modules()
 
 
-@pytest.mark.parametrize(
-    ("module", "old", "new", "moved"),
-    [
-        # a method of the class the claim's parameter is an instance of, and a helper that method calls
-        ("kinds.py", "return _scale(self.bits)", "return _scale(self.bits) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
-        ("kinds.py", "return Fraction(bits, 8)", "return Fraction(bits, 8) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
-        # a table the claim reads, imported by name from another module, or read through that module
-        ("tables.py", '"bf16": 2,', '"bf16": 3,', {"io.table", "io.q4"}),
-        ("tables.py", "Fraction(9, 16)", "Fraction(10, 16)", {"io.table", "io.q4"}),
-        # a helper behind functools.cache, which is no plain function
-        ("kinds.py", "return Fraction(1, 2)", "return Fraction(1, 3)", {"io.half"}),
-    ],
-)
+REACHED_EDITS = [
+    # a method of the class the claim's parameter is an instance of, and a helper that method calls
+    ("kinds.py", "return _scale(self.bits)", "return _scale(self.bits) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
+    ("kinds.py", "return Fraction(bits, 8)", "return Fraction(bits, 8) * 1", {"io.bytes.bf16", "io.bytes.fp8"}),
+    # a table the claim reads, imported by name from another module, or read through that module
+    ("tables.py", '"bf16": 2,', '"bf16": 3,', {"io.table", "io.q4"}),
+    ("tables.py", "Fraction(9, 16)", "Fraction(10, 16)", {"io.table", "io.q4"}),
+    # a helper behind functools.cache, which is no plain function
+    ("kinds.py", "return Fraction(1, 2)", "return Fraction(1, 3)", {"io.half"}),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new", "moved"), REACHED_EDITS)
 def test_what_a_claim_reaches_without_naming_it_is_part_of_its_fingerprint(
     tmp_path: Path, module: str, old: str, new: str, moved: set[str]
 ) -> None:
@@ -196,6 +196,26 @@ def test_what_a_claim_reaches_without_naming_it_is_part_of_its_fingerprint(
     book.claims(module.removesuffix(".py"), REACHED[module].replace(old, new))
     after = _fingerprints(book)
     assert {c for c in before if before[c] != after[c]} == moved
+
+
+def test_a_claims_footprint_names_every_file_whose_edit_moves_its_fingerprint(tmp_path: Path) -> None:
+    """`--changed` reads a record again only where a file of its footprint changed (`engine.footprints`): each
+    module an edit of which moves a claim's fingerprint (`REACHED_EDITS`) is among its code's files, the claim's
+    own module too."""
+    book = faults.SampleBook(tmp_path / "book")
+    for name, text in REACHED.items():
+        book.claims(name.removesuffix(".py"), text)
+    try:
+        book.forget_modules()
+        with books.opened(book.root):
+            files = {c.id: footprints.code_files(c, book.root) for c in REGISTRY}
+    finally:
+        book.forget_modules()
+    package = "code:sample_claims/"
+    for module, _, _, moved in REACHED_EDITS:
+        assert all(package + module in files[claim] for claim in moved), (module, moved)
+    assert all(package + "io.py" in found for found in files.values())
+    assert package + "tables.py" not in files["io.half"], "a module the claim's code never reaches is not its source"
 
 
 def test_a_disputed_premise_and_an_excuse_beside_a_claim_are_not_its_code(tmp_path: Path) -> None:

@@ -127,6 +127,42 @@ def test_a_one_figure_edit_rewrites_as_many_rows_whatever_the_books_size(tmp_pat
     assert 0 < written[2][0] < 2 * synthetic_book.PAGES_PER_SCALE * 10
 
 
+def _counts(run: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """The outcomes in a run's last line (`2 failed, 4 passed, 139 deselected in 0.4s`), by outcome."""
+    last = run.stdout.strip().splitlines()[-1]
+    return {word: int(n) for n, word in re.findall(r"(\d+) (failed|passed|deselected|skipped|error)", last)}
+
+
+@pytest.mark.slow
+def test_changed_after_one_figure_edit_collects_computes_and_writes_as_much_whatever_the_books_size(
+    tmp_path: Path,
+) -> None:
+    """The author's loop, without timing: after one figure is printed wrong in a book of 2 and of 8 pages (4x),
+    `--changed` collects the same checks, reruns and judges again the same ones, and writes the same rows; the
+    records of every other page are neither read nor collected (`verified_book.engine.footprints`)."""
+    from benchmarks import scale
+
+    seen = {}
+    for pages in (2, 8):
+        root = tmp_path / f"p{pages}"
+        book = synthetic_book.write(root, pages=pages)
+        first = _pytest(root)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        with (root / "conftest.py").open("a", encoding="utf-8") as conftest:
+            conftest.write(COUNT_ROWS)
+        page, right, wrong = scale.one_figure(book)
+        scale.save(page, right, wrong)
+        edited = _pytest(root, "-vv", "--changed")
+        assert edited.returncode == 1 and "stale" in edited.stdout, edited.stdout[-3000:]
+        counts = _counts(edited)
+        said = [line for line in edited.stdout.splitlines() if line.startswith("--changed: ") and "rerun" in line]
+        written = tuple(map(int, (root / "rows-written.txt").read_text().split()))
+        seen[pages] = (sum(counts.values()), counts.get("failed"), said, written)  # collected, deselected too
+        unchanged = sum(1 for line in edited.stdout.splitlines() if line.startswith("  unchanged "))
+        assert unchanged == book.claims - 1, "every record but the edited figure's, which is judged again"
+    assert seen[2] == seen[8]
+
+
 def test_the_benchmark_fits_growth_between_4x_and_64x_over_the_sizes_it_has() -> None:
     from benchmarks import scale
 

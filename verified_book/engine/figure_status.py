@@ -24,8 +24,9 @@ from verified_book.engine.check import COMPUTED, HELD, judge
 from verified_book.engine.evidence import evidence
 from verified_book.engine.machine import Machine
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import once, outdated_reason, versions_of_run
+from verified_book.engine.provenance import outdated_reason, versions_of_run
 from verified_book.engine.recorded import recorded_reads
+from verified_book.engine.verdicts import once
 from verified_book.records.conditions import contended
 from verified_book.records.errors import ResultsError
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
@@ -182,7 +183,7 @@ def measure(
 ) -> Measurement:
     """The figure's status on one (machine, backend), from that machine's record; `machine` is the name its file is
     shown as (this clone's run of a machine with a committed file is one of its own). Within
-    `provenance.judged_once` each is measured once: the pages and the machines page show the same."""
+    `verdicts.judged_once` each is measured once: the pages and the machines page show the same."""
     return once(
         "measure",
         (binding, claim, results, record),
@@ -372,7 +373,7 @@ def _contended(measured: Measurement, record: Record) -> Measurement:
 
 
 def _reads(record: Record) -> list[Read]:
-    """The inputs a record names (`recorded_reads`), read once per record within `provenance.judged_once`."""
+    """The inputs a record names (`recorded_reads`), read once per record within `verdicts.judged_once`."""
     return once("reads", (record,), lambda: recorded_reads(record))
 
 

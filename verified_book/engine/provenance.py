@@ -8,7 +8,6 @@ its run is *outdated*, with the old and the new value, until that machine runs a
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import inspect
@@ -19,7 +18,7 @@ import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, NamedTuple, TypeVar, cast
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, TypeVar, cast
 
 from verified_book.authoring import inputs
 from verified_book.authoring.lazy import LazyModule
@@ -27,9 +26,12 @@ from verified_book.authoring.registry import Claim
 from verified_book.authoring.state import NoBookOpen, current
 from verified_book.engine.kept_fingerprints import KeptFingerprints
 from verified_book.engine.source import definitions, source_of
+from verified_book.engine.verdicts import once
 from verified_book.records.record import ClaimMeta, DataInput, InputEntry, Record, SettingInput, SnippetInput
 from verified_book.records.results import ResultsFile
 from verified_book.vocabulary import fingerprint
+
+T = TypeVar("T")
 
 #: fingerprints by claim function, then by its parameters and declaration: a function that is gone
 #: takes its entries with it, so no later object can be handed a dead one's fingerprint
@@ -72,6 +74,7 @@ def _own_sources(fn: Any, package: str, seen: set[object], wide: bool = True) ->
     read = _read(fn)
     if read is None:
         return []
+    _read_from(fn.__module__)
     out = [read.source]
     for target in read.named + (read.reached if wide else ()):
         out += (
@@ -93,6 +96,7 @@ def _constant(constant: Constant, package: str, seen: set[object], depth: int = 
     file = getattr(module, "__file__", None)
     if module is None or file is None or not os.path.isfile(file):
         return []
+    _read_from(constant.module)
     stat = os.stat(file)
     found = definitions(file, stat.st_mtime_ns, stat.st_size)
     if constant.name in found.imported:
@@ -296,17 +300,45 @@ def _code_fingerprint(claim: Claim, wide: bool) -> str:
     known = _CODE_CACHE.setdefault(claim.compute, {})
     key = declared if wide else "narrow " + declared
     if key not in known:
-
-        def read() -> str:
-            package = _package(claim.compute)
-            seen: set[object] = set()
-            parts = [*_own_sources(claim.compute, package, seen, wide), declared]
-            if wide:
-                parts += [s for d in _handed(claim, package) for s in _own_sources(d, package, seen)]
-            return fingerprint("\n".join(parts))
-
-        known[key] = _kept_or(("code", claim.compute.__module__, claim.compute.__qualname__, key), read)
+        where = ("code", claim.compute.__module__, claim.compute.__qualname__, key)
+        known[key] = _kept_or(where, lambda: _read_fingerprint(claim, declared, wide))
     return known[key]
+
+
+def _read_fingerprint(claim: Claim, declared: str, wide: bool) -> str:
+    package = _package(claim.compute)
+    seen: set[object] = set()
+    parts = [*_own_sources(claim.compute, package, seen, wide), declared]
+    if wide:
+        parts += [s for d in _handed(claim, package) for s in _own_sources(d, package, seen)]
+    return fingerprint("\n".join(parts))
+
+
+#: where the fingerprint being read notes the module of each source it reads (`code_modules`)
+_MODULES_READ: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("modules read", default=None)
+
+
+def code_modules(claim: Claim) -> frozenset[str]:
+    """The modules whose files a claim's fingerprint (wide) reads: its own, and every book module whose code or
+    constants its code reaches; an edit to any other file cannot move it (`verified_book.engine.footprints`)."""
+
+    def read() -> frozenset[str]:
+        modules = {claim.compute.__module__}
+        token = _MODULES_READ.set(modules)
+        try:
+            _read_fingerprint(claim, "", wide=True)
+        finally:
+            _MODULES_READ.reset(token)
+        return frozenset(modules)
+
+    key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
+    return _kept_or(("modules", claim.compute.__module__, claim.compute.__qualname__, key), read)
+
+
+def _read_from(module: str) -> None:
+    modules = _MODULES_READ.get()
+    if modules is not None:
+        modules.add(module)
 
 
 def _kept_or(where: tuple[str, ...], read: Callable[[], T]) -> T:
@@ -457,40 +489,6 @@ def changed_inputs(entries: list[InputEntry] | None) -> list[str]:
                 f"({inputs.shown_as()}/{entry.file})"
             )
     return out
-
-
-#: the judgements made within `judged_once`: by their kind and the identities of the objects they were made
-#: from, the objects (kept, so no id is reused while the judgement stands) and the judgement
-Verdicts = dict[tuple[Hashable, ...], tuple[tuple[object, ...], Any]]
-_VERDICTS: contextvars.ContextVar[Verdicts | None] = contextvars.ContextVar("verdicts", default=None)
-T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def judged_once(verdicts: Verdicts) -> Iterator[None]:
-    """Within, each judgement of the same objects (see `once`) is made once and kept in `verdicts`.
-
-    A site build asks about the same record at every figure of its claim and again on the
-    machines page, while neither the book nor the results change: the caller keeps
-    `verdicts` for one build and starts the next with an empty one.
-    """
-    token = _VERDICTS.set(verdicts)
-    try:
-        yield
-    finally:
-        _VERDICTS.reset(token)
-
-
-def once(kind: str, objects: tuple[object, ...], judge: Callable[[], T], *values: Hashable) -> T:
-    """`judge()`, made once per `kind`, objects (by identity) and `values` within `judged_once`, and each
-    time outside it."""
-    verdicts = _VERDICTS.get()
-    if verdicts is None:
-        return judge()
-    key = (kind, *map(id, objects), *values)
-    if key not in verdicts:
-        verdicts[key] = (objects, judge())
-    return cast(T, verdicts[key][1])  # stored by `judge` of this very key
 
 
 @dataclass(frozen=True)

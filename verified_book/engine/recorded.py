@@ -19,7 +19,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim
 from verified_book.backends import ADAPTERS, Backend
 from verified_book.engine.outcome import Outcome
-from verified_book.engine.provenance import once
+from verified_book.engine.verdicts import once
 from verified_book.records.record import DataInput, Record, SettingInput, SnippetInput
 from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import Kind, OutcomeStatus, Status
@@ -28,7 +28,7 @@ from verified_book.vocabulary import Kind, OutcomeStatus, Status
 def recorded_reads(record: Record) -> list[inputs.Read]:
     """The inputs a record names, as the engine read them: each data entry with its source and, where it
     is one, the machine it was measured on (as the data says now); each setting; each snippet's figure.
-    Within `provenance.judged_once`, each data entry's source and machine are read once, not once per machine
+    Within `verdicts.judged_once`, each data entry's source and machine are read once, not once per machine
     whose records name it."""
     reads: list[inputs.Read] = []
     for entry in record.inputs or []:

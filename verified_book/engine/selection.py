@@ -26,6 +26,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
 from verified_book.book.snippet_output import OutputBlock
+from verified_book.engine.footprints import Unchanged
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
@@ -291,15 +292,20 @@ def select_changed(
     versions: Mapping[str, str | None],
     unrecorded: str = NO_RECORDS_YET,
     libraries: Mapping[str, Any] | None = None,
+    held: Mapping[Check, tuple[str, str | None]] | None = None,
 ) -> Selection:
     """`--changed`: of the run's `pairs` (claim, backend), those whose record no longer speaks for the book;
     `versions` holds each backend's library version here, `libraries` every versioned library's
     (`machine.VERSIONED`, as the machine's fingerprint has them); `unrecorded` says why there are no
-    records, where `results` is None."""
+    records, where `results` is None. A pair in `held` (`footprints.held`: no source of its record moved) is
+    unchanged with the status and date given, and its record need not be in `results`."""
     selection = Selection("--changed")
     if results is None:
         selection.notes.append(f"--changed: {unrecorded}: everything is checked")
     for claim_id, backend in pairs:
+        if held is not None and (claim_id, backend) in held:
+            selection.unchanged[Check(claim_id, backend)] = held[Check(claim_id, backend)]
+            continue
         claim = registry.get(claim_id)
         if claim is None:
             continue
@@ -414,18 +420,42 @@ def _whole_claims(selection: Selection, everywhere: Mapping[str, list[str]]) -> 
                 )
 
 
-def recorded(results_path: Path, warn: Callable[[str], None] = lambda _: None) -> tuple[ResultsFile | None, str]:
+def recorded(
+    results_path: Path, warn: Callable[[str], None] = lambda _: None, claims: Iterable[str] | None = None
+) -> tuple[ResultsFile | None, str]:
     """This machine's history (its store, or its results file, read whatever its size: `store.read_history`) as
-    `--changed` and `--reading` select from it, or None and why there is none to read; a bad row of a store is
-    set aside and said through `warn`. A history that does not read selects as no records (everything is
-    checked); the run's writing reports it and keeps it aside."""
+    `--changed` and `--reading` select from it (with `claims`, a store's records of those claims only), or None
+    and why there is none to read; a bad row of a store is set aside and said through `warn`. A history that does
+    not read selects as no records (everything is checked); the run's writing reports it and keeps it aside."""
     legacy = store.is_store(results_path) and store.Store(results_path).legacy.is_file()
     if not (results_path.is_file() or legacy):
         return None, NO_RECORDS_YET
     try:
-        return store.read_history(results_path, warn), ""
+        return store.read_history(results_path, warn, claims), ""
     except ResultsError as e:
         return None, f"this machine's records do not read ({str(e).splitlines()[0]})"
+
+
+@dataclass(frozen=True)
+class ToCollect:
+    """What a whole-book `--changed` run collects: the claims with a check that no record held here speaks for, and
+    the pages that changed or print one of them, or print a figure no declared claim backs (or a malformed one)."""
+
+    claims: frozenset[str]
+    pages: frozenset[str]
+
+
+def to_collect(held: Unchanged, registry: Registry, verifier: Any, pages: Iterable[Any]) -> ToCollect:
+    """`ToCollect` from the records `held` (`footprints.held`): every other claim's checks and figures are unchanged,
+    so the run need not collect them to deselect them."""
+    claims = {
+        claim.id
+        for claim in registry
+        if any(b.available and (claim.id, b.name) not in held.records for b in verifier.backends_for(claim))
+    }
+    printing = {b.file for c in claims for b in verifier.bindings.get(c, ())}
+    unbacked = {p.file for p in pages if p.malformed or any(b.claim_id not in registry for b in p.bindings)}
+    return ToCollect(frozenset(claims), frozenset(held.pages | printing | unbacked))
 
 
 def assume_recorded_backends(backends: Any, results: ResultsFile | None) -> None:
@@ -441,26 +471,41 @@ def narrow(
     *,
     changed: bool,
     readings: list[str],
-    results: ResultsFile | None,
+    history: Callable[..., tuple[ResultsFile | None, str]],
     registry: Registry,
     verifier: Any,
     outputs: Any,
-    unrecorded: str = NO_RECORDS_YET,
+    held: Unchanged | None = None,
+    whole_book: bool = False,
 ) -> tuple[Selection, list[Any], list[Any]]:
     """The selection for `--changed` or `--reading`, and the run's items split into those kept and those
     deselected. Items are told apart by what they carry: a claim's check (`claim`, `backend`), a figure
-    (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept."""
+    (`binding`), a snippet run (`runner`); the page and load checks, which compute nothing, are kept.
+    `history(claims, others_held=)` reads this machine's history (`Session.history_found`); with `held`, `--changed`
+    reads only the claims with a record not in it (`select_changed`), and where the run collected the whole book as
+    `to_collect` chose (`whole_book`), every record held is unchanged."""
     in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only
     everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry if c.id in in_run}
     pairs = [Check(c, b) for c, names in everywhere.items() for b in names]
+    if changed and not readings and held is not None:
+        results, unrecorded = history({c for c, b in pairs if (c, b) not in held.records}, others_held=True)
+    else:
+        (results, unrecorded), held = history(), None
     if changed:
         versions = {
             name: verifier.backends[name].version for name in {b for _, b in pairs} if name in verifier.backends
         }
         selection = select_changed(
-            results, registry, verifier.bindings, pairs, versions, unrecorded, dict(verifier.machine.info)
+            results,
+            registry,
+            verifier.bindings,
+            pairs,
+            versions,
+            unrecorded,
+            dict(verifier.machine.info),
+            held.records if held is not None else None,
         )
         snippets = [Path(i.path) for i in items if hasattr(i, "runner")]
         blocks = {path.name: outputs.of_snippet(path.name) for path in snippets}
@@ -474,6 +519,10 @@ def narrow(
             selection.why.pop(key, None)
         selection.how = f"--changed {reading.how}"
     _whole_claims(selection, everywhere)
+    if whole_book and held is not None:  # the claims not collected: held, so unchanged
+        for key, said in held.records.items():
+            if key not in selection.pairs and key.claim in registry:
+                selection.unchanged.setdefault(key, said)
     verifier.recorded.update(selection.rejudged)
     kept: list[Any] = []
     dropped: list[Any] = []

@@ -31,7 +31,7 @@ from verified_book.book.bindings import (
     unknown_claim,
 )
 from verified_book.book.snippet_output import BookOutputs, check_snippet
-from verified_book.engine import environment
+from verified_book.engine import environment, footprints
 from verified_book.engine import machine as machine_mod
 from verified_book.engine import selection as selection_mod
 from verified_book.engine.check import Verifier
@@ -188,6 +188,7 @@ class Session:
         machine_name: str | None = None,
         machine_info: MachineInfoHook | None = None,
     ) -> None:
+        self.opened_at = time.time()  # a page, data file or snippet saved since may not be what the run read
         self.book_config = book
         self.root = book.root
         self.book_dir = book.pages
@@ -227,7 +228,10 @@ class Session:
         self.tally = Tally()
         self.written: Path | None = None
         self._merged: ResultsFile | None = None  # the machine's history as this run's merge left it
-        self._found: tuple[ResultsFile | None, str] | None = None  # the history as the run found it, read once
+        #: the history as the run found it, by the claims read (None: all), each read once
+        self._found: dict[frozenset[str] | None, tuple[ResultsFile | None, str]] = {}
+        self._held: footprints.Unchanged | None = None  # what no edit changed (`held_records`)
+        self._judged_from: frozenset[str] | None = None  # the claims read for a selection, the others held
         self.history_notices: list[str] = []  # what reading a store's whole history said (a bad row set aside)
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
@@ -294,12 +298,29 @@ class Session:
             return store_mod.place(self.results_dir, self.machine.slug)
         return self.results_dir / f"{self.machine.slug}.json"
 
-    def history_found(self) -> tuple[ResultsFile | None, str]:
+    def history_found(
+        self, claims: Collection[str] | None = None, *, others_held: bool = False
+    ) -> tuple[ResultsFile | None, str]:
         """This machine's history as the run found it, as `--changed` and `--reading` select from it (or None and
-        why there is none to read): read once, the first time it is asked for."""
-        if self._found is None:
-            self._found = selection_mod.recorded(self.results_path, self.history_notices.append)
-        return self._found
+        why there is none to read); with `claims`, only those claims' records of a store (its header and outputs
+        whole). Read once, the first time it is asked for. `others_held`: every record of a claim not read is
+        held (`held_records`), so the claims read hold every record the run may find outdated."""
+        key = None if claims is None or not store_mod.is_store(self.results_path) else frozenset(claims)
+        if key not in self._found:
+            self._found[key] = selection_mod.recorded(self.results_path, self.history_notices.append, key)
+        if others_held:
+            self._judged_from = key
+        return self._found[key]
+
+    def held_records(self) -> footprints.Unchanged | None:
+        """The records of this machine's store that no edit since they were written can have changed, with their
+        status and date, and the pages that did change (`verified_book.engine.footprints.held`); None where that
+        is not known. Asked once, after the backends are assumed from the records."""
+        if self._held is None:
+            now = {k: v for k, v in self.machine.info.items() if k in machine_mod.VERSIONED}
+            now |= {name: b.version for name, b in self.backends.known().items()}
+            self._held = footprints.held(self.results_path, self.root, now, self.verifier.bindings, self.opened_at)
+        return self._held
 
     def records_left(self, redone: Collection[tuple[str, str]]) -> ResultsFile | None:
         """The records of this machine's history that this run did not redo (`redone`), as its merge left them:
@@ -310,8 +331,9 @@ class Session:
             return None
         if not store_mod.is_store(self.written):
             return self._merged
-        if self._found is not None and self._found[0] is not None:
-            return self._found[0]
+        for key in (None, self._judged_from):
+            if key in self._found and self._found[key][0] is not None and (key is None or self._held is not None):
+                return self._found[key][0]
         return store_mod.Store(self.written).read_except(redone, self.history_notices.append)
 
     def write_records(
@@ -328,7 +350,11 @@ class Session:
         path = self.results_path
         warnings: list[str] = []
         try:
-            merged = merge_into(path, update, warn=warnings.append)
+            sources = None
+            if store_mod.is_store(path):
+                with self.opened_book.opened():
+                    sources = footprints.of_records(update, REGISTRY, self.root, self.opened_at)
+            merged = merge_into(path, update, warn=warnings.append, footprints=sources)
             self._merged = None if store_mod.is_store(path) else merged
             self.written = path
         except (ResultsError, OSError) as e:

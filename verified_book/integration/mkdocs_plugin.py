@@ -30,7 +30,7 @@ from mkdocs.structure.pages import Page as MkPage
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import AllowListError, Book, Page, book_pages, generated, read_allowlist
 from verified_book.book.lexer import lex
-from verified_book.engine import provenance
+from verified_book.engine import verdicts as verdicts_mod
 from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
 from verified_book.engine.kept_pages import read_or_raise
@@ -86,7 +86,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._pages: dict[Path, Page] = {}  # the book's pages by their path, read once in on_files
         self._panels: dict[str, list[str]] = {}  # each page's figure panels, set aside for the search index
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
-        self._verdicts: provenance.Verdicts = {}  # each record judged (outdated? its figures?) once in this build
+        self._verdicts: verdicts_mod.Verdicts = {}  # each record judged (outdated? its figures?) once in this build
         self._legend_file: File | None = None  # the legend page, every other page links it
         try:
             self.book_config = read_config(self.root)
@@ -292,7 +292,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return files
 
     def on_page_markdown(self, markdown: str, page: MkPage, config: MkDocsConfig, files: Files) -> str:
-        with provenance.judged_once(self._verdicts):  # the machines page judges the records as the pages do
+        with verdicts_mod.judged_once(self._verdicts):  # the machines page judges the records as the pages do
             return self._page_markdown(markdown, page, files)
 
     def _page_markdown(self, markdown: str, page: MkPage, files: Files) -> str:

@@ -31,18 +31,16 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Iterator
 
 from filelock import FileLock, Timeout
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
+from verified_book.records import footprints as footprints_mod
 from verified_book.records import salvage
 from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.migrate import migrate
 from verified_book.records.record import (
     SCHEMA_VERSION,
-    BackendName,
-    ClaimId,
     ClaimMeta,
     MachineRecord,
-    OutputName,
     Record,
     RunHeader,
     SnippetOutput,
@@ -54,12 +52,14 @@ from verified_book.records.results import (
     read,
     same_machine,
 )
-from verified_book.vocabulary import Status
+from verified_book.records.store_rows import RECORDS, Rows, parsed
 
 SUFFIX = ".sqlite"
 #: the layout of the tables below; a store of another layout is not read as this one
-LAYOUT = 1
-_TABLES = """
+LAYOUT = 2  # 2: footprints (verified_book.records.footprints)
+_TABLES = (
+    footprints_mod.TABLES
+    + """
 CREATE TABLE IF NOT EXISTS header (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     claim TEXT NOT NULL, backend TEXT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,
@@ -71,10 +71,8 @@ CREATE TABLE IF NOT EXISTS per_record (
 CREATE TABLE IF NOT EXISTS claims (claim TEXT PRIMARY KEY, meta TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outputs (name TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
 """
+)
 
-_RECORDS: TypeAdapter[dict[str, dict[str, Record]]] = TypeAdapter(dict[ClaimId, dict[BackendName, Record]])
-_CLAIMS: TypeAdapter[dict[str, ClaimMeta]] = TypeAdapter(dict[ClaimId, ClaimMeta])
-_OUTPUTS: TypeAdapter[dict[str, SnippetOutput]] = TypeAdapter(dict[OutputName, SnippetOutput])
 
 Warn = Callable[[str], None]
 Key = tuple[str, str]
@@ -223,7 +221,7 @@ class Store:
                 header = self._header(db)
                 if header is None:
                     return ResultsFile(self.slug)
-                rows = _Rows(self, db)
+                rows = Rows(db)
                 if leaving:
                     pairs = [k for k in db.execute("SELECT claim, backend FROM records") if k not in leaving]
                     found = rows.take(pairs, {c for c, _ in pairs}, outputs=True)
@@ -236,17 +234,24 @@ class Store:
 
     # -- writing
 
-    def merge(self, update: ResultsFile, warn: Warn = lambda _: None, timeout: float = 120) -> ResultsFile:
+    def merge(
+        self,
+        update: ResultsFile,
+        warn: Warn = lambda _: None,
+        timeout: float = 120,
+        footprints: footprints_mod.Footprints | None = None,
+    ) -> ResultsFile:
         """Merge `update` (checked by the caller) into the store, under a lock, in one transaction: the rows its
-        records, timings, claims and outputs name are read, merged by `ResultsFile.merge`, and written back. What
-        the store now holds of those rows is returned. A merge of another machine's records is refused."""
+        records, timings, claims and outputs name are read, merged by `ResultsFile.merge`, and written back, each
+        record the merge took with its footprint from `footprints` (none given: none kept). What the store now
+        holds of those rows is returned. A merge of another machine's records is refused."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with FileLock(str(self.path) + ".lock", timeout=timeout):
                 self._open_for_writing(warn)
                 with self._db() as db:
                     self._layout(db)
-                    merged, bad = self._merge(db, update)
+                    merged, bad = self._merge(db, update, footprints or {})
                 self._set_aside(bad, warn, removed=True)
                 return merged
         except Timeout:
@@ -311,7 +316,9 @@ class Store:
         legacy.unlink()
         warn(f"{legacy}: taken into {self.path.name} ({len(_keys(old.records))} records); the store holds them now")
 
-    def _merge(self, db: sqlite3.Connection, update: ResultsFile) -> tuple[ResultsFile, list[salvage.SetAside]]:
+    def _merge(
+        self, db: sqlite3.Connection, update: ResultsFile, footprints: footprints_mod.Footprints
+    ) -> tuple[ResultsFile, list[salvage.SetAside]]:
         with _transaction(db):
             header = self._header(db)
             current = ResultsFile(update.slug) if header is None else ResultsFile(update.slug, *header)
@@ -320,7 +327,7 @@ class Store:
                 raise OtherMachine(f"{self.path}: {why}")
             keys, timed = _keys(update.records), _timed(update.run)
             absent = [name for name, version in (update.run.backends or {}).items() if version is None]
-            found = _Rows(self, db).take(keys | set().union(*timed.values()), update.claims, absent=absent)
+            found = Rows(db).take(keys | set().union(*timed.values()), update.claims, absent=absent)
             if header is not None:
                 current = found.results(update.slug, *header)
             for part in found.bad:  # set aside (said by the caller); one this merge writes again is written below
@@ -329,6 +336,9 @@ class Store:
             self._write_header(db, current)
             claims = {c: current.claims[c] for c in update.claims}
             self._write(db, current, keys | found.keys, timed, claims, update.outputs)
+            taken = {(c, b) for c, b in keys if current.records.get(c, {}).get(b) is update.records[c][b]}
+            gone = {(c, b) for c, b in keys | found.keys if b not in current.records.get(c, {})}
+            self.rows_written += footprints_mod.write(db, taken | gone, footprints)
         return current, found.bad
 
     def _write_header(self, db: sqlite3.Connection, results: ResultsFile) -> None:
@@ -360,7 +370,7 @@ class Store:
                 gone.append((claim, backend))
             else:
                 text = _json(rec)
-                _RECORDS.validate_python(_parsed({claim: {backend: text}}))
+                RECORDS.validate_python(parsed({claim: {backend: text}}))
                 upserts.append((claim, backend, str(rec.status), text))
         db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)", upserts)
         db.executemany("DELETE FROM records WHERE claim = ? AND backend = ?", gone)
@@ -397,6 +407,20 @@ class Store:
         except (OSError, sqlite3.Error, Timeout) as e:
             head += f" (left in the store, which cannot be written here: {e}):"
         warn("\n".join([head, *(f"  {self.path}{part.where()}: {part.why}" for part in bad[:50])]))
+
+    def held(self, digests: Callable[[list[str]], dict[str, str]]) -> footprints_mod.Footprinted:
+        """Which records still speak for the book by their footprints, given the `digests` now of the sources
+        footprints name (`verified_book.records.footprints`); every record moved before the store's first write."""
+        if not self.exists():
+            return footprints_mod.Footprinted()
+        try:
+            with self._db(read_only=not os.access(self.path.parent, os.W_OK)) as db:
+                self._layout(db, write=False)
+                header = self._header(db)
+                run_date = header[1].date if header is not None else None
+                return footprints_mod.held(db, digests(footprints_mod.sources(db)), run_date)
+        except sqlite3.Error as e:
+            raise ResultsError(f"{self.path}: does not read as a results store ({e})") from None
 
     # -- the exchange file
 
@@ -455,142 +479,3 @@ def _remove(db: sqlite3.Connection, at: salvage.Place) -> None:
         db.execute("DELETE FROM claims WHERE claim = ?", key)
     elif table == "outputs":
         db.execute("DELETE FROM outputs WHERE name = ?", key)
-
-
-class _Found:
-    """Rows read and checked: the sound ones as the parts of a results file, the bad ones to set aside."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, dict[str, Record]] = {}
-        self.per_record: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in PER_RECORD}
-        self.claims: dict[str, ClaimMeta] = {}
-        self.outputs: dict[str, SnippetOutput] = {}
-        self.keys: set[Key] = set()  # every record key read, sound or not: a merge writes each back
-        self.bad: list[salvage.SetAside] = []
-
-    def results(self, slug: str, machine: MachineRecord, run: RunHeader) -> ResultsFile:
-        header = RunHeader.model_validate({**run.model_dump(exclude_unset=True), **self.per_record})
-        return ResultsFile(slug, machine, header, self.records, self.outputs, self.claims)
-
-
-class _Rows:
-    """Reading rows of one store, each checked as its part of a results file."""
-
-    def __init__(self, store: Store, db: sqlite3.Connection) -> None:
-        self.store, self.db = store, db
-
-    def _wanted(self, pairs: Iterable[Key], claims: Iterable[str]) -> None:
-        """The rows a read asks for, in temporary tables the queries below are driven by (never a scan)."""
-        db = self.db
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (claim TEXT NOT NULL, backend TEXT NOT NULL)")
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted_claims (claim TEXT PRIMARY KEY)")
-        db.execute("DELETE FROM temp.wanted")
-        db.execute("DELETE FROM temp.wanted_claims")
-        db.executemany("INSERT INTO temp.wanted VALUES (?, ?)", pairs)
-        db.executemany("INSERT OR IGNORE INTO temp.wanted_claims VALUES (?)", [(c,) for c in claims])
-
-    def take(
-        self,
-        pairs: Iterable[Key] | None,
-        claims: Iterable[str] = (),
-        *,
-        whole_claims: bool = False,
-        absent: Iterable[str] = (),
-        outputs: bool = False,
-    ) -> _Found:
-        """Every row (`pairs` None), or the records and timings of `pairs` and the metadata of `claims` (with
-        `whole_claims`, every record and timing of those claims too); with `absent`, every skipped record on
-        those backends (a merge removes them); with `outputs`, every snippet's output."""
-        db = self.db
-        if pairs is None:
-            records = db.execute("SELECT claim, backend, record FROM records").fetchall()
-            per = db.execute("SELECT field, claim, backend, value FROM per_record").fetchall()
-            metas = db.execute("SELECT claim, meta FROM claims").fetchall()
-        else:
-            self._wanted(pairs, claims)
-            records = db.execute(
-                "SELECT r.claim, r.backend, r.record FROM temp.wanted w CROSS JOIN records r "
-                "ON r.claim = w.claim AND r.backend = w.backend"
-            ).fetchall()
-            per = db.execute(
-                "SELECT p.field, p.claim, p.backend, p.value FROM temp.wanted w CROSS JOIN per_record p "
-                "ON p.claim = w.claim AND p.backend = w.backend"
-            ).fetchall()
-            if whole_claims:
-                records += db.execute(
-                    "SELECT r.claim, r.backend, r.record FROM temp.wanted_claims w CROSS JOIN records r "
-                    "ON r.claim = w.claim"
-                ).fetchall()
-                per += db.execute(
-                    "SELECT p.field, p.claim, p.backend, p.value FROM temp.wanted_claims w CROSS JOIN per_record p "
-                    "ON p.claim = w.claim"
-                ).fetchall()
-            metas = db.execute(
-                "SELECT c.claim, c.meta FROM temp.wanted_claims w CROSS JOIN claims c ON c.claim = w.claim"
-            ).fetchall()
-            for name in absent:
-                records += db.execute(
-                    "SELECT claim, backend, record FROM records WHERE backend = ? AND status = ?",
-                    (name, str(Status.SKIPPED)),
-                ).fetchall()
-        found = _Found()
-        for claim, backend, text in dict.fromkeys(records):
-            found.keys.add((claim, backend))
-            rec = self._checked(_RECORDS, ("records", claim, backend), {claim: {backend: text}}, found)
-            if rec is not None:
-                found.records.setdefault(claim, {})[backend] = rec[claim][backend]
-        for field, claim, backend, text in dict.fromkeys(per):
-            if field in PER_RECORD and self._sound_timing(field, claim, backend, text, found):
-                found.per_record[field].setdefault(claim, {})[backend] = json.loads(text)
-        for claim, text in metas:
-            meta = self._checked(_CLAIMS, ("claims", claim), {claim: text}, found)
-            if meta is not None:
-                found.claims[claim] = meta[claim]
-        for name, text in db.execute("SELECT name, output FROM outputs").fetchall() if outputs else ():
-            out = self._checked(_OUTPUTS, ("outputs", name), {name: text}, found)
-            if out is not None:
-                found.outputs[name] = out[name]
-        return found
-
-    @staticmethod
-    def _checked(adapter: TypeAdapter[Any], at: salvage.Place, raw: dict[str, Any], found: _Found) -> Any:
-        """One row checked as its part of a results file; a bad one added to `found.bad` (None returned)."""
-        try:
-            return adapter.validate_python(_parsed(raw))
-        except ValidationError as e:
-            depth = len(at) - 1
-            why = "; ".join(
-                "".join(f"[{k!r}]" for k in err["loc"][depth:]) + f"{': ' if len(err['loc']) > depth else ''}"
-                f"{err['msg']}"
-                for err in e.errors(include_url=False)
-            )
-        except (ValueError, RecursionError) as e:
-            why = f"not valid JSON ({e})"
-        found.bad.append(salvage.SetAside(at, why, _unparsed(raw)))
-        return None
-
-    @staticmethod
-    def _sound_timing(field: str, claim: str, backend: str, text: str, found: _Found) -> bool:
-        try:
-            RunHeader.model_validate({field: {claim: {backend: json.loads(text, parse_constant=no_json_constants)}}})
-            return True
-        except (ValueError, ValidationError) as e:
-            found.bad.append(salvage.SetAside(("run", field, claim, backend), str(e).splitlines()[0], text))
-            return False
-
-
-def _parsed(node: Any) -> Any:
-    """A row's key paths down to its JSON text, the text parsed: {claim: {backend: text}} -> the data."""
-    if isinstance(node, dict):
-        return {k: _parsed(v) for k, v in node.items()}
-    return json.loads(node, parse_constant=no_json_constants)
-
-
-def _unparsed(node: Any) -> Any:
-    """A bad row's value for the side file: its JSON where it parses, else its text."""
-    while isinstance(node, dict) and len(node) == 1:
-        node = next(iter(node.values()))
-    try:
-        return json.loads(node, parse_constant=no_json_constants)
-    except (TypeError, ValueError, RecursionError):
-        return node

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from filelock import FileLock, Timeout
 
+from verified_book.records import footprints as footprints_mod
 from verified_book.records import salvage, unsaved
 from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.results import ResultsFile, read, read_salvaging, same_machine, validate
@@ -123,7 +124,11 @@ def dumps(results: ResultsFile) -> str:
 
 
 def merge_into(
-    path: Path, update: ResultsFile, warn: Callable[[str], None] = lambda _: None, timeout: float = 120
+    path: Path,
+    update: ResultsFile,
+    warn: Callable[[str], None] = lambda _: None,
+    timeout: float = 120,
+    footprints: footprints_mod.Footprints | None = None,
 ) -> ResultsFile:
     """Merge `update` into the file at `path` under a lock, atomically; return what was written.
 
@@ -134,7 +139,8 @@ def merge_into(
     earlier run could not write to `path` (verified_book.records.unsaved) are merged first, then
     let go, and the merge says so.
     A machine's own store (`verified_book.records.store`, a `.sqlite` path) takes the rows the update names,
-    merged by the same rules, and returns what it holds of them, not the whole history.
+    merged by the same rules, and returns what it holds of them, not the whole history, keeping each record's
+    footprint from `footprints` (`verified_book.records.footprints`; a results file has no place for one).
     The lock is filelock's: an OS lock the kernel releases when its holder dies, so a
     killed run leaves no stale lock, only a temporary file that the next merge removes.
     """
@@ -144,7 +150,7 @@ def merge_into(
     from verified_book.records import store
 
     if store.is_store(path):
-        return _merge_into_store(store.Store(path, update.slug), update, warn, timeout)
+        return _merge_into_store(store.Store(path, update.slug), update, warn, timeout, footprints)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(path) + ".lock", timeout=timeout):
@@ -167,14 +173,18 @@ def merge_into(
 
 
 def _merge_into_store(
-    history: "store.Store", update: ResultsFile, warn: Callable[[str], None], timeout: float
+    history: "store.Store",
+    update: ResultsFile,
+    warn: Callable[[str], None],
+    timeout: float,
+    footprints: footprints_mod.Footprints | None,
 ) -> ResultsFile:
     """`merge_into` for a machine's own store: the runs kept unsaved for it first, oldest first, then `update`."""
     taken = []
     for earlier, records in _earlier_runs(history.path, update, warn):
         history.merge(records, warn, timeout)
         taken.append(earlier)
-    merged = history.merge(update, warn, timeout)
+    merged = history.merge(update, warn, timeout, footprints)
     _let_go(history.path, taken, warn)
     return merged
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from verified_book.book.bindings import GENERATED, Page, read_page
 from verified_book.book.bindings import generated as marked
-from verified_book.engine import provenance
+from verified_book.engine import verdicts as verdicts_mod
 from verified_book.engine.config import BookConfig
 from verified_book.errors import Problem
 from verified_book.records import store
@@ -53,7 +53,7 @@ def render_page(
     root: Path,
     pages: Mapping[Path, Page],
     context: transform.Context,
-    verdicts: provenance.Verdicts,
+    verdicts: verdicts_mod.Verdicts,
     rows: render.PanelRows | None = None,
 ) -> transform.RenderedPage:
     """One page's step: its Markdown with a placeholder for each bound figure, and the HTML each stands for.
@@ -67,7 +67,7 @@ def render_page(
     book_page = pages.get(path) or read_page(path, root)
     source = path.read_text(encoding="utf-8")
     offset = source[: len(source) - len(markdown)].count("\n") if markdown and source.endswith(markdown) else 0
-    with provenance.judged_once(verdicts):
+    with verdicts_mod.judged_once(verdicts):
         return transform.render_markdown(markdown, book_page, context, offset, rows)
 
 

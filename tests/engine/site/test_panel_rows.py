@@ -12,7 +12,7 @@ import pytest
 from test_render import CLAIMS, PAGE, elements, figures_of, machine, record
 
 from verified_book.book.bindings import read_page
-from verified_book.engine import figure_status, provenance
+from verified_book.engine import figure_status, provenance, verdicts
 from verified_book.site import build as site_book
 from verified_book.site import render
 
@@ -98,7 +98,7 @@ def test_a_build_reads_each_claim_s_code_and_data_once_however_many_machines_rec
     fingerprint, uses_of = provenance._code_fingerprint, provenance._uses_of
     monkeypatch.setattr(provenance, "_code_fingerprint", lambda *args: made.append(args) or fingerprint(*args))
     monkeypatch.setattr(provenance, "_uses_of", lambda *args: uses.append(args) or uses_of(*args))
-    with provenance.judged_once({}):
+    with verdicts.judged_once({}):
         assert figure_status.figure_view(b, CLAIMS["t.max"], results).status == "stale"
     assert len(made) == 1 and len(uses) == 1, (made, uses)
     figure_status.figure_view(b, CLAIMS["t.max"], results)

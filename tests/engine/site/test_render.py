@@ -16,7 +16,7 @@ from claims import plots as site_plots
 from verified_book.authoring.registry import Claim, Kind
 from verified_book.book.bindings import Book, read_page
 from verified_book.book.figures import parse
-from verified_book.engine import figure_status, provenance
+from verified_book.engine import figure_status, provenance, verdicts
 from verified_book.engine.provenance import code_fingerprint
 from verified_book.errors import Problem
 from verified_book.records.record import ClaimMeta, MachineRecord, Record, RunHeader, SnippetOutput
@@ -530,11 +530,11 @@ def test_a_build_judges_each_record_once(page: Any, monkeypatch: pytest.MonkeyPa
     judge, measure = provenance._outdated_reason, figure_status._measure_now
     monkeypatch.setattr(provenance, "_outdated_reason", lambda *args: judged.append(args) or judge(*args))
     monkeypatch.setattr(figure_status, "_measure_now", lambda *args: measured.append(args) or measure(*args))
-    with provenance.judged_once({}):
+    with verdicts.judged_once({}):
         for _ in range(3):
             assert figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf}).status == "verified"
     assert len(judged) == 1 and len(measured) == 1
-    with provenance.judged_once({}):
+    with verdicts.judged_once({}):
         figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     figure_status.figure_view(b, CLAIMS["t.ceiling"], {"alpha": rf})
     assert len(judged) == 3 and len(measured) == 3

@@ -36,6 +36,7 @@ from verified_book.integration.pytest.items import (
 )
 from verified_book.integration.pytest.marks import expression_of, pair_selected
 from verified_book.integration.pytest.stash import (
+    COLLECTED,
     LOCK,
     NARROWED,
     OPENED,
@@ -99,7 +100,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except selection_mod.ReadingError as e:
         raise pytest.UsageError(str(e)) from None
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        selection_mod.assume_recorded_backends(run.backends, run.history_found()[0])
+        selection_mod.assume_recorded_backends(run.backends, run.history_found(claims=())[0])
+    whole_book = config.args_source is pytest.Config.ArgsSource.TESTPATHS
+    if config.getoption("claims_changed") and not config.getoption("claims_reading") and whole_book:
+        held = run.held_records()
+        if held is not None:
+            config.stash[COLLECTED] = selection_mod.to_collect(held, REGISTRY, run.verifier, run.book.pages)
     if not config.option.collectonly:
         take_run_lock(config, book)
 
@@ -181,6 +187,9 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
         and "snippets" not in file_path.relative_to(run.book_dir).parts
         and not generated(file_path)
     ):
+        collected = parent.config.stash.get(COLLECTED, None)
+        if collected is not None and file_path.relative_to(run.root).as_posix() not in collected.pages:
+            return None
         return BookPage.from_parent(parent, path=file_path)
     if file_path.suffix == ".py" and file_path.parent == run.snippets_dir:
         return SnippetFile.from_parent(parent, path=file_path)
@@ -201,13 +210,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         # they select among the book's checks: a test of anything else (the engine's own) reads no record
         others = [item for item in items if not isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))]
-        history, unrecorded = run.history_found()
         narrowed, items[:], dropped = selection_mod.narrow(
             [item for item in items if isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))],
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
-            results=history,
-            unrecorded=unrecorded,
+            history=run.history_found,
+            held=run.held_records() if config.getoption("claims_changed") else None,
+            whole_book=COLLECTED in config.stash,
             registry=REGISTRY,
             verifier=run.verifier,
             outputs=run.output_blocks,

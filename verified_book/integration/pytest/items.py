@@ -19,7 +19,7 @@ from verified_book.engine.session import Session, case_id, figure_keywords, figu
 from verified_book.engine.snippet_run import SnippetRun, run_as_script, shared_run
 from verified_book.errors import BookError
 from verified_book.integration.pytest.marks import mark_of, marks
-from verified_book.integration.pytest.stash import state
+from verified_book.integration.pytest.stash import COLLECTED, state
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # pytest exports no public name for a failure's representation
@@ -32,7 +32,10 @@ class ClaimsFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         run = state(self.config)
         yield TopicsItem.from_parent(self, name=TopicsItem.NAME)
+        collected = self.config.stash.get(COLLECTED, None)
         for claim in REGISTRY:
+            if collected is not None and claim.id not in collected.claims:
+                continue
             for backend in run.verifier.backends_for(claim):
                 item = ClaimItem.from_parent(self, name=case_id(claim, backend.name), claim=claim, backend=backend)
                 for mark in marks(run, claim, backend.name):

@@ -15,6 +15,8 @@ STATE = pytest.StashKey[Session]()
 LOCK = pytest.StashKey[conditions_mod.RunLock]()
 OPENED = pytest.StashKey[contextlib.ExitStack]()  # the book held open from the session's start to its end
 NARROWED = pytest.StashKey[selection_mod.Said]()  # what --changed or --reading says at the end of the run
+#: what a whole-book --changed run collects (`selection.to_collect`): the rest is unchanged, not collected
+COLLECTED = pytest.StashKey[selection_mod.ToCollect]()
 
 REWRITTEN = pytest.StashKey[tuple[list[Rewrite], list[str], list[Reread]]]()
 

@@ -1,0 +1,119 @@
+"""`--changed` reads and judges only the records whose sources moved (`verified_book.engine.footprints`), and says
+what the one rule says: for each edit of the rule's table, and a figure of a recorded claim printed on a new page,
+a run that trusts the footprints reruns, judges again and leaves unchanged exactly what a run that judges every
+record does (the same store, its footprints removed), and each figure both check ends the same; it collects less.
+
+Each run is a process of its own, as an author's is: a claims module saved after a process loaded it has no
+digest there, so a run in this test's process would trust no footprint."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from harness.edits import EDITS, Edit, add_lab
+from harness.live_book import opened_copy
+
+NEW_PAGE = Edit("a recorded claim's figure on a new page", "pages/more.md", "", "Again: [65504](claim:half.max).\n", ())
+ROWS = [*EDITS, NEW_PAGE]
+QUICK = ("a printed figure", "a helper the claim calls", NEW_PAGE.name)  # the rest run with the slow tests
+FIGURE = re.compile(r"^(pages/\S+::line .*?) (PASSED|FAILED|SKIPPED|XFAIL)")
+SAID = ("  rerun ", "  rejudged ", "  unchanged ", "--changed: ")
+COLLECTED = re.compile(r"collected (\d+) items")
+
+
+def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """The lab book with a local store, run whole once: its root, and a copy of the store that run wrote."""
+    with opened_copy(tmp_path_factory.mktemp("footprints") / "minimal") as root:
+        add_lab(root)
+        with (root / "book.toml").open("a") as toml:
+            toml.write('local_results = "results.local"\n')
+        first = _pytest(root)
+        assert first.returncode in (0, 1), first.stdout + first.stderr
+        (store,) = (root / "results.local").glob("*.sqlite")
+        pristine = root.parent / "pristine.sqlite"
+        shutil.copy(store, pristine)
+        yield store, pristine
+
+
+def _save(path: Path, text: str) -> None:
+    """`path` saved with `text`, dated before any run that reads it: what tells a run the edit is the content, and
+    a file dated after a run opened the book would be judged whatever its content."""
+    path.write_text(text)
+    earlier = time.time() - 10
+    os.utime(path, (earlier, earlier))
+
+
+def _restore(store: Path, pristine: Path, *, footprints: bool, numpy: str | None) -> None:
+    """The store as the whole run left it; without its footprints, or with numpy's records made on `numpy`."""
+    for extra in ("-wal", "-shm"):
+        Path(f"{store}{extra}").unlink(missing_ok=True)
+    shutil.copy(pristine, store)
+    with sqlite3.connect(store) as db:
+        if numpy is not None:
+            db.execute("UPDATE records SET record = json_set(record, '$.version', ?) WHERE backend = 'numpy'", (numpy,))
+            db.execute("UPDATE footprints SET digest = ? WHERE source = 'library:numpy'", (numpy,))
+        if not footprints:
+            db.execute("DELETE FROM footprints")
+    db.close()
+
+
+def _said(run: subprocess.CompletedProcess[str]) -> tuple[int, list[str], list[str]]:
+    lines = run.stdout.splitlines()
+    figures = sorted(f"{m[1]} {m[2]}" for line in lines if (m := FIGURE.match(line)))
+    return run.returncode, sorted(line for line in lines if line.startswith(SAID)), figures
+
+
+@pytest.mark.parametrize(
+    "edit", [pytest.param(e, marks=() if e.name in QUICK else pytest.mark.slow, id=e.name) for e in ROWS]
+)
+def test_changed_trusting_footprints_says_what_judging_every_record_says(
+    edit: Edit, recorded: tuple[Path, Path]
+) -> None:
+    store, pristine = recorded
+    root = store.parent.parent
+    path = root / edit.file
+    before = path.read_text() if edit.file and path.exists() else None
+    numpy = "0.0.1" if not edit.file else None
+    try:
+        if edit.file:
+            assert before is None or before.count(edit.old) == 1, f"{edit.file}: {edit.old!r} is not there once"
+            _save(path, edit.new if before is None else before.replace(edit.old, edit.new))
+        _restore(store, pristine, footprints=True, numpy=numpy)
+        trusting = _pytest(root, "-v", "--changed")
+        _restore(store, pristine, footprints=False, numpy=numpy)
+        judging = _pytest(root, "-v", "--changed")
+    finally:
+        if before is None and edit.file:
+            path.unlink()
+        elif before is not None:
+            _save(path, before)
+        _restore(store, pristine, footprints=True, numpy=None)
+    assert judging.returncode in (0, 1), judging.stdout + judging.stderr
+    assert _said(trusting) == _said(judging), trusting.stdout
+    assert any(line.startswith("  unchanged ") for line in _said(judging)[1]), "the edit leaves some record unchanged"
+    collected = [int(m[1]) for run in (trusting, judging) if (m := COLLECTED.search(run.stdout))]
+    assert collected[0] < collected[1], "the unchanged records' checks are not even collected"
+    for claim in edit.invalidates:
+        assert any(line.startswith(f"  rerun     {claim}[") for line in _said(trusting)[1]), claim

@@ -1,0 +1,99 @@
+"""What each record of a machine's store was computed and judged from, by source: the table behind `--changed`.
+
+A record's footprint names every source its answer depends on, each with its digest when the record was written:
+the book's files (the claim's module and every module its code reaches, the data files it read, the pages its
+figures are printed on, a snippet it took a figure from) and the versions of the libraries it computed with. While
+every source of a record still has the digest it had, the record speaks for the book as it did when written, and
+`--changed` need not read it; a source whose digest moved names, through an index, the records it may have
+changed, and only those are read and judged by the one rule (`verified_book.engine.provenance.outdated_reason`).
+
+The engine says what a source is and what its digest is now (`verified_book.engine.footprints`); this module
+only keeps the rows. A record written without a footprint (one taken in from a JSON history) has none: it is
+read and judged, as every record was before footprints were kept.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+Key = tuple[str, str]
+#: a record's sources and their digests, by (claim, backend)
+Footprints = Mapping[Key, Mapping[str, str]]
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS footprints (
+    claim TEXT NOT NULL, backend TEXT NOT NULL, source TEXT NOT NULL, digest TEXT NOT NULL,
+    PRIMARY KEY (claim, backend, source)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS footprints_by_source ON footprints (source, digest);
+"""
+
+
+def write(db: sqlite3.Connection, written: Iterable[Key], footprints: Footprints) -> int:
+    """The footprints of the records a merge `written`: each replaced by the one given, or removed where none is
+    (a record whose footprint is not known is read and judged, never taken as unchanged). Returns rows written."""
+    keys = sorted(written)
+    db.executemany("DELETE FROM footprints WHERE claim = ? AND backend = ?", keys)
+    rows = [(c, b, source, digest) for c, b in keys for source, digest in sorted(footprints.get((c, b), {}).items())]
+    db.executemany("INSERT INTO footprints VALUES (?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def sources(db: sqlite3.Connection) -> list[str]:
+    """Every source some record's footprint names: what the caller digests as it is now."""
+    return [s for (s,) in db.execute("SELECT DISTINCT source FROM footprints")] if kept(db) else []
+
+
+def kept(db: sqlite3.Connection) -> bool:
+    """Whether the store keeps footprints (one written before they were kept has no such table)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'footprints'").fetchone() is not None
+
+
+@dataclass
+class Footprinted:
+    """Of a store's records, by (claim, backend): those whose every source has the digest it had when written
+    (`held`, with their status and date), and those that may have changed (`moved`: a source moved, or no
+    footprint is kept)."""
+
+    held: dict[Key, tuple[str, str | None]] = field(default_factory=dict)
+    moved: set[Key] = field(default_factory=set)
+    sources: set[str] = field(default_factory=set)  # every source a footprint names
+    moved_sources: set[str] = field(default_factory=set)  # those with a digest other than now's
+
+
+def held(db: sqlite3.Connection, now: Mapping[str, str], run_date: str | None) -> Footprinted:
+    """Which records' footprints hold against the digests `now` (a source missing from `now` has moved, and one
+    written with no digest, "", never holds); a record's date is its own where the run header keeps one, else
+    `run_date`."""
+    found = Footprinted()
+    records = db.execute("SELECT claim, backend, status FROM records").fetchall()
+    if not kept(db):
+        found.moved = {(c, b) for c, b, _ in records}
+        return found
+    for pair in db.execute("SELECT DISTINCT source, digest FROM footprints").fetchall():
+        found.sources.add(pair[0])
+        if not pair[1] or now.get(pair[0]) != pair[1]:  # "": no digest could be read when written
+            found.moved_sources.add(pair[0])
+            moved = db.execute("SELECT claim, backend FROM footprints WHERE source = ? AND digest = ?", pair)
+            found.moved.update(moved)
+    found.moved.update(
+        db.execute(
+            "SELECT r.claim, r.backend FROM records r WHERE NOT EXISTS "
+            "(SELECT 1 FROM footprints f WHERE f.claim = r.claim AND f.backend = r.backend)"
+        )
+    )
+    dates = dict(
+        ((c, b), v) for c, b, v in db.execute("SELECT claim, backend, value FROM per_record WHERE field = 'dates'")
+    )
+    for claim, backend, status in records:
+        if (claim, backend) in found.moved:
+            continue
+        try:
+            date = json.loads(dates[(claim, backend)]) if (claim, backend) in dates else run_date
+        except ValueError:  # a bad row: read and judged, which sets it aside
+            found.moved.add((claim, backend))
+            continue
+        found.held[(claim, backend)] = (status, date if isinstance(date, str) else run_date)
+    return found
