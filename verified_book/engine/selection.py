@@ -303,8 +303,9 @@ def select_changed(
     if results is None:
         selection.notes.append(f"--changed: {unrecorded}: everything is checked")
     for claim_id, backend in pairs:
-        if held is not None and (claim_id, backend) in held:
-            selection.unchanged[Check(claim_id, backend)] = held[Check(claim_id, backend)]
+        said = held.get(Check(claim_id, backend)) if held is not None else None
+        if said is not None:
+            selection.unchanged[Check(claim_id, backend)] = said
             continue
         claim = registry.get(claim_id)
         if claim is None:
