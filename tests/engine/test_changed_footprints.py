@@ -117,3 +117,29 @@ def test_changed_trusting_footprints_says_what_judging_every_record_says(
     assert collected[0] < collected[1], "the unchanged records' checks are not even collected"
     for claim in edit.invalidates:
         assert any(line.startswith(f"  rerun     {claim}[") for line in _said(trusting)[1]), claim
+
+
+def test_a_page_s_changed_run_counts_what_it_leaves_outdated_on_other_pages_alike(
+    recorded: tuple[Path, Path],
+) -> None:
+    """A run of one page that writes records counts, in its table, the records of other pages an edit outdated:
+    trusting footprints, it reads those too (their sources moved), so it counts what judging every record does."""
+    store, pristine = recorded
+    root = store.parent.parent
+    data, page = root / "book_claims" / "data" / "formats.toml", root / "pages" / "lab.md"
+    texts = {path: path.read_text() for path in (data, page)}
+    tables = []
+    try:
+        _save(data, texts[data].replace("value = 5\n", "value = 6\n"))  # half.max, on pages/index.md
+        _save(page, texts[page].replace("[0.500]", "[0.501]"))  # lab.ms is judged again, and its record written
+        for footprints in (True, False):
+            _restore(store, pristine, footprints=footprints, numpy=None)
+            run = _pytest(root, "--changed", "pages/lab.md")
+            tables.append([line.split() for line in run.stdout.splitlines() if line.startswith(("none ", "all "))])
+    finally:
+        for path, text in texts.items():
+            _save(path, text)
+        _restore(store, pristine, footprints=True, numpy=None)
+    header = "selected verified cited premise unsourced stale failed disputed reference outdated skipped".split()
+    assert tables[0] == tables[1] and tables[0], tables
+    assert tables[0][0][1 + header.index("outdated")] == "1", "half.max's record, left outdated on another page"

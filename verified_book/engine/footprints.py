@@ -136,6 +136,7 @@ class Unchanged:
 
     records: dict[Check, tuple[str, str | None]] = field(default_factory=dict)
     pages: set[str] = field(default_factory=set)
+    judged: set[str] = field(default_factory=set)  # the claims with a record here that is not held
 
 
 def held(
@@ -154,8 +155,10 @@ def held(
         return None
     printed = {b.file for per in bound.values() for b in per}
     out = Unchanged(pages={p for p in printed if FILE + p in found.moved_sources or FILE + p not in found.sources})
+    out.judged = {claim_id for claim_id, _ in found.moved}
     for (claim_id, backend), (status, date) in found.held.items():
         if status in NOT_HELD or any(b.file in out.pages for b in bound.get(claim_id, ())):
+            out.judged.add(claim_id)
             continue
         out.records[Check(claim_id, backend)] = (status, date)
     return out

@@ -491,7 +491,8 @@ def narrow(
     everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry if c.id in in_run}
     pairs = [Check(c, b) for c, names in everywhere.items() for b in names]
     if changed and not readings and held is not None:
-        results, unrecorded = history({c for c, b in pairs if (c, b) not in held.records}, others_held=True)
+        unheld = held.judged | {c for c, b in pairs if (c, b) not in held.records}  # the run's, and any other's
+        results, unrecorded = history(unheld, others_held=True)
     else:
         (results, unrecorded), held = history(), None
     if changed:
