@@ -160,6 +160,14 @@ def one_half():
 }
 
 
+def _reached(tmp_path: Path) -> faults.SampleBook:
+    """A sample book of the claims modules in `REACHED`."""
+    book = faults.SampleBook(tmp_path / "book")
+    for name, text in REACHED.items():
+        book.claims(name.removesuffix(".py"), text)
+    return book
+
+
 def _fingerprints(book: faults.SampleBook, *, wide: bool = True) -> dict[str, str]:
     """Every claim's fingerprint as the book's files are now, in a registry of their own."""
     try:
@@ -189,9 +197,7 @@ def test_what_a_claim_reaches_without_naming_it_is_part_of_its_fingerprint(
     """A claim's value moves with a method of the object it is handed, the helper that method calls, a table
     its code reads and a cached helper; so its fingerprint must, or `--changed` and `serve` would keep its
     old value."""
-    book = faults.SampleBook(tmp_path / "book")
-    for name, text in REACHED.items():
-        book.claims(name.removesuffix(".py"), text)
+    book = _reached(tmp_path)
     before = _fingerprints(book)
     book.claims(module.removesuffix(".py"), REACHED[module].replace(old, new))
     after = _fingerprints(book)
@@ -202,9 +208,7 @@ def test_a_claims_footprint_names_every_file_whose_edit_moves_its_fingerprint(tm
     """`--changed` reads a record again only where a file of its footprint changed (`engine.footprints`): each
     module an edit of which moves a claim's fingerprint (`REACHED_EDITS`) is among its code's files, the claim's
     own module too."""
-    book = faults.SampleBook(tmp_path / "book")
-    for name, text in REACHED.items():
-        book.claims(name.removesuffix(".py"), text)
+    book = _reached(tmp_path)
     try:
         book.forget_modules()
         with books.opened(book.root):
@@ -244,9 +248,7 @@ def test_a_disputed_premise_and_an_excuse_beside_a_claim_are_not_its_code(tmp_pa
 def test_a_cache_a_claim_fills_as_it_runs_is_not_its_code(tmp_path: Path) -> None:
     """`_SEEN` is filled by the claims themselves: read from its assignment, not its value, it says the same
     before and after they ran, in every process."""
-    book = faults.SampleBook(tmp_path / "book")
-    for name, text in REACHED.items():
-        book.claims(name.removesuffix(".py"), text)
+    book = _reached(tmp_path)
     try:
         book.forget_modules()
         with books.opened(book.root):

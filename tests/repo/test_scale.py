@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from harness.paths import ROOT
@@ -101,24 +101,34 @@ atexit.register(lambda: pathlib.Path("rows-written.txt").write_text(f"{_written[
 """
 
 
+def _one_figure_edited(
+    root: Path, pages: int, args: Callable[[str], list[str]]
+) -> tuple[synthetic_book.Book, subprocess.CompletedProcess[str]]:
+    """A synthetic book of `pages` at `root`, run whole, then run with `args(page)` (the page's path in the book)
+    after one figure of that page is printed wrong (found stale), counting the rows the run writes into its store
+    (`rows-written.txt`)."""
+    from benchmarks import scale
+
+    book = synthetic_book.write(root, pages=pages)
+    first = _pytest(root)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    with (root / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(COUNT_ROWS)
+    page, right, wrong = scale.one_figure(book)
+    scale.save(page, right, wrong)
+    edited = _pytest(root, *args(page.relative_to(root).as_posix()))
+    assert edited.returncode == 1 and "stale" in edited.stdout, edited.stdout[-3000:]
+    return book, edited
+
+
 @pytest.mark.slow
 def test_a_one_figure_edit_rewrites_as_many_rows_whatever_the_books_size(tmp_path: Path) -> None:
     """The loop's scaling, without timing: after one figure is printed wrong in a book of 2 and of 8 pages (4x),
     the run of that page writes the same number of rows into the machine's history (its store)."""
-    from benchmarks import scale
-
     written = {}
     for pages in (2, 8):
         root = tmp_path / f"p{pages}"
-        book = synthetic_book.write(root, pages=pages)
-        first = _pytest(root)
-        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-        with (root / "conftest.py").open("a", encoding="utf-8") as conftest:
-            conftest.write(COUNT_ROWS)
-        page, right, wrong = scale.one_figure(book)
-        scale.save(page, right, wrong)
-        edited = _pytest(root, str(page.relative_to(root)))
-        assert edited.returncode != 0 and "stale" in edited.stdout, edited.stdout[-3000:]
+        book, edited = _one_figure_edited(root, pages, lambda page: [page])
         records, rows = map(int, (root / "rows-written.txt").read_text().split())
         (history,) = (root / "results.local").glob(f"*{store.SUFFIX}")
         assert len(store.Store(history).read().records) == book.claims
@@ -140,20 +150,10 @@ def test_changed_after_one_figure_edit_collects_computes_and_writes_as_much_what
     """The author's loop, without timing: after one figure is printed wrong in a book of 2 and of 8 pages (4x),
     `--changed` collects the same checks, reruns and judges again the same ones, and writes the same rows; the
     records of every other page are neither read nor collected (`verified_book.engine.footprints`)."""
-    from benchmarks import scale
-
     seen = {}
     for pages in (2, 8):
         root = tmp_path / f"p{pages}"
-        book = synthetic_book.write(root, pages=pages)
-        first = _pytest(root)
-        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-        with (root / "conftest.py").open("a", encoding="utf-8") as conftest:
-            conftest.write(COUNT_ROWS)
-        page, right, wrong = scale.one_figure(book)
-        scale.save(page, right, wrong)
-        edited = _pytest(root, "-vv", "--changed")
-        assert edited.returncode == 1 and "stale" in edited.stdout, edited.stdout[-3000:]
+        book, edited = _one_figure_edited(root, pages, lambda _: ["-vv", "--changed"])
         counts = _counts(edited)
         said = [line for line in edited.stdout.splitlines() if line.startswith("--changed: ") and "rerun" in line]
         written = tuple(map(int, (root / "rows-written.txt").read_text().split()))
