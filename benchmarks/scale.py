@@ -30,7 +30,8 @@ RUSAGE_CHILDREN `ru_maxrss`, in a wrapper process of its own; serve's own `VmHWM
 exponent is fitted, the slope of log(time) over log(size) between 4x and 64x (least squares over the sizes
 present from 4x up; over every size present where fewer than two are), and printed. The figures are merged
 into benchmarks/results/<machine-slug>.json under `scale`, each size with its date: a run of some sizes keeps
-the others.
+the others, and a run that skips a step keeps that step's figures of the size from before, with their date
+(`earlier`).
 """
 
 from __future__ import annotations
@@ -451,6 +452,29 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
+#: the steps a run may skip, by the option that skips them: the figures of each are `STEPS[step]` of an entry
+SKIPPABLE = {"changed": "skip_changed", "serve": "skip_serve", "site": "skip_site"}
+STEPS = {
+    "changed": ("changed", "changed_back", "changed_data", "changed_data_back"),
+    "serve": ("serve",),
+    "site": ("site",),
+}
+
+
+def kept_from(before: dict[str, Any] | None, now: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
+    """A size's new entry, with the figures of each step it skipped kept from its entry `before`, each of those
+    steps dated as measured (`earlier`: step -> date), so that a run of some steps loses none of the others."""
+    if not before:
+        return now
+    for step in skipped:
+        taken = {key: before[key] for key in STEPS[step] if key in before}
+        if taken:
+            now.update(taken)
+            for key in STEPS[step]:
+                now.setdefault("earlier", {})[key] = before.get("earlier", {}).get(key, before["date"])
+    return now
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="times this book's size (default 1,4,16,64)")
@@ -480,9 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     scale = kept.get("scale", {})
     measured = dict(scale.get("sizes", {}))
     for size in sizes:
-        measured[str(size)] = measure(
-            size, machines, args.skip_changed, args.skip_serve, args.skip_site, args.start_limit
-        )
+        skipped = [name for name, skip in SKIPPABLE.items() if getattr(args, skip)]
+        now = measure(size, machines, args.skip_changed, args.skip_serve, args.skip_site, args.start_limit)
+        measured[str(size)] = kept_from(measured.get(str(size)), now, skipped)
         scale = {
             "machine": slug,
             "cpu": info.get("cpu"),

@@ -355,22 +355,40 @@ def first_verdict_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 #: the scale benchmark's figures a table shows: what, where in one size's entry, how it is said
-SCALE_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]], ...] = (
-    ("collection, `pytest --collect-only`", lambda s: s["collection"]["seconds"], _seconds),
-    ("the full run, `pytest`", lambda s: s["full_run"]["seconds"], _seconds),
-    ("its peak memory", lambda s: s["full_run"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
-    ("a second run, reading the first one's records", lambda s: s["second_run"]["seconds"], _seconds),
-    ("`pytest --changed` after one figure edit", lambda s: s["changed"]["seconds"], _seconds),
-    ("`serve`: its start", lambda s: s["serve"]["start_s"], _seconds),
-    ("`serve`: a figure saved wrong to its stale mark", lambda s: s["serve"]["to_stale_s"], _seconds),
-    ("`serve`: saved back to its verified mark", lambda s: s["serve"]["to_verified_s"], _seconds),
-    ("this machine's history (its store): read whole", lambda s: s["records"]["store_read_s"], _seconds),
-    ("the store: one claim's run merged", lambda s: s["records"]["store_merge_one_s"], _seconds),
-    ("the exported results file", lambda s: s["records"]["bytes"], lambda v: f"{v / 1e6:,.1f} MB"),
-    ("the site build, 1 machine", lambda s: s["site"]["1"]["seconds"], _seconds),
-    ("the site build, 10 machines", lambda s: s["site"]["10"]["seconds"], _seconds),
-    ("the site build, 50 machines", lambda s: s["site"]["50"]["seconds"], _seconds),
-    ("its peak memory, 50 machines", lambda s: s["site"]["50"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
+#: the scale figures shown: what, the benchmark's step it is of (`benchmarks/scale.py`), where it is in one size's
+#: entry, and how it is written
+SCALE_ROWS: tuple[tuple[str, str, Callable[[dict[str, Any]], Any], Callable[[Any], str]], ...] = (
+    ("collection, `pytest --collect-only`", "collection", lambda s: s["collection"]["seconds"], _seconds),
+    ("the full run, `pytest`", "full_run", lambda s: s["full_run"]["seconds"], _seconds),
+    ("its peak memory", "full_run", lambda s: s["full_run"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
+    (
+        "a second run, reading the first one's records",
+        "second_run",
+        lambda s: s["second_run"]["seconds"],
+        _seconds,
+    ),
+    ("`pytest --changed` after one figure edit", "changed", lambda s: s["changed"]["seconds"], _seconds),
+    (
+        "`pytest --changed` after one data value edit",
+        "changed_data",
+        lambda s: s["changed_data"]["seconds"],
+        _seconds,
+    ),
+    ("`serve`: its start", "serve", lambda s: s["serve"]["start_s"], _seconds),
+    ("`serve`: a figure saved wrong to its stale mark", "serve", lambda s: s["serve"]["to_stale_s"], _seconds),
+    ("`serve`: saved back to its verified mark", "serve", lambda s: s["serve"]["to_verified_s"], _seconds),
+    (
+        "this machine's history (its store): read whole",
+        "records",
+        lambda s: s["records"]["store_read_s"],
+        _seconds,
+    ),
+    ("the store: one claim's run merged", "records", lambda s: s["records"]["store_merge_one_s"], _seconds),
+    ("the exported results file", "records", lambda s: s["records"]["bytes"], lambda v: f"{v / 1e6:,.1f} MB"),
+    ("the site build, 1 machine", "site", lambda s: s["site"]["1"]["seconds"], _seconds),
+    ("the site build, 10 machines", "site", lambda s: s["site"]["10"]["seconds"], _seconds),
+    ("the site build, 50 machines", "site", lambda s: s["site"]["50"]["seconds"], _seconds),
+    ("its peak memory, 50 machines", "site", lambda s: s["site"]["50"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
 )
 
 #: which fitted growth exponent (`benchmarks/scale.py`'s GROWTH) goes with which row of SCALE_ROWS
@@ -380,6 +398,7 @@ SCALE_GROWTH = {
     "its peak memory": "full_run_peak_mb",
     "a second run, reading the first one's records": "second_run_s",
     "`pytest --changed` after one figure edit": "changed_s",
+    "`pytest --changed` after one data value edit": "changed_data_s",
     "`serve`: its start": "serve_start_s",
     "`serve`: a figure saved wrong to its stale mark": "serve_to_stale_s",
     "`serve`: saved back to its verified mark": "serve_to_verified_s",
@@ -398,6 +417,7 @@ SCALE_TARGETS = {
     "the full run, `pytest`": "growth ≤ 1.1",
     "its peak memory": "≤ 2 GB at 64×, growth ≤ 1.1",
     "`pytest --changed` after one figure edit": "≤ 2 s at 64×",
+    "`pytest --changed` after one data value edit": "≤ 3 s at 64×",
     "`serve`: a figure saved wrong to its stale mark": "≤ 1 s at 64×",
     "`serve`: saved back to its verified mark": "≤ 1 s at 64×",
     "the site build, 50 machines": "≤ 3× one machine at 16×",
@@ -406,8 +426,9 @@ SCALE_TARGETS = {
 
 
 def scale_table(scale: dict[str, Any]) -> str:
-    """The scale benchmark's figures (`benchmarks/scale.py`) by size, each size with its date, and each figure's
-    growth exponent with the sizes it was fitted on; a figure a size did not measure is left blank."""
+    """The scale benchmark's figures (`benchmarks/scale.py`) by size, each size with its date (a step's figures kept
+    from an earlier run of that size, where the last skipped it, with theirs), and each figure's growth exponent
+    with the sizes it was fitted on; a figure a size did not measure is left blank."""
     sizes = sorted(scale.get("sizes", {}).items(), key=lambda item: int(item[0]))
     if not sizes:
         raise FactMissing("the benchmark's results hold no scale figures")
@@ -418,14 +439,17 @@ def scale_table(scale: dict[str, Any]) -> str:
         "target",
     )
     rows = []
-    for what, get, say in SCALE_ROWS:
+    for what, step, get, say in SCALE_ROWS:
         cells = []
         for _, entry in sizes:
             try:
                 value = get(entry)
             except (KeyError, TypeError):
                 value = None
-            cells.append(say(value) if isinstance(value, (int, float)) else "")
+            earlier = entry.get("earlier", {}).get(step)
+            cells.append(
+                (say(value) + (f" ({earlier[:10]})" if earlier else "")) if isinstance(value, (int, float)) else ""
+            )
         fitted = scale.get("exponents", {}).get(SCALE_GROWTH[what])
         growth = f"{fitted['exponent']} ({'–'.join(f'{n}×' for n in fitted['sizes'])})" if fitted else ""
         if any(cells):

@@ -130,6 +130,9 @@ def test_the_scale_figures_come_from_the_results_file_with_each_size_s_date() ->
     row = next(line for line in hooks.scale_table(scale).splitlines() if line.startswith("| the full run"))
     assert "| 1234 s |" in row and "growth ≤ 1.1" in row
     assert f"{size}× ({scale['sizes'][size]['figures']:,} figures, 2031-01-02)" in hooks.scale_table(scale)
+    scale["sizes"][size]["earlier"] = {"full_run": "2030-12-31T00:00:00+0000"}  # kept from a run before
+    row = next(line for line in hooks.scale_table(scale).splitlines() if line.startswith("| the full run"))
+    assert "| 1234 s (2030-12-31) |" in row
 
 
 def test_the_docs_give_a_fresh_clone_s_first_verdict_with_its_date_target_and_installer() -> None:

@@ -223,3 +223,17 @@ def test_a_one_figure_edit_costs_the_same_in_a_book_sixteen_times_larger(tmp_pat
     large = _one_figure_edit(tmp_path / "large", 256)
     assert small == large, f"computed, pages, figures, rows: {small} at 1x, {large} at 16x"
     assert small[0] == 0 and small[1] == 1, "a page edit computes no claim and shows one page again"
+
+
+def test_a_run_that_skips_a_step_keeps_that_step_s_figures_with_their_date() -> None:
+    """`--skip-site` at a size measured before keeps the site's figures of that size, dated when measured; a step
+    the run did measure is the run's."""
+    from benchmarks import scale
+
+    before = {"date": "2031-01-01T00:00:00+0000", "full_run": {"seconds": 9.0}, "site": {"1": {"seconds": 5.0}}}
+    now = {"date": "2031-02-01T00:00:00+0000", "full_run": {"seconds": 8.0}}
+    kept = scale.kept_from(before, now, ["site", "serve"])
+    assert kept["site"] == {"1": {"seconds": 5.0}} and kept["full_run"] == {"seconds": 8.0}
+    assert kept["earlier"] == {"site": "2031-01-01T00:00:00+0000"}, "serve was never measured: nothing to date"
+    again = scale.kept_from(kept, {"date": "2031-03-01T00:00:00+0000"}, ["site"])
+    assert again["earlier"]["site"] == "2031-01-01T00:00:00+0000", "still the date it was measured on"
