@@ -73,7 +73,7 @@ def _restore(store: Path, pristine: Path, *, footprints: bool, numpy: str | None
     with sqlite3.connect(store) as db:
         if numpy is not None:
             db.execute("UPDATE records SET record = json_set(record, '$.version', ?) WHERE backend = 'numpy'", (numpy,))
-            db.execute("UPDATE footprints SET digest = ? WHERE source = 'library:numpy'", (numpy,))
+            db.execute("UPDATE sources SET digest = ? WHERE source = 'library:numpy'", (numpy,))
         if not footprints:
             db.execute("DELETE FROM footprints")
     db.close()

@@ -24,31 +24,38 @@ Key = tuple[str, str]
 Footprints = Mapping[Key, Mapping[str, str]]
 
 TABLES = """
+CREATE TABLE IF NOT EXISTS sources (
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, digest TEXT NOT NULL, UNIQUE (source, digest));
 CREATE TABLE IF NOT EXISTS footprints (
-    claim TEXT NOT NULL, backend TEXT NOT NULL, source TEXT NOT NULL, digest TEXT NOT NULL,
+    claim TEXT NOT NULL, backend TEXT NOT NULL, source INTEGER NOT NULL,
     PRIMARY KEY (claim, backend, source)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS footprints_by_source ON footprints (source, digest);
+CREATE INDEX IF NOT EXISTS footprints_by_source ON footprints (source);
 """
 
 
 def write(db: sqlite3.Connection, written: Iterable[Key], footprints: Footprints) -> int:
     """The footprints of the records a merge `written`: each replaced by the one given, or removed where none is
-    (a record whose footprint is not known is read and judged, never taken as unchanged). Returns rows written."""
+    (a record whose footprint is not known is read and judged, never taken as unchanged); a (source, digest) no
+    footprint names any more let go. Returns rows written."""
     keys = sorted(written)
     db.executemany("DELETE FROM footprints WHERE claim = ? AND backend = ?", keys)
-    rows = [(c, b, source, digest) for c, b in keys for source, digest in sorted(footprints.get((c, b), {}).items())]
-    db.executemany("INSERT INTO footprints VALUES (?, ?, ?, ?)", rows)
-    return len(rows)
+    pairs = {pair for key in keys for pair in footprints.get(key, {}).items()}
+    db.executemany("INSERT OR IGNORE INTO sources (source, digest) VALUES (?, ?)", sorted(pairs))
+    ids = {(source, digest): i for i, source, digest in db.execute("SELECT id, source, digest FROM sources")}
+    rows = [(c, b, ids[pair]) for c, b in keys for pair in sorted(footprints.get((c, b), {}).items())]
+    db.executemany("INSERT INTO footprints VALUES (?, ?, ?)", rows)
+    db.execute("DELETE FROM sources WHERE NOT EXISTS (SELECT 1 FROM footprints f WHERE f.source = sources.id)")
+    return len(rows) + len(pairs)
 
 
 def sources(db: sqlite3.Connection) -> list[str]:
     """Every source some record's footprint names: what the caller digests as it is now."""
-    return [s for (s,) in db.execute("SELECT DISTINCT source FROM footprints")] if kept(db) else []
+    return [s for (s,) in db.execute("SELECT DISTINCT source FROM sources")] if kept(db) else []
 
 
 def kept(db: sqlite3.Connection) -> bool:
-    """Whether the store keeps footprints (one written before they were kept has no such table)."""
-    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'footprints'").fetchone() is not None
+    """Whether the store keeps footprints (one written before they were kept has no such tables)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sources'").fetchone() is not None
 
 
 @dataclass
@@ -72,12 +79,14 @@ def held(db: sqlite3.Connection, now: Mapping[str, str], run_date: str | None) -
     if not kept(db):
         found.moved = {(c, b) for c, b, _ in records}
         return found
-    for pair in db.execute("SELECT DISTINCT source, digest FROM footprints").fetchall():
-        found.sources.add(pair[0])
-        if not pair[1] or now.get(pair[0]) != pair[1]:  # "": no digest could be read when written
-            found.moved_sources.add(pair[0])
-            moved = db.execute("SELECT claim, backend FROM footprints WHERE source = ? AND digest = ?", pair)
-            found.moved.update(moved)
+    moved = []
+    for i, source, digest in db.execute("SELECT id, source, digest FROM sources").fetchall():
+        found.sources.add(source)
+        if not digest or now.get(source) != digest:  # "": no digest could be read when written
+            found.moved_sources.add(source)
+            moved.append((i,))
+    for (i,) in moved:
+        found.moved.update(db.execute("SELECT claim, backend FROM footprints WHERE source = ?", (i,)))
     found.moved.update(
         db.execute(
             "SELECT r.claim, r.backend FROM records r WHERE NOT EXISTS "

@@ -56,7 +56,7 @@ from verified_book.records.store_rows import RECORDS, Rows, parsed
 
 SUFFIX = ".sqlite"
 #: the layout of the tables below; a store of another layout is not read as this one
-LAYOUT = 2  # 2: footprints (verified_book.records.footprints)
+LAYOUT = 3  # 2: footprints (verified_book.records.footprints); 3: their sources in a table of their own
 _TABLES = (
     footprints_mod.TABLES
     + """
@@ -160,6 +160,8 @@ class Store:
                 )
             if not write or found == LAYOUT:
                 return
+            if found == 2:  # footprints of one row a source: let go, and kept again as records are written
+                db.execute("DROP TABLE IF EXISTS footprints")
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_TABLES)
             db.execute(f"PRAGMA user_version={LAYOUT}")

@@ -34,7 +34,8 @@ def _run(records: dict[str, dict[str, Any]], date: str = DAY) -> ResultsFile:
 
 def _rows(path: Path) -> set[tuple[str, str, str, str]]:
     with sqlite3.connect(path) as db:
-        return set(db.execute("SELECT claim, backend, source, digest FROM footprints"))
+        query = "SELECT f.claim, f.backend, s.source, s.digest FROM footprints f JOIN sources s ON s.id = f.source"
+        return set(db.execute(query))
 
 
 def _merge(path: Path, update: ResultsFile, prints: footprints.Footprints | None) -> None:
@@ -59,6 +60,8 @@ def test_a_record_is_written_with_its_footprint_and_one_written_without_has_none
     assert _rows(path) == {("a.one", "numpy", "engine", "e2"), ("a.two", "numpy", "engine", "e")}, "replaced whole"
     _merge(path, _run({"a.two": {"numpy": {"status": "verified"}}}), None)
     assert _rows(path) == {("a.one", "numpy", "engine", "e2")}, "a record written without a footprint keeps none"
+    with sqlite3.connect(path) as db:
+        assert set(db.execute("SELECT source, digest FROM sources")) == {("engine", "e2")}, "none unused is kept"
 
 
 def test_a_contended_measurement_the_merge_refuses_leaves_the_quiet_one_s_footprint(tmp_path: Path) -> None:
@@ -107,12 +110,31 @@ def test_a_record_is_held_exactly_while_every_source_has_its_digest(
 
 
 def test_a_store_written_before_footprints_were_kept_holds_nothing(tmp_path: Path) -> None:
+    """A store of layout 1 has no footprints: every record is judged, until a run writes it with one."""
     path = place(tmp_path, "box")
     _merge(path, _run({"a.one": {"numpy": {"status": "verified"}}}), {("a.one", "numpy"): {"engine": "e"}})
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE footprints")
+        db.execute("DROP TABLE sources")
         db.execute("PRAGMA user_version=1")
     found = Store(path).held(lambda asked: dict.fromkeys(asked, "e"))
     assert not found.held and found.moved == {("a.one", "numpy")}
     _merge(path, _run({"a.two": {"numpy": {"status": "verified"}}}), {("a.two", "numpy"): {"engine": "e"}})
+    assert set(Store(path).held(lambda asked: dict.fromkeys(asked, "e")).held) == {("a.two", "numpy")}
+
+
+def test_a_store_of_layout_2_lets_its_footprints_go_and_keeps_them_anew(tmp_path: Path) -> None:
+    """Layout 2 kept a footprint's source and digest in each row: read, it holds nothing; written, its table is
+    let go and the records written keep theirs in the tables of layout 3."""
+    path = place(tmp_path, "box")
+    _merge(path, _run({"a.one": {"numpy": {"status": "verified"}}}), {("a.one", "numpy"): {"engine": "e"}})
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "DROP TABLE footprints; DROP TABLE sources; CREATE TABLE footprints (claim TEXT NOT NULL, "
+            "backend TEXT NOT NULL, source TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (claim, backend, source)) "
+            "WITHOUT ROWID; INSERT INTO footprints VALUES ('a.one', 'numpy', 'engine', 'e'); PRAGMA user_version=2;"
+        )
+    assert not Store(path).held(lambda asked: dict.fromkeys(asked, "e")).held
+    _merge(path, _run({"a.two": {"numpy": {"status": "verified"}}}), {("a.two", "numpy"): {"engine": "e"}})
+    assert _rows(path) == {("a.two", "numpy", "engine", "e")}
     assert set(Store(path).held(lambda asked: dict.fromkeys(asked, "e")).held) == {("a.two", "numpy")}
