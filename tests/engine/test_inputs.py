@@ -4,12 +4,15 @@ and a key a claim asks for and does not find names the file and the key."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 from harness import books
 from harness.paths import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verified_book.authoring import inputs
 from verified_book.engine.config import ConfigError, read_config
@@ -119,3 +122,37 @@ def test_a_book_toml_that_does_not_parse_is_placed_at_its_line_and_column(tmp_pa
         read_config(tmp_path)
     assert str(caught.value).startswith(f"{tmp_path / 'book.toml'}:2:"), str(caught.value)
     assert "does not parse: " in str(caught.value) and "(at line" not in str(caught.value)
+
+
+def _line_by_scanning(text: str, key: str) -> int:
+    """Where a key is stated, found the slow way: each pattern tried on every line in turn (`_line_of`'s rule)."""
+    leaf, table = re.escape(key.split(".")[-1]), re.escape(key.split(".")[0])
+    patterns = (rf"^\s*\[{re.escape(key)}\]", rf'^\s*"?{leaf}"?\s*[=:]', rf"^\s*\[{table}\]")
+    lines = text.splitlines()
+    for pattern in patterns:
+        for number, line in enumerate(lines, 1):
+            if re.search(pattern, line):
+                return inputs._value_line(lines, number) if line.lstrip().startswith("[") else number
+    return 1
+
+
+NAMES = st.sampled_from(["a", "b", "ab", "a_b", "value", "source", "x1", "b-2"])
+DOTTED = st.lists(NAMES, min_size=1, max_size=3).map(".".join)
+LINES = st.one_of(
+    DOTTED.map(lambda k: f"[{k}]"),
+    DOTTED.map(lambda k: f"[[{k}]]"),
+    st.tuples(st.sampled_from(["", "  "]), NAMES, st.sampled_from([" = 1", "=2", ' = "s"', ": 3", " : {"])).map(
+        "".join
+    ),
+    NAMES.map(lambda k: f'"{k}" = 1'),
+    NAMES.map(lambda k: f'  "{k}": 2,'),
+    st.sampled_from(["", "# a comment", "value = 5", "  value=6", "}", "x1.a = 1"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINES, max_size=25).map("\n".join), DOTTED)
+def test_where_a_key_is_stated_is_found_in_one_pass_as_scanning_each_pattern_finds_it(text: str, key: str) -> None:
+    """A data file's lines are indexed once (`_places`), not searched again for every key a claim reads: the book's
+    reads grew with the square of its data otherwise. The line found is the one the patterns find, in order."""
+    assert inputs._line_of(text, key) == _line_by_scanning(text, key)

@@ -184,17 +184,37 @@ def _load(file: str) -> tuple[str, Any]:
     return state.read[file]
 
 
-@functools.lru_cache(maxsize=4096)
+_HEADER = re.compile(r"\s*\[([^\]]*)\]")  # a table's header: `[name]`
+_NAME = re.compile(r'\s*"?([^"\s=:\[]+)"?\s*[=:]')  # a key, quoted or not, before its `=` (or a JSON `:`)
+
+
 def _line_of(text: str, key: str) -> int:
-    leaf = re.escape(key.split(".")[-1])
-    table = re.escape(key.split(".")[0])
-    patterns = (rf"^\s*\[{re.escape(key)}\]", rf'^\s*"?{leaf}"?\s*[=:]', rf"^\s*\[{table}\]")
-    lines = text.splitlines()
-    for pattern in patterns:
-        for number, line in enumerate(lines, 1):
-            if re.search(pattern, line):
-                return _value_line(lines, number) if line.lstrip().startswith("[") else number
+    """The line of a data file's text where `key` is stated: its table's `value` line (`[key]`), else the first
+    line assigning its last part, else its first part's table; 1 where none is found."""
+    lines, headers, names = _places(text)
+    leaf, table = key.split(".")[-1], key.split(".")[0]
+    if key in headers:
+        return _value_line(lines, headers[key])
+    if leaf in names:
+        return names[leaf]
+    if table in headers:
+        return _value_line(lines, headers[table])
     return 1
+
+
+@functools.lru_cache(maxsize=256)
+def _places(text: str) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """A data file's lines, and where each table header and each assigned key first stands: read once per text,
+    so a book's reads cost one pass over each file, not one a key."""
+    lines = text.splitlines()
+    headers: dict[str, int] = {}
+    names: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if found := _HEADER.match(line):
+            headers.setdefault(found[1], number)
+        elif found := _NAME.match(line):
+            names.setdefault(found[1], number)
+    return lines, headers, names
 
 
 def _value_line(lines: list[str], header: int) -> int:
