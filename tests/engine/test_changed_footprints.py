@@ -20,7 +20,9 @@ from typing import Iterator
 
 import pytest
 from harness.edits import EDITS, Edit, add_lab
-from harness.live_book import opened_copy
+from harness.live_book import opened_copy, started
+
+from verified_book.vocabulary import fingerprint
 
 NEW_PAGE = Edit("a recorded claim's figure on a new page", "pages/more.md", "", "Again: [65504](claim:half.max).\n", ())
 ROWS = [*EDITS, NEW_PAGE]
@@ -143,3 +145,27 @@ def test_a_page_s_changed_run_counts_what_it_leaves_outdated_on_other_pages_alik
     header = "selected verified cited premise unsourced stale failed disputed reference outdated skipped".split()
     assert tables[0] == tables[1] and tables[0], tables
     assert tables[0][0][1 + header.index("outdated")] == "1", "half.max's record, left outdated on another page"
+
+
+def test_serve_writes_each_record_with_its_footprint_as_a_run_does(tmp_path: Path) -> None:
+    """Records `serve` wrote keep their footprints, so that `--changed` after a preview still reads only what an
+    edit moved; a page saved while serve ran is digested as serve read it."""
+    with opened_copy(tmp_path / "minimal") as root:
+        with (root / "book.toml").open("a") as toml:
+            toml.write('local_results = "results.local"\n')
+        warm = started(root)
+        warm.written()
+        page = root / "pages" / "index.md"
+        _save(page, page.read_text().replace("# Half precision", "# Half precision, in short"))
+        warm.look()
+        warm.written()
+        (store,) = (root / "results.local").glob("*.sqlite")
+        with sqlite3.connect(store) as db:
+            rows = db.execute(
+                "SELECT f.claim, s.source, s.digest FROM footprints f JOIN sources s ON s.id = f.source"
+            ).fetchall()
+            records = {claim for (claim,) in db.execute("SELECT claim FROM records")}
+        db.close()
+    assert records and {claim for claim, _, _ in rows} == records, "every record serve wrote has its footprint"
+    digests = {(source, digest) for _, source, digest in rows if source == "file:pages/index.md"}
+    assert digests == {("file:pages/index.md", fingerprint(page.read_bytes()))}, "the page as serve read it"

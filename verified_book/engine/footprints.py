@@ -156,8 +156,9 @@ def held(
     printed = {b.file for per in bound.values() for b in per}
     out = Unchanged(pages={p for p in printed if FILE + p in found.moved_sources or FILE + p not in found.sources})
     out.judged = {claim_id for claim_id, _ in found.moved}
+    printed_on_moved = {b.claim_id for per in bound.values() for b in per if b.file in out.pages}
     for (claim_id, backend), (status, date) in found.held.items():
-        if status in NOT_HELD or any(b.file in out.pages for b in bound.get(claim_id, ())):
+        if status in NOT_HELD or claim_id in printed_on_moved:
             out.judged.add(claim_id)
             continue
         out.records[Check(claim_id, backend)] = (status, date)

@@ -33,6 +33,7 @@ import importlib
 import importlib.metadata
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
@@ -40,7 +41,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim
 from verified_book.book.bindings import AllowListError, Binding, Page, read_allowlist, read_page, unknown_claim
-from verified_book.engine import snippet_figures
+from verified_book.engine import footprints, snippet_figures
 from verified_book.engine.check import judge
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import BookConfig, OpenBook, open_book
@@ -50,6 +51,7 @@ from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, outdated_reason
 from verified_book.errors import Problem
 from verified_book.records import store as store_mod
+from verified_book.records.footprints import Footprints
 from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
 from verified_book.vocabulary import NO_BACKEND_NAME, Kind, Shown, Status, worst
@@ -118,6 +120,7 @@ class Live:
         self.topic_errors: list[Problem] = list(self.session.load_errors)  # since the topics were last loaded
         self._topics_roots = sorted({t.split(".")[0] for t in book.topics})
         self._asked_with: VersionsNow | None = None  # the versions the rule last judged every value held with
+        self.looked_at = self.session.opened_at  # a file saved since may not be what the values held were read from
         self.files = self.scan()
 
     @property
@@ -161,6 +164,7 @@ class Live:
     def changed(self) -> list[Path]:
         """The files saved, made or removed since the last look, less what this process wrote itself."""
         self.written()
+        self.looked_at = time.time()
         files = self.scan()
         paths = sorted(p for p in set(files) | set(self.files) if files.get(p) != self.files.get(p))
         self.files = files
@@ -544,25 +548,33 @@ class Live:
         self.written()
         session = self.session
         update = session.records(keys, commit=self.commit)  # the run's one header, as pytest writes it
+        sources = (
+            footprints.of_records(update, REGISTRY, self.book.root, self.looked_at)
+            if store_mod.is_store(self.results_path)
+            else None
+        )
         if self.merged is None:
-            self._merge(update)
+            self._merge(update, sources)
             return
         self.merged.merge(copy.deepcopy(update))  # what the file will hold, for the page shown now
         if wait:
-            self._merge(update)
+            self._merge(update, sources)
             return
         self._writer = threading.Thread(  # in the book's context, as every thread serve starts
-            target=contextvars.copy_context().run, args=(self._merge, update), name="verified-book-serve-records"
+            target=contextvars.copy_context().run,
+            args=(self._merge, update, sources),
+            name="verified-book-serve-records",
         )
         self._writer.start()
 
-    def _merge(self, update: ResultsFile) -> None:
-        """`update` merged into the history; `merged` is what the history holds now. A store's merge writes only the
-        rows of `update`, merged in memory too: the store is read whole only the first time, or where its merge said
-        something (a bad row set aside, records taken in) that the records in memory do not know of."""
+    def _merge(self, update: ResultsFile, sources: Footprints | None = None) -> None:
+        """`update` merged into the history, each record with its footprint from `sources` (as a run writes them);
+        `merged` is what the history holds now. A store's merge writes only the rows of `update`, merged in memory
+        too: the store is read whole only the first time, or where its merge said something (a bad row set aside,
+        records taken in) that the records in memory do not know of."""
         path, said = self.results_path, list[str]()
         try:
-            merged = merge_into(path, update, warn=said.append)
+            merged = merge_into(path, update, warn=said.append, footprints=sources)
         except Exception as e:  # noqa: BLE001 - the preview goes on, and says where the records were kept
             kept = keep_unsaved(self.results_path, update, e)
             self.unkept = kept.words

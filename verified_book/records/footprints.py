@@ -14,7 +14,6 @@ read and judged, as every record was before footprints were kept.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
@@ -94,14 +93,17 @@ def held(db: sqlite3.Connection, now: Mapping[str, str], run_date: str | None) -
         )
     )
     dates = dict(
-        ((c, b), v) for c, b, v in db.execute("SELECT claim, backend, value FROM per_record WHERE field = 'dates'")
+        ((c, b), (date, ok))
+        for c, b, date, ok in db.execute(
+            "SELECT claim, backend, CASE WHEN json_valid(value) AND json_type(value) = 'text' "
+            "THEN json_extract(value, '$') END, json_valid(value) FROM per_record WHERE field = 'dates'"
+        )
     )
     for claim, backend, status in records:
         if (claim, backend) in found.moved:
             continue
-        try:
-            date = json.loads(dates[(claim, backend)]) if (claim, backend) in dates else run_date
-        except ValueError:  # a bad row: read and judged, which sets it aside
+        date, ok = dates.get((claim, backend), (run_date, True))
+        if not ok:  # a bad row: read and judged, which sets it aside
             found.moved.add((claim, backend))
             continue
         found.held[(claim, backend)] = (status, date if isinstance(date, str) else run_date)
