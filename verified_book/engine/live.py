@@ -46,6 +46,7 @@ from verified_book.engine.check import judge
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import BookConfig, OpenBook, open_book
 from verified_book.engine.live_report import Report, Saved
+from verified_book.engine.long_lived import let_go
 from verified_book.engine.machine import VERSIONED
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, changed_snippet, outdated_reason
@@ -526,7 +527,8 @@ class Live:
 
     def _reload_topics(self) -> None:
         """Import the book's claim packages again from disk, into a fresh open book (a new registry), which is
-        the current book for the rest of the call and the session's from now on."""
+        the current book for the rest of the call and the session's from now on; the old claims let go first."""
+        let_go()  # frozen since start (`long_lived`), they would never be collected
         for name in [m for m in sys.modules if m.split(".")[0] in self._topics_roots]:
             del sys.modules[name]
         importlib.invalidate_caches()

@@ -38,6 +38,7 @@ from verified_book.engine.check import Verifier
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import FILE_NAME, BookConfig, OpenBook, open_book
 from verified_book.engine.kept_pages import read_pages
+from verified_book.engine.long_lived import long_lived
 from verified_book.engine.premises import premise_problems
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
@@ -180,6 +181,7 @@ MachineInfoHook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 class Session:
     """What one verification knows: the book, the claims, the backends, the machine."""
 
+    @long_lived
     def __init__(
         self,
         book: BookConfig,

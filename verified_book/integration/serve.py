@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from verified_book.engine.config import BookConfig
 from verified_book.engine.live import Live
 from verified_book.engine.live_report import Report
+from verified_book.engine.long_lived import settle
 from verified_book.integration.mkdocs_adapter import internals
 from verified_book.records.results import ResultsFile
 from verified_book.site.transform import included_paths
@@ -137,6 +138,7 @@ def serve(book: BookConfig, args: list[str]) -> int:
     site_dir = Path(tempfile.mkdtemp(prefix="verified-book-serve-"))
     site = Site(book, site_dir, options.host, options.port)
     site.build()
+    settle()  # the values held and the site built live as long as the preview: a save's collection walks its own
     asked = threading.Event()
 
     def builder() -> None:
