@@ -474,7 +474,12 @@ def is_measured(claim_id: str) -> bool:
 
 def _id_part(value: Any) -> str:
     """The id segment for a family parameter: its `id` attribute, else its text."""
-    text = getattr(value, "id", None) or str(value)
+    return _id_text(getattr(value, "id", None) or str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_text(text: str) -> str:
+    """`text` as an id segment; a family's values recur across its claims, so each is made once."""
     return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
 
 

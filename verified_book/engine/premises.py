@@ -123,12 +123,13 @@ def _profiled(watch: Any) -> Iterator[None]:
 def premise_problems(registry: Registry, bindings: Iterable[Binding]) -> list[Problem]:
     """Each dependant with no disposition, each premise nothing in the book disputes, and each excuse that
     excuses nothing: one problem each at the claim's definition, saying what, what was expected and found."""
+    disputing = disputes(registry)
     bound: dict[str, list[Binding]] = {}
-    for binding in bindings:
+    for binding in bindings if disputing else ():  # a book that disputes nothing has nothing to look up
         bound.setdefault(binding.claim_id, []).append(binding)
     problems: list[Problem] = []
     excusing: dict[str, set[str]] = {}
-    for dispute in disputes(registry):
+    for dispute in disputing:
         problems += _unknown_items(dispute)
         contested = [b.where for b in bound.get(dispute.id, []) if b.disputed]
         if not contested:
@@ -146,7 +147,7 @@ def premise_problems(registry: Registry, bindings: Iterable[Binding]) -> list[Pr
                 problems.append(undisposed(found, contested[0]))
             elif found.disposition is Disposition.EXCUSED:
                 excusing.setdefault(found.claim.id, set()).add(dispute.id)
-    for claim in registry:
+    for claim in (c for c in registry if c.excused):
         for named in sorted(set(claim.excused) - excusing.get(claim.id, set())):
             problems.append(_stray_excuse(claim, named, registry))
     return problems
