@@ -1,13 +1,14 @@
 """What a record was computed and judged from, by source, and each source's digest now: how `--changed` tells
 the records an edit may have changed from those it cannot have, without reading or judging the rest.
 
-A record's sources (`sources_of`): the files of the claim's code and of every book module its code reaches (as
-its fingerprint reads them: `provenance.walk`), the data files and snippets it read, the pages its figures are
-printed on, the versions of the libraries it computed with, and the engine's code that reads all of these. Each
-is written with its digest beside the record (`verified_book.records.footprints`). While every digest holds, the
-one rule (`provenance.outdated_reason`, and the figures' text and places) gives the answer it gave when the record
-was written, so the record is unchanged; where one moved, the records it names are read and judged by that rule.
-A file saved after this process started has no digest (it may not be what the run read): its records are judged.
+A record's sources (`sources_of`): the files of the modules its claim's fingerprint reads
+(`provenance.code_modules`), the data files and snippets it read, the pages its figures are printed on, the
+versions of the libraries it computed with, and the engine's code that reads all of these. Each is written with
+its digest beside the record (`verified_book.records.footprints`). While every digest holds, the one rule
+(`provenance.outdated_reason`, and the figures' text and places) gives the answer it gave when the record was
+written, so the record is unchanged; where one moved, the records it names are read and judged by that rule. A
+file that may not be what the run read (a page, data file or snippet saved after the run opened the book, a module
+saved after the process loaded it) has no digest: its records are judged.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from verified_book.vocabulary import NO_BACKEND_NAME, Status, fingerprint
 ENGINE = "engine"  # the engine's code that reads a record's sources and judges it
 LIBRARY = "library:"  # a library's version, by the backend's or the library's name
 CODE, FILE = "code:", "file:"  # a Python file of the claims' code; a page, data file or snippet
-NOT_HELD = (Status.STALE, Status.FAILED)  # a record that did not hold is judged again, whatever its sources
+#: statuses of a record that did not hold: such a check is judged again by `--changed` although nothing moved
+NOT_HELD = (Status.STALE, Status.FAILED)
 #: the engine's modules whose code decides what a record's sources say
 RULE = ["verified_book.engine.provenance", "verified_book.engine.source", "verified_book.book.bindings", __name__]
 
@@ -112,11 +114,19 @@ def sources_of(claim: Claim, backend: str, record: Record, root: Path) -> dict[s
     return found
 
 
+def to_keep(
+    history: Path, results: ResultsFile, registry: Registry, root: Path, since: float
+) -> dict[tuple[str, str], dict[str, str]] | None:
+    """What a run (or `serve`) merging `results` into this machine's `history` keeps of each record's sources:
+    `of_records` where the history is a store, None where it is a results file, which has no place for them."""
+    return of_records(results, registry, root, since) if store.is_store(history) else None
+
+
 def of_records(
     results: ResultsFile, registry: Registry, root: Path, since: float
 ) -> dict[tuple[str, str], dict[str, str]]:
     """The footprint of each record of `results` whose claim the book declares: its sources and their digests,
-    a library's as the record names it, a file's as it is now (`Digests`; `since`: when the run opened the book)."""
+    a library's as the record names it, a file's as it is now (`Digests`; `since`: when the run read the book)."""
     digests = Digests(root, {}, since)
     out: dict[tuple[str, str], dict[str, str]] = {}
     for claim_id, per_backend in results.records.items():

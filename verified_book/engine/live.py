@@ -550,11 +550,7 @@ class Live:
         self.written()
         session = self.session
         update = session.records(keys, commit=self.commit)  # the run's one header, as pytest writes it
-        sources = (
-            footprints.of_records(update, REGISTRY, self.book.root, self.looked_at)
-            if store_mod.is_store(self.results_path)
-            else None
-        )
+        sources = footprints.to_keep(self.results_path, update, REGISTRY, self.book.root, self.looked_at)
         if self.merged is None:
             self._merge(update, sources)
             return

@@ -331,8 +331,12 @@ def code_modules(claim: Claim) -> frozenset[str]:
             _MODULES_READ.reset(token)
         return frozenset(modules)
 
-    key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
-    return _kept_or(("modules", claim.compute.__module__, claim.compute.__qualname__, key), read)
+    return _kept_or(("modules", claim.compute.__module__, claim.compute.__qualname__, _params_key(claim)), read)
+
+
+def _params_key(claim: Claim) -> str:
+    """A claim's parameters as the key of what is kept of its code, beside its function's name."""
+    return repr(sorted((k, repr(v)) for k, v in claim.params.items()))
 
 
 def _read_from(module: str) -> None:
@@ -362,7 +366,7 @@ def libraries_of(claim: Claim) -> frozenset[str]:
     what that reaches (as the fingerprint reads it), and its parameters' classes. A library used only
     through the engine is its backend's own or one of its companions (`uses_of`)."""
     known = _LIBRARIES_CACHE.setdefault(claim.compute, {})
-    key = repr(sorted((k, repr(v)) for k, v in claim.params.items()))
+    key = _params_key(claim)
     if key not in known:
         where = ("libraries", claim.compute.__module__, claim.compute.__qualname__, key)
         known[key] = _kept_or(where, lambda: _libraries_of(claim))

@@ -26,7 +26,7 @@ from verified_book.authoring import inputs
 from verified_book.authoring.registry import Claim, Registry
 from verified_book.book.bindings import Binding
 from verified_book.book.snippet_output import OutputBlock
-from verified_book.engine.footprints import Unchanged
+from verified_book.engine.footprints import NOT_HELD, Unchanged
 from verified_book.engine.outcome import Outcome
 from verified_book.engine.provenance import VersionsNow, outdated_reason, uses_of
 from verified_book.engine.recorded import assumed_backends, recorded_outcome, why_not_reused
@@ -36,8 +36,6 @@ from verified_book.records.record import Check, ClaimMeta, DataInput, Record
 from verified_book.records.results import ResultsError, ResultsFile
 from verified_book.vocabulary import NO_BACKEND_NAME, Status
 
-#: statuses of a record that did not hold: such a check is rerun by `--changed` although nothing moved
-NOT_HELD = (Status.STALE, Status.FAILED)
 #: why a narrowed run has no records of this machine, where it has no results file
 NO_RECORDS_YET = "this machine has no records yet"
 
@@ -450,13 +448,16 @@ def to_collect(held: Unchanged, registry: Registry, verifier: Any, pages: Iterab
     """`ToCollect` from the records `held` (`footprints.held`): every other claim's checks and figures are unchanged,
     so the run need not collect them to deselect them."""
     claims = {
-        claim.id
-        for claim in registry
-        if any(b.available and (claim.id, b.name) not in held.records for b in verifier.backends_for(claim))
+        claim.id for claim in registry if any((claim.id, b) not in held.records for b in _computes_on(claim, verifier))
     }
     printing = {b.file for c in claims for b in verifier.bindings.get(c, ())}
     unbacked = {p.file for p in pages if p.malformed or any(b.claim_id not in registry for b in p.bindings)}
     return ToCollect(frozenset(claims), frozenset(held.pages | printing | unbacked))
+
+
+def _computes_on(claim: Claim, verifier: Any) -> list[str]:
+    """The backends here a claim is checked on: a check of each is what `--changed` reruns or leaves."""
+    return [b.name for b in verifier.backends_for(claim) if b.available]
 
 
 def assume_recorded_backends(backends: Any, results: ResultsFile | None) -> None:
@@ -488,7 +489,7 @@ def narrow(
     in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only
-    everywhere = {c.id: [b.name for b in verifier.backends_for(c) if b.available] for c in registry if c.id in in_run}
+    everywhere = {c.id: _computes_on(c, verifier) for c in registry if c.id in in_run}
     pairs = [Check(c, b) for c, names in everywhere.items() for b in names]
     if changed and not readings and held is not None:
         unheld = held.judged | {c for c, b in pairs if (c, b) not in held.records}  # the run's, and any other's

@@ -232,7 +232,7 @@ class Session:
         self._merged: ResultsFile | None = None  # the machine's history as this run's merge left it
         #: the history as the run found it, by the claims read (None: all), each read once
         self._found: dict[frozenset[str] | None, tuple[ResultsFile | None, str]] = {}
-        self._held: footprints.Unchanged | None = None  # what no edit changed (`held_records`)
+        self._held: tuple[footprints.Unchanged | None] | None = None  # what no edit changed (`held_records`)
         self._judged_from: frozenset[str] | None = None  # the claims read for a selection, the others held
         self.history_notices: list[str] = []  # what reading a store's whole history said (a bad row set aside)
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
@@ -321,21 +321,23 @@ class Session:
         if self._held is None:
             now = {k: v for k, v in self.machine.info.items() if k in machine_mod.VERSIONED}
             now |= {name: b.version for name, b in self.backends.known().items()}
-            self._held = footprints.held(self.results_path, self.root, now, self.verifier.bindings, self.opened_at)
-        return self._held
+            self._held = (footprints.held(self.results_path, self.root, now, self.verifier.bindings, self.opened_at),)
+        return self._held[0]
 
     def records_left(self, redone: Collection[tuple[str, str]]) -> ResultsFile | None:
         """The records of this machine's history that this run did not redo (`redone`), as its merge left them:
-        the history the run found where it read one (a merge changes only what it redid), else a store's rows
+        the history the run found where it read it whole (a merge changes only what it redid), or the claims it
+        read for a selection whose other records are held (none of those can be outdated), else a store's rows
         but those, read at their cost (a store's merge writes and returns only what the run touched); a results
         file's merge returned it whole. None before the run wrote any."""
         if self.written is None:
             return None
         if not store_mod.is_store(self.written):
             return self._merged
-        for key in (None, self._judged_from):
-            if key in self._found and self._found[key][0] is not None and (key is None or self._held is not None):
-                return self._found[key][0]
+        partial = self._found.get(self._judged_from) if self._judged_from is not None else None
+        for read in (self._found.get(None), partial):
+            if read is not None and read[0] is not None:
+                return read[0]
         return store_mod.Store(self.written).read_except(redone, self.history_notices.append)
 
     def write_records(
@@ -352,10 +354,8 @@ class Session:
         path = self.results_path
         warnings: list[str] = []
         try:
-            sources = None
-            if store_mod.is_store(path):
-                with self.opened_book.opened():
-                    sources = footprints.of_records(update, REGISTRY, self.root, self.opened_at)
+            with self.opened_book.opened():
+                sources = footprints.to_keep(path, update, REGISTRY, self.root, self.opened_at)
             merged = merge_into(path, update, warn=warnings.append, footprints=sources)
             self._merged = None if store_mod.is_store(path) else merged
             self.written = path

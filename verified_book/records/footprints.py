@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 Key = tuple[str, str]
 #: a record's sources and their digests, by (claim, backend)
 Footprints = Mapping[Key, Mapping[str, str]]
+#: the digests now of the sources asked for
+Digester = Callable[[list[str]], Mapping[str, str]]
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS sources (
@@ -47,11 +49,6 @@ def write(db: sqlite3.Connection, written: Iterable[Key], footprints: Footprints
     return len(rows) + len(pairs)
 
 
-def sources(db: sqlite3.Connection) -> list[str]:
-    """Every source some record's footprint names: what the caller digests as it is now."""
-    return [s for (s,) in db.execute("SELECT DISTINCT source FROM sources")] if kept(db) else []
-
-
 def kept(db: sqlite3.Connection) -> bool:
     """Whether the store keeps footprints (one written before they were kept has no such tables)."""
     return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sources'").fetchone() is not None
@@ -69,17 +66,19 @@ class Footprinted:
     moved_sources: set[str] = field(default_factory=set)  # those with a digest other than now's
 
 
-def held(db: sqlite3.Connection, now: Mapping[str, str], run_date: str | None) -> Footprinted:
-    """Which records' footprints hold against the digests `now` (a source missing from `now` has moved, and one
-    written with no digest, "", never holds); a record's date is its own where the run header keeps one, else
-    `run_date`."""
+def held(db: sqlite3.Connection, digests: Digester, run_date: str | None) -> Footprinted:
+    """Which records' footprints hold against the digests now of the sources they name (`digests`, asked once for
+    all of them; a source missing from its answer has moved, and one written with no digest, "", never holds); a
+    record's date is its own where the run header keeps one, else `run_date`."""
     found = Footprinted()
     records = db.execute("SELECT claim, backend, status FROM records").fetchall()
     if not kept(db):
         found.moved = {(c, b) for c, b, _ in records}
         return found
+    rows = db.execute("SELECT id, source, digest FROM sources").fetchall()
+    now = digests(sorted({source for _, source, _ in rows}))
     moved = []
-    for i, source, digest in db.execute("SELECT id, source, digest FROM sources").fetchall():
+    for i, source, digest in rows:
         found.sources.add(source)
         if not digest or now.get(source) != digest:  # "": no digest could be read when written
             found.moved_sources.add(source)

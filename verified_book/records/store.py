@@ -191,6 +191,10 @@ class Store:
             raise ResultsError(f"{where}: its machine or run header does not read ({e})") from None
         return machine, run
 
+    def _writable(self) -> bool:
+        """Whether this process may write the store (else it is read as it lies: a reader's read-only clone)."""
+        return os.access(self.path.parent, os.W_OK | os.X_OK) and os.access(self.path, os.W_OK)
+
     # -- reading
 
     def exists(self) -> bool:
@@ -216,7 +220,7 @@ class Store:
         write, the JSON history it will take in, read whole."""
         if not self.exists():
             return read(self.legacy, own=True) if self.legacy.is_file() else ResultsFile(self.slug)
-        writable = os.access(self.path.parent, os.W_OK | os.X_OK) and os.access(self.path, os.W_OK)
+        writable = self._writable()
         try:
             with self._db(read_only=not writable) as db:
                 self._layout(db, write=writable)
@@ -410,17 +414,17 @@ class Store:
             head += f" (left in the store, which cannot be written here: {e}):"
         warn("\n".join([head, *(f"  {self.path}{part.where()}: {part.why}" for part in bad[:50])]))
 
-    def held(self, digests: Callable[[list[str]], dict[str, str]]) -> footprints_mod.Footprinted:
+    def held(self, digests: footprints_mod.Digester) -> footprints_mod.Footprinted:
         """Which records still speak for the book by their footprints, given the `digests` now of the sources
         footprints name (`verified_book.records.footprints`); every record moved before the store's first write."""
         if not self.exists():
             return footprints_mod.Footprinted()
         try:
-            with self._db(read_only=not os.access(self.path.parent, os.W_OK)) as db:
+            with self._db(read_only=not self._writable()) as db:
                 self._layout(db, write=False)
                 header = self._header(db)
                 run_date = header[1].date if header is not None else None
-                return footprints_mod.held(db, digests(footprints_mod.sources(db)), run_date)
+                return footprints_mod.held(db, digests, run_date)
         except sqlite3.Error as e:
             raise ResultsError(f"{self.path}: does not read as a results store ({e})") from None
 
