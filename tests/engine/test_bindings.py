@@ -517,3 +517,40 @@ def test_a_code_span_that_is_a_number_is_seen_outside_bindings(tmp_path: Path) -
     read = read_page(page, tmp_path)
     assert [(b.text, b.claim_id) for b in read.bindings] == [("50", "a.factors")]
     assert [u.text for u in read.unbound] == ["0.001"] and not read.malformed
+
+
+CLAIM_IDS = st.sampled_from(["a.one", "a.two", "b.three", "b.four"])
+PAGE_TEXT = st.lists(CLAIM_IDS, max_size=4).map(
+    lambda ids: "".join(f"Here [{n}](claim:{c}).\n" for n, c in enumerate(ids))
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pages=st.dictionaries(st.sampled_from(["p0.md", "p1.md", "p2.md", "p3.md"]), PAGE_TEXT, min_size=1),
+    edits=st.lists(st.tuples(st.sampled_from(["p0.md", "p1.md", "p2.md", "p4.md"]), st.none() | PAGE_TEXT), max_size=4),
+)
+def test_a_page_read_again_keeps_the_claims_bindings_as_reading_the_book_whole_gives(
+    pages: dict[str, str], edits: list[tuple[str, str | None]]
+) -> None:
+    def parsed(file: str, text: str):
+        return read_page(Path("/book") / file, Path("/book"), text)
+
+    book = Book(Path("/book"), sorted((parsed(f, t) for f, t in pages.items()), key=lambda p: p.file), [])
+    by_claim = book.by_claim()
+    for file, text in edits:
+        book.replace_page(file, None if text is None else parsed(file, text), by_claim)
+        assert [p.file for p in book.pages] == sorted(p.file for p in book.pages)
+        assert by_claim == book.by_claim()
+
+
+def test_the_allow_list_is_checked_against_the_page_as_read_not_as_on_disk_now(tmp_path: Path) -> None:
+    page = tmp_path / "book" / "p.md"
+    page.parent.mkdir()
+    page.write_text("A rate of 42 per second.\n", encoding="utf-8")
+    allowlist = tmp_path / "allow.toml"
+    allowlist.write_text('[[allow]]\npattern = "42 per second"\nreason = "an example"\nfiles = ["book/p.md"]\n')
+    book = Book(tmp_path, [read_page(page, tmp_path)], read_allowlist(allowlist))
+    page.write_text("Another line.\nA rate of 42 per second.\n", encoding="utf-8")  # saved since: not read yet
+    assert [allowed is not None for _, allowed in book.unbound()] == [True]
+    assert book.allowlist_problems() == []

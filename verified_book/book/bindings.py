@@ -107,6 +107,8 @@ class Unbound:
     column: int
     text: str
     context: str
+    #: the whole line as the page was read, which the allow-list's patterns are matched against
+    source: str
 
     @property
     def where(self) -> str:
@@ -243,14 +245,14 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
         )
         text = _mask(text, miss.start(), miss.end())
     for match in NUMBER.finditer(text):
-        page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
+        page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip(), raw))
     if in_output:
         return
     for pattern in (WORD_NUMBER, GLUED, VERSION):
         for match in pattern.finditer(text):
-            page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip()))
+            page.unbound.append(Unbound(rel, number, match.start() + 1, match.group(0), raw.strip(), raw))
     for start, found in _math_numbers(raw) + _code_numbers(raw, bound):
-        page.unbound.append(Unbound(rel, number, start + 1, found, raw.strip()))
+        page.unbound.append(Unbound(rel, number, start + 1, found, raw.strip(), raw))
 
 
 def _code_numbers(raw: str, bound: Sequence[tuple[int, int]] = ()) -> list[tuple[int, str]]:
@@ -423,17 +425,31 @@ class Book:
             out.setdefault(b.claim_id, []).append(b)
         return out
 
+    def replace_page(self, file: str, page: Page | None, by_claim: dict[str, list[Binding]]) -> None:
+        """The page `file` (relative to the root) read again as `page` (None: removed), and `by_claim`, a map
+        `by_claim()` made, brought up to date for the claims the page binds before or now, in the book's order."""
+        before = [b for p in self.pages if p.file == file for b in p.bindings]
+        self.pages[:] = [p for p in self.pages if p.file != file]
+        if page is not None:
+            self.pages.append(page)
+            self.pages.sort(key=lambda p: p.file)
+        now = page.bindings if page is not None else []
+        for claim_id in {b.claim_id for b in [*before, *now]}:
+            found = [b for b in by_claim.get(claim_id, ()) if b.file != file]
+            found += [b for b in now if b.claim_id == claim_id]
+            found.sort(key=lambda b: b.file)  # stable: each page's bindings stay in the page's order
+            if found:
+                by_claim[claim_id] = found
+            else:
+                by_claim.pop(claim_id, None)
+
     def unbound(self, page_file: str | None = None) -> list[tuple[Unbound, Allowance | None]]:
         """Every unbound number (of one page, given its file) with the allow-list entry that excuses it, if one does."""
-        lines_cache: dict[str, list[str]] = {}
         out = []
         for page in self.pages if page_file is None else [p for p in self.pages if p.file == page_file]:
-            lines = lines_cache.setdefault(page.file, (self.root / page.file).read_text(encoding="utf-8").splitlines())
-            here = [a for a in self.allowlist if a.applies_to(page.file)]
+            here = [a for a in self.allowlist if a.applies_to(page.file)] if page.unbound else []
             for item in page.unbound:
-                source = lines[item.line - 1]
-                allowance = next((a for a in here if a.spans(item, source)), None)
-                out.append((item, allowance))
+                out.append((item, next((a for a in here if a.spans(item, item.source)), None)))
         return out
 
     def unbound_lines(self, page_file: str, allowlist: str) -> list[str]:
@@ -493,7 +509,6 @@ class Book:
         for item, allowed in self.unbound():
             if allowed is not None and is_number_word(item.text):
                 excused.setdefault(id(allowed), []).append(item)
-        lines_cache: dict[str, list[str]] = {}
         for entry in self.allowlist:
             items = excused.get(id(entry), [])
             if not items:
@@ -522,12 +537,9 @@ class Book:
                     )
                 )
             for u in items:
-                source = lines_cache.setdefault(u.file, (self.root / u.file).read_text(encoding="utf-8").splitlines())[
-                    u.line - 1
-                ]
                 start = u.column - 1
                 cover = next(
-                    m for m in entry.pattern.finditer(source) if m.start() <= start and start + len(u.text) <= m.end()
+                    m for m in entry.pattern.finditer(u.source) if m.start() <= start and start + len(u.text) <= m.end()
                 )
                 if cover.group(0).strip().lower() == u.text.lower():
                     problems.append(

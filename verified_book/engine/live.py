@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from verified_book.authoring import inputs
 from verified_book.authoring.registry import REGISTRY, Claim
@@ -45,6 +45,7 @@ from verified_book.engine import footprints, snippet_figures
 from verified_book.engine.check import judge
 from verified_book.engine.checkout import commit_of
 from verified_book.engine.config import BookConfig, OpenBook, open_book
+from verified_book.engine.held_values import NO_VALUE, Held, HeldValues
 from verified_book.engine.live_report import Report, Saved
 from verified_book.engine.long_lived import let_go
 from verified_book.engine.machine import VERSIONED
@@ -53,22 +54,12 @@ from verified_book.engine.provenance import VersionsNow, changed_snippet, outdat
 from verified_book.errors import Problem
 from verified_book.records import store as store_mod
 from verified_book.records.footprints import Footprints
-from verified_book.records.record import Check, ClaimMeta, DataInput, Record, SnippetInput
+from verified_book.records.record import Check, SnippetInput
 from verified_book.records.results import ResultsFile, keep_unsaved, merge_into
 from verified_book.vocabulary import NO_BACKEND_NAME, Kind, Shown, Status, worst
 
 Key = Check
 T = TypeVar("T")
-#: statuses of a value that computed nothing to go by
-NO_VALUE = (Status.FAILED, Shown.BROKEN_ENVIRONMENT)
-
-
-class Held(NamedTuple):
-    """What one value held was computed from: the record a run would write of it, and its claim's metadata
-    (the code fingerprint) when it was computed."""
-
-    record: Record
-    meta: ClaimMeta
 
 
 @dataclass
@@ -110,7 +101,7 @@ class Live:
         self._opening: contextlib.ExitStack | None = None  # the open book of the call under way (`in_book`)
         self.session = Session(book, machine_info=machine_info)
         self.measured = measured
-        self.held: dict[Key, Held] = {}
+        self.held = HeldValues()
         self.evaluated: list[Key] = []  # every (claim, backend) computed, in order: what a change cost
         self.results_path = self.session.results_path
         self.merged: ResultsFile | None = None
@@ -269,28 +260,16 @@ class Live:
                 continue
             (out.held_back if measured and not measure else out.recompute).add(key)
             out.why[key] = why
-        held_ids = {claim_id for claim_id, _ in self.held}
-        out.new = {
-            c.id for c in REGISTRY if c.id not in held_ids and (measure if c.kind is Kind.MEASURED else code_loaded)
-        }
+        if measure or code_loaded:
+            held_ids = self.held.claims()
+            out.new = {
+                c.id for c in REGISTRY if c.id not in held_ids and (measure if c.kind is Kind.MEASURED else code_loaded)
+            }
         return out
 
-    @in_book
     def reading(self, data: Iterable[str] = (), snippets: Iterable[str] = ()) -> set[Key]:
-        """The values held whose records read one of the `data` files (relative to the data folder) or a
-        figure one of the `snippets` (relative to the book's root) printed, and those that failed: the only
-        values a save of them can invalidate, since the rule compares each record's inputs alone."""
-        data, snippets = set(data), set(snippets)
-        return {
-            key
-            for key, held in self.held.items()
-            if held.record.status in NO_VALUE
-            or any(
-                (isinstance(entry, DataInput) and entry.file in data)
-                or (isinstance(entry, SnippetInput) and entry.snippet in snippets)
-                for entry in held.record.inputs or ()
-            )
-        }
+        """The values held a save of the `data` files or `snippets` can invalidate (`HeldValues.reading`)."""
+        return self.held.reading(data, snippets)
 
     # -- computing
 
@@ -324,7 +303,7 @@ class Live:
         self.held[key] = Held(verifier.record(claim, backend), verifier.claim_meta(claim))
 
     def _forget(self, claim_id: str) -> None:
-        for key in [k for k in self.held if k[0] == claim_id]:
+        for key in self.held.of_claim(claim_id):
             del self.held[key]
             self.session.verifier.forget(key)
 
@@ -389,9 +368,8 @@ class Live:
     def _read_again(self, saved: Saved, report: Report) -> None:
         """Read again the pages, the allow-list, the data and the claims' code that were saved."""
         for path in saved.pages:
-            self._reread(path)
-        if saved.pages:
-            self.session.verifier.bindings = self.session.book.by_claim()
+            page = read_page(path, self.book.root) if path.is_file() else None
+            self.session.book.replace_page(str(path.relative_to(self.book.root)), page, self.session.verifier.bindings)
         if saved.allowlist:
             self._reread_allowlist(report)
         if saved.data:
@@ -512,14 +490,6 @@ class Live:
         """The pages (relative to the book's root) that show a snippet's output. The pages that include its code
         are the site's to find (`Report.snippets`): the include is the site generator's."""
         return {b.file for path in snippets for b in self.session.output_blocks.of_snippet(path.name)}
-
-    def _reread(self, path: Path) -> None:
-        book = self.session.book
-        rel = str(path.relative_to(self.book.root))
-        book.pages[:] = [p for p in book.pages if p.file != rel]
-        if path.is_file():
-            book.pages.append(read_page(path, self.book.root))
-            book.pages.sort(key=lambda p: p.file)
 
     def page(self, rel: str) -> Page | None:
         """The page (relative to the book's root) as it was last read."""

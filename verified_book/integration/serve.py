@@ -68,6 +68,7 @@ class Site:
                 return env
 
         config.plugins["verified-book-serve"] = Keep()  # type: ignore[assignment]
+        state.pop("shown", None)
         build(config, serve_url=self.url)
         state["config"] = config
 
@@ -85,7 +86,11 @@ class Site:
         config, files = self.state["config"], self.state["files"]
         render_page = internals().render_page
         read = {(self.book.root / rel).resolve(): engine.page(rel) for rel in pages}
-        shown = {Path(f.abs_src_path).resolve(): f for f in files.documentation_pages() if f.abs_src_path}
+        if "shown" not in self.state:  # each page's file, by its path: the build's files stand until the next
+            self.state["shown"] = {
+                Path(f.abs_src_path).resolve(): f for f in files.documentation_pages() if f.abs_src_path
+            }
+        shown = self.state["shown"]
         plugin = config.plugins["verified-book"]
         kept = {path: page for path, page in read.items() if page is not None}
         with engine.opened(), plugin.rendering_again(results, results_path, kept, engine.topic_errors, said):

@@ -211,12 +211,13 @@ class ResultsFile:
         if other.machine.model_fields_set and not identity.absent(hardware(self), hardware(other)):
             self.machine = other.machine  # a run that lacked the GPU does not make the file's machine GPU-less
         per_record = {}
-        for key in PER_RECORD:
-            merged = {cid: dict(per) for cid, per in getattr(self.run, key).items()}
+        for key in PER_RECORD:  # ours taken over, and merged in place: the run's timings, not the whole history's
+            merged = getattr(self.run, key)
             for claim_id, per_backend in getattr(other.run, key).items():
-                merged.setdefault(claim_id, {}).update(
-                    {b: v for b, v in per_backend.items() if (claim_id, b) not in kept}
-                )
+                merged[claim_id] = {
+                    **merged.get(claim_id, {}),
+                    **{b: v for b, v in per_backend.items() if (claim_id, b) not in kept},
+                }
             per_record[key] = merged
         latest = other.run if other.run.model_fields_set else self.run
         self.run = RunHeader.model_validate(latest.model_dump(exclude_unset=True, exclude=set(PER_RECORD)))
@@ -227,7 +228,7 @@ class ResultsFile:
                 {b: r for b, r in per_backend.items() if (claim_id, b) not in kept}
             )
         absent = {name for name, version in (self.run.backends or {}).items() if version is None}
-        for claim_id in list(self.records):  # a backend this machine lacks leaves no record, only a skip
+        for claim_id in list(self.records) if absent else ():  # a backend this machine lacks leaves no record
             per_backend = self.records[claim_id]
             for name in [b for b, r in per_backend.items() if b in absent and r.status == Status.SKIPPED]:
                 del per_backend[name]
