@@ -47,12 +47,29 @@ def _answers(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[str
         return {c.id: (provenance.code_fingerprint(c), provenance.libraries_of(c)) for c in opened.registry}
 
 
+QUARTER = '''
+from fractions import Fraction
+from verified_book import claim
+
+
+@claim("quarter.of_one", kind="exact")
+def of_one():
+    """A quarter of one."""
+    return Fraction(1, 4)
+'''
+
+
+def _states(root: Path) -> list[Path]:
+    """The states of the sources kept: a folder each, a file in it for each module's claims."""
+    return [p for p in (root / FOLDER).iterdir() if p.is_dir()]
+
+
 def test_an_unchanged_book_reads_no_claims_code_again(
     book: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = _answers(book, monkeypatch)
     assert first and reads, "the first process reads every claim's code"
-    assert len(list((book / FOLDER).glob("*.pickle"))) == 1
+    assert len(_states(book)) == 1
     reads.clear()
     assert _answers(book, monkeypatch) == first
     assert reads == [], "the next process takes every answer back"
@@ -67,7 +84,7 @@ def test_an_edit_to_the_claims_code_reads_every_claim_again(
     reads.clear()
     assert _answers(book, monkeypatch) == first
     assert reads, "the claims' code is read again"
-    assert len(list((book / FOLDER).glob("*.pickle"))) == 2
+    assert len(_states(book)) == 2
 
 
 def test_a_source_newer_than_the_code_loaded_keeps_nothing(
@@ -78,3 +95,24 @@ def test_a_source_newer_than_the_code_loaded_keeps_nothing(
     reads.clear()
     assert _answers(book, monkeypatch) == first and reads, "each process reads the code again"
     assert not (book / FOLDER).exists()
+
+
+def test_a_process_asking_about_one_modules_claims_takes_back_that_modules_answers_alone(
+    book: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (book / "book_claims" / "topics" / "quarter.py").write_text(QUARTER)
+    first = _answers(book, monkeypatch)
+    (state,) = _states(book)
+    modules = sorted(p.stem for p in state.glob("*.pickle"))
+    assert modules == ["book_claims.topics.half", "book_claims.topics.quarter"]
+    reads.clear()
+    taken: list[str] = []
+    take = kept.taken
+    monkeypatch.setattr(kept, "taken", lambda path: taken.append(path.stem) or take(path))
+    monkeypatch.setattr(provenance, "_CODE_CACHE", weakref.WeakKeyDictionary())
+    opened = open_book(read_config(book))
+    opened.fingerprints = KeptFingerprints(book, ["book_claims"])
+    with opened.opened():
+        claim = next(c for c in opened.registry if c.compute.__module__ == modules[0])
+        assert provenance.code_fingerprint(claim) == first[claim.id][0]
+    assert taken == [modules[0]] and reads == []

@@ -46,6 +46,24 @@ def test_a_page_whose_bytes_are_unchanged_is_not_parsed_again(tmp_path: Path, pa
     third = kept_pages.read_pages(paths, tmp_path)
     assert parsed == ["a.md", "b.md", "b.md"], "only the saved page is parsed"
     assert third == [read_page(p, tmp_path) for p in paths] and third[1].bindings[0].text == "65,505"
+    paths[1].write_text(PAGE.replace("A page", "Page b.md"), encoding="utf-8")  # put back as it was
+    assert kept_pages.read_pages(paths, tmp_path) == first and parsed == ["a.md", "b.md", "b.md"]
+
+
+def test_an_edit_writes_the_page_it_changed_and_no_other(
+    tmp_path: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _book(tmp_path)
+    kept_pages.read_pages(paths, tmp_path)
+    written: list[object] = []
+    keep = kept_pages.kept.keep
+    monkeypatch.setattr(
+        kept_pages.kept, "keep", lambda path, value, at_most: written.append(value) or keep(path, value, at_most)
+    )
+    paths[1].write_text(PAGE.replace("65,504", "65,505"), encoding="utf-8")
+    kept_pages.read_pages(paths, tmp_path)
+    assert [page.file for page in written] == ["pages/b.md"]  # type: ignore[attr-defined]
+    assert len(list((tmp_path / kept_pages.FOLDER).glob("*/*.pickle"))) == 3
 
 
 def test_another_parser_reads_every_page_again(
@@ -65,8 +83,8 @@ def test_another_parser_reads_every_page_again(
 def test_a_damaged_or_unwritable_keep_costs_the_parse_and_nothing_else(tmp_path: Path, parsed: list[str]) -> None:
     paths = _book(tmp_path)
     kept_pages.read_pages(paths, tmp_path)
-    (kept,) = (tmp_path / kept_pages.FOLDER).glob("*.pickle")
-    kept.write_bytes(b"not a pickle")
+    for kept in (tmp_path / kept_pages.FOLDER).glob("*/*.pickle"):
+        kept.write_bytes(b"not a pickle")
     assert kept_pages.read_pages(paths, tmp_path) == [read_page(p, tmp_path) for p in paths]
     assert parsed == ["a.md", "b.md", "a.md", "b.md"]
     (tmp_path / ".cache").chmod(0o500)

@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from verified_book.authoring import state as book_state
 from verified_book.errors import BookError, Problem, unparsable
@@ -348,10 +348,11 @@ def citation_problems(*folders: Path) -> list[Problem]:
     return sorted(problems, key=str)
 
 
-def _entries() -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
-    """Every table of the data folder's TOML files, nested ones included: its file, the file's text, its dotted
-    key and the table. A file that does not read is left to the claims that read it, which report it."""
-    for file in data_files():
+def _entries(files: Iterable[str] | None = None) -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
+    """Every table of the data folder's TOML files (those of `files`, relative to it, or all), nested ones
+    included: its file, the file's text, its dotted key and the table. A file that does not read is left to the
+    claims that read it, which report it."""
+    for file in data_files() if files is None else files:
         if not file.endswith(".toml"):
             continue
         try:
@@ -489,11 +490,12 @@ _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 _STATED = r"(?<![\w.])((?:" + _NUMBER + r"\s*(?:,|or|to|and|–|-)\s*)*" + _NUMBER + r")\s*{unit}(?![\w/])"
 
 
-def source_disagreements() -> list[Problem]:
-    """Every entry of the data folder whose `source` text states, in the entry's own unit, a number other
-    than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both numbers."""
+def source_disagreements(files: Iterable[str] | None = None) -> list[Problem]:
+    """Every entry of the data folder (of its `files`, or all) whose `source` text states, in the entry's own
+    unit, a number other than its `value` (`source` says "273 GB/s" beside `value = 280`): file:line, key, both
+    numbers."""
     problems: list[Problem] = []
-    for file, text, key, node in _entries():
+    for file, text, key, node in _entries(files):
         value, unit, source = node.get("value"), node.get("unit"), node.get("source")
         if (
             isinstance(value, bool)

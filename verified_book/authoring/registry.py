@@ -108,6 +108,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
+        self._in_order: list[Claim] | None = None  # the claims by id, until the next one is added or amended
         self.errors: list[Problem] = []
         self.modules: set[str] = set()  # the modules whose declarations it holds
 
@@ -134,12 +135,14 @@ class Registry:
                 Problem(f"{item.defined_at}", f"claim id {item.id!r} is declared twice; first at {first.defined_at}")
             )
         self._claims[item.id] = item
+        self._in_order = None
 
     def amend(self, item: Claim) -> None:
         """Take what a declaration beside a claim's function adds to the claim (`excuse`, `disputes_premise`)."""
         held = self._claims.get(item.id)
         if held is not None and held.compute is item.compute:
             self._claims[item.id] = item
+            self._in_order = None
 
     def __getitem__(self, claim_id: str) -> Claim:
         return self._claims[claim_id]
@@ -148,7 +151,9 @@ class Registry:
         return claim_id in self._claims
 
     def __iter__(self) -> Iterator[Claim]:
-        return iter(sorted(self._claims.values(), key=lambda c: c.id))
+        if self._in_order is None:
+            self._in_order = sorted(self._claims.values(), key=lambda c: c.id)
+        return iter(self._in_order)
 
     def __len__(self) -> int:
         return len(self._claims)

@@ -395,8 +395,7 @@ class Live:
         its `value` is reported, as a run's load check says."""
         data_rel = frozenset(str(p.relative_to(self.book.data)) for p in saved.data)
         if saved.data:
-            shown = {f"{inputs.shown_as()}/{file}" for file in data_rel}
-            report.problems += [str(p) for p in inputs.source_disagreements() if p.where.rpartition(":")[0] in shown]
+            report.problems += [str(p) for p in inputs.source_disagreements(sorted(data_rel))]
         return data_rel
 
     @in_book

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from verified_book import backends as backends_mod
-from verified_book.authoring import inputs as inputs_mod
 from verified_book.authoring.registry import REGISTRY, Claim, is_measured
 from verified_book.book.bindings import (
     AllowListError,
@@ -31,7 +30,7 @@ from verified_book.book.bindings import (
     unknown_claim,
 )
 from verified_book.book.snippet_output import BookOutputs, check_snippet
-from verified_book.engine import environment, footprints
+from verified_book.engine import environment, footprints, kept_disagreements
 from verified_book.engine import machine as machine_mod
 from verified_book.engine import selection as selection_mod
 from verified_book.engine.check import Verifier
@@ -198,7 +197,9 @@ class Session:
         self.results_dir = Path(results_dir or book.writes_to)
         self.opened_book: OpenBook = open_book(book)  # the door enters `opened_book.opened()` for the run
         with self.opened_book.opened():
-            self.load_errors: list[Problem] = self.opened_book.load_errors + inputs_mod.source_disagreements()
+            self.load_errors: list[Problem] = self.opened_book.load_errors + kept_disagreements.source_disagreements(
+                self.root
+            )
             self.book = self.read_book()
             self.load_errors += premise_problems(REGISTRY, self.book.bindings())
             self.bound_figures = sum(1 for _ in self.book.bindings())

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import os
 import pickle
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -41,17 +43,28 @@ def taken(path: Path) -> Any | None:
     return found
 
 
-def keep(path: Path, value: Any, at_most: int = KEEP_AT_MOST) -> None:
+def keep(path: Path, value: Any, at_most: int | None = KEEP_AT_MOST) -> None:
     """Write `value` at `path` (beside it, then renamed over it), and let go of the folder's oldest files past
-    `at_most`."""
+    `at_most` (None: its caller lets go of them, once for many values)."""
     with contextlib.suppress(OSError, pickle.PicklingError):
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         partial.write_bytes(pickle.dumps(value))
         os.replace(partial, path)
-        files = sorted(path.parent.glob(f"*{path.suffix}"), key=lambda p: p.stat().st_mtime)
-        for old in files[:-at_most]:
-            old.unlink(missing_ok=True)
+        if at_most is not None:
+            let_go_oldest(path.parent, at_most, path.suffix)
+
+
+def let_go_oldest(folder: Path, at_most: int, suffix: str | None = None) -> None:
+    """Let go of the oldest used entries of `folder` past `at_most`: its files ending in `suffix`, or, without
+    one, every entry, a folder with all it holds."""
+    with contextlib.suppress(OSError):
+        entries = [p for p in folder.iterdir() if suffix is None or (p.name.endswith(suffix) and p.is_file())]
+        for old in sorted(entries, key=lambda p: p.stat().st_mtime)[:-at_most]:
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
 
 
 def code_of(names: Iterable[str], homes: Collection[str]) -> str | None:
@@ -94,10 +107,19 @@ def _imports(source: str) -> set[str]:
     """The modules a source imports, and for `from package import name` the submodule `package.name` where
     that is one."""
     found: set[str] = set()
+    for module, names in _import_statements(source):
+        found.add(module)
+        found.update(f"{module}.{name}" for name in names if f"{module}.{name}" in sys.modules)
+    return found
+
+
+@functools.lru_cache(maxsize=256)  # several keys name the same modules: each source is parsed once
+def _import_statements(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each absolute import of a source: the module, and the names a `from` import takes from it."""
+    found: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found += [(alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-            found.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in sys.modules)
-    return found
+            found.append((node.module, tuple(a.name for a in node.names)))
+    return tuple(found)
