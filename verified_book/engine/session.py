@@ -315,6 +315,22 @@ class Session:
             self._judged_from = key
         return self._found[key]
 
+    def selection_before_collection(
+        self, *, changed: bool, readings: Sequence[str], whole_book: bool
+    ) -> selection_mod.ToCollect | None:
+        """Before a run collects: each `--reading` checked (a `selection.ReadingError` says what is wrong with one);
+        for `--changed` or `--reading`, the backends taken as this machine's records found them, so collecting
+        loads no array library; and for a `--changed` of the whole book (`whole_book`: no paths named) without a
+        reading, what it need collect at all (`selection.to_collect`), None where it collects everything."""
+        for text in readings:
+            selection_mod.checked_reading(text)
+        if changed or readings:
+            selection_mod.assume_recorded_backends(self.backends, self.history_found(claims=())[0])
+        if not (changed and whole_book and not readings):
+            return None
+        held = self.held_records()
+        return None if held is None else selection_mod.to_collect(held, REGISTRY, self.verifier, self.book.pages)
+
     def held_records(self) -> footprints.Unchanged | None:
         """The records of this machine's store that no edit since they were written can have changed, with their
         status and date, and the pages that did change (`verified_book.engine.footprints.held`); None where that

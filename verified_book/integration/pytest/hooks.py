@@ -95,17 +95,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     opened.enter_context(run.opened_book.opened())
     config.stash[OPENED] = opened
     try:
-        for text in config.getoption("claims_reading"):
-            selection_mod.checked_reading(text)
+        collected = run.selection_before_collection(
+            changed=config.getoption("claims_changed"),
+            readings=config.getoption("claims_reading"),
+            whole_book=config.args_source is pytest.Config.ArgsSource.TESTPATHS,
+        )
     except selection_mod.ReadingError as e:
         raise pytest.UsageError(str(e)) from None
-    if config.getoption("claims_changed") or config.getoption("claims_reading"):
-        selection_mod.assume_recorded_backends(run.backends, run.history_found(claims=())[0])
-    whole_book = config.args_source is pytest.Config.ArgsSource.TESTPATHS
-    if config.getoption("claims_changed") and not config.getoption("claims_reading") and whole_book:
-        held = run.held_records()
-        if held is not None:
-            config.stash[COLLECTED] = selection_mod.to_collect(held, REGISTRY, run.verifier, run.book.pages)
+    if collected is not None:
+        config.stash[COLLECTED] = collected
     if not config.option.collectonly:
         take_run_lock(config, book)
 
