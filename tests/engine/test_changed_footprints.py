@@ -22,6 +22,7 @@ import pytest
 from harness.edits import EDITS, Edit, add_lab
 from harness.live_book import opened_copy, started
 
+from verified_book.engine.footprints import ENGINE
 from verified_book.vocabulary import fingerprint
 
 NEW_PAGE = Edit("a recorded claim's figure on a new page", "pages/more.md", "", "Again: [65504](claim:half.max).\n", ())
@@ -145,6 +146,29 @@ def test_a_page_s_changed_run_counts_what_it_leaves_outdated_on_other_pages_alik
     header = "selected verified cited premise unsourced stale failed disputed reference outdated skipped".split()
     assert tables[0] == tables[1] and tables[0], tables
     assert tables[0][0][1 + header.index("outdated")] == "1", "half.max's record, left outdated on another page"
+
+
+def test_records_the_rule_finds_current_are_footprinted_again_so_the_next_run_need_not_read_them(
+    recorded: tuple[Path, Path],
+) -> None:
+    """After the engine that judges them changed (an upgrade), no footprint holds: `--changed` reads every record
+    and judges it by the rule, and writes the footprint of each it finds current, so the next run collects what a
+    run whose footprints all held collects, and says the same."""
+    store, pristine = recorded
+    root = store.parent.parent
+    try:
+        _restore(store, pristine, footprints=True, numpy=None)
+        held = _pytest(root, "-v", "--changed")
+        with sqlite3.connect(store) as db:
+            db.execute("UPDATE sources SET digest = 'another engine' WHERE source = ?", (ENGINE,))
+        db.close()
+        judged = _pytest(root, "-v", "--changed")
+        again = _pytest(root, "-v", "--changed")
+    finally:
+        _restore(store, pristine, footprints=True, numpy=None)
+    collected = [int(m[1]) for run in (held, judged, again) if (m := COLLECTED.search(run.stdout))]
+    assert collected[0] < collected[1] and collected[2] == collected[0], collected
+    assert _said(again) == _said(held) and _said(judged)[0] == held.returncode, again.stdout
 
 
 def test_serve_writes_each_record_with_its_footprint_as_a_run_does(tmp_path: Path) -> None:

@@ -140,6 +140,9 @@ class Selection:
     notes: list[str] = field(default_factory=list)
     #: (claim, backend) -> the outcome its record keeps, for each check whose recorded value still stands
     reusable: dict[Check, Outcome] = field(default_factory=dict)
+    #: the records the one rule read and found speaking for the book as it is, value and figures: those whose
+    #: footprint may be written anew, as a run writes a record's (`Session.footprint_again`)
+    current: dict[Check, Record] = field(default_factory=dict)
 
     @property
     def claims(self) -> set[str]:
@@ -319,6 +322,7 @@ def select_changed(
             why = figures_why(record, bindings.get(claim_id, []))
             if why is None:
                 selection.unchanged[Check(claim_id, backend)] = (str(record.status), date)
+                selection.current[Check(claim_id, backend)] = record
                 continue
         selection.pairs.add(Check(claim_id, backend))
         selection.why[Check(claim_id, backend)] = why or ""

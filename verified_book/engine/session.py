@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
@@ -41,10 +41,11 @@ from verified_book.engine.long_lived import long_lived
 from verified_book.engine.premises import premise_problems
 from verified_book.engine.snippet_figures import book_outputs, source_hash
 from verified_book.engine.snippet_run import SnippetRun
+from verified_book.engine.tally import Tally
 from verified_book.errors import BookError, Problem
 from verified_book.records import identity as identity_mod
 from verified_book.records import store as store_mod
-from verified_book.records.record import OutputCheck, RunHeader, SnippetOutput
+from verified_book.records.record import Check, OutputCheck, Record, RunHeader, SnippetOutput
 from verified_book.records.results import ResultsError, ResultsFile, keep_unsaved, merge_into, now
 from verified_book.vocabulary import (
     NO_BACKEND_NAME,
@@ -111,57 +112,6 @@ class Backends(Mapping[str, backends_mod.Backend]):
     def undetected(self) -> list[str]:
         """The backend names whose library this run has not loaded."""
         return [name for name in self._names if name not in self._found]
-
-
-@dataclass
-class Tally:
-    """What a run found: the status of each (claim, backend) judged, the checks and figures it selected,
-    each figure's status, why a selected claim was computed nowhere here, the results file written and
-    the workers whose tallies were lost. An xdist worker sends its controller this and nothing else."""
-
-    statuses: dict[tuple[str, str], str] = field(default_factory=dict)
-    selected: set[tuple[str, str]] = field(default_factory=set)  # (claim, backend) pairs this run's items check
-    figure_statuses: dict[str, str] = field(default_factory=dict)  # figure item's node id -> its status here
-    figures_selected: set[str] = field(default_factory=set)
-    not_here: dict[str, str] = field(default_factory=dict)  # claim id -> why no backend here computed it
-    written: set[str] = field(default_factory=set)  # results files the run's processes wrote
-    lost_workers: list[str] = field(default_factory=list)  # xdist workers whose tallies never arrived, and why
-
-    def merge(self, other: Tally) -> None:
-        """Take in another process's tally: a (claim, backend) judged by both keeps the worse status."""
-        for key, status in other.statuses.items():
-            self.statuses[key] = worst((status, self.statuses[key])) if key in self.statuses else status
-        self.selected |= other.selected
-        self.figure_statuses.update(other.figure_statuses)
-        self.figures_selected |= other.figures_selected
-        for claim_id, reason in other.not_here.items():
-            self.not_here.setdefault(claim_id, reason)
-        self.written |= other.written
-        self.lost_workers += other.lost_workers
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain strings, lists and dicts only: an xdist worker sends this through execnet, which takes no enum."""
-        return {
-            "statuses": [[str(c), str(b), str(s)] for (c, b), s in sorted(self.statuses.items())],
-            "selected": sorted([str(c), str(b)] for c, b in self.selected),
-            "figures": sorted([str(n), str(s)] for n, s in self.figure_statuses.items()),
-            "figures_selected": sorted(self.figures_selected),
-            "not_here": dict(sorted(self.not_here.items())),
-            "written": sorted(self.written),
-            "lost_workers": list(self.lost_workers),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Tally:
-        return cls(
-            statuses={(c, b): s for c, b, s in data.get("statuses", [])},
-            selected={(c, b) for c, b in data.get("selected", [])},
-            figure_statuses={n: s for n, s in data.get("figures", [])},
-            figures_selected=set(data.get("figures_selected", [])),
-            not_here=dict(data.get("not_here", {})),
-            written=set(data.get("written", [])),
-            lost_workers=list(data.get("lost_workers", [])),
-        )
 
 
 @dataclass(frozen=True)
@@ -235,6 +185,7 @@ class Session:
         self._found: dict[frozenset[str] | None, tuple[ResultsFile | None, str]] = {}
         self._held: tuple[footprints.Unchanged | None] | None = None  # what no edit changed (`held_records`)
         self._judged_from: frozenset[str] | None = None  # the claims read for a selection, the others held
+        self._current: dict[Check, Record] = {}  # the records a --changed found current (`narrow`)
         self.history_notices: list[str] = []  # what reading a store's whole history said (a bad row set aside)
         self.broken_snippets: dict[str, environment.Broken] = {}  # what the environment lost, as snippets met it
         self.unkept: str | None = None  # why this run's records are not in its results file, and where they are
@@ -331,6 +282,45 @@ class Session:
         held = self.held_records()
         return None if held is None else selection_mod.to_collect(held, REGISTRY, self.verifier, self.book.pages)
 
+    def narrow(
+        self, items: list[Any], *, changed: bool, readings: list[str], whole_book: bool
+    ) -> tuple[selection_mod.Selection, list[Any], list[Any]]:
+        """The selection for `--changed` or `--reading` of the run's book items, and the items kept and those
+        deselected (`selection.narrow`, from this machine's history and what of it is held); `whole_book`: the run
+        collected what `selection_before_collection` chose. The records the rule found current have their
+        footprints written anew when the run writes its records (`footprint_again`)."""
+        selection, kept, dropped = selection_mod.narrow(
+            items,
+            changed=changed,
+            readings=readings,
+            history=self.history_found,
+            held=self.held_records() if changed else None,
+            whole_book=whole_book,
+            registry=REGISTRY,
+            verifier=self.verifier,
+            outputs=self.output_blocks,
+        )
+        self._current = dict(selection.current)
+        return selection, kept, dropped
+
+    def footprint_again(self) -> int:
+        """The footprints of the records a `--changed` read and found current (`narrow`), written anew from the
+        sources as they are, so that the next run need not read them: where no footprint held (one written by an
+        older engine, or before a library was upgraded), the rule said the record speaks for the book, and its
+        footprint now says so. Returns the rows written."""
+        current, self._current = self._current, {}
+        path = self.results_path
+        if not current or not store_mod.is_store(path):
+            return 0
+        records: dict[str, dict[str, Record]] = {}
+        for (claim_id, backend), record in current.items():
+            records.setdefault(claim_id, {})[backend] = record
+        with self.opened_book.opened():
+            sources = footprints.of_records(
+                ResultsFile(self.machine.slug, records=records), REGISTRY, self.root, self.opened_at
+            )
+        return store_mod.Store(path).footprint_again(current, sources)
+
     def held_records(self) -> footprints.Unchanged | None:
         """The records of this machine's store that no edit since they were written can have changed, with their
         status and date, and the pages that did change (`verified_book.engine.footprints.held`); None where that
@@ -365,6 +355,7 @@ class Session:
         written) loses nothing: the records are kept aside (`records.results.keep_unsaved`) and `unkept` says
         where. Returns the lines the reader must be told; a run with nothing judged and no snippet run writes
         nothing."""
+        self.footprint_again()
         if not (self.verifier.judged or self.outputs):
             return []
         update = self.records(only, commit)

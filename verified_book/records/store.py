@@ -28,7 +28,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -39,6 +39,7 @@ from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.migrate import migrate
 from verified_book.records.record import (
     SCHEMA_VERSION,
+    Check,
     ClaimMeta,
     MachineRecord,
     Record,
@@ -76,6 +77,7 @@ CREATE TABLE IF NOT EXISTS outputs (name TEXT PRIMARY KEY, output TEXT NOT NULL)
 
 Warn = Callable[[str], None]
 Key = tuple[str, str]
+RECORD_ROW = "SELECT record FROM records WHERE claim = ? AND backend = ?"
 
 
 def is_store(path: Path) -> bool:
@@ -265,6 +267,27 @@ class Store:
                 f"{self.path}: another run has held its lock ({self.path.name}.lock) for {timeout:.0f} s; "
                 "nothing was merged"
             ) from None
+
+    def footprint_again(self, records: Mapping[Check, Record], footprints: footprints_mod.Footprints) -> int:
+        """Write anew the footprints of `records`, each one the engine read from this store and found speaking
+        for the book as it is now, where the store still holds that very record (one written since by another
+        run keeps its own footprint); nothing where another run holds the store or it cannot be written. Returns
+        the rows written."""
+        if not self.exists():
+            return 0
+        try:
+            with FileLock(str(self.path) + ".lock", timeout=0), self._db() as db:
+                if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:
+                    return 0  # a store of another layout is the next merge's to bring up to date
+                with _transaction(db):
+                    same = [
+                        key
+                        for key, record in records.items()
+                        if (row := db.execute(RECORD_ROW, key).fetchone()) and row[0] == _json(record)
+                    ]
+                    return footprints_mod.write(db, same, footprints)
+        except (Timeout, OSError, sqlite3.Error):
+            return 0
 
     def _open_for_writing(self, warn: Warn) -> None:
         """A store that does not read as one set aside whole (said); one of an older schema migrated; the JSON

@@ -24,7 +24,8 @@ from verified_book.engine import selection as selection_mod
 from verified_book.engine.config import FILE_NAME, BookConfig, ConfigError, read_config
 from verified_book.engine.plan import PlanError, book_plan
 from verified_book.engine.rewrite import rejudge, rewrite_stale, rewritten, sentences_to_reread
-from verified_book.engine.session import Session, SessionError, Tally, hardware_in
+from verified_book.engine.session import Session, SessionError, hardware_in
+from verified_book.engine.tally import Tally
 from verified_book.integration.pytest.items import (
     BookItem,
     BookPage,
@@ -208,16 +209,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if config.getoption("claims_changed") or config.getoption("claims_reading"):
         # they select among the book's checks: a test of anything else (the engine's own) reads no record
         others = [item for item in items if not isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))]
-        narrowed, items[:], dropped = selection_mod.narrow(
+        narrowed, items[:], dropped = run.narrow(
             [item for item in items if isinstance(item.parent, (ClaimsFile, BookPage, SnippetFile))],
             changed=config.getoption("claims_changed"),
             readings=config.getoption("claims_reading"),
-            history=run.history_found,
-            held=run.held_records() if config.getoption("claims_changed") else None,
             whole_book=COLLECTED in config.stash,
-            registry=REGISTRY,
-            verifier=run.verifier,
-            outputs=run.output_blocks,
         )
         config.stash[NARROWED] = narrowed.said()
         config.hook.pytest_deselected(items=[*dropped, *others])
