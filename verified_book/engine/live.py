@@ -267,10 +267,6 @@ class Live:
             }
         return out
 
-    def reading(self, data: Iterable[str] = (), snippets: Iterable[str] = ()) -> set[Key]:
-        """The values held a save of the `data` files or `snippets` can invalidate (`HeldValues.reading`)."""
-        return self.held.reading(data, snippets)
-
     # -- computing
 
     @in_book
@@ -425,7 +421,7 @@ class Live:
         everything = saved.code or measure or versions != self._asked_with
         self._asked_with = versions
         decided = self.invalidated(
-            None if everything else self.reading(data_rel, snippet_names),
+            None if everything else self.held.reading(data_rel, snippet_names),
             versions=versions,
             measure=measure,
             data_saved=bool(saved.data),
