@@ -503,8 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"machine": slug}
     scale = kept.get("scale", {})
     measured = dict(scale.get("sizes", {}))
+    skipped = [name for name, skip in SKIPPABLE.items() if getattr(args, skip)]
     for size in sizes:
-        skipped = [name for name, skip in SKIPPABLE.items() if getattr(args, skip)]
         now = measure(size, machines, args.skip_changed, args.skip_serve, args.skip_site, args.start_limit)
         measured[str(size)] = kept_from(measured.get(str(size)), now, skipped)
         scale = {

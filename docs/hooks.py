@@ -354,41 +354,25 @@ def first_verdict_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-#: the scale benchmark's figures a table shows: what, where in one size's entry, how it is said
-#: the scale figures shown: what, the benchmark's step it is of (`benchmarks/scale.py`), where it is in one size's
-#: entry, and how it is written
-SCALE_ROWS: tuple[tuple[str, str, Callable[[dict[str, Any]], Any], Callable[[Any], str]], ...] = (
-    ("collection, `pytest --collect-only`", "collection", lambda s: s["collection"]["seconds"], _seconds),
-    ("the full run, `pytest`", "full_run", lambda s: s["full_run"]["seconds"], _seconds),
-    ("its peak memory", "full_run", lambda s: s["full_run"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
-    (
-        "a second run, reading the first one's records",
-        "second_run",
-        lambda s: s["second_run"]["seconds"],
-        _seconds,
-    ),
-    ("`pytest --changed` after one figure edit", "changed", lambda s: s["changed"]["seconds"], _seconds),
-    (
-        "`pytest --changed` after one data value edit",
-        "changed_data",
-        lambda s: s["changed_data"]["seconds"],
-        _seconds,
-    ),
-    ("`serve`: its start", "serve", lambda s: s["serve"]["start_s"], _seconds),
-    ("`serve`: a figure saved wrong to its stale mark", "serve", lambda s: s["serve"]["to_stale_s"], _seconds),
-    ("`serve`: saved back to its verified mark", "serve", lambda s: s["serve"]["to_verified_s"], _seconds),
-    (
-        "this machine's history (its store): read whole",
-        "records",
-        lambda s: s["records"]["store_read_s"],
-        _seconds,
-    ),
-    ("the store: one claim's run merged", "records", lambda s: s["records"]["store_merge_one_s"], _seconds),
-    ("the exported results file", "records", lambda s: s["records"]["bytes"], lambda v: f"{v / 1e6:,.1f} MB"),
-    ("the site build, 1 machine", "site", lambda s: s["site"]["1"]["seconds"], _seconds),
-    ("the site build, 10 machines", "site", lambda s: s["site"]["10"]["seconds"], _seconds),
-    ("the site build, 50 machines", "site", lambda s: s["site"]["50"]["seconds"], _seconds),
-    ("its peak memory, 50 machines", "site", lambda s: s["site"]["50"]["peak_mb"], lambda v: f"{v:,.0f} MB"),
+#: the scale figures shown: what, where it is in one size's entry (its first key the benchmark's step it is of,
+#: `benchmarks/scale.py`), and how it is written
+SCALE_ROWS: tuple[tuple[str, tuple[str, ...], Callable[[Any], str]], ...] = (
+    ("collection, `pytest --collect-only`", ("collection", "seconds"), _seconds),
+    ("the full run, `pytest`", ("full_run", "seconds"), _seconds),
+    ("its peak memory", ("full_run", "peak_mb"), lambda v: f"{v:,.0f} MB"),
+    ("a second run, reading the first one's records", ("second_run", "seconds"), _seconds),
+    ("`pytest --changed` after one figure edit", ("changed", "seconds"), _seconds),
+    ("`pytest --changed` after one data value edit", ("changed_data", "seconds"), _seconds),
+    ("`serve`: its start", ("serve", "start_s"), _seconds),
+    ("`serve`: a figure saved wrong to its stale mark", ("serve", "to_stale_s"), _seconds),
+    ("`serve`: saved back to its verified mark", ("serve", "to_verified_s"), _seconds),
+    ("this machine's history (its store): read whole", ("records", "store_read_s"), _seconds),
+    ("the store: one claim's run merged", ("records", "store_merge_one_s"), _seconds),
+    ("the exported results file", ("records", "bytes"), lambda v: f"{v / 1e6:,.1f} MB"),
+    ("the site build, 1 machine", ("site", "1", "seconds"), _seconds),
+    ("the site build, 10 machines", ("site", "10", "seconds"), _seconds),
+    ("the site build, 50 machines", ("site", "50", "seconds"), _seconds),
+    ("its peak memory, 50 machines", ("site", "50", "peak_mb"), lambda v: f"{v:,.0f} MB"),
 )
 
 #: which fitted growth exponent (`benchmarks/scale.py`'s GROWTH) goes with which row of SCALE_ROWS
@@ -439,14 +423,13 @@ def scale_table(scale: dict[str, Any]) -> str:
         "target",
     )
     rows = []
-    for what, step, get, say in SCALE_ROWS:
+    for what, path, say in SCALE_ROWS:
         cells = []
         for _, entry in sizes:
-            try:
-                value = get(entry)
-            except (KeyError, TypeError):
-                value = None
-            earlier = entry.get("earlier", {}).get(step)
+            value: Any = entry
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            earlier = entry.get("earlier", {}).get(path[0])
             cells.append(
                 (say(value) + (f" ({earlier[:10]})" if earlier else "")) if isinstance(value, (int, float)) else ""
             )
