@@ -125,17 +125,24 @@ def to_keep(
 def of_records(
     results: ResultsFile, registry: Registry, root: Path, since: float
 ) -> dict[tuple[str, str], dict[str, str]]:
-    """The footprint of each record of `results` whose claim the book declares: its sources and their digests,
-    a library's as the record names it, a file's as it is now (`Digests`; `since`: when the run read the book)."""
+    """The footprint of each record of `results` whose claim the book declares (`of`)."""
+    return of({Check(c, b): r for c, per in results.records.items() for b, r in per.items()}, registry, root, since)
+
+
+def of(
+    records: Mapping[Check, Record], registry: Registry, root: Path, since: float
+) -> dict[tuple[str, str], dict[str, str]]:
+    """The footprint of each of `records` (by claim and backend) whose claim the book declares: its sources and
+    their digests, a library's as the record names it, a file's as it is now (`Digests`; `since`: when the run
+    read the book)."""
     digests = Digests(root, {}, since)
     out: dict[tuple[str, str], dict[str, str]] = {}
-    for claim_id, per_backend in results.records.items():
+    for (claim_id, backend), record in records.items():
         claim = registry.get(claim_id)
         if claim is None:
             continue
-        for backend, record in per_backend.items():
-            sources = sources_of(claim, backend, record, root)
-            out[(claim_id, backend)] = {s: digests(s) if v is None else v for s, v in sources.items()}
+        sources = sources_of(claim, backend, record, root)
+        out[(claim_id, backend)] = {s: digests(s) if v is None else v for s, v in sources.items()}
     return out
 
 

@@ -312,13 +312,8 @@ class Session:
         path = self.results_path
         if not current or not store_mod.is_store(path):
             return 0
-        records: dict[str, dict[str, Record]] = {}
-        for (claim_id, backend), record in current.items():
-            records.setdefault(claim_id, {})[backend] = record
         with self.opened_book.opened():
-            sources = footprints.of_records(
-                ResultsFile(self.machine.slug, records=records), REGISTRY, self.root, self.opened_at
-            )
+            sources = footprints.of(current, REGISTRY, self.root, self.opened_at)
         return store_mod.Store(path).footprint_again(current, sources)
 
     def held_records(self) -> footprints.Unchanged | None:
