@@ -22,6 +22,7 @@ from verified_book.book.bindings import GENERATED, Page, read_page
 from verified_book.book.bindings import generated as marked
 from verified_book.engine import verdicts as verdicts_mod
 from verified_book.engine.config import BookConfig
+from verified_book.engine.long_lived import long_lived
 from verified_book.errors import Problem
 from verified_book.records import store
 from verified_book.records.results import CHECKED_RESULTS, SLUG_PATTERN, ResultsError, ResultsFile, read_all
@@ -111,6 +112,7 @@ class Results:
     read: list[Path] = field(default_factory=list)  # the files read, for `stamp`
 
 
+@long_lived  # every machine's records, held for the whole build
 def read_results(
     book: BookConfig,
     results_dir: Path | None,
