@@ -32,12 +32,13 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypeAliasType
+from typing_extensions import Self, TypeAliasType
 
 from verified_book import vocabulary
 from verified_book.backends import NAMES
 from verified_book.book.snippet_output import STATUSES as OUTPUT_STATUSES
 from verified_book.records import identity
+from verified_book.records.errors import show as _show
 from verified_book.vocabulary import ID_PATTERN, KINDS, RECORDED
 
 SCHEMA_VERSION = 7
@@ -64,11 +65,6 @@ RecordedStatus = Literal[RECORDED]  # type: ignore[valid-type]
 KindName = Literal[KINDS]  # type: ignore[valid-type]
 OutputStatus = Literal[OUTPUT_STATUSES]  # type: ignore[valid-type]
 How = Literal["script", "in process"]
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ------------------------------------------------------------------ messages that name the place
@@ -211,6 +207,24 @@ class Strict(BaseModel):
 
 StrictT = TypeVar("StrictT", bound=Strict)
 
+#: each set of fields a sealed part was given, made once (`Sealed`)
+_FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
+
+
+class Sealed(Strict):
+    """A part a results file holds by the thousand, never changed once made (`revised` makes another): its
+    instances share one set of the fields each was given, where pydantic makes a set for each, which was half a
+    record's memory (the site holds every machine's records at once). Frozen, so no assignment adds to the set
+    they share; a copy gets a set of its own."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @model_validator(mode="after")
+    def _fields_given_once(self) -> Self:
+        given = self.__pydantic_fields_set__
+        object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_GIVEN.setdefault(frozenset(given), given))
+        return self
+
 
 def revised(model: StrictT, **changes: Any) -> StrictT:
     """`model` with `changes`, built and validated as a new one: pydantic's `model_copy(update=...)` takes the
@@ -222,7 +236,7 @@ def revised(model: StrictT, **changes: Any) -> StrictT:
 # ------------------------------------------------------------------ values
 
 
-class Exact(Strict):
+class Exact(Sealed):
     """An exact fraction, kept as its text beside its float (JSON has no fractions)."""
 
     exact: Annotated[str, Field(pattern=EXACT_PATTERN.pattern)]
@@ -283,7 +297,7 @@ RecordValue = Annotated[Value, WrapValidator(_value)]
 # ------------------------------------------------------------------ the parts of a record
 
 
-class FigureVerdict(Strict):
+class FigureVerdict(Sealed):
     """How one printed figure (its page, line and text) compared with the value on one backend."""
 
     line: Line
@@ -293,7 +307,7 @@ class FigureVerdict(Strict):
     status: Status | None = None
 
 
-class DataInput(Strict):
+class DataInput(Sealed):
     """A value read from the book's data files: enough to look it up again and compare."""
 
     file: BookPath
@@ -303,7 +317,7 @@ class DataInput(Strict):
     whole: Text | None = None  # what read every key of the file (transformers reads all of a config.json)
 
 
-class SettingInput(Strict):
+class SettingInput(Sealed):
     """A machine's setting (an environment variable, a library's mode) as it was during the run."""
 
     setting: Text
@@ -311,7 +325,7 @@ class SettingInput(Strict):
     where: Text
 
 
-class SnippetInput(Strict):
+class SnippetInput(Sealed):
     """A figure a snippet printed, with a hash of the snippet's source to tell when it changed."""
 
     snippet: BookPath
@@ -349,7 +363,7 @@ CONDITIONS_WORDS = (
 Versions = Annotated[dict[Key, Text | None], _must("must be an object of version strings")]
 
 
-class Record(Strict):
+class Record(Sealed):
     """One claim on one backend of one machine: its status, its value, and each printed figure's verdict."""
 
     status: Status
@@ -375,7 +389,7 @@ class Record(Strict):
 VOLATILE = ("value", "message", "conditions")
 
 
-class Measured(Strict):
+class Measured(Sealed):
     """A measured record's volatile part, as the run header keeps it on disk."""
 
     value: RecordValue = None
@@ -383,7 +397,7 @@ class Measured(Strict):
     conditions: Annotated[Conditions, _is(CONDITIONS_WORDS)] | None = None
 
 
-class ClaimMeta(Strict):
+class ClaimMeta(Sealed):
     """What a claim is, kept once per claim: its kind, where its code is, what it cites, its code's fingerprint."""
 
     kind: Annotated[KindName, _is(f"is not one of {', '.join(KINDS)}")] | None = None
@@ -394,7 +408,7 @@ class ClaimMeta(Strict):
     skipped: Text | None = None
 
 
-class OutputCheck(Strict):
+class OutputCheck(Sealed):
     """How one of the book's output blocks showing a snippet compared with what this run printed."""
 
     file: BookPath
@@ -505,82 +519,6 @@ class ResultsDocument(Strict):
         if problems:
             raise _fail(AT, "\n".join(problems))
         return self
-
-
-# ------------------------------------------------------------------ errors, as the place and what is wrong
-
-#: fields whose value is an object keyed by names (not fields): how many levels of keys follow each
-_KEYED = {
-    "records": 2,
-    "claims": 1,
-    "outputs": 1,
-    "seconds": 2,
-    "dates": 2,
-    "measured": 2,
-    "fingerprint": 1,
-    "versions": 1,
-    "backends": 1,
-}
-
-
-def _place(loc: tuple[int | str, ...]) -> list[str]:
-    """A pydantic location as the file's places: `records['a.one']['numpy']`, `figures[0]`, `line`."""
-    groups: list[str] = []
-    keys = 0
-    if loc[:2] == ("run", "outputs"):  # the snippets' outputs are told by their name, as readers see them
-        loc = loc[1:]
-    for part in loc:
-        if part == "[key]":
-            continue
-        if isinstance(part, int):
-            groups[-1] += f"[{part}]"
-        elif keys:
-            groups[-1] += f"[{part!r}]"
-            keys -= 1
-        else:
-            groups.append(part)
-            keys = _KEYED.get(part, 0)
-    return groups
-
-
-_GENERIC = {
-    "string_type": "must be a string",
-    "dict_type": "must be an object",
-    "model_type": "must be an object",
-    "model_attributes_type": "must be an object",
-    "list_type": "must be a list",
-    "bool_type": "must be true or false",
-    "missing": "is missing",
-    "extra_forbidden": "is not a field of a results file here",
-}
-
-
-def problems(error: ValidationError, where: str) -> list[str]:
-    """Each problem a validation found, as `where: place: what` lines, in the words of the place."""
-    out: list[str] = []
-    for e in error.errors(include_url=False):
-        groups = _place(tuple(e["loc"]))
-        text = e["msg"]
-        if e["type"] == AT:
-            joint = " " if "[key]" in e["loc"] else ": "
-            lines = [joint.join([": ".join(groups), line]) if groups else line for line in text.split("\n")]
-        else:
-            field = groups.pop() if groups else "file"
-            if e["type"] == VALUE:
-                what = f"{field} {_show(e['input'])} {text}"
-            elif e["type"] == FIELD:
-                what = f"{field} {text}"
-            elif e["type"] == "dict_type" and "[" not in field:
-                what = f"{field!r} must be an object"
-            elif e["type"] in _GENERIC:
-                what = f"{field} {_GENERIC[e['type']]}"
-            elif e["type"] == "string_too_long":
-                what = f"{field}: a string of {len(e['input'])} characters (at most {e['ctx']['max_length']})"
-            else:
-                what = f"{field} {_show(e['input'])}: {text}"
-            lines = [": ".join([*groups, what])]
-        out += [f"{where}: {line}" for line in lines if f"{where}: {line}" not in out]
-    return out
 
 
 #: where the schema is published for contributors (scripts/results-schema writes it)

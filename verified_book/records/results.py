@@ -22,7 +22,7 @@ from typing import Any, Callable, Container, Mapping
 
 from pydantic import ValidationError
 
-from verified_book.records import conditions, identity, kept, record, salvage
+from verified_book.records import conditions, identity, kept, salvage, wording
 from verified_book.records.document_walk import walk
 from verified_book.records.errors import NewerSchema, OtherMachine, ResultsError
 from verified_book.records.errors import show as _show
@@ -93,7 +93,7 @@ def _typed(model: Any, value: Any, where: str) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as e:
-        raise ResultsError("\n".join(record.problems(e, where))) from None
+        raise ResultsError("\n".join(wording.problems(e, where))) from None
 
 
 @dataclass
@@ -177,7 +177,7 @@ class ResultsFile:
         try:
             return cls.from_document(ResultsDocument.model_validate(data))
         except ValidationError as e:
-            raise ResultsError("\n".join(record.problems(e, str(data.get("slug"))))) from None
+            raise ResultsError("\n".join(wording.problems(e, str(data.get("slug"))))) from None
 
     def current(self, known: Container[str]) -> dict[str, dict[str, Record]]:
         """The records of claims the book still declares; a retired claim's stay in the file, unshown."""
@@ -312,7 +312,7 @@ def parse(data: Any, where: str, known_claims: set[str] | None = None) -> tuple[
     try:
         doc = ResultsDocument.model_validate(data)
     except ValidationError as e:
-        return None, record.problems(e, where)
+        return None, wording.problems(e, where)
     if known_claims is not None:
         problems += [
             f"{where}: records[{claim_id!r}] names no claim of this book"
@@ -476,13 +476,13 @@ def salvaged(data: Any, where: str) -> tuple[ResultsDocument | None, list[salvag
                 loc = tuple(error["loc"])
                 part = salvage.unit(loc)
                 if part is None:
-                    return None, [], record.problems(e, where)
+                    return None, [], wording.problems(e, where)
                 inner = "".join(f"[{k!r}]" for k in loc[len(part) :] if k != "[key]")
                 found = f" (found {_show(error['input'])})" if error["type"] != "missing" else ""
                 grouped.setdefault(part, []).append(f"{inner or 'the part'}: {error['msg']}{found}")
             taken = salvage.set_aside(data, grouped)
             if not taken:  # nothing left to take: the problem is not the parts'
-                return None, [], record.problems(e, where)
+                return None, [], wording.problems(e, where)
             aside += taken
 
 
