@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import sys
 from typing import Annotated, Any, Callable, Literal, NamedTuple, TypeVar
 
 from pydantic import (
@@ -133,7 +134,7 @@ def _date(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     problem = iso_date_problem(value)
     if problem:
         raise _fail(VALUE, problem)
-    return handler(value)
+    return sys.intern(handler(value))  # a run's records share its date, and the site holds every machine's
 
 
 def _finite(value: float) -> bool:
@@ -214,8 +215,9 @@ _FIELDS_GIVEN: dict[frozenset[str], set[str]] = {}
 class Sealed(Strict):
     """A part a results file holds by the thousand, never changed once made (`revised` makes another): its
     instances share one set of the fields each was given, where pydantic makes a set for each, which was half a
-    record's memory (the site holds every machine's records at once). Frozen, so no assignment adds to the set
-    they share; a copy gets a set of its own."""
+    record's memory, and each short text (a page, a printed figure, a status) is held once however many parts and
+    machines' files name it: the site holds every machine's records at once. Frozen, so no assignment adds to the
+    set they share; a copy gets a set of its own."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -223,6 +225,10 @@ class Sealed(Strict):
     def _fields_given_once(self) -> Self:
         given = self.__pydantic_fields_set__
         object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_GIVEN.setdefault(frozenset(given), given))
+        fields = self.__dict__
+        for name, value in fields.items():
+            if type(value) is str and len(value) <= 200:
+                fields[name] = sys.intern(value)
         return self
 
 

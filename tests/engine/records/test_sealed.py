@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 from pydantic import ValidationError
 
-from verified_book.records.record import ClaimMeta, FigureVerdict, Record
+from verified_book.records.record import ClaimMeta, FigureVerdict, Record, RunHeader
 
 
 def _verdict(line: int) -> FigureVerdict:
@@ -26,6 +26,18 @@ def test_parts_given_the_same_fields_share_one_set_of_them() -> None:
         "printed": "1.5",
         "status": "verified",
     }
+
+
+def test_the_same_short_text_in_two_parts_is_held_once() -> None:
+    def made(text: str) -> str:
+        return "".join(text)  # a string of its own, as each file's JSON gives it
+
+    first, second = (
+        FigureVerdict(line=1, file=made("pages/a.md"), printed=made("1.5"), status="verified") for _ in range(2)
+    )
+    assert first.file is second.file and first.printed is second.printed
+    dates = [RunHeader(date=made("2026-12-01T10:00:00+00:00")).date for _ in range(2)]
+    assert dates[0] is dates[1]
 
 
 def test_no_change_reaches_the_set_the_others_share() -> None:
