@@ -26,7 +26,9 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -341,7 +343,23 @@ class SnippetInput(Sealed):
 
 
 #: one input a record read; a plain string is a migrated file's (schema 1 kept inputs as text)
-InputEntry = SettingInput | SnippetInput | DataInput | Text
+def _input_kind(entry: Any) -> str:
+    """Which kind of input an entry is, by the field only that kind has: each entry is checked as that kind alone,
+    not tried as each in turn (a record's inputs number in the tens of thousands in a file)."""
+    if isinstance(entry, Strict):
+        entry = entry.model_fields_set
+    elif not isinstance(entry, dict):
+        return "text"
+    return "setting" if "setting" in entry else "snippet" if "snippet" in entry else "file"
+
+
+InputEntry = Annotated[
+    Annotated[SettingInput, Tag("setting")]
+    | Annotated[SnippetInput, Tag("snippet")]
+    | Annotated[DataInput, Tag("file")]
+    | Annotated[Text, Tag("text")],
+    Discriminator(_input_kind),
+]
 Inputs = Annotated[
     list[InputEntry],
     _must(

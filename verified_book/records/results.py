@@ -168,7 +168,9 @@ class ResultsFile:
                 records[claim_id][backend] = revised(
                     records[claim_id][backend], **{k: getattr(volatile, k) for k in volatile.model_fields_set}
                 )
-        run = RunHeader.model_validate(doc.run.model_dump(exclude={"measured", "outputs"}, exclude_unset=True))
+        # the header's parts as the document holds them, validated with it: not dumped and checked again
+        given = doc.run.model_fields_set & set(RunHeader.model_fields)
+        run = RunHeader.model_construct(_fields_set=given, **{name: getattr(doc.run, name) for name in given})
         return cls(doc.slug, doc.machine, run, records, {**doc.outputs, **doc.run.outputs}, dict(doc.claims))
 
     @classmethod
