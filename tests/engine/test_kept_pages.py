@@ -112,3 +112,17 @@ def test_the_books_pages_kept_are_the_pages_read(tmp_path: Path) -> None:
     assert kept_pages.read_pages(paths, ROOT) == fresh
     assert kept_pages.read_pages(paths, ROOT) == fresh
     assert bindings.Page in {type(p) for p in fresh}
+
+
+def test_a_kept_page_reads_its_figures_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page taken from the keep holds no figure read (the largest part of a kept page): each binding reads
+    its figure from its text when first asked, the figure a fresh read gives."""
+    paths = _book(tmp_path)
+    fresh = kept_pages.read_or_raise(paths, tmp_path)[0]
+    read: list[str] = []
+    monkeypatch.setattr(bindings, "parse", lambda text: read.append(text) or fresh.bindings[0].printed)
+    taken = kept_pages.read_or_raise(paths, tmp_path)[0]
+    assert taken.bindings == fresh.bindings and taken.bindings[0] is not fresh.bindings[0]
+    assert read == []  # nothing read at load
+    assert taken.bindings[0].printed == fresh.bindings[0].printed and read == ["65,504"]
+    assert taken.bindings[0].printed is taken.bindings[0].printed and read == ["65,504"]  # once

@@ -56,10 +56,13 @@ class Mutant:
     stated: str
 
     def as_binding(self) -> Binding:
-        printed = parse(self.stated)
         if self.binding.stated != self.binding.text:  # the value sits in the title; the words stay
-            return dataclasses.replace(self.binding, printed=printed)
-        return dataclasses.replace(self.binding, text=self.stated, printed=printed)
+            title = self.binding.title or ""
+            parts = [p.strip() for p in title.split(";")]
+            at = next(i for i, p in enumerate(parts) if p.lower() != "disputed")
+            parts[at] = self.stated
+            return dataclasses.replace(self.binding, title="; ".join(parts))
+        return dataclasses.replace(self.binding, text=self.stated)
 
 
 @dataclass

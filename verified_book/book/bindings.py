@@ -18,6 +18,7 @@ it is bound as the plain number it is ([50](claim:...)), since a binding's text 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -83,13 +84,22 @@ class Binding:
     claim_id: str
     title: str | None
     disputed: bool
-    printed: Printed | None
     error: str | None = None
     in_output: bool = False
 
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @functools.cached_property
+    def printed(self) -> Printed | None:
+        """The figure as printed, read from `stated` when first asked; None for a malformed binding (`error`).
+        Not kept with a page read before (`__getstate__`): it was most of a kept page's size and of the time to
+        load it, while a run that checks a few figures reads a few."""
+        return None if self.error is not None else parse(self.stated)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {name: value for name, value in self.__dict__.items() if name != "printed"}
 
     @property
     def stated(self) -> str:
@@ -203,9 +213,8 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
                     else ' (a figure in words needs its value as the link title: [four per cent](claim:id "0.04"))'
                 )
                 error = f"{e}{hint}"
-        binding = Binding(
-            rel, number, start + 1, match.group("text"), claim_id, title, disputed, printed, error, in_output
-        )
+        binding = Binding(rel, number, start + 1, match.group("text"), claim_id, title, disputed, error, in_output)
+        object.__setattr__(binding, "printed", printed)  # read already: not read again in this process
         (page.malformed if error else page.bindings).append(binding)
         text = _mask(text, start, end)
     for leftover in _CLAIM_LINK_START.finditer(text):
@@ -218,7 +227,6 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
                 "",
                 None,
                 False,
-                None,
                 "malformed binding: expected [printed text](claim:dotted.id) or "
                 '[text](claim:dotted.id "value"); found '
                 + repr(raw[max(0, leftover.start() - 30) : leftover.end() + 40].strip()),
@@ -236,7 +244,6 @@ def _read_line(page: Page, rel: str, number: int, raw: str, in_output: bool) -> 
                 "",
                 None,
                 False,
-                None,
                 "looks like a broken binding: found "
                 + repr(raw[max(0, miss.start() - 30) : miss.end() + 40].strip())
                 + "; a binding is [printed text](claim:dotted.id), with nothing between ] and (",

@@ -80,10 +80,10 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
     new = texts.pop()
     link_text, title = _replacement(binding, new)
     try:
-        printed = parse(new)
+        parse(new)
     except FigureSyntaxError:
         return None
-    candidate = dataclasses.replace(binding, text=link_text, title=title, printed=printed)
+    candidate = dataclasses.replace(binding, text=link_text, title=title)  # its figure read from the new text
     again = [judge(candidate, verifier.outcome(claim, b), verifier.machine) for b in backends]
     if any(v.status in (Status.STALE, Status.FAILED) for v in again):
         return None

@@ -207,12 +207,13 @@ class Said:
             by_status: dict[str, int] = {}
             for status, _ in unchanged.values():
                 by_status[status] = by_status.get(status, 0) + 1
-            dates = sorted(d for _, d in unchanged.values() if d)
+            dates = {d for _, d in unchanged.values() if d}
+            first, last = (min(dates), max(dates)) if dates else (None, None)
             span = (
-                f"last checked {dates[0]}"
-                if dates and dates[0] == dates[-1]
-                else f"last checked between {dates[0]} and {dates[-1]}"
-                if dates
+                f"last checked {first}"
+                if first == last and first
+                else f"last checked between {first} and {last}"
+                if first
                 else "undated"
             )
             counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
@@ -451,16 +452,22 @@ class ToCollect:
 def to_collect(held: Unchanged, registry: Registry, verifier: Any, pages: Iterable[Any]) -> ToCollect:
     """`ToCollect` from the records `held` (`footprints.held`): every other claim's checks and figures are unchanged,
     so the run need not collect them to deselect them."""
-    claims = {
-        claim.id for claim in registry if any((claim.id, b) not in held.records for b in _computes_on(claim, verifier))
-    }
+    on: dict[tuple[bool, tuple[str, ...] | None], list[str]] = {}  # the backends, by what decides them
+    claims = set()
+    for claim in registry:
+        backends = on.get((claim.needs_backend, claim.backends))
+        if backends is None:
+            backends = on[claim.needs_backend, claim.backends] = _computes_on(claim, verifier)
+        if any((claim.id, b) not in held.records for b in backends):
+            claims.add(claim.id)
     printing = {b.file for c in claims for b in verifier.bindings.get(c, ())}
     unbacked = {p.file for p in pages if p.malformed or any(b.claim_id not in registry for b in p.bindings)}
     return ToCollect(frozenset(claims), frozenset(held.pages | printing | unbacked))
 
 
 def _computes_on(claim: Claim, verifier: Any) -> list[str]:
-    """The backends here a claim is checked on: a check of each is what `--changed` reruns or leaves."""
+    """The backends here a claim is checked on: a check of each is what `--changed` reruns or leaves. Whether the
+    claim needs a backend, and which it names, decide them."""
     return [b.name for b in verifier.backends_for(claim) if b.available]
 
 
@@ -493,7 +500,7 @@ def narrow(
     in_run = {item.claim.id for item in items if hasattr(item, "claim")} | {
         item.binding.claim_id for item in items if hasattr(item, "binding")
     }  # what the run's items check: a page's run speaks of that page's claims only
-    everywhere = {c.id: _computes_on(c, verifier) for c in registry if c.id in in_run}
+    everywhere = {c: _computes_on(registry[c], verifier) for c in sorted(in_run) if c in registry}
     pairs = [Check(c, b) for c, names in everywhere.items() for b in names]
     if changed and not readings and held is not None:
         unheld = held.judged | {c for c, b in pairs if (c, b) not in held.records}  # the run's, and any other's

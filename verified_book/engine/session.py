@@ -280,7 +280,8 @@ class Session:
         if not (changed and whole_book and not readings):
             return None
         held = self.held_records()
-        return None if held is None else selection_mod.to_collect(held, REGISTRY, self.verifier, self.book.pages)
+        registry = self.opened_book.registry  # the open book's, asked directly: REGISTRY asks which is open each time
+        return None if held is None else selection_mod.to_collect(held, registry, self.verifier, self.book.pages)
 
     def narrow(
         self, items: list[Any], *, changed: bool, readings: list[str], whole_book: bool
@@ -296,7 +297,7 @@ class Session:
             history=self.history_found,
             held=self.held_records() if changed else None,
             whole_book=whole_book,
-            registry=REGISTRY,
+            registry=self.opened_book.registry,
             verifier=self.verifier,
             outputs=self.output_blocks,
         )

@@ -71,9 +71,8 @@ def held(db: sqlite3.Connection, digests: Digester, run_date: str | None) -> Foo
     all of them; a source missing from its answer has moved, and one written with no digest, "", never holds); a
     record's date is its own where the run header keeps one, else `run_date`."""
     found = Footprinted()
-    records = db.execute("SELECT claim, backend, status FROM records").fetchall()
     if not kept(db):
-        found.moved = {(c, b) for c, b, _ in records}
+        found.moved = set(db.execute("SELECT claim, backend FROM records"))
         return found
     rows = db.execute("SELECT id, source, digest FROM sources").fetchall()
     now = digests(sorted({source for _, source, _ in rows}))
@@ -91,19 +90,17 @@ def held(db: sqlite3.Connection, digests: Digester, run_date: str | None) -> Foo
             "(SELECT 1 FROM footprints f WHERE f.claim = r.claim AND f.backend = r.backend)"
         )
     )
-    dates = dict(
-        ((c, b), (date, ok))
-        for c, b, date, ok in db.execute(
-            "SELECT claim, backend, CASE WHEN json_valid(value) AND json_type(value) = 'text' "
-            "THEN json_extract(value, '$') END, json_valid(value) FROM per_record WHERE field = 'dates'"
-        )
+    records = db.execute(
+        "SELECT r.claim, r.backend, r.status, CASE WHEN json_valid(p.value) AND json_type(p.value) = 'text' "
+        "THEN json_extract(p.value, '$') END, p.value IS NULL OR json_valid(p.value) FROM records r "
+        "LEFT JOIN per_record p ON p.claim = r.claim AND p.backend = r.backend AND p.field = 'dates'"
     )
-    for claim, backend, status in records:
-        if (claim, backend) in found.moved:
+    for claim, backend, status, date, ok in records:
+        key = (claim, backend)
+        if key in found.moved:
             continue
-        date, ok = dates.get((claim, backend), (run_date, True))
         if not ok:  # a bad row: read and judged, which sets it aside
-            found.moved.add((claim, backend))
+            found.moved.add(key)
             continue
-        found.held[(claim, backend)] = (status, date if isinstance(date, str) else run_date)
+        found.held[key] = (status, date if isinstance(date, str) else run_date)
     return found
