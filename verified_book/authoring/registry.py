@@ -309,10 +309,8 @@ def claim(
                 raise RegistryError(
                     Problem(f"{file}:{line}", f"claim id {claim_id!r} names {e}, not in `over`")
                 ) from None
-            item = first = (
-                _member(first, cid, params)
-                if first is not None
-                else Claim(
+            if first is None:
+                item = first = Claim(
                     id=cid,
                     kind=kind,
                     compute=fn,
@@ -332,7 +330,8 @@ def claim(
                     defined_in=file,
                     defined_line=line,
                 )
-            )
+            else:
+                item = _member(first, cid, params)
             if declared is not None:
                 declared.append(item)
             into.declare(item, fn.__module__)
