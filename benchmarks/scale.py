@@ -49,7 +49,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from verified_book.records import store
 
@@ -395,30 +395,39 @@ def summary(done: dict[str, Any]) -> str:
     return str(done.get("summary") or f"exit {done['exit_status']}")
 
 
-#: the figures whose growth is fitted: a name and where it is in one size's entry
-GROWTH: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "collection_s": lambda s: s["collection"]["seconds"],
-    "full_run_s": lambda s: s["full_run"]["seconds"],
-    "full_run_peak_mb": lambda s: s["full_run"]["peak_mb"],
-    "second_run_s": lambda s: s["second_run"]["seconds"],
-    "changed_s": lambda s: s["changed"]["seconds"],
-    "changed_data_s": lambda s: s["changed_data"]["seconds"],
-    "serve_start_s": lambda s: s["serve"]["start_s"],
-    "serve_to_stale_s": lambda s: s["serve"]["to_stale_s"],
-    "serve_to_verified_s": lambda s: s["serve"]["to_verified_s"],
-    "results_bytes": lambda s: s["records"]["bytes"],
-    "results_read_s": lambda s: s["records"]["read_s"],
-    "results_merge_s": lambda s: s["records"]["merge_s"],
-    "results_merge_one_s": lambda s: s["records"]["merge_one_s"],
-    "results_write_s": lambda s: s["records"]["write_s"],
-    "store_read_s": lambda s: s["records"]["store_read_s"],
-    "store_merge_one_s": lambda s: s["records"]["store_merge_one_s"],
-    "store_merge_s": lambda s: s["records"]["store_merge_s"],
-    "site_1_machine_s": lambda s: s["site"]["1"]["seconds"],
-    "site_10_machines_s": lambda s: s["site"]["10"]["seconds"],
-    "site_50_machines_s": lambda s: s["site"]["50"]["seconds"],
-    "site_50_machines_peak_mb": lambda s: s["site"]["50"]["peak_mb"],
+#: the figures whose growth is fitted, each by its name and where it is in one size's entry (its first key the step
+#: it is of); the results file says where each is (`figures`), for whatever shows them
+GROWTH: dict[str, tuple[str, ...]] = {
+    "collection_s": ("collection", "seconds"),
+    "full_run_s": ("full_run", "seconds"),
+    "full_run_peak_mb": ("full_run", "peak_mb"),
+    "second_run_s": ("second_run", "seconds"),
+    "changed_s": ("changed", "seconds"),
+    "changed_data_s": ("changed_data", "seconds"),
+    "serve_start_s": ("serve", "start_s"),
+    "serve_to_stale_s": ("serve", "to_stale_s"),
+    "serve_to_verified_s": ("serve", "to_verified_s"),
+    "results_bytes": ("records", "bytes"),
+    "results_read_s": ("records", "read_s"),
+    "results_merge_s": ("records", "merge_s"),
+    "results_merge_one_s": ("records", "merge_one_s"),
+    "results_write_s": ("records", "write_s"),
+    "store_read_s": ("records", "store_read_s"),
+    "store_merge_one_s": ("records", "store_merge_one_s"),
+    "store_merge_s": ("records", "store_merge_s"),
+    "site_1_machine_s": ("site", "1", "seconds"),
+    "site_10_machines_s": ("site", "10", "seconds"),
+    "site_50_machines_s": ("site", "50", "seconds"),
+    "site_50_machines_peak_mb": ("site", "50", "peak_mb"),
 }
+
+
+def figure(entry: dict[str, Any], path: Sequence[str]) -> Any:
+    """The figure at `path` in one size's entry; None where that size did not measure it."""
+    value: Any = entry
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -433,13 +442,10 @@ def exponents(sizes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each figure's growth exponent between 4x and 64x, over the sizes measured there (or over all sizes where
     fewer than two are), with the sizes it was fitted on."""
     out: dict[str, Any] = {}
-    for name, get in GROWTH.items():
+    for name, path in GROWTH.items():
         points = []
         for size, entry in sizes.items():
-            try:
-                value = get(entry)
-            except (KeyError, TypeError):
-                continue
+            value = figure(entry, path)
             if isinstance(value, (int, float)) and value > 0:
                 points.append((float(size), float(value)))
         fitted = [p for p in points if p[0] >= 4] if sum(p[0] >= 4 for p in points) >= 2 else points
@@ -513,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
             "cores": info.get("cores"),
             "sizes": dict(sorted(measured.items(), key=lambda kv: int(kv[0]))),
             "exponents": exponents(measured),
+            "figures": {name: list(path) for name, path in GROWTH.items()},
         }
         kept = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"machine": slug}
         kept["scale"] = scale

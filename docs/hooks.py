@@ -354,59 +354,26 @@ def first_verdict_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-#: the scale figures shown: what, where it is in one size's entry (its first key the benchmark's step it is of,
-#: `benchmarks/scale.py`), and how it is written
-SCALE_ROWS: tuple[tuple[str, tuple[str, ...], Callable[[Any], str]], ...] = (
-    ("collection, `pytest --collect-only`", ("collection", "seconds"), _seconds),
-    ("the full run, `pytest`", ("full_run", "seconds"), _seconds),
-    ("its peak memory", ("full_run", "peak_mb"), lambda v: f"{v:,.0f} MB"),
-    ("a second run, reading the first one's records", ("second_run", "seconds"), _seconds),
-    ("`pytest --changed` after one figure edit", ("changed", "seconds"), _seconds),
-    ("`pytest --changed` after one data value edit", ("changed_data", "seconds"), _seconds),
-    ("`serve`: its start", ("serve", "start_s"), _seconds),
-    ("`serve`: a figure saved wrong to its stale mark", ("serve", "to_stale_s"), _seconds),
-    ("`serve`: saved back to its verified mark", ("serve", "to_verified_s"), _seconds),
-    ("this machine's history (its store): read whole", ("records", "store_read_s"), _seconds),
-    ("the store: one claim's run merged", ("records", "store_merge_one_s"), _seconds),
-    ("the exported results file", ("records", "bytes"), lambda v: f"{v / 1e6:,.1f} MB"),
-    ("the site build, 1 machine", ("site", "1", "seconds"), _seconds),
-    ("the site build, 10 machines", ("site", "10", "seconds"), _seconds),
-    ("the site build, 50 machines", ("site", "50", "seconds"), _seconds),
-    ("its peak memory, 50 machines", ("site", "50", "peak_mb"), lambda v: f"{v:,.0f} MB"),
+#: the scale figures shown: what, the benchmark's name of the figure (`benchmarks/scale.py`'s GROWTH, which the
+#: results file says where each is: `figures`), how it is written, and what the engine is held to as a book grows
+SCALE_ROWS: tuple[tuple[str, str, Callable[[Any], str], str], ...] = (
+    ("collection, `pytest --collect-only`", "collection_s", _seconds, ""),
+    ("the full run, `pytest`", "full_run_s", _seconds, "growth ≤ 1.1"),
+    ("its peak memory", "full_run_peak_mb", lambda v: f"{v:,.0f} MB", "≤ 2 GB at 64×, growth ≤ 1.1"),
+    ("a second run, reading the first one's records", "second_run_s", _seconds, ""),
+    ("`pytest --changed` after one figure edit", "changed_s", _seconds, "≤ 2 s at 64×"),
+    ("`pytest --changed` after one data value edit", "changed_data_s", _seconds, "≤ 3 s at 64×"),
+    ("`serve`: its start", "serve_start_s", _seconds, ""),
+    ("`serve`: a figure saved wrong to its stale mark", "serve_to_stale_s", _seconds, "≤ 1 s at 64×"),
+    ("`serve`: saved back to its verified mark", "serve_to_verified_s", _seconds, "≤ 1 s at 64×"),
+    ("this machine's history (its store): read whole", "store_read_s", _seconds, ""),
+    ("the store: one claim's run merged", "store_merge_one_s", _seconds, ""),
+    ("the exported results file", "results_bytes", lambda v: f"{v / 1e6:,.1f} MB", ""),
+    ("the site build, 1 machine", "site_1_machine_s", _seconds, ""),
+    ("the site build, 10 machines", "site_10_machines_s", _seconds, ""),
+    ("the site build, 50 machines", "site_50_machines_s", _seconds, "≤ 3× one machine at 16×"),
+    ("its peak memory, 50 machines", "site_50_machines_peak_mb", lambda v: f"{v:,.0f} MB", "< 4 GB at 16×"),
 )
-
-#: which fitted growth exponent (`benchmarks/scale.py`'s GROWTH) goes with which row of SCALE_ROWS
-SCALE_GROWTH = {
-    "collection, `pytest --collect-only`": "collection_s",
-    "the full run, `pytest`": "full_run_s",
-    "its peak memory": "full_run_peak_mb",
-    "a second run, reading the first one's records": "second_run_s",
-    "`pytest --changed` after one figure edit": "changed_s",
-    "`pytest --changed` after one data value edit": "changed_data_s",
-    "`serve`: its start": "serve_start_s",
-    "`serve`: a figure saved wrong to its stale mark": "serve_to_stale_s",
-    "`serve`: saved back to its verified mark": "serve_to_verified_s",
-    "this machine's history (its store): read whole": "store_read_s",
-    "the store: one claim's run merged": "store_merge_one_s",
-    "the exported results file": "results_bytes",
-    "the site build, 1 machine": "site_1_machine_s",
-    "the site build, 10 machines": "site_10_machines_s",
-    "the site build, 50 machines": "site_50_machines_s",
-    "its peak memory, 50 machines": "site_50_machines_peak_mb",
-}
-
-
-#: what the engine is held to as a book grows, by row of SCALE_ROWS
-SCALE_TARGETS = {
-    "the full run, `pytest`": "growth ≤ 1.1",
-    "its peak memory": "≤ 2 GB at 64×, growth ≤ 1.1",
-    "`pytest --changed` after one figure edit": "≤ 2 s at 64×",
-    "`pytest --changed` after one data value edit": "≤ 3 s at 64×",
-    "`serve`: a figure saved wrong to its stale mark": "≤ 1 s at 64×",
-    "`serve`: saved back to its verified mark": "≤ 1 s at 64×",
-    "the site build, 50 machines": "≤ 3× one machine at 16×",
-    "its peak memory, 50 machines": "< 4 GB at 16×",
-}
 
 
 def scale_table(scale: dict[str, Any]) -> str:
@@ -423,7 +390,10 @@ def scale_table(scale: dict[str, Any]) -> str:
         "target",
     )
     rows = []
-    for what, path, say in SCALE_ROWS:
+    for what, name, say, target in SCALE_ROWS:
+        path = scale.get("figures", {}).get(name)
+        if not path:
+            raise FactMissing(f"the benchmark's results do not say where its figure {name!r} is (`figures`)")
         cells = []
         for _, entry in sizes:
             value: Any = entry
@@ -433,10 +403,10 @@ def scale_table(scale: dict[str, Any]) -> str:
             cells.append(
                 (say(value) + (f" ({earlier[:10]})" if earlier else "")) if isinstance(value, (int, float)) else ""
             )
-        fitted = scale.get("exponents", {}).get(SCALE_GROWTH[what])
+        fitted = scale.get("exponents", {}).get(name)
         growth = f"{fitted['exponent']} ({'–'.join(f'{n}×' for n in fitted['sizes'])})" if fitted else ""
         if any(cells):
-            rows.append((what, *cells, growth, SCALE_TARGETS.get(what, "")))
+            rows.append((what, *cells, growth, target))
     return table(header, rows)
 
 

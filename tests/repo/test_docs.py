@@ -135,6 +135,18 @@ def test_the_scale_figures_come_from_the_results_file_with_each_size_s_date() ->
     assert "| 1234 s (2030-12-31) |" in row
 
 
+def test_the_scale_table_finds_each_figure_where_the_results_file_says_it_is() -> None:
+    scale = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text("utf-8"))["scale"]
+    size = next(iter(scale["sizes"]))
+    scale["sizes"][size]["second_run"]["seconds"] = 4321.0
+    scale["figures"]["full_run_s"] = ["second_run", "seconds"]
+    row = next(line for line in hooks.scale_table(scale).splitlines() if line.startswith("| the full run"))
+    assert "| 4321 s |" in row
+    del scale["figures"]["full_run_s"]
+    with pytest.raises(hooks.FactMissing, match="full_run_s"):
+        hooks.scale_table(scale)
+
+
 def test_the_docs_give_a_fresh_clone_s_first_verdict_with_its_date_target_and_installer() -> None:
     result = json.loads((ROOT / "benchmarks/results/cpu-x86_64-2c.json").read_text("utf-8"))
     first = {
