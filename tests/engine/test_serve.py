@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -155,32 +156,57 @@ def test_a_port_taken_while_the_book_is_computed_is_said_as_a_port_in_use(
     )
 
 
-@pytest.mark.slow
-def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Path) -> None:
-    root = tmp_path / "minimal"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(port)],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
-    threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout or []], daemon=True).start()
+class _Serving:
+    """`verified-book serve` started as a process on a copy of the minimal book, and what it printed so far."""
 
-    def wait(predicate: Any, what: str, limit: float = 120) -> None:
+    def __init__(self, tmp_path: Path, **env: str) -> None:
+        self.root = tmp_path / "minimal"
+        shutil.copytree(EXAMPLE, self.root, ignore=shutil.ignore_patterns("__pycache__", "results", "site", ".cache"))
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "verified_book.integration.cli", "serve", "--port", str(self.port)],
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1", **env},
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=lambda: self.lines.extend(self.proc.stdout or []), daemon=True).start()
+
+    def wait(self, predicate: Any, what: str, limit: float = 120) -> None:
         end = time.monotonic() + limit
         while time.monotonic() < end:
             if predicate():
                 return
-            if proc.poll() is not None:
+            if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        raise AssertionError(f"{what}; serve said:\n{''.join(lines)[-4000:]}")
+        raise AssertionError(f"{what}; serve said:\n{''.join(self.lines)[-4000:]}")
+
+
+@pytest.mark.slow
+def test_serve_ended_by_a_signal_ends_as_on_ctrl_c_and_removes_its_site(tmp_path: Path) -> None:
+    """`kill`, a service manager or a closed terminal ends the preview as Ctrl-C does, through the same ending (the
+    last change's records waited for): it exits as it does there, and the folder it built the site in is removed
+    (367 MB a preview at 64 times this book's size), where the signal ended the process in the middle."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    serving = _Serving(tmp_path, TMPDIR=str(temp))
+    try:
+        serving.wait(lambda: any("serve: http://" in line for line in serving.lines), "serve never started")
+        assert [p.name[: len("verified-book-serve-")] for p in temp.iterdir()] == ["verified-book-serve-"]
+        serving.proc.send_signal(signal.SIGTERM)
+        assert serving.proc.wait(timeout=60) == 0, "".join(serving.lines)[-4000:]
+    finally:
+        serving.proc.kill()
+    assert list(temp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_serve_shows_each_saved_change_and_says_what_it_recomputed(tmp_path: Path) -> None:
+    serving = _Serving(tmp_path)
+    root, port, proc, lines, wait = serving.root, serving.port, serving.proc, serving.lines, serving.wait
 
     def marks(page: str = "") -> list[tuple[str, str]]:
         try:

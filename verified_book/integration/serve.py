@@ -18,6 +18,7 @@ import errno
 import ipaddress
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -173,6 +174,7 @@ def serve(book: BookConfig, args: list[str]) -> int:
         threading.Thread(target=_keys, args=(server, asked), daemon=True).start()
     threading.Thread(target=_announce, args=(watcher, site.url), daemon=True).start()
     code = 0
+    _stop_on_signals()
     try:
         server.serve()
     except KeyboardInterrupt:
@@ -189,6 +191,19 @@ def serve(book: BookConfig, args: list[str]) -> int:
         engine.written()
         shutil.rmtree(site_dir, ignore_errors=True)
     return 1 if engine.unkept else code
+
+
+def _stop_on_signals() -> None:
+    """Stop the preview on a request to end (SIGTERM: `kill`, a service manager, a container stopping; SIGHUP: the
+    terminal closed) as on Ctrl-C, so that its records are written and its site's folder removed: without a
+    handler the process would end at once, leaving both undone."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
 
 
 def _keys(server: Any, asked: threading.Event) -> None:
