@@ -73,6 +73,27 @@ def test_disputed_mark(page) -> None:
     assert disputed.disputed and disputed.printed is not None
 
 
+@pytest.mark.parametrize(
+    ("link", "text", "title"),
+    [
+        ("[16.6](claim:a.b)", "16.7", None),
+        ('[four per cent](claim:a.b "0.04")', "four per cent", "16.7"),
+        ('[264](claim:a.b "disputed; 0.04")', "264", "disputed; 16.7"),
+        ('[264](claim:a.b "264; disputed")', "16.7", "264; disputed"),  # the title's value is the link text
+    ],
+)
+def test_a_binding_restated_changes_the_text_its_value_is_read_from(
+    tmp_path: Path, link: str, text: str, title: str | None
+) -> None:
+    (tmp_path / "p.md").write_text(f"A figure: {link}.\n", encoding="utf-8")
+    (binding,) = read_page(tmp_path / "p.md", tmp_path).bindings
+    again = binding.restated("16.7")
+    assert (again.text, again.title) == (text, title)
+    assert again.stated == ("16.7" if binding.stated != binding.text or binding.title is None else binding.stated)
+    assert again.disputed == binding.disputed and binding.printed is not None
+    assert again.printed is not None and again.printed.text == again.stated
+
+
 def test_malformed_bindings_are_reported_with_place(page) -> None:
     errors = {(b.line, b.error.split(":")[0]) for b in page.malformed if b.error}
     assert any(line == 36 for line, _ in errors)

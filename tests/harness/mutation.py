@@ -56,13 +56,7 @@ class Mutant:
     stated: str
 
     def as_binding(self) -> Binding:
-        if self.binding.stated != self.binding.text:  # the value sits in the title; the words stay
-            title = self.binding.title or ""
-            parts = [p.strip() for p in title.split(";")]
-            at = next(i for i, p in enumerate(parts) if p.lower() != "disputed")
-            parts[at] = self.stated
-            return dataclasses.replace(self.binding, title="; ".join(parts))
-        return dataclasses.replace(self.binding, text=self.stated)
+        return self.binding.restated(self.stated)
 
 
 @dataclass

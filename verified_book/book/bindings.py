@@ -17,6 +17,7 @@ it is bound as the plain number it is ([50](claim:...)), since a binding's text 
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import re
@@ -107,6 +108,15 @@ class Binding:
         value = _title_value(self.title)
         return value if value is not None else self.text
 
+    def restated(self, value: str) -> Binding:
+        """This binding with its value printed as `value`: in the title where the value is read from there (the
+        words stay), else as the link text; its figure read from the new text when asked."""
+        if self.title is not None and self.stated != self.text:
+            parts = [p.strip() for p in self.title.split(";")]
+            parts[_value_part(parts)] = value
+            return dataclasses.replace(self, title="; ".join(parts))
+        return dataclasses.replace(self, text=value)
+
 
 @dataclass(frozen=True)
 class Unbound:
@@ -135,12 +145,17 @@ class Page:
     malformed: list[Binding] = field(default_factory=list)
 
 
+def _value_part(parts: Sequence[str]) -> int:
+    """Which of a title's `;`-separated parts is the value: the first that is not `disputed` (len(parts): none)."""
+    return next((i for i, p in enumerate(parts) if p.lower() != "disputed"), len(parts))
+
+
 def _title_value(title: str | None) -> str | None:
     if title is None:
         return None
     parts = [p.strip() for p in title.split(";")]
-    values = [p for p in parts if p.lower() != "disputed"]
-    return values[0] if values and values[0] else None
+    at = _value_part(parts)
+    return parts[at] if at < len(parts) and parts[at] else None
 
 
 def _mask(text: str, start: int, end: int) -> str:

@@ -14,14 +14,13 @@ where a rewritten figure stands beside other figures or comparative words.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verified_book.book.bindings import BINDING, Binding, Book
-from verified_book.book.figures import FigureSyntaxError, parse
+from verified_book.book.figures import FigureSyntaxError
 from verified_book.book.lexer import lex
 from verified_book.vocabulary import Status, worst
 
@@ -42,16 +41,6 @@ class Rewrite:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line} ({self.old} → {self.new})"
-
-
-def _replacement(binding: Binding, new_text: str) -> tuple[str, str | None]:
-    """New link text and title for a stale binding: the title carries the value when there is one."""
-    title = binding.title
-    if title is not None and binding.stated != binding.text:
-        parts = [p.strip() for p in title.split(";")]
-        parts[0] = new_text
-        return binding.text, "; ".join(parts)
-    return new_text, title
 
 
 def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
@@ -78,12 +67,12 @@ def rewritten(verifier: "Verifier", binding: Binding) -> tuple[str, str] | None:
     if len(texts) != 1:
         return None
     new = texts.pop()
-    link_text, title = _replacement(binding, new)
+    candidate = binding.restated(new)
     try:
-        parse(new)
+        if candidate.printed is None:  # the new text read as the book reads it
+            return None
     except FigureSyntaxError:
         return None
-    candidate = dataclasses.replace(binding, text=link_text, title=title)  # its figure read from the new text
     again = [judge(candidate, verifier.outcome(claim, b), verifier.machine) for b in backends]
     if any(v.status in (Status.STALE, Status.FAILED) for v in again):
         return None
@@ -115,9 +104,9 @@ def rewrite_stale(verifier: "Verifier", root: Path) -> list[Rewrite]:
             match = BINDING.match(text, column - 1)
             if not match:
                 continue
-            link_text, title = _replacement(binding, new)
-            title_part = f' "{title}"' if title is not None else ""
-            link = f"[{link_text}](claim:{match.group('id')}{title_part})"
+            restated = binding.restated(new)
+            title_part = f' "{restated.title}"' if restated.title is not None else ""
+            link = f"[{restated.text}](claim:{match.group('id')}{title_part})"
             lines[line - 1] = text[: match.start()] + link + text[match.end() :]
             done.append((line, column, len(link) - (match.end() - match.start()), binding, new))
         for line, column, _, binding, new in done:  # each at its column in the rewritten line
