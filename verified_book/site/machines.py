@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 from verified_book.book.bindings import Book
 from verified_book.engine.figure_status import VOCABULARY, claim_status_on, figure_view, short, show_value
 from verified_book.records.results import ResultsFile
-from verified_book.site.render import GeneratedPage, label, mark, markup, source_link
+from verified_book.site.render import GeneratedPage, escaped, label, mark, markup, source_link
 from verified_book.vocabulary import LABELS, Shown, Status
 
 COUNTED = (*VOCABULARY[:-1], Shown.CONTENDED, VOCABULARY[-1])  # skipped last, as on the page
@@ -277,20 +277,21 @@ def markdown_text(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+!|<>])", r"\\\1", str(escape(text)))
 
 
-def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, Markup]:
+_NO_RECORD_CELL = Markup(
+    '<td data-status="{}" title="no record on this machine"><span class="vb-cell">—</span></td>'
+).format(Shown.UNVERIFIED)
+
+
+def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
+    """A machine's cell of a claim's row, as escaped HTML text (the matrix has one for every claim and machine)."""
     per_backend = rf.records.get(claim_id)
     if not per_backend:
-        return Shown.UNVERIFIED, Markup(
-            '<td data-status="{}" title="no record on this machine"><span class="vb-cell">—</span></td>'
-        ).format(Shown.UNVERIFIED)
+        return Shown.UNVERIFIED, _NO_RECORD_CELL
     status = claim_status_on(per_backend, rf, claim_id)
     detail = "; ".join(f"{backend}: {show_value(r.value)} ({r.status})" for backend, r in sorted(per_backend.items()))
-    return status, markup(
-        '<td data-status="{}" title="{}"><span class="vb-cell">{}{}</span></td>',
-        status,
-        short(detail, 600),
-        mark(status),
-        label(status),
+    return status, (
+        f'<td data-status="{escaped(status)}" title="{escaped(short(detail, 600))}">'
+        f'<span class="vb-cell">{mark(status)}{escaped(label(status))}</span></td>'
     )
 
 
@@ -319,7 +320,7 @@ def _matrix(
             markup('<a href="{}">{}</a>', chapters[f].href, chapters[f].title) if f in chapters else f for f in files
         ) or Markup('<span class="vb-muted">not printed</span>')
         statuses: list[str] = []
-        cells: list[Markup] = []
+        cells: list[str] = []
         for slug in slugs:
             status, cell = _cell(claim_id, results[slug])
             statuses.append(status)
@@ -338,7 +339,7 @@ def _matrix(
                 note=note,
                 link=link,
                 where=where,
-                cells=Markup().join(cells),
+                cells=Markup("".join(cells)),
             )
         )
     options = Markup().join(

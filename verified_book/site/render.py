@@ -34,11 +34,25 @@ from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACK
 _POWER = re.compile(r"(?<=\d)\^\{?(?P<exp>[+\-−]?\d+)\}?")
 
 
+def escaped(value: Any) -> str:
+    """`value` as HTML text, as markupsafe's `escape` writes it (`Markup` and `__html__` kept as they are), without
+    making a `Markup` of every plain string: a site build escapes each machine's every row of every figure."""
+    if type(value) is str:
+        return (
+            value.replace("&", "&amp;")
+            .replace("<", "&lt;")
+            .replace(">", "&gt;")
+            .replace("'", "&#39;")
+            .replace('"', "&#34;")
+        )
+    return escape(value)
+
+
 def markup(template: str, *args: Any, **kwargs: Any) -> Markup:
     """`Markup(template).format(...)`: each value escaped unless it is `Markup` already. The values are
     escaped first and `str.format` places them, which costs a third of `Markup.format` at every figure
     of a build; so a field takes no format spec (`{:.1f}`): format the value before."""
-    return Markup(template.format(*map(escape, args), **{k: escape(v) for k, v in kwargs.items()}))
+    return Markup(template.format(*map(escaped, args), **{k: escaped(v) for k, v in kwargs.items()}))
 
 
 def label(status: str) -> str:
@@ -71,32 +85,28 @@ def source_link(source: str | None, repo_url: str | None) -> Markup:
 
 def pretty(text: str) -> Markup:
     """Escaped figure text with powers set as superscripts: 10^-7 → 10⁻⁷ (display only)."""
-    escaped = escape(text)
     # the exponent is digits and a sign, so the superscripted text stays escaped
-    return Markup(_POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escaped))
+    return Markup(_POWER.sub(lambda m: "<sup>" + m.group("exp").replace("-", "−") + "</sup>", escape(text)))
 
 
 BACKEND_LABELS = {NO_BACKEND_NAME: NO_BACKEND_LABEL}
 
 
-def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> Markup:
-    """A machine's heading in the panel: its name, the date of its records, python's version, and
-    whether the fleet has not heard from it within the site's window."""
+def _machine_line(slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool = False) -> str:
+    """A machine's heading in the panel, as escaped HTML text: its name, the date of its records, python's version,
+    and whether the fleet has not heard from it within the site's window."""
     dates = sorted({m.date[:10] for m in items if m.date})
     versions = (results.run.versions if results is not None else None) or {}
     python = versions.get("python") or ""
     meta = " · ".join(x for x in (", ".join(dates), f"python {python}" if python else "") if x)
-    note = Markup()
+    note = ""
     if quiet:
-        note = markup(
-            '<span class="vb-quiet" data-status="{}">{}</span>', Shown.NOT_REPORTED, LABELS[Shown.NOT_REPORTED]
-        )
-    return markup(
-        '<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}',
-        slug,
-        short(meta, 120),
-        note,
-    )
+        note = _QUIET.format(escaped(Shown.NOT_REPORTED), escaped(LABELS[Shown.NOT_REPORTED]))
+    return _MACHINE_LINE.format(escaped(slug), escaped(short(meta, 120)), note)
+
+
+_QUIET = '<span class="vb-quiet" data-status="{}">{}</span>'
+_MACHINE_LINE = '<span class="vb-machine__name">{}</span><span class="vb-machine__meta">{}</span>{}'
 
 
 def _row_note(m: Measurement) -> str:
@@ -134,22 +144,26 @@ def _measured_here(claim_id: str, results: Mapping[str, ResultsFile]) -> Markup:
     ).format(claim_id, measured)
 
 
-def _row(m: Measurement) -> Markup:
-    """One backend's value on one machine, with its status."""
+def _row(m: Measurement) -> str:
+    """One backend's value on one machine, with its status, as escaped HTML text."""
     version = f" {short(m.version, 40)}" if m.version else ""
-    return markup(
-        '<span class="vb-row" data-status="{status}" data-backend="{backend}">'
-        '<span class="vb-row__backend">{backend_label}{version}</span>'
-        '<span class="vb-row__value">{value}</span>'
-        '<span class="vb-row__status">{label}</span>'
-        "</span>",
-        status=m.status,
-        backend=m.backend,
-        backend_label=BACKEND_LABELS.get(m.backend, m.backend),
-        version=version,
-        value=show_value(m.value),
-        label=label(m.status),
+    return _ROW.format(
+        status=escaped(m.status),
+        backend=escaped(m.backend),
+        backend_label=escaped(BACKEND_LABELS.get(m.backend, m.backend)),
+        version=escaped(version),
+        value=escaped(show_value(m.value)),
+        label=escaped(label(m.status)),
     )
+
+
+_ROW = (
+    '<span class="vb-row" data-status="{status}" data-backend="{backend}">'
+    '<span class="vb-row__backend">{backend_label}{version}</span>'
+    '<span class="vb-row__value">{value}</span>'
+    '<span class="vb-row__status">{label}</span>'
+    "</span>"
+)
 
 
 @dataclass
@@ -167,31 +181,30 @@ def _machine_block(
     slug: str, items: Sequence[Measurement], results: ResultsFile | None, quiet: bool, shown: set[str]
 ) -> Markup:
     """One machine's part of a panel: its heading, each backend's row and what it needs said, the backends skipped.
-    A note already in `shown` is not said again."""
+    A note already in `shown` is not said again. Made as escaped text, one `Markup` at the end: a panel holds a
+    block for every machine that recorded its claim."""
     ran = [m for m in items if m.status != Status.SKIPPED]
     machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED
-    parts = [markup('<span class="vb-machine" data-machine="{}" data-status="{}">', slug, machine_status)]
-    parts.append(_machine_line(slug, items, results, quiet))
+    parts = [
+        f'<span class="vb-machine" data-machine="{escaped(slug)}" data-status="{escaped(machine_status)}">',
+        _machine_line(slug, items, results, quiet),
+    ]
     for m in ran:
         parts.append(_row(m))
         note = _row_note(m)
         if note and note not in shown:
             shown.add(note)
-            parts.append(markup('<span class="vb-row__message">{}</span>', note))
+            parts.append(f'<span class="vb-row__message">{escaped(note)}</span>')
     skipped = [m for m in items if m.status == Status.SKIPPED]
     if skipped:
         reasons = "; ".join(dict.fromkeys(short(m.message.splitlines()[0], 160) for m in skipped if m.message))
         names = ", ".join(m.backend for m in skipped)
         parts.append(
-            markup(
-                '<span class="vb-row__skipped" title="{}">{}: {}</span>',
-                short(reasons, 600),
-                LABELS[Status.SKIPPED],
-                names,
-            )
+            f'<span class="vb-row__skipped" title="{escaped(short(reasons, 600))}">'
+            f"{escaped(LABELS[Status.SKIPPED])}: {escaped(names)}</span>"
         )
-    parts.append(Markup("</span>"))
-    return Markup().join(parts)
+    parts.append("</span>")
+    return Markup("".join(parts))
 
 
 def decisive(view: FigureView) -> str | None:
@@ -282,7 +295,7 @@ def render_panel(
     others = [s for s in by_machine if s not in kept]
     if rows is not None and others:
         blocks = [_machine_block(s, by_machine[s], results.get(s), s in quiet, shown) for s in others]
-        rows.rows[uid] = Markup().join(blocks)
+        rows.rows[uid] = Markup("".join(blocks))
         parts.append(_more_machines(len(others), rows))
     parts.append(source_link(view.source, repo_url))
     parts.append(Markup("</vb-panel>"))
