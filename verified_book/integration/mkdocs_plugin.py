@@ -88,6 +88,8 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         self._nonce = f"vb-panel-{secrets.token_hex(6)}"  # no page's own text holds it
         self._verdicts: verdicts_mod.Verdicts = {}  # each record judged (outdated? its figures?) once in this build
         self._legend_file: File | None = None  # the legend page, every other page links it
+        self._matrix_rows: site_machines.MatrixRows | None = None  # the machines page's, for its data files
+        self.matrix_in_files = True  # False: on the page, for a generator that copies no data file
         try:
             self.book_config = read_config(self.root)
         except ConfigError as e:
@@ -338,14 +340,10 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return output.replace(_MATERIAL_CONTENT, f"{_MATERIAL_CONTENT}\n    {link}", 1)
 
     def _set_aside_panels(self, html: str, page: MkPage) -> str:
-        """The page's content with what the search leaves out (`_SET_ASIDE`) replaced by a short
-        comment each, until `on_post_page`.
-
-        The search plugin parses every page's content to index it, tag by tag, and the panels
-        are most of a chapter's tags, the matrix most of the machines page's: set aside, a build
-        parses a fraction of them, and the index holds the book's prose. Nothing else reads the
-        content in between.
-        """
+        """The page's content with what the search leaves out (`_SET_ASIDE`) replaced by a short comment each,
+        until `on_post_page`. The search plugin parses every page's content, tag by tag, and the panels are most
+        of a chapter's tags: set aside, a build parses a fraction of them, and the index holds the book's prose.
+        Nothing else reads the content in between."""
         panels: list[str] = []
 
         def aside(match: re.Match[str]) -> str:
@@ -367,7 +365,11 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
     def _filled(self, html: str, page: MkPage) -> str:
         src = page.file.src_uri
         if src in self.generated:
-            return render.fill_blocks(html, self.generated[src].blocks)
+            html = render.fill_blocks(html, self.generated[src].blocks)
+            if src == self.config.machines_page and self._matrix_rows is not None:
+                html = site_book.with_matrix_rows(html, self.site_dir, page.file.dest_uri, self._matrix_rows)
+                self._matrix_rows = None  # written: not kept to the build's end
+            return html
         rendered = self.rendered.get(src)
         if rendered is None:
             return html
@@ -397,6 +399,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             chapters[book_page.file] = site_machines.Chapter(book_page.file, title, file.url_relative_to(page.file))
         plots = files.get_file_from_path(self.config.plots_page)
         sources = {c.id: f"{c.defined_at}" for c in REGISTRY}
+        self._matrix_rows = site_machines.MatrixRows(f"{self._nonce}-matrix") if self.matrix_in_files else None
         generated = site_machines.render_machines(
             self.results,
             self.book,
@@ -408,6 +411,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
             self.quiet,
             self.config.report_within_days,
             self.local,
+            self._matrix_rows,
         )
         self.generated[page.file.src_uri] = generated
         return generated.markdown
@@ -573,6 +577,7 @@ def generated_pages(config_file: Path) -> tuple[site_book.Written, ClaimsPlugin]
     plugin = next((p for p in config.plugins.values() if isinstance(p, ClaimsPlugin)), None)
     if plugin is None:
         raise PluginError(f"{config_file}: plugins lists no verified-book; the pages are the plugin's to generate")
+    plugin.matrix_in_files = False  # its pages are copied as they are written, without data files beside them
     try:
         files = plugin.on_files(get_files(config), config)
         pages: dict[str, render.GeneratedPage] = {}

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from markupsafe import Markup
+
 from verified_book.book.bindings import GENERATED, Page, read_page
 from verified_book.book.bindings import generated as marked
 from verified_book.engine import verdicts as verdicts_mod
@@ -26,6 +28,7 @@ from verified_book.engine.long_lived import long_lived
 from verified_book.errors import Problem
 from verified_book.records import store
 from verified_book.records.results import CHECKED_RESULTS, SLUG_PATTERN, ResultsError, ResultsFile, read_all
+from verified_book.site import machines as site_machines
 from verified_book.site import render, transform
 from verified_book.vocabulary import fingerprint
 
@@ -76,17 +79,40 @@ def render_page(
 ROWS_FUNCTION = "vbPanelRows"
 
 
-def write_panel_rows(site_dir: Path, dest_uri: str, rows: Mapping[str, str]) -> str:
-    """Write a page's data file beside the page (`p/index.html`: `p/index.panels.js`): one call handing each
-    panel's rows of the machines that do not decide its figure, by panel id, to the page's script, which loads
-    it as a script when a reader opens a panel (a page opened from disk may load a script, not fetch a file).
-    The file's address relative to the page, with its digest, so a browser never shows an earlier one's rows."""
-    text = f"{ROWS_FUNCTION}({json.dumps({uid: str(html) for uid, html in rows.items()}, sort_keys=True)});\n"
-    name = dest_uri.rsplit("/", 1)[-1].removesuffix(".html") + ".panels.js"
+def write_data_file(site_dir: Path, dest_uri: str, suffix: str, call: str) -> str:
+    """Write a script beside the page (`p/index.html`: `p/index{suffix}`) that makes one call, `call`, handing the
+    page's script rows it loads when a reader asks for them (a page opened from disk may load a script, not fetch
+    a file). The file's address relative to the page, with its digest, so a browser never shows an earlier one's."""
+    text = f"{call};\n"
+    name = dest_uri.rsplit("/", 1)[-1].removesuffix(".html") + suffix
     path = site_dir / dest_uri.rsplit("/", 1)[0] / name if "/" in dest_uri else site_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return f"{name}?v={digest(text)[:12]}"
+
+
+def write_panel_rows(site_dir: Path, dest_uri: str, rows: Mapping[str, str]) -> str:
+    """Write a page's panel data file (`p/index.panels.js`): each panel's rows of the machines that do not decide
+    its figure, by panel id, which the page's script loads when a reader opens a panel. Its address (see
+    `write_data_file`)."""
+    payload = json.dumps({uid: str(html) for uid, html in rows.items()}, sort_keys=True)
+    return write_data_file(site_dir, dest_uri, ".panels.js", f"{ROWS_FUNCTION}({payload})")
+
+
+def with_matrix_rows(html: str, site_dir: Path, dest_uri: str, rows: site_machines.MatrixRows) -> str:
+    """The machines page's HTML once its matrix rows are written, a file for each chapter key
+    (`machines/index.matrix-c0.js`) which the page's script loads when a reader picks that chapter, and the
+    table names each file's address in place of the placeholder (see `write_data_file`)."""
+    addresses = {
+        key: write_data_file(
+            site_dir,
+            dest_uri,
+            f".matrix-{key}.js",
+            f"{site_machines.MATRIX_FUNCTION}({json.dumps(key)}, {json.dumps(str(Markup().join(chapter)))})",
+        )
+        for key, chapter in sorted(rows.files.items())
+    }
+    return html.replace(rows.url, site_machines.rows_addresses(addresses))
 
 
 def with_line(where: str, what: str, root: Path) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping
 
 from markupsafe import Markup, escape
@@ -295,6 +296,22 @@ def _cell(claim_id: str, rf: ResultsFile) -> tuple[str, str]:
     )
 
 
+@dataclass
+class MatrixRows:
+    """Where the matrix puts its rows: one data file for each chapter (by the chapter's key: `c0`, ..., `c-other`,
+    `none` for the claims no page prints), which the page's script loads when a reader picks the chapter, with the
+    rows of every claim that chapter prints. The table says where they are with `url`, a placeholder the build
+    replaces with each file's address (`rows_addresses`). A course's matrix holds every claim on every machine: on
+    the page, it would be most of the site."""
+
+    url: str
+    files: dict[str, list[Markup]] = field(default_factory=dict)
+
+
+#: the function a matrix data file calls with its chapter's key and rows (verified_book/assets/javascripts/claims.js)
+MATRIX_FUNCTION = "vbMatrixRows"
+
+
 def _matrix(
     results: Mapping[str, ResultsFile],
     book: Book,
@@ -302,7 +319,10 @@ def _matrix(
     chapters: Mapping[str, Chapter],
     sources: Mapping[str, str],
     repo_url: str | None,
+    in_files: MatrixRows | None = None,
 ) -> Markup:
+    """The claims × machines matrix, its filters and its rows; given `in_files`, the rows go to its files, by
+    chapter, and the table holds none until the page's script loads a chapter's."""
     slugs = sorted(results)
     printed: dict[str, list[str]] = {}
     for binding in book.bindings():
@@ -312,10 +332,12 @@ def _matrix(
     ids = set(claim_ids) | set(printed)  # a retired claim's records stay in its file, unshown
     chapter_keys = {file: f"c{i}" for i, file in enumerate(chapters)}
     known = set(claim_ids)
-    rows = []
+    rows: list[Markup] = []
+    row_keys: list[str] = []
     for claim_id in sorted(ids):
         files = printed.get(claim_id, [])
-        keys = " ".join(chapter_keys.get(f, "c-other") for f in files) or "none"
+        keys = " ".join(dict.fromkeys(chapter_keys.get(f, "c-other") for f in files)) or "none"
+        row_keys.append(keys)
         where = Markup(", ").join(
             markup('<a href="{}">{}</a>', chapters[f].href, chapters[f].title) if f in chapters else f for f in files
         ) or Markup('<span class="vb-muted">not printed</span>')
@@ -331,7 +353,7 @@ def _matrix(
         link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else Markup()
         rows.append(
             markup(
-                '<tr data-chapters="{keys}" data-statuses="{statuses}">'
+                '<tr data-claim="{claim}" data-chapters="{keys}" data-statuses="{statuses}">'
                 '<th scope="row"><code>{claim}</code>{note}{link}</th><td>{where}</td>{cells}</tr>',
                 keys=keys,
                 statuses=" ".join(sorted(set(statuses))),
@@ -342,32 +364,52 @@ def _matrix(
                 cells=Markup("".join(cells)),
             )
         )
+    first = next(iter(chapters), None) if in_files is not None else None  # a chapter's rows, not the course's
     options = Markup().join(
-        markup('<option value="{}">{}</option>', chapter_keys[f], c.title) for f, c in chapters.items()
+        markup('<option value="{}"{}>{}</option>', chapter_keys[f], Markup(" selected") if f == first else "", c.title)
+        for f, c in chapters.items()
     )
     status_options = Markup().join(
         markup('<option value="{}">{}</option>', s, LABELS[s]) for s in (*COUNTED, Shown.UNVERIFIED)
     )
     head = Markup().join(markup('<th scope="col"><a href="#{}">{}</a></th>', anchor(s), s) for s in slugs)
+    body, rows_at, waiting = Markup().join(rows), "", Markup()
+    if in_files is not None:
+        for row, keys in zip(rows, row_keys, strict=True):
+            for key in keys.split():
+                in_files.files.setdefault(key, []).append(row)
+        body, rows_at = Markup(), in_files.url
+        waiting = Markup(
+            '<p class="vb-matrix__wait" data-vb-wait>The rows load a chapter at a time where the page runs its '
+            "script; each machine's counts are above.</p>"
+        )
     return markup(
-        '<div class="vb-matrix" data-vb-matrix>'
+        '<div class="vb-matrix" data-vb-matrix data-vb-rows="{rows_at}" data-vb-total="{count}">'
         '<div class="vb-matrix__filters">'
         '<label>Chapter <select data-vb-filter="chapter"><option value="">all chapters</option>'
         '{options}<option value="none">not printed in the book</option></select></label> '
         '<label>Status <select data-vb-filter="status"><option value="">any status</option>'
         "{status_options}</select></label> "
         '<span class="vb-matrix__count" data-vb-count aria-live="polite">{count} claims</span>'
-        "</div>"
+        "</div>{waiting}"
         '<div class="vb-matrix__scroll">{table}'
         '<thead><tr><th scope="col">claim</th><th scope="col">printed in</th>{head}</tr></thead>'
         "<tbody>{rows}</tbody></table></div></div>",
+        rows_at=rows_at,
         options=options,
         status_options=status_options,
         count=len(rows),
+        waiting=waiting,
         table=MATRIX_TABLE,
         head=head,
-        rows=Markup().join(rows),
+        rows=body,
     )
+
+
+def rows_addresses(addresses: Mapping[str, str]) -> str:
+    """What the matrix's `data-vb-rows` holds once its files are written: each chapter key's file address, as JSON
+    escaped for the attribute (the placeholder, `MatrixRows.url`, needs no escaping)."""
+    return str(escape(json.dumps(addresses, sort_keys=True)))
 
 
 def render_machines(
@@ -381,8 +423,10 @@ def render_machines(
     quiet: Collection[str] = (),
     report_within_days: int = 8,
     local: Mapping[str, str] | None = None,
+    matrix_rows: MatrixRows | None = None,
 ) -> GeneratedPage:
-    """The machines page: one section per machine, then the claims × machines matrix."""
+    """The machines page: one section per machine, then the claims × machines matrix (its rows in `matrix_rows`'
+    files, where given)."""
     claim_ids = list(claim_ids)
     local = local or {}
     counted = {slug: figure_counts(rf, book, slug) for slug, rf in results.items()}  # for the overview and each section
@@ -448,9 +492,13 @@ def render_machines(
         "",
         f"Every one of the book's {len(claim_ids)} claims against every machine: a claim's cell shows the "
         "worst status of its records on that machine's backends; hover a cell for each backend's value. "
-        "Filter by the chapter that prints a claim, or by status.",
+        + (
+            "It shows the claims of the chapter picked (all chapters brings every claim); filter them by status."
+            if matrix_rows is not None
+            else "Filter by the chapter that prints a claim, or by status."
+        ),
         "",
-        put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url)),
+        put(_matrix(results, book, claim_ids, chapters, sources or {}, repo_url, matrix_rows)),
         "",
     ]
     return GeneratedPage("\n".join(lines), blocks)

@@ -1,8 +1,10 @@
-"""The other machines' rows of a page's panels, loaded from the page's data file when a reader opens a panel:
-from disk (file://, where a page may not fetch() a file) and over http, at a phone's and a desktop's width,
-in the book built with the committed machines and three more.
+"""The other machines' rows of a page's panels, loaded from the page's data file when a reader opens a panel, and
+the machines page's claims × machines matrix, its rows loaded a chapter at a time from that page's data files: from
+disk (file://, where a page may not fetch() a file) and over http, at a phone's and a desktop's width, in the book
+built with the committed machines and three more.
 
-Screenshots of each open panel go to `artifacts/screenshots/panels/` for a person to look at.
+Screenshots of each open panel go to `artifacts/screenshots/panels/`, of the matrix to `artifacts/screenshots/matrix/`,
+for a person to look at.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from test_marks_browser import longest_chapter, new_page
 from test_site import ROOT, build, copy_project
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots" / "panels"
+MATRIX_SCREENSHOTS = ROOT / "artifacts" / "screenshots" / "matrix"
 MORE = 3  # machines added to the committed ones
 
 
@@ -127,5 +130,68 @@ def test_without_scripts_a_panel_says_where_the_other_machines_results_are(
         assert Path(urlparse(link.evaluate("a => a.href")).path).is_file()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "no-script-panel-1280.png"))
+    finally:
+        context.close()
+
+
+ROWS = ".vb-matrix__table tbody tr"
+
+
+def shown_claims(page: Any) -> list[str]:
+    return page.locator(f"{ROWS}:not([hidden])").evaluate_all("rows => rows.map(r => r.dataset.claim)")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["file", "http"])
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_matrix_shows_the_chapter_picked_and_every_claim_once_under_all_chapters(
+    browser: Any, fleet_site: tuple[Path, dict[str, set[str]]], fleet_url: str, how: str, width: int
+) -> None:
+    site, _ = fleet_site
+    page = new_page(browser, width, 900, phone=width < 500)
+    errors = errors_of(page)
+    try:
+        page.goto((site.as_uri() + "/" if how == "file" else fleet_url) + "machines.html")
+        matrix = page.locator("[data-vb-matrix]")
+        files = json.loads(matrix.get_attribute("data-vb-rows") or "{}")
+        total = int(matrix.get_attribute("data-vb-total") or 0)
+        assert "c0" in files and total > 0
+        page.locator(ROWS).first.wait_for(timeout=10_000)
+        first = shown_claims(page)
+        chapters = page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.chapters.split(' '))")
+        assert first and all("c0" in keys for keys in chapters), "the first chapter's claims, and only those"
+        assert page.locator("[data-vb-count]").inner_text() == f"{len(first)} of {total} claims"
+        assert page.locator("[data-vb-wait]").is_hidden()
+        page.locator("#claims-by-machine").scroll_into_view_if_needed()
+        MATRIX_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(MATRIX_SCREENSHOTS / f"matrix-{width}-{how}.png"))
+
+        page.select_option('[data-vb-filter="chapter"]', "")
+        page.wait_for_function(f"() => document.querySelectorAll({ROWS!r}).length === {total}", timeout=10_000)
+        every = shown_claims(page)
+        assert every == sorted(set(every)) and len(every) == total, "each claim once, in order"
+        assert set(first) <= set(every)
+        assert page.locator("[data-vb-count]").inner_text() == f"{total} claims"
+
+        page.select_option('[data-vb-filter="status"]', "verified")
+        verified = shown_claims(page)
+        marked = page.locator(f'{ROWS}[data-statuses~="verified"]').count()
+        assert len(verified) == marked and page.locator("[data-vb-count]").inner_text() == f"{marked} of {total} claims"
+    finally:
+        page.context.close()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_without_scripts_the_matrix_says_its_rows_load_with_the_page_s_script(
+    browser: Any, fleet_site: tuple[Path, dict[str, set[str]]]
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    page = context.new_page()
+    try:
+        page.goto(fleet_site[0].as_uri() + "/machines.html")
+        wait = page.locator("[data-vb-wait]")
+        assert wait.is_visible() and "a chapter at a time" in wait.inner_text()
+        assert page.locator(ROWS).count() == 0
     finally:
         context.close()

@@ -357,6 +357,7 @@ def test_the_machines_page_and_the_plots_render(visit: Visit, built: Path) -> No
     for slug in results:
         assert page.locator(f"h2#{anchor(slug)}").count() == 1, f"no section for {slug}"
     rows = page.locator(".vb-matrix__table tbody tr")
+    rows.first.wait_for()  # the first chapter's rows, from the page's data file
     total = rows.count()
     assert total > 0
     page.select_option('[data-vb-filter="status"]', "stale")
@@ -998,6 +999,7 @@ def test_panels_work_after_instant_navigation_and_from_the_keyboard(
     assert page.evaluate("() => window.__sameDocument") is True, "the link reloaded the page: instant navigation is off"
     matrix = page.locator("[data-vb-matrix]")
     assert matrix.get_attribute("data-vb-ready") == ""
+    page.locator(".vb-matrix__table tbody tr").first.wait_for()
     page.select_option('[data-vb-filter="status"]', "verified")
     shown = page.locator(".vb-matrix__table tbody tr:not([hidden])").count()
     assert shown == page.locator('.vb-matrix__table tbody tr[data-statuses~="verified"]').count()

@@ -1,6 +1,7 @@
 /* The verified book: place a figure's panel where it can be read, open it on tap or with
-   Enter, load the other machines' rows of a page's panels as one opens, filter the claims x machines matrix, mark boxes that scroll sideways, and copy a
-   selection as the text the page prints. Without this script the panels still open on
+   Enter, load the other machines' rows of a page's panels as one opens, load and filter the
+   claims x machines matrix, mark boxes that scroll sideways, and copy a selection as the text
+   the page prints. Without this script the panels still open on
    hover and focus (CSS), anchored below the figure.
 
    The listeners on the document are set once; what belongs to a page (the matrix, the
@@ -69,7 +70,8 @@
      reader opens a panel of the page: a page opened from disk may load a script but not fetch
      a file. Until it has (or where it cannot), the placeholder says where the rows are. */
   var ROWS = {};  /* panel id -> its other machines' rows (HTML written by the site build) */
-  var ASKED = {};  /* data file address -> true while loading or loaded */
+  var ASKED = {};  /* data file address -> "loading" or "loaded" */
+  var WAITING = {};  /* data file address -> what to run once it has loaded */
 
   window.vbPanelRows = function (rows) {
     Object.keys(rows).forEach(function (id) { ROWS[id] = rows[id]; });
@@ -85,28 +87,44 @@
     });
   }
 
+  /* Load a data file (a script that hands its rows to a function of this one) once; `done` runs
+     when it has, and again for each later ask of a file loaded already. A file that fails to load is
+     asked for again the next time. */
+  function loadScript(url, done) {
+    if (ASKED[url] === "loaded") {
+      done();
+      return;
+    }
+    (WAITING[url] = WAITING[url] || []).push(done);
+    if (ASKED[url]) {
+      return;
+    }
+    ASKED[url] = "loading";
+    var script = document.createElement("script");
+    script.src = url;
+    script.onload = function () {
+      ASKED[url] = "loaded";
+      var waiting = WAITING[url] || [];
+      delete WAITING[url];
+      waiting.forEach(function (callback) { callback(); });
+    };
+    script.onerror = function () {
+      delete ASKED[url];
+      delete WAITING[url];
+      script.remove();
+    };
+    document.head.appendChild(script);
+  }
+
   function loadRows(fig) {
     var more = fig.querySelector(".vb-panel__more[data-vb-rows]");
     if (!more) {
       return;
     }
-    var url = new URL(more.getAttribute("data-vb-rows"), document.baseURI).href;
-    if (ASKED[url]) {
-      fillRows(fig);
-      return;
-    }
-    ASKED[url] = true;
-    var script = document.createElement("script");
-    script.src = url;
-    script.onload = function () {
+    loadScript(new URL(more.getAttribute("data-vb-rows"), document.baseURI).href, function () {
       fillRows(document);
       openFigures().forEach(function (open) { place(open); });
-    };
-    script.onerror = function () {
-      delete ASKED[url];  /* the next panel opened asks again */
-      script.remove();
-    };
-    document.head.appendChild(script);
+    });
   }
 
   function openFigures() {
@@ -277,11 +295,24 @@
     event.preventDefault();
   }
 
+  /* The claims x machines matrix holds its rows on the page, or (a course's matrix, every claim on
+     every machine) names a data file for each chapter in data-vb-rows, each calling vbMatrixRows with
+     its chapter's key and rows; the rows of the chapter picked are loaded, of every chapter for "all
+     chapters" (a claim printed in two chapters is in both files, and shown once). */
+  var MATRIX = {};  /* chapter key -> its rows (HTML written by the site build) */
+
+  window.vbMatrixRows = function (key, rows) {
+    MATRIX[key] = rows;
+  };
+
   function setupMatrix(matrix) {
     var chapter = matrix.querySelector('[data-vb-filter="chapter"]');
     var status = matrix.querySelector('[data-vb-filter="status"]');
     var count = matrix.querySelector("[data-vb-count]");
-    var rows = matrix.querySelectorAll("tbody tr");
+    var body = matrix.querySelector("tbody");
+    var files = matrix.getAttribute("data-vb-rows") ? JSON.parse(matrix.getAttribute("data-vb-rows")) : null;
+    var total = Number(matrix.getAttribute("data-vb-total")) || 0;
+    var rows = body.querySelectorAll("tr");
 
     function apply() {
       var shown = 0;
@@ -295,15 +326,72 @@
           shown += 1;
         }
       });
+      var of = total || rows.length;
       if (count) {
-        count.textContent = shown === rows.length ? rows.length + " claims" : shown + " of " + rows.length + " claims";
+        count.textContent = shown === of ? of + " claims" : shown + " of " + of + " claims";
       }
       markScrollers(matrix);
     }
 
-    chapter.addEventListener("change", apply);
+    function fill(keys) {
+      var seen = {};
+      var found = [];
+      keys.forEach(function (key) {
+        var holder = document.createElement("tbody");
+        holder.innerHTML = MATRIX[key] || "";
+        Array.prototype.forEach.call(holder.children, function (row) {
+          var claim = row.getAttribute("data-claim");
+          if (!seen[claim]) {
+            seen[claim] = true;
+            found.push(row);
+          }
+        });
+      });
+      found.sort(function (a, b) {
+        var x = a.getAttribute("data-claim");
+        var y = b.getAttribute("data-claim");
+        return x < y ? -1 : x > y ? 1 : 0;
+      });
+      var rowsFound = document.createDocumentFragment();
+      found.forEach(function (row) { rowsFound.appendChild(row); });
+      body.replaceChildren(rowsFound);
+      rows = body.querySelectorAll("tr");
+      var wait = matrix.querySelector("[data-vb-wait]");
+      if (wait) {
+        wait.hidden = true;
+      }
+      apply();
+    }
+
+    function wantedKeys() {
+      return chapter.value ? [chapter.value] : Object.keys(files).sort();
+    }
+
+    function load() {
+      if (!files) {
+        apply();
+        return;
+      }
+      var keys = wantedKeys();
+      var wanted = keys.join(" ");
+      var left = keys.filter(function (key) { return files[key]; });
+      if (!left.length) {
+        fill(keys);  /* no claim of this book is printed there */
+        return;
+      }
+      left.slice().forEach(function (key) {
+        loadScript(new URL(files[key], document.baseURI).href, function () {
+          left.splice(left.indexOf(key), 1);
+          if (!left.length && wantedKeys().join(" ") === wanted) {  /* not a choice the reader has left */
+            fill(keys);
+          }
+        });
+      });
+    }
+
+    chapter.addEventListener("change", load);
     status.addEventListener("change", apply);
-    apply();
+    load();
   }
 
   /* What belongs to one page; runs again after each instant navigation. */
