@@ -123,17 +123,21 @@ def contended_why(status: str, record: Record) -> str | None:
     return contended(record.conditions)
 
 
+def on_machine(statuses: Iterable[str]) -> str:
+    """A machine's status for a figure or a claim, from its backends' statuses: the worst of those that ran,
+    skipped where every one skipped, not yet verified where it has none."""
+    found = list(statuses)
+    ran = [s for s in found if s != Status.SKIPPED]
+    return shown_status(ran) if ran or not found else Status.SKIPPED
+
+
 def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | None = None, claim_id: str = "") -> str:
     """A claim's status on one machine: the worst over its backends; skipped only if all are.
     Given the results file, a record computed from an older claim or input counts as outdated."""
-    statuses = [
-        (status_now(results, claim_id, r, b) if results is not None else r.status) for b, r in per_backend.items()
-    ]
-    statuses = [status_of(s) for s in statuses]
-    if not statuses:
-        return Shown.UNVERIFIED
-    ran = [s for s in statuses if s != Status.SKIPPED]
-    return shown_status(ran) if ran else Status.SKIPPED
+    return on_machine(
+        status_of(status_now(results, claim_id, r, b) if results is not None else r.status)
+        for b, r in per_backend.items()
+    )
 
 
 @dataclass(frozen=True)

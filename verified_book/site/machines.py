@@ -17,7 +17,7 @@ from typing import Any, Collection, Iterable, Mapping
 from markupsafe import Markup, escape
 
 from verified_book.book.bindings import Book
-from verified_book.engine.figure_status import VOCABULARY, claim_status_on, figure_view, short, show_value
+from verified_book.engine.figure_status import VOCABULARY, claim_status_on, measure, on_machine, short, show_value
 from verified_book.records.results import ResultsFile
 from verified_book.site.render import GeneratedPage, escaped, label, mark, markup, source_link
 from verified_book.vocabulary import LABELS, Shown, Status
@@ -98,12 +98,12 @@ def figure_counts(results: ResultsFile, book: Book, name: str | None = None) -> 
     from verified_book.authoring.registry import REGISTRY
 
     counts = {s: 0 for s in (*COUNTED, Shown.UNVERIFIED)}
+    shown_as = name or results.slug
     for binding in book.bindings():
         claim = REGISTRY.get(binding.claim_id)
-        view = figure_view(binding, claim, {name or results.slug: results})
-        ran = [m.status for m in view.measurements if m.status != Status.SKIPPED]
-        status = view.status if ran or not view.measurements else Status.SKIPPED
-        if not view.measurements and claim is not None and claim.hardware not in (None, *results.machine.markers):
+        per_backend = results.records.get(binding.claim_id) or {}
+        status = on_machine(measure(binding, claim, results, b, per_backend[b], shown_as).status for b in per_backend)
+        if not per_backend and claim is not None and claim.hardware not in (None, *results.machine.markers):
             status = Status.SKIPPED  # about hardware this machine is not: not computable here, not unverified
         counts[status] = counts.get(status, 0) + 1
     return counts

@@ -24,9 +24,9 @@ from verified_book.engine.figure_status import (
     VOCABULARY,
     FigureView,
     Measurement,
+    on_machine,
     short,
     show_value,
-    shown_status,
 )
 from verified_book.records.results import ResultsFile, from_json
 from verified_book.vocabulary import LABELS, MEANINGS, NO_BACKEND_LABEL, NO_BACKEND_NAME, SHAPES, Shown, Status
@@ -184,7 +184,7 @@ def _machine_block(
     A note already in `shown` is not said again. Made as escaped text, one `Markup` at the end: a panel holds a
     block for every machine that recorded its claim."""
     ran = [m for m in items if m.status != Status.SKIPPED]
-    machine_status = shown_status(m.status for m in ran) if ran else Status.SKIPPED
+    machine_status = on_machine(m.status for m in items)
     parts = [
         f'<span class="vb-machine" data-machine="{escaped(slug)}" data-status="{escaped(machine_status)}">',
         _machine_line(slug, items, results, quiet),
@@ -213,8 +213,7 @@ def decisive(view: FigureView) -> str | None:
     for m in view.measurements:
         by_machine.setdefault(m.machine, []).append(m.status)
     for slug, statuses in by_machine.items():
-        ran = [s for s in statuses if s != Status.SKIPPED]
-        if (shown_status(ran) if ran else Status.SKIPPED) == view.status:
+        if on_machine(statuses) == view.status:
             return slug
     return next(iter(by_machine), None)
 
