@@ -10,12 +10,18 @@ one and set it aside instead.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as _dt
 import functools
 import hashlib
+import itertools
 import json
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Container, Mapping
@@ -334,7 +340,9 @@ def no_json_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-KEEP_CHECKED = 50  # sound files `read` keeps checked in a `kept_in` folder; the oldest used go first
+#: sound files `read` keeps checked in a `kept_in` folder, the oldest used going first; `read_all` keeps twice the
+#: files it reads where that is more, or a fleet larger than this would be checked again at every read
+KEEP_CHECKED = 50
 
 
 #: where the results files found sound are kept, so that the next read of an unchanged file (a site build, the
@@ -343,7 +351,12 @@ CHECKED_RESULTS = Path(".cache") / "verified-book" / "results"
 
 
 def read(
-    path: Path, known_claims: set[str] | None = None, kept_in: Path | None = None, *, own: bool = False
+    path: Path,
+    known_claims: set[str] | None = None,
+    kept_in: Path | None = None,
+    *,
+    own: bool = False,
+    let_go: bool = True,
 ) -> ResultsFile:
     """Read and check one results file; raise ResultsError saying what is wrong and where.
 
@@ -351,7 +364,8 @@ def read(
     machine's own history (its local results, records an earlier run kept), read whatever its size.
     With `kept_in`, a file read and found sound before (the same bytes, checked by the same code) is
     taken from there instead of checked again, which a site build does at every build for files that
-    change only when a machine contributes (see `_kept`)."""
+    change only when a machine contributes (see `_kept`); keeping one lets go of the folder's oldest past
+    `KEEP_CHECKED`, unless `let_go` is False (the caller lets go, once for many files)."""
     where = str(path)
     try:
         size = path.stat().st_size
@@ -371,7 +385,7 @@ def read(
             return found
     results = _checked(raw, path, known_claims)
     if place is not None:
-        kept.keep(place, results, KEEP_CHECKED)
+        kept.keep(place, results, KEEP_CHECKED if let_go else None)
     return results
 
 
@@ -511,14 +525,54 @@ def read_all(
     own: bool = False,
 ) -> dict[str, ResultsFile]:
     """Every readable results file by slug; a bad file is reported through `warn` and skipped (`kept_in`, `own`:
-    see `read`)."""
+    see `read`). With `kept_in`, the files not kept there yet are checked first, side by side (`_check_ahead`)."""
     out: dict[str, ResultsFile] = {}
-    for path in sorted(results_dir.glob("*.json")):
+    paths = sorted(results_dir.glob("*.json"))
+    if kept_in is not None:
+        _check_ahead(paths, known_claims, kept_in, own)
+    for path in paths:
         try:
-            out[path.stem] = read(path, known_claims, kept_in, own=own)
+            out[path.stem] = read(path, known_claims, kept_in, own=own, let_go=False)
         except ResultsError as e:
             warn(str(e))
+    if kept_in is not None:
+        kept.let_go_oldest(kept_in, max(KEEP_CHECKED, 2 * len(paths)), ".pickle")
     return out
+
+
+def _check_ahead(paths: list[Path], known_claims: set[str] | None, kept_in: Path, own: bool) -> None:
+    """Check the files not kept in `kept_in` yet in worker processes, one a core, each keeping what it finds sound
+    there for `read` to take: checking is most of a first read of a fleet's files, and no file's check needs
+    another's. With fewer than two such files or cores, or no key for what is kept (`_checking_code`), or where no
+    worker can start, nothing is checked ahead: `read` checks each file as it comes, and says what is wrong."""
+    code = _checking_code()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if code is None or cores < 2:
+        return
+    waiting = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            raw = path.read_bytes()
+            if (own or len(raw) <= MAX_FILE_BYTES) and not _kept(kept_in, raw, known_claims, code).exists():
+                waiting.append(path)
+    if len(waiting) < 2:
+        return
+    more = itertools.repeat
+    with contextlib.suppress(OSError, BrokenProcessPool):
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads (`serve`'s)
+        with ProcessPoolExecutor(min(cores, len(waiting)), mp_context=context) as pool:
+            list(pool.map(_check_and_keep, waiting, more(known_claims), more(kept_in), more(code)))
+
+
+def _check_and_keep(path: Path, known_claims: set[str] | None, kept_in: Path, code: str) -> None:
+    """`_check_ahead`'s work on one file, in a worker: kept in `kept_in` under the caller's key if sound, else left
+    for the caller's `read` to check and say what is wrong."""
+    try:
+        raw = path.read_bytes()
+        results = _checked(raw, path, known_claims)
+    except Exception:  # noqa: BLE001 - whatever a bad file raises, the caller's own read of it says
+        return
+    kept.keep(_kept(kept_in, raw, known_claims, code), results, None)
 
 
 # the writer, which reads through this module: imported last, so that each of them finds the other whole

@@ -172,6 +172,45 @@ def test_a_sound_file_read_again_unchanged_is_taken_back_not_checked_again(tmp_p
     assert len(checks) == 2
 
 
+def test_a_fleet_larger_than_the_keep_limit_is_taken_back_whole(
+    tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read again, every file of a fleet is taken back: a folder that kept only the last `KEEP_CHECKED` files read
+    would let go of the first ones read, and each read in the same order would check every file again."""
+    from verified_book.records import results
+
+    monkeypatch.setattr(results, "KEEP_CHECKED", 2)
+    monkeypatch.setattr(results, "_check_ahead", lambda *args: None)  # each file checked here, one by one
+    folder, kept = tmp_path / "fleet", tmp_path / "kept"
+    folder.mkdir()
+    for slug in ("a", "b", "c", "d", "e"):
+        merge_into(folder / f"{slug}.json", _file(slug, **{"a.one": "verified"}))
+    first = read_all(folder, pytest.fail, kept_in=kept)
+    assert len(checks) == 5 and len(list(kept.glob("*.pickle"))) == 5
+    assert read_all(folder, pytest.fail, kept_in=kept) == first
+    assert len(checks) == 5, "the second read checked files again"
+
+
+def test_files_not_kept_yet_are_checked_side_by_side_and_read_as_one_by_one(tmp_path: Path, checks: list[Path]) -> None:
+    """Where there are cores to spare, the files not kept yet are checked in worker processes first; what the read
+    returns and says of a bad file is what reading them one by one returns and says."""
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing is checked ahead")
+    folder, kept = tmp_path / "fleet", tmp_path / "kept"
+    folder.mkdir()
+    for slug in ("a", "b", "c"):
+        merge_into(folder / f"{slug}.json", _file(slug, **{"a.one": "verified"}))
+    (folder / "bad.json").write_text('{"schema_version": 1, "slug": 3}', encoding="utf-8")
+    said: list[str] = []
+    found = read_all(folder, said.append, kept_in=kept)
+    assert checks == [folder / "bad.json"], "the sound files were checked in the workers, and taken back here"
+    alone: list[str] = []
+    assert found == read_all(folder, alone.append) and said == alone and "bad.json" in said[0]
+    assert len(list(kept.glob("*.pickle"))) == 3
+
+
 def test_what_a_kept_file_was_checked_by_moving_checks_it_again(
     tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
