@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Container, Mapping
@@ -558,10 +557,12 @@ def _check_ahead(paths: list[Path], known_claims: set[str] | None, kept_in: Path
     if len(waiting) < 2:
         return
     more = itertools.repeat
-    with contextlib.suppress(OSError, BrokenProcessPool):
+    try:
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads (`serve`'s)
         with ProcessPoolExecutor(min(cores, len(waiting)), mp_context=context) as pool:
             list(pool.map(_check_and_keep, waiting, more(known_claims), more(kept_in), more(code)))
+    except Exception:  # noqa: BLE001 - a pool that cannot start or breaks leaves each file to `read`, as without one
+        return
 
 
 def _check_and_keep(path: Path, known_claims: set[str] | None, kept_in: Path, code: str) -> None:

@@ -211,6 +211,23 @@ def test_files_not_kept_yet_are_checked_side_by_side_and_read_as_one_by_one(tmp_
     assert len(list(kept.glob("*.pickle"))) == 3
 
 
+def test_where_no_worker_starts_each_file_is_checked_as_it_is_read(
+    tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verified_book.records import results
+
+    def no_processes(method: str) -> None:
+        raise OSError(38, "no processes here")
+
+    monkeypatch.setattr(results.multiprocessing, "get_context", no_processes)
+    folder, kept = tmp_path / "fleet", tmp_path / "kept"
+    folder.mkdir()
+    for slug in ("a", "b", "c"):
+        merge_into(folder / f"{slug}.json", _file(slug, **{"a.one": "verified"}))
+    assert sorted(read_all(folder, pytest.fail, kept_in=kept)) == ["a", "b", "c"]
+    assert sorted(p.name for p in checks) == ["a.json", "b.json", "c.json"]
+
+
 def test_what_a_kept_file_was_checked_by_moving_checks_it_again(
     tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
