@@ -9,6 +9,7 @@ for a person to look at.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,16 @@ def pinned(page: Any) -> Any:
     locator that names the placeholder would lose the figure once its rows come in)."""
     first = page.locator("[data-claim]:visible:has(.vb-panel__more)").first
     return page.locator(f'[aria-describedby="{first.get_attribute("aria-describedby")}"]')
+
+
+@contextlib.contextmanager
+def without_scripts(browser: Any) -> Iterator[Any]:
+    """A desktop page of a browser that runs no script."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def errors_of(page: Any) -> list[str]:
@@ -111,9 +122,7 @@ def test_without_scripts_a_panel_says_where_the_other_machines_results_are(
     browser: Any, fleet_site: tuple[Path, dict[str, set[str]]]
 ) -> None:
     site, recorded = fleet_site
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
-    page = context.new_page()
-    try:
+    with without_scripts(browser) as page:
         page.goto(site.as_uri() + "/" + longest_chapter(site))
         figure = pinned(page)
         figure.scroll_into_view_if_needed()
@@ -130,8 +139,6 @@ def test_without_scripts_a_panel_says_where_the_other_machines_results_are(
         assert Path(urlparse(link.evaluate("a => a.href")).path).is_file()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "no-script-panel-1280.png"))
-    finally:
-        context.close()
 
 
 ROWS = ".vb-matrix__table tbody tr"
@@ -186,12 +193,8 @@ def test_the_matrix_shows_the_chapter_picked_and_every_claim_once_under_all_chap
 def test_without_scripts_the_matrix_says_its_rows_load_with_the_page_s_script(
     browser: Any, fleet_site: tuple[Path, dict[str, set[str]]]
 ) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
-    page = context.new_page()
-    try:
+    with without_scripts(browser) as page:
         page.goto(fleet_site[0].as_uri() + "/machines.html")
         wait = page.locator("[data-vb-wait]")
         assert wait.is_visible() and "a chapter at a time" in wait.inner_text()
         assert page.locator(ROWS).count() == 0
-    finally:
-        context.close()
