@@ -353,7 +353,7 @@ def _matrix(
         link = source_link(sources.get(claim_id), repo_url) if claim_id in sources else Markup()
         rows.append(
             markup(
-                '<tr data-claim="{claim}" data-chapters="{keys}" data-statuses="{statuses}">'
+                '<tr data-claim-row="{claim}" data-chapters="{keys}" data-statuses="{statuses}">'
                 '<th scope="row"><code>{claim}</code>{note}{link}</th><td>{where}</td>{cells}</tr>',
                 keys=keys,
                 statuses=" ".join(sorted(set(statuses))),

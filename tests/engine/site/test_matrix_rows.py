@@ -44,7 +44,7 @@ def machines_page(book: Book, rows: site_machines.MatrixRows | None, results: An
 
 
 def claims_in(html: str) -> list[str | None]:
-    return [attrs.get("data-claim") for tag, attrs in elements(html) if tag == "tr" and "data-claim" in attrs]
+    return [attrs.get("data-claim-row") for tag, attrs in elements(html) if tag == "tr" and "data-claim-row" in attrs]
 
 
 def matrix_of(html: str) -> dict[str, str | None]:

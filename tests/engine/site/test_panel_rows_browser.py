@@ -145,7 +145,7 @@ ROWS = ".vb-matrix__table tbody tr"
 
 
 def shown_claims(page: Any) -> list[str]:
-    return page.locator(f"{ROWS}:not([hidden])").evaluate_all("rows => rows.map(r => r.dataset.claim)")
+    return page.locator(f"{ROWS}:not([hidden])").evaluate_all("rows => rows.map(r => r.dataset.claimRow)")
 
 
 @pytest.mark.browser
@@ -169,6 +169,7 @@ def test_the_matrix_shows_the_chapter_picked_and_every_claim_once_under_all_chap
         assert first and all("c0" in keys for keys in chapters), "the first chapter's claims, and only those"
         assert page.locator("[data-vb-count]").inner_text() == f"{len(first)} of {total} claims"
         assert page.locator("[data-vb-wait]").is_hidden()
+        assert page.locator("[data-claim]").count() == 0, "a row of the matrix is no figure of the page"
         page.locator("#claims-by-machine").scroll_into_view_if_needed()
         MATRIX_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(MATRIX_SCREENSHOTS / f"matrix-{width}-{how}.png"))

@@ -340,7 +340,7 @@
         var holder = document.createElement("tbody");
         holder.innerHTML = MATRIX[key] || "";
         Array.prototype.forEach.call(holder.children, function (row) {
-          var claim = row.getAttribute("data-claim");
+          var claim = row.getAttribute("data-claim-row");
           if (!seen[claim]) {
             seen[claim] = true;
             found.push(row);
@@ -348,8 +348,8 @@
         });
       });
       found.sort(function (a, b) {
-        var x = a.getAttribute("data-claim");
-        var y = b.getAttribute("data-claim");
+        var x = a.getAttribute("data-claim-row");
+        var y = b.getAttribute("data-claim-row");
         return x < y ? -1 : x > y ? 1 : 0;
       });
       var rowsFound = document.createDocumentFragment();
