@@ -333,11 +333,9 @@ def _matrix(
     chapter_keys = {file: f"c{i}" for i, file in enumerate(chapters)}
     known = set(claim_ids)
     rows: list[Markup] = []
-    row_keys: list[str] = []
     for claim_id in sorted(ids):
         files = printed.get(claim_id, [])
         keys = " ".join(dict.fromkeys(chapter_keys.get(f, "c-other") for f in files)) or "none"
-        row_keys.append(keys)
         where = Markup(", ").join(
             markup('<a href="{}">{}</a>', chapters[f].href, chapters[f].title) if f in chapters else f for f in files
         ) or Markup('<span class="vb-muted">not printed</span>')
@@ -364,6 +362,9 @@ def _matrix(
                 cells=Markup("".join(cells)),
             )
         )
+        if in_files is not None:
+            for key in keys.split():
+                in_files.files.setdefault(key, []).append(rows[-1])
     first = next(iter(chapters), None) if in_files is not None else None  # a chapter's rows, not the course's
     options = Markup().join(
         markup('<option value="{}"{}>{}</option>', chapter_keys[f], Markup(" selected") if f == first else "", c.title)
@@ -375,9 +376,6 @@ def _matrix(
     head = Markup().join(markup('<th scope="col"><a href="#{}">{}</a></th>', anchor(s), s) for s in slugs)
     body, rows_at, waiting = Markup().join(rows), "", Markup()
     if in_files is not None:
-        for row, keys in zip(rows, row_keys, strict=True):
-            for key in keys.split():
-                in_files.files.setdefault(key, []).append(row)
         body, rows_at = Markup(), in_files.url
         waiting = Markup(
             '<p class="vb-matrix__wait" data-vb-wait>The rows load a chapter at a time where the page runs its '
