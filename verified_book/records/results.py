@@ -543,10 +543,11 @@ def _check_ahead(paths: list[Path], known_claims: set[str] | None, kept_in: Path
     """Check the files not kept in `kept_in` yet in worker processes, one a core, each keeping what it finds sound
     there for `read` to take: checking is most of a first read of a fleet's files, and no file's check needs
     another's. With fewer than two such files or cores, or no key for what is kept (`_checking_code`), or where no
-    worker can start, nothing is checked ahead: `read` checks each file as it comes, and says what is wrong."""
+    worker can start (`_workers_can_start`), nothing is checked ahead: `read` checks each file as it comes, and says
+    what is wrong."""
     code = _checking_code()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if code is None or cores < 2:
+    if code is None or cores < 2 or not _workers_can_start():
         return
     waiting = []
     for path in paths:
@@ -563,6 +564,18 @@ def _check_ahead(paths: list[Path], known_claims: set[str] | None, kept_in: Path
             list(pool.map(_check_and_keep, waiting, more(known_claims), more(kept_in), more(code)))
     except Exception:  # noqa: BLE001 - a pool that cannot start or breaks leaves each file to `read`, as without one
         return
+
+
+def _workers_can_start() -> bool:
+    """Whether a spawned worker can start: it first runs the caller's main module again, by its name or its file,
+    and a script read from standard input (`<stdin>`) has a name of no file, so each worker would fail and print
+    why before any file were checked."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return True
+    path = getattr(main, "__file__", None)
+    started_in = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or ""  # where a relative path is from
+    return path is None or os.path.isfile(os.path.join(started_in, path))
 
 
 def _check_and_keep(path: Path, known_claims: set[str] | None, kept_in: Path, code: str) -> None:

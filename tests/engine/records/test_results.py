@@ -211,6 +211,27 @@ def test_files_not_kept_yet_are_checked_side_by_side_and_read_as_one_by_one(tmp_
     assert len(list(kept.glob("*.pickle"))) == 3
 
 
+def test_a_script_read_from_standard_input_reads_its_fleet_without_noise(tmp_path: Path) -> None:
+    """A worker starts by running the caller's main module again; a script piped to Python has none on disk, so its
+    files are checked one by one, with nothing said on standard error."""
+    import subprocess
+    import sys
+
+    folder, kept = tmp_path / "fleet", tmp_path / "kept"
+    folder.mkdir()
+    for slug in ("a", "b", "c"):
+        merge_into(folder / f"{slug}.json", _file(slug, **{"a.one": "verified"}))
+    script = (
+        "from pathlib import Path\n"
+        "from verified_book.records.results import read_all\n"
+        f"print(sorted(read_all(Path({str(folder)!r}), print, kept_in=Path({str(kept)!r}))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "['a', 'b', 'c']\n")
+
+
 def test_where_no_worker_starts_each_file_is_checked_as_it_is_read(
     tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
