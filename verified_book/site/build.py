@@ -11,6 +11,8 @@ runs no plugin builds them as any page, and the extension fills their blocks fro
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 import os
@@ -79,11 +81,26 @@ def render_page(
 ROWS_FUNCTION = "vbPanelRows"
 
 
-def write_data_file(site_dir: Path, dest_uri: str, suffix: str, call: str) -> str:
-    """Write a script beside the page (`p/index.html`: `p/index{suffix}`) that makes one call, `call`, handing the
-    page's script rows it loads when a reader asks for them (a page opened from disk may load a script, not fetch
-    a file). The file's address relative to the page, with its digest, so a browser never shows an earlier one's."""
-    text = f"{call};\n"
+def packed(value: Any) -> str:
+    """`value` as a data file hands it to the page's script: JSON, compressed with gzip, in base64 (plain ASCII, safe
+    in a script's string), which the script unpacks with the browser's own `DecompressionStream`. A fleet's rows
+    repeat the same markup for every machine and figure: packed, they take a twentieth of their size or less, and a
+    course's site stays within what a host publishes (GitHub Pages: 1 GB)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+
+
+def unpacked(text: str) -> Any:
+    """What `packed` packed."""
+    return json.loads(gzip.decompress(base64.b64decode(text, validate=True)).decode("utf-8"))
+
+
+def write_data_file(site_dir: Path, dest_uri: str, suffix: str, function: str, *keys: str, data: Any) -> str:
+    """Write a script beside the page (`p/index.html`: `p/index{suffix}`) that makes one call, `function(*keys,
+    packed(data))`, handing the page's script rows it loads when a reader asks for them (a page opened from disk may
+    load a script, not fetch a file). The file's address relative to the page, with its digest, so a browser never
+    shows an earlier one's."""
+    text = f"{function}({', '.join(json.dumps(x) for x in (*keys, packed(data)))});\n"
     name = dest_uri.rsplit("/", 1)[-1].removesuffix(".html") + suffix
     path = site_dir / dest_uri.rsplit("/", 1)[0] / name if "/" in dest_uri else site_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,12 +108,18 @@ def write_data_file(site_dir: Path, dest_uri: str, suffix: str, call: str) -> st
     return f"{name}?v={digest(text)[:12]}"
 
 
+def read_data_file(path: Path) -> tuple[str, list[Any]]:
+    """A data file `write_data_file` wrote, read back: the function it calls, and its keys and data (unpacked)."""
+    function, _, call = path.read_text(encoding="utf-8").partition("(")
+    *keys, data = json.loads(f"[{call.rstrip().removesuffix(');')}]")
+    return function, [*keys, unpacked(data)]
+
+
 def write_panel_rows(site_dir: Path, dest_uri: str, rows: Mapping[str, str]) -> str:
     """Write a page's panel data file (`p/index.panels.js`): each panel's rows of the machines that do not decide
     its figure, by panel id, which the page's script loads when a reader opens a panel. Its address (see
     `write_data_file`)."""
-    payload = json.dumps({uid: str(html) for uid, html in rows.items()}, sort_keys=True)
-    return write_data_file(site_dir, dest_uri, ".panels.js", f"{ROWS_FUNCTION}({payload})")
+    return write_data_file(site_dir, dest_uri, ".panels.js", ROWS_FUNCTION, data={u: str(h) for u, h in rows.items()})
 
 
 def with_matrix_rows(html: str, site_dir: Path, dest_uri: str, rows: site_machines.MatrixRows) -> str:
@@ -108,7 +131,9 @@ def with_matrix_rows(html: str, site_dir: Path, dest_uri: str, rows: site_machin
             site_dir,
             dest_uri,
             f".matrix-{key}.js",
-            f"{site_machines.MATRIX_FUNCTION}({json.dumps(key)}, {json.dumps(str(Markup().join(chapter)))})",
+            site_machines.MATRIX_FUNCTION,
+            key,
+            data=str(Markup().join(chapter)),
         )
         for key, chapter in sorted(rows.files.items())
     }

@@ -85,12 +85,11 @@ def test_the_files_are_written_beside_the_page_and_the_table_names_each_with_its
     for key, address in addresses.items():
         name, _, version = address.partition("?v=")
         assert name == f"index.matrix-{key}.js" and re.fullmatch(r"[0-9a-f]{12}", version)
-        text = (tmp_path / "site" / "machines" / name).read_text(encoding="utf-8")
-        assert text.isascii(), "a data file reads the same whatever encoding the server names"
-        call = f"{site_machines.MATRIX_FUNCTION}("
-        assert text.startswith(call) and text.endswith(");\n")
-        found_key, found_rows = json.loads(f"[{text[len(call) : -3]}]")
-        assert found_key == key and claims_in(found_rows) == claims_in(str(render.Markup().join(rows.files[key])))
+        written = tmp_path / "site" / "machines" / name
+        assert written.read_bytes().isascii(), "a data file reads the same whatever encoding the server names"
+        function, (found_key, found_rows) = site_book.read_data_file(written)
+        assert (function, found_key) == (site_machines.MATRIX_FUNCTION, key)
+        assert claims_in(found_rows) == claims_in(str(render.Markup().join(rows.files[key])))
 
 
 def test_strings_from_a_results_file_are_escaped_in_the_matrix_s_files(book: Book, tmp_path: Path) -> None:
@@ -99,8 +98,7 @@ def test_strings_from_a_results_file_are_escaped_in_the_matrix_s_files(book: Boo
         machines_page(book, rows, hostile_results(book.pages[0])), tmp_path, "machines.html", rows
     )
     assert_inert(html)
-    call = f"{site_machines.MATRIX_FUNCTION}("
-    written = [json.loads(f"[{p.read_text(encoding='utf-8')[len(call) : -3]}]")[1] for p in tmp_path.glob("*.js")]
+    written = [site_book.read_data_file(p)[1][1] for p in tmp_path.glob("*.js")]
     assert written and "&lt;script&gt;" in "".join(written)
     for found_rows in written:
         assert_inert(found_rows)

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_render import CLAIMS, PAGE, elements, figures_of, machine, record
 
 from verified_book.book.bindings import read_page
@@ -77,13 +79,28 @@ def test_the_data_file_is_written_beside_the_page_and_hands_each_panel_its_rows(
         url = site_book.write_panel_rows(tmp_path, dest, rows)
         name, _, version = url.partition("?v=")
         assert name == Path(written).name and version
-        text = (tmp_path / written).read_text(encoding="utf-8")
-        call = f"{site_book.ROWS_FUNCTION}("
-        assert text.startswith(call) and text.endswith(");\n")
-        assert json.loads(text[len(call) : -3]) == {uid: str(html) for uid, html in rows.items()}
-        assert text.isascii(), "a data file reads the same whatever encoding the server names"
+        assert site_book.read_data_file(tmp_path / written) == (
+            site_book.ROWS_FUNCTION,
+            [{uid: str(html) for uid, html in rows.items()}],
+        )
+        assert (tmp_path / written).read_bytes().isascii(), "a data file reads the same whatever encoding is named"
     changed = site_book.write_panel_rows(tmp_path, "chapter.html", {"vbp-1": render.markup("{}", "other")})
     assert changed != url, "a browser that kept the earlier file is sent the new one"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+def test_rows_packed_for_a_data_file_unpack_to_themselves_as_plain_ascii(value: Any) -> None:
+    text = site_book.packed(value)
+    assert text.isascii() and json.loads(json.dumps(text)) == text and '"' not in text and "<" not in text
+    assert site_book.unpacked(text) == value
+    assert site_book.packed(value) == text, "the same rows pack to the same file, whose digest names it"
 
 
 def test_a_build_reads_each_claim_s_code_and_data_once_however_many_machines_recorded_it(

@@ -29,6 +29,7 @@ from verified_book.engine.config import open_book, read_config
 from verified_book.records.record import Record, SnippetOutput
 from verified_book.records.results import dumps, read_all
 from verified_book.records.results import read as read_results
+from verified_book.site import build as site_book
 from verified_book.site.machines import anchor
 from verified_book.vocabulary import NOT_REPORTED, UNVERIFIED, Status
 
@@ -906,8 +907,8 @@ def test_a_chapter_s_panels_leave_the_other_machines_to_its_data_file_which_sear
             continue
         (url,) = set(more.values())
         name, _, version = url.partition("?v=")
-        text = (path.parent / name).read_text(encoding="utf-8")
-        rows = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+        function, (rows,) = site_book.read_data_file(path.parent / name)
+        assert function == site_book.ROWS_FUNCTION
         assert set(rows) == set(more) and set(more) <= set(panels), page.file
         for uid, held in rows.items():
             machines = set(re.findall(r'class="vb-machine" data-machine="([^"]+)"', held))

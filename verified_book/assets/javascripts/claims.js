@@ -72,9 +72,33 @@
   var ROWS = {};  /* panel id -> its other machines' rows (HTML written by the site build) */
   var ASKED = {};  /* data file address -> "loading" or "loaded" */
   var WAITING = {};  /* data file address -> what to run once it has loaded */
+  var ARRIVING = {};  /* data file address -> its rows being unpacked */
 
-  window.vbPanelRows = function (rows) {
-    Object.keys(rows).forEach(function (id) { ROWS[id] = rows[id]; });
+  /* A data file hands its rows packed: JSON, compressed with gzip, in base64 (a fleet's rows repeat
+     the same markup for every machine). The browser's own DecompressionStream unpacks them; the
+     file has loaded once they are. A browser without one keeps the placeholder's words. */
+  function unpacked(packed) {
+    try {
+      var bytes = Uint8Array.from(window.atob(packed), function (c) { return c.charCodeAt(0); });
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      return new Response(stream).text().then(JSON.parse);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  function arriving(packed, use) {
+    var script = document.currentScript;
+    var done = unpacked(packed).then(use);
+    if (script && script.src) {
+      ARRIVING[script.src] = done;
+    }
+  }
+
+  window.vbPanelRows = function (packed) {
+    arriving(packed, function (rows) {
+      Object.keys(rows).forEach(function (id) { ROWS[id] = rows[id]; });
+    });
   };
 
   function fillRows(root) {
@@ -101,18 +125,23 @@
     }
     ASKED[url] = "loading";
     var script = document.createElement("script");
-    script.src = url;
-    script.onload = function () {
-      ASKED[url] = "loaded";
-      var waiting = WAITING[url] || [];
-      delete WAITING[url];
-      waiting.forEach(function (callback) { callback(); });
-    };
-    script.onerror = function () {
+    function failed() {
       delete ASKED[url];
       delete WAITING[url];
       script.remove();
+    }
+    script.src = url;
+    script.onload = function () {
+      var arrived = ARRIVING[script.src] || Promise.resolve();
+      delete ARRIVING[script.src];
+      arrived.then(function () {
+        ASKED[url] = "loaded";
+        var waiting = WAITING[url] || [];
+        delete WAITING[url];
+        waiting.forEach(function (callback) { callback(); });
+      }, failed);
     };
+    script.onerror = failed;
     document.head.appendChild(script);
   }
 
@@ -297,12 +326,12 @@
 
   /* The claims x machines matrix holds its rows on the page, or (a course's matrix, every claim on
      every machine) names a data file for each chapter in data-vb-rows, each calling vbMatrixRows with
-     its chapter's key and rows; the rows of the chapter picked are loaded, of every chapter for "all
-     chapters" (a claim printed in two chapters is in both files, and shown once). */
+     its chapter's key and rows, packed; the rows of the chapter picked are loaded, of every chapter
+     for "all chapters" (a claim printed in two chapters is in both files, and shown once). */
   var MATRIX = {};  /* chapter key -> its rows (HTML written by the site build) */
 
-  window.vbMatrixRows = function (key, rows) {
-    MATRIX[key] = rows;
+  window.vbMatrixRows = function (key, packed) {
+    arriving(packed, function (rows) { MATRIX[key] = rows; });
   };
 
   function setupMatrix(matrix) {
