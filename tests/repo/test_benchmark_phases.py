@@ -151,7 +151,7 @@ def test_verify_and_the_snippets_alternate_and_the_median_round_is_judged(monkey
 
 
 def test_the_grown_fleet_is_the_committed_machines_and_copies_the_site_shows_apart(tmp_path: Path) -> None:
-    from verified_book.records.results import read_all
+    from verified_book.records.fleet import read_all
 
     committed = bench.ROOT / "results"
     written = bench.fleet_of(committed, tmp_path, copies=2)

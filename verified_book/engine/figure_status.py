@@ -29,8 +29,9 @@ from verified_book.engine.recorded import recorded_reads
 from verified_book.engine.verdicts import once
 from verified_book.records.conditions import contended
 from verified_book.records.errors import ResultsError
+from verified_book.records.fleet import read_all
 from verified_book.records.record import ClaimMeta, Exact, FigureVerdict, Record
-from verified_book.records.results import CHECKED_RESULTS, ResultsFile, from_json, read_all
+from verified_book.records.results import CHECKED_RESULTS, ResultsFile, from_json
 from verified_book.records.store import read_history
 from verified_book.vocabulary import RECORDED, SHOWN_ORDER, STATUSES, Shown, Status
 

@@ -10,20 +10,15 @@ one and set it aside instead.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as _dt
 import functools
 import hashlib
-import itertools
 import json
-import multiprocessing
-import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Container, Mapping
+from typing import Any, Container, Mapping
 
 from pydantic import ValidationError
 
@@ -363,7 +358,7 @@ def read(
     machine's own history (its local results, records an earlier run kept), read whatever its size.
     With `kept_in`, a file read and found sound before (the same bytes, checked by the same code) is
     taken from there instead of checked again, which a site build does at every build for files that
-    change only when a machine contributes (see `_kept`); keeping one lets go of the folder's oldest past
+    change only when a machine contributes (see `kept_place`); keeping one lets go of the folder's oldest past
     `KEEP_CHECKED`, unless `let_go` is False (the caller lets go, once for many files)."""
     where = str(path)
     try:
@@ -376,13 +371,13 @@ def read(
         raw = path.read_bytes()
     except OSError as e:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
-    code = _checking_code() if kept_in is not None else None
-    place = _kept(kept_in, raw, known_claims, code) if kept_in is not None and code is not None else None
+    code = checking_code() if kept_in is not None else None
+    place = kept_place(kept_in, raw, known_claims, code) if kept_in is not None and code is not None else None
     if place is not None:
         found = kept.taken(place)
         if isinstance(found, ResultsFile) and found.slug == path.stem:  # the same bytes under another name are not
             return found
-    results = _checked(raw, path, known_claims)
+    results = check_bytes(raw, path, known_claims)
     if place is not None:
         kept.keep(place, results, KEEP_CHECKED if let_go else None)
     return results
@@ -397,9 +392,9 @@ def _within_limit(where: str, size: int) -> None:
         )
 
 
-def _kept(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) -> Path:
+def kept_place(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) -> Path:
     """Where a sound file of these bytes is kept: named by the bytes, the claims it was checked against and
-    the code that checks it (`_checking_code`), so a change to any of them checks the file again."""
+    the code that checks it (`checking_code`), so a change to any of them checks the file again."""
     h = hashlib.sha256(raw)
     h.update(code.encode())
     h.update(repr(sorted(known_claims) if known_claims is not None else None).encode())
@@ -407,7 +402,7 @@ def _kept(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) ->
 
 
 @functools.cache
-def _checking_code() -> str | None:
+def checking_code() -> str | None:
     """What decides whether a file is sound: this package's modules and the engine's modules they import,
     with pydantic's version (`kept.code_of`); None where a source cannot be read as the code running here."""
     import pydantic
@@ -432,7 +427,7 @@ def _loaded(raw: bytes, where: str) -> Any:
         raise ResultsError(f"{where}: not a valid results file ({e})") from None
 
 
-def _checked(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
+def check_bytes(raw: bytes, path: Path, known_claims: set[str] | None) -> ResultsFile:
     """The file's bytes parsed and checked (see `parse`), as the results of the machine its name gives."""
     where = str(path)
     data = _loaded(raw, where)
@@ -513,80 +508,6 @@ def read_salvaging(path: Path) -> tuple[ResultsFile, list[salvage.SetAside]]:
     data = _loaded(raw, where)
     doc, aside, problems = salvaged(data, where)
     return _as_results(data, doc, problems, path), aside
-
-
-def read_all(
-    results_dir: Path,
-    warn: Callable[[str], None],
-    known_claims: set[str] | None = None,
-    kept_in: Path | None = None,
-    *,
-    own: bool = False,
-) -> dict[str, ResultsFile]:
-    """Every readable results file by slug; a bad file is reported through `warn` and skipped (`kept_in`, `own`:
-    see `read`). With `kept_in`, the files not kept there yet are checked first, side by side (`_check_ahead`)."""
-    out: dict[str, ResultsFile] = {}
-    paths = sorted(results_dir.glob("*.json"))
-    if kept_in is not None:
-        _check_ahead(paths, known_claims, kept_in, own)
-    for path in paths:
-        try:
-            out[path.stem] = read(path, known_claims, kept_in, own=own, let_go=False)
-        except ResultsError as e:
-            warn(str(e))
-    if kept_in is not None:
-        kept.let_go_oldest(kept_in, max(KEEP_CHECKED, 2 * len(paths)), ".pickle")
-    return out
-
-
-def _check_ahead(paths: list[Path], known_claims: set[str] | None, kept_in: Path, own: bool) -> None:
-    """Check the files not kept in `kept_in` yet in worker processes, one a core, each keeping what it finds sound
-    there for `read` to take: checking is most of a first read of a fleet's files, and no file's check needs
-    another's. With fewer than two such files or cores, or no key for what is kept (`_checking_code`), or where no
-    worker can start (`_workers_can_start`), nothing is checked ahead: `read` checks each file as it comes, and says
-    what is wrong."""
-    code = _checking_code()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if code is None or cores < 2 or not _workers_can_start():
-        return
-    waiting = []
-    for path in paths:
-        with contextlib.suppress(OSError):
-            raw = path.read_bytes()
-            if (own or len(raw) <= MAX_FILE_BYTES) and not _kept(kept_in, raw, known_claims, code).exists():
-                waiting.append(path)
-    if len(waiting) < 2:
-        return
-    more = itertools.repeat
-    try:
-        context = multiprocessing.get_context("spawn")  # no fork of a process with threads (`serve`'s)
-        with ProcessPoolExecutor(min(cores, len(waiting)), mp_context=context) as pool:
-            list(pool.map(_check_and_keep, waiting, more(known_claims), more(kept_in), more(code)))
-    except Exception:  # noqa: BLE001 - a pool that cannot start or breaks leaves each file to `read`, as without one
-        return
-
-
-def _workers_can_start() -> bool:
-    """Whether a spawned worker can start: it first runs the caller's main module again, by its name or its file,
-    and a script read from standard input (`<stdin>`) has a name of no file, so each worker would fail and print
-    why before any file were checked."""
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", None):
-        return True
-    path = getattr(main, "__file__", None)
-    started_in = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or ""  # where a relative path is from
-    return path is None or os.path.isfile(os.path.join(started_in, path))
-
-
-def _check_and_keep(path: Path, known_claims: set[str] | None, kept_in: Path, code: str) -> None:
-    """`_check_ahead`'s work on one file, in a worker: kept in `kept_in` under the caller's key if sound, else left
-    for the caller's `read` to check and say what is wrong."""
-    try:
-        raw = path.read_bytes()
-        results = _checked(raw, path, known_claims)
-    except Exception:  # noqa: BLE001 - whatever a bad file raises, the caller's own read of it says
-        return
-    kept.keep(_kept(kept_in, raw, known_claims, code), results, None)
 
 
 # the writer, which reads through this module: imported last, so that each of them finds the other whole

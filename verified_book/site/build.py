@@ -29,7 +29,8 @@ from verified_book.engine.config import BookConfig
 from verified_book.engine.long_lived import long_lived
 from verified_book.errors import Problem
 from verified_book.records import store
-from verified_book.records.results import CHECKED_RESULTS, SLUG_PATTERN, ResultsError, ResultsFile, read_all
+from verified_book.records.fleet import read_all
+from verified_book.records.results import CHECKED_RESULTS, SLUG_PATTERN, ResultsError, ResultsFile
 from verified_book.site import machines as site_machines
 from verified_book.site import render, transform
 from verified_book.vocabulary import fingerprint

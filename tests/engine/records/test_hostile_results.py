@@ -20,6 +20,7 @@ from harness import faults
 from harness.paths import ROOT
 from harness.served import served
 
+import verified_book.records.fleet as fleet
 import verified_book.records.results as results
 from verified_book.authoring.registry import REGISTRY, Kind
 from verified_book.book.bindings import Book
@@ -72,13 +73,13 @@ def test_the_size_limit_never_applies_to_a_machines_own_history(
     path = tmp_path / f"{faults.sound_results()['slug']}.json"
     path.write_text(json.dumps(faults.sound_results()) + " " * 1000)
     assert results.read(path, own=True).records
-    assert results.read_all(tmp_path, pytest.fail, own=True)
+    assert fleet.read_all(tmp_path, pytest.fail, own=True)
     kept, aside = results.read_salvaging(path)
     assert kept.records and not aside
     history, why = selection.recorded(path)  # what --changed and --reading select from
     assert history is not None and history.records and not why
     warnings: list[str] = []
-    assert results.read_all(tmp_path, warnings.append) == {}
+    assert fleet.read_all(tmp_path, warnings.append) == {}
     assert len(warnings) == 1 and "never a machine's own history" in warnings[0]
 
 
@@ -86,7 +87,7 @@ def test_the_site_reader_reports_a_hostile_file_and_keeps_the_others(tmp_path: P
     (tmp_path / "contrib.json").write_text(json.dumps(_variant("figure line negative")))
     (tmp_path / "good.json").write_text(json.dumps(faults.sound_results(slug="good")))
     warnings: list[str] = []
-    found = results.read_all(tmp_path, warnings.append, KNOWN)
+    found = fleet.read_all(tmp_path, warnings.append, KNOWN)
     assert list(found) == ["good"]
     assert len(warnings) == 1 and str(tmp_path / "contrib.json") in warnings[0] and "line -4" in warnings[0]
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import pytest
 
+from verified_book.records import fleet
+from verified_book.records.fleet import read_all
 from verified_book.records.results import (
     SCHEMA_VERSION,
     ResultsError,
     ResultsFile,
     merge_into,
     read,
-    read_all,
     validate,
 )
 
@@ -156,8 +158,10 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     from verified_book.records import results
 
     checked: list[Path] = []
-    check = results._checked
-    monkeypatch.setattr(results, "_checked", lambda raw, path, known: checked.append(path) or check(raw, path, known))
+    check = results.check_bytes
+    monkeypatch.setattr(
+        results, "check_bytes", lambda raw, path, known: checked.append(path) or check(raw, path, known)
+    )
     return checked
 
 
@@ -180,7 +184,7 @@ def test_a_fleet_larger_than_the_keep_limit_is_taken_back_whole(
     from verified_book.records import results
 
     monkeypatch.setattr(results, "KEEP_CHECKED", 2)
-    monkeypatch.setattr(results, "_check_ahead", lambda *args: None)  # each file checked here, one by one
+    monkeypatch.setattr(fleet, "_checking_ahead", lambda *args: contextlib.nullcontext({}))  # checked one by one
     folder, kept = tmp_path / "fleet", tmp_path / "kept"
     folder.mkdir()
     for slug in ("a", "b", "c", "d", "e"):
@@ -223,7 +227,7 @@ def test_a_script_read_from_standard_input_reads_its_fleet_without_noise(tmp_pat
         merge_into(folder / f"{slug}.json", _file(slug, **{"a.one": "verified"}))
     script = (
         "from pathlib import Path\n"
-        "from verified_book.records.results import read_all\n"
+        "from verified_book.records.fleet import read_all\n"
         f"print(sorted(read_all(Path({str(folder)!r}), print, kept_in=Path({str(kept)!r}))))\n"
     )
     done = subprocess.run(
@@ -235,12 +239,11 @@ def test_a_script_read_from_standard_input_reads_its_fleet_without_noise(tmp_pat
 def test_where_no_worker_starts_each_file_is_checked_as_it_is_read(
     tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verified_book.records import results
 
     def no_processes(method: str) -> None:
         raise OSError(38, "no processes here")
 
-    monkeypatch.setattr(results.multiprocessing, "get_context", no_processes)
+    monkeypatch.setattr(fleet.multiprocessing, "get_context", no_processes)
     folder, kept = tmp_path / "fleet", tmp_path / "kept"
     folder.mkdir()
     for slug in ("a", "b", "c"):
@@ -260,7 +263,7 @@ def test_what_a_kept_file_was_checked_by_moving_checks_it_again(
     read(path, known_claims={"a.one"}, kept_in=kept)  # checked against the book's claims
     with pytest.raises(ResultsError, match="names no claim of this book"):
         read(path, known_claims={"b.two"}, kept_in=kept)
-    monkeypatch.setattr(results, "_checking_code", lambda: "another version of the checks")
+    monkeypatch.setattr(results, "checking_code", lambda: "another version of the checks")
     read(path, kept_in=kept)
     assert len(checks) == 4
 
@@ -298,8 +301,8 @@ def test_the_checking_code_takes_in_every_engine_module_the_checks_import() -> N
 
     from verified_book.records import results
 
-    results._checking_code.cache_clear()
-    named = set(re.findall(r"^(verified_book[\w.]*)$", results._checking_code(), re.MULTILINE))
+    results.checking_code.cache_clear()
+    named = set(re.findall(r"^(verified_book[\w.]*)$", results.checking_code(), re.MULTILINE))
     assert {
         "verified_book.records.record",
         "verified_book.records.results",
@@ -320,11 +323,11 @@ def test_nothing_is_kept_while_the_checks_source_changed_since_this_process_star
     path, kept_folder = tmp_path / "m.json", tmp_path / "kept"
     merge_into(path, _file("m", **{"a.one": "verified"}))
     monkeypatch.setattr(kept, "_LOADED_AT", 0.0)
-    results._checking_code.cache_clear()
+    results.checking_code.cache_clear()
     try:
         read(path, kept_in=kept_folder)
         read(path, kept_in=kept_folder)
     finally:
-        results._checking_code.cache_clear()
+        results.checking_code.cache_clear()
     assert len(checks) == 2
     assert not kept_folder.exists()

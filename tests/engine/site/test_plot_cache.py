@@ -14,7 +14,8 @@ from harness.paths import ROOT
 
 from claims import plots
 from verified_book.records import kept
-from verified_book.records.results import ResultsFile, read_all
+from verified_book.records.fleet import read_all
+from verified_book.records.results import ResultsFile
 from verified_book.site import plot_cache
 
 

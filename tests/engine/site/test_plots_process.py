@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from harness.paths import ROOT
 
-from verified_book.records.results import read_all
+from verified_book.records.fleet import read_all
 from verified_book.site import plots_process
 from verified_book.site.render import GeneratedPage
 

@@ -26,8 +26,9 @@ from harness.served import served
 from verified_book.book.bindings import Book
 from verified_book.engine import figure_status
 from verified_book.engine.config import open_book, read_config
+from verified_book.records.fleet import read_all
 from verified_book.records.record import Record, SnippetOutput
-from verified_book.records.results import dumps, read_all
+from verified_book.records.results import dumps
 from verified_book.records.results import read as read_results
 from verified_book.site import build as site_book
 from verified_book.site.machines import anchor
