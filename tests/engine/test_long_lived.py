@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from verified_book.engine.long_lived import let_go, long_lived
+from verified_book.engine.long_lived import let_go, long_lived, made_as_it_goes
 
 
 class Node:
@@ -57,3 +57,34 @@ def test_the_next_run_lets_go_of_what_the_last_froze_and_freezes_nothing() -> No
     assert first() is None and second() is None, "both runs' garbage collected as any other"
     opened([])
     assert gc.get_freeze_count() > 0, "the run after freezes again"
+
+
+def test_what_a_run_makes_piece_by_piece_is_made_with_the_collector_off_then_frozen() -> None:
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with made_as_it_goes():
+        assert not gc.isenabled()
+        made = opened([])  # what a long-lived maker makes within is the run's too
+        node = Node()
+        kept = weakref.ref(node)
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    del node
+    gc.collect()
+    assert made() is not None and kept() is not None, "frozen, so no pass walks it, the last one at exit included"
+
+
+def test_a_run_made_piece_by_piece_after_another_lets_go_of_it_and_freezes_nothing() -> None:
+    held: list[Any] = []
+    first = opened(held)
+    held.clear()
+    with made_as_it_goes():
+        assert gc.get_freeze_count() == 0 and not gc.isenabled()
+        node = Node()
+        later = weakref.ref(node)
+        del node
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.collect()
+    assert first() is None and later() is None, "the earlier run's garbage and this one's collected as any other"
+    gc.disable()
+    with made_as_it_goes():
+        pass
+    assert not gc.isenabled(), "a collector kept off by the caller stays off"

@@ -12,9 +12,10 @@ replaces what it froze (loading the claims' code again). Nothing frozen outlives
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
-from typing import Callable, ParamSpec, TypeVar
+from typing import Callable, Iterator, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -39,6 +40,28 @@ def long_lived(make: Callable[P, T]) -> Callable[P, T]:
             gc.freeze()
 
     return made
+
+
+@contextlib.contextmanager
+def made_as_it_goes() -> Iterator[None]:
+    """Within, what a run holds for its whole length is made piece by piece (a site build judges each record once,
+    page after page, and keeps every judgement for the machines page): the collector is kept off, as while
+    `long_lived` makes its objects, since it would find next to nothing to free, and its full passes would walk the
+    judgements made so far again and again as they grow. On leaving, the collector is as it was, and what was made
+    is frozen, so that no later pass walks it, the full one at the process's exit included. Where an earlier run in
+    the same process froze what it made, that is let go and nothing frozen, as `long_lived` does."""
+    earlier = gc.get_freeze_count() > 0
+    if earlier:
+        let_go()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+        if not earlier:
+            gc.freeze()
 
 
 def settle() -> None:

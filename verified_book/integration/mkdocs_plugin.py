@@ -34,6 +34,7 @@ from verified_book.engine import verdicts as verdicts_mod
 from verified_book.engine.config import ConfigError, open_book, read_config
 from verified_book.engine.figure_status import DISPLAY_ORDER
 from verified_book.engine.kept_pages import read_or_raise
+from verified_book.engine.long_lived import made_as_it_goes
 from verified_book.engine.machine import usable_cpus
 from verified_book.engine.snippet_figures import snippet_hashes
 from verified_book.errors import Problem
@@ -95,6 +96,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         except ConfigError as e:
             raise PluginError(str(e)) from None
         self._opened = contextlib.ExitStack()  # the book, current from here to the build's end
+        self._opened.enter_context(made_as_it_goes())  # each judgement is kept to the build's end
         generates_plots = not self._own(self.config.plots_page)
         if generates_plots:
             self._start_plots()
@@ -179,8 +181,7 @@ class ClaimsPlugin(BasePlugin[ClaimsConfig]):
         return None
 
     def _read_results(self) -> None:
-        """Every machine's results file, committed and (unless the build is pointed at a results folder)
-        this clone's own."""
+        """Every machine's results file, committed and (unless the build is pointed at a folder) this clone's own."""
         read = site_book.read_results(
             self.book_config, self._results_dir(), str(self.config.results_dir or "results"), self._problem, log.info
         )
