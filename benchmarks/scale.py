@@ -321,7 +321,17 @@ def time_site(book: synthetic_book.Book, results: Path, machines: int) -> dict[s
         env = {**env_for(), "CLAIMS_RESULTS_DIR": fleet}
         mkdocs = str(Path(sys.executable).parent / "mkdocs")
         first = step([mkdocs, "build", "-q", "-d", site], book.root, env)
+        first.update(site_bytes(Path(site)))
         return {**first, "rebuild": step([mkdocs, "build", "-q", "-d", site], book.root, env)}
+
+
+def site_bytes(site: Path) -> dict[str, int]:
+    """What a build publishes: every file's bytes, and the part of them in the data files a page's script loads
+    (each page's panel rows, the machines page's matrix rows), which grow with machines × figures. A host may
+    bound a published site (GitHub Pages: 1 GB)."""
+    files = [p for p in site.rglob("*") if p.is_file()]
+    data = [p for p in files if p.name.endswith(".panels.js") or ".matrix-" in p.name]
+    return {"bytes": sum(p.stat().st_size for p in files), "data_bytes": sum(p.stat().st_size for p in data)}
 
 
 def measure(
@@ -425,6 +435,9 @@ GROWTH: dict[str, tuple[str, ...]] = {
     "site_10_machines_s": ("site", "10", "seconds"),
     "site_50_machines_s": ("site", "50", "seconds"),
     "site_50_machines_peak_mb": ("site", "50", "peak_mb"),
+    "site_1_machine_bytes": ("site", "1", "bytes"),
+    "site_50_machines_bytes": ("site", "50", "bytes"),
+    "site_50_machines_data_bytes": ("site", "50", "data_bytes"),
     "site_rebuild_1_machine_s": ("site", "1", "rebuild", "seconds"),
     "site_rebuild_50_machines_s": ("site", "50", "rebuild", "seconds"),
 }

@@ -373,6 +373,9 @@ SCALE_ROWS: tuple[tuple[str, str, Callable[[Any], str], str], ...] = (
     ("the site build, 10 machines", "site_10_machines_s", _seconds, ""),
     ("the site build, 50 machines", "site_50_machines_s", _seconds, "≤ 3× one machine at 16×"),
     ("its peak memory, 50 machines", "site_50_machines_peak_mb", lambda v: f"{v:,.0f} MB", "< 4 GB at 16×"),
+    ("the site published, 1 machine", "site_1_machine_bytes", lambda v: f"{v / 1e6:,.0f} MB", ""),
+    ("the site published, 50 machines", "site_50_machines_bytes", lambda v: f"{v / 1e6:,.0f} MB", ""),
+    ("of it, the rows pages load, 50 machines", "site_50_machines_data_bytes", lambda v: f"{v / 1e6:,.0f} MB", ""),
     ("the site rebuilt (files checked before), 1 machine", "site_rebuild_1_machine_s", _seconds, ""),
     ("the site rebuilt, 50 machines", "site_rebuild_50_machines_s", _seconds, ""),
 )
