@@ -60,6 +60,16 @@ def pinned(page: Any) -> Any:
     return page.locator(f'[aria-describedby="{first.get_attribute("aria-describedby")}"]')
 
 
+def open_by_hand(page: Any, figure: Any, phone: bool = False) -> None:
+    """Open a figure's panel as a reader does: scrolled to below the page's header, tapped or clicked at its first
+    characters (the middle of a figure that wraps is between its lines)."""
+    figure.scroll_into_view_if_needed()
+    figure.evaluate("f => window.scrollBy(0, f.getBoundingClientRect().top - 120)")
+    box = figure.bounding_box()
+    point = (box["x"] + min(4, box["width"] / 2), box["y"] + box["height"] / 2)
+    page.touchscreen.tap(*point) if phone else page.mouse.click(*point)
+
+
 @contextlib.contextmanager
 def without_scripts(browser: Any) -> Iterator[Any]:
     """A desktop page of a browser that runs no script."""
@@ -95,11 +105,7 @@ def test_an_opened_panel_shows_every_machine_s_rows_from_the_page_s_data_file(
         panel = figure.locator(".vb-panel")
         assert panel.locator(".vb-machine").count() == 1, "the page holds the deciding machine alone"
         assert page.locator("script[src*='.panels.js']").count() == 0, "the data file loads before a panel opens"
-        figure.scroll_into_view_if_needed()
-        figure.evaluate("f => window.scrollBy(0, f.getBoundingClientRect().top - 120)")
-        box = figure.bounding_box()
-        point = (box["x"] + min(4, box["width"] / 2), box["y"] + box["height"] / 2)
-        page.touchscreen.tap(*point) if phone else page.mouse.click(*point)
+        open_by_hand(page, figure, phone)
         panel.locator(".vb-panel__more").wait_for(state="detached", timeout=10_000)
         page.wait_for_timeout(250)  # the panel's fade
         shown = {m.get_attribute("data-machine") for m in panel.locator(".vb-machine").all()}
@@ -159,10 +165,7 @@ def test_a_browser_that_cannot_unpack_the_rows_keeps_the_panel_s_note_and_raises
     try:
         page.goto(site.as_uri() + "/" + longest_chapter(site))
         figure = pinned(page)
-        figure.scroll_into_view_if_needed()
-        figure.evaluate("f => window.scrollBy(0, f.getBoundingClientRect().top - 120)")
-        box = figure.bounding_box()
-        page.mouse.click(box["x"] + min(4, box["width"] / 2), box["y"] + box["height"] / 2)
+        open_by_hand(page, figure)
         page.wait_for_function("() => vbAdded.some(src => src.includes('.panels.js'))")
         page.wait_for_timeout(500)  # what the file's call starts has run
         panel = figure.locator(".vb-panel")
