@@ -61,10 +61,10 @@ def _checking_ahead(
     waiting: list[Path] = []
     ahead: Ahead = {}
     for path in paths:
-        with contextlib.suppress(OSError):
-            raw = path.read_bytes()
-            checked_before = results.kept_place(kept_in, raw, known_claims, code).exists()
-            if (own or len(raw) <= results.MAX_FILE_BYTES) and not checked_before:
+        with contextlib.suppress(OSError):  # a file past the limit is not read, as `read` reads none
+            if not results.within_limit(path.stat().st_size, own):
+                continue
+            if not results.kept_place(kept_in, path.read_bytes(), known_claims, code).exists():
                 waiting.append(path)
     if len(waiting) < 2:
         yield ahead

@@ -365,8 +365,11 @@ def read(
         size = path.stat().st_size
     except OSError as e:
         raise ResultsError(f"{where}: cannot be read ({e.strerror})") from None
-    if not own:
-        _within_limit(where, size)
+    if not within_limit(size, own):
+        raise ResultsError(
+            f"{where}: {size} bytes, more than a results file from another machine may hold ({MAX_FILE_BYTES}); "
+            "the limit guards contributed files and the committed results folder, never a machine's own history"
+        )
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -383,13 +386,10 @@ def read(
     return results
 
 
-def _within_limit(where: str, size: int) -> None:
-    """Refuse a file from others past the size limit, saying which files the limit guards."""
-    if size > MAX_FILE_BYTES:
-        raise ResultsError(
-            f"{where}: {size} bytes, more than a results file from another machine may hold ({MAX_FILE_BYTES}); "
-            "the limit guards contributed files and the committed results folder, never a machine's own history"
-        )
+def within_limit(size: int, own: bool) -> bool:
+    """Whether a results file of `size` bytes is read: a machine's `own` history whatever its size, a file from others
+    up to `MAX_FILE_BYTES`."""
+    return own or size <= MAX_FILE_BYTES
 
 
 def kept_place(folder: Path, raw: bytes, known_claims: set[str] | None, code: str) -> Path:
