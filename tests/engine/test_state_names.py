@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from harness import books, faults
+from harness import books, faults, interrupt
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book, read_page
@@ -67,7 +67,13 @@ def verify(book: faults.SampleBook, *args: str) -> subprocess.Popen[str]:
     env = {**book.env(absent=("torch", "mlx")), **({"CLAIMS_STARTED": str(book.root / "started")})}
     command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify", *args]
     return subprocess.Popen(
-        command, cwd=book.root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        command,
+        cwd=book.root,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=interrupt.reachable,
     )
 
 

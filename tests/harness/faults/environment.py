@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from harness import interrupt
 from harness.faults.common import (
     SampleBook,
     Tally,
@@ -210,7 +211,13 @@ def interrupted_whole_run(root: Path) -> Tally:
     env = {**book.env(absent=("torch", "mlx")), "CLAIMS_STARTED": str(started)}
     command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify"]
     proc = subprocess.Popen(
-        command, cwd=book.root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        command,
+        cwd=book.root,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=interrupt.reachable,
     )
     reached = _wait_for(started, 120, proc)
     if reached:
