@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from harness import books, faults, interrupt
+from harness import books, faults
 
 from verified_book.authoring.registry import REGISTRY
 from verified_book.book.bindings import Book, read_page
@@ -64,17 +64,7 @@ def opened(book: faults.SampleBook) -> Iterator[Book]:
 
 def verify(book: faults.SampleBook, *args: str) -> subprocess.Popen[str]:
     """`verified-book verify` of a sample book, in a process of its own, torch and MLX looking uninstalled."""
-    env = {**book.env(absent=("torch", "mlx")), **({"CLAIMS_STARTED": str(book.root / "started")})}
-    command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify", *args]
-    return subprocess.Popen(
-        command,
-        cwd=book.root,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        preexec_fn=interrupt.reachable,
-    )
+    return book.verify_apart(*args, absent=("torch", "mlx"))
 
 
 @pytest.fixture(scope="module")

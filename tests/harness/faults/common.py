@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from harness import interrupt
 from harness.paths import ROOT
 
 SLUG = "sample"
@@ -287,6 +288,21 @@ class SampleBook:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             **popen,
+        )
+
+    def verify_apart(self, *args: str, absent: Sequence[str] = ()) -> subprocess.Popen[str]:
+        """Start `verified-book verify` of this book in a process of its own, told where to say it has started
+        (`CLAIMS_STARTED`, the file `started`) and reached by Ctrl-C as from a terminal (`interrupt.reachable`);
+        collect it with `finish`."""
+        command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify", *args]
+        return subprocess.Popen(
+            command,
+            cwd=self.root,
+            env={**self.env(absent), "CLAIMS_STARTED": str(self.root / "started")},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=interrupt.reachable,
         )
 
     def finish(self, proc: subprocess.Popen[str], timeout: float = 120) -> Run:

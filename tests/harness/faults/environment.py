@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Sequence
 
-from harness import interrupt
 from harness.faults.common import (
     SampleBook,
     Tally,
@@ -208,17 +205,7 @@ def interrupted_whole_run(root: Path) -> Tally:
     book.page("hardware.md", "The card holds [16](claim:late.vram) GB.\n")
     book.conftest(INTERRUPTED_CONFTEST)
     started = book.root / "started"
-    env = {**book.env(absent=("torch", "mlx")), "CLAIMS_STARTED": str(started)}
-    command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify"]
-    proc = subprocess.Popen(
-        command,
-        cwd=book.root,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        preexec_fn=interrupt.reachable,
-    )
+    proc = book.verify_apart(absent=("torch", "mlx"))
     reached = _wait_for(started, 120, proc)
     if reached:
         proc.send_signal(signal.SIGINT)
