@@ -11,6 +11,7 @@ claim.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -85,7 +86,11 @@ def shown_status(statuses: Iterable[str]) -> str:
 
     A status outside the vocabulary ranks just before "not yet verified", so it shows.
     """
-    found = set(statuses) - {Status.SKIPPED}
+    return _worst(frozenset(statuses) - {Status.SKIPPED})
+
+
+@functools.lru_cache(maxsize=4096)  # a site asks at every figure and machine, about a few sets of statuses
+def _worst(found: frozenset[str]) -> str:
     known = next((s for s in DISPLAY_ORDER if s in found), None)
     if known is not None and known != Shown.UNVERIFIED:
         return known
@@ -127,9 +132,9 @@ def contended_why(status: str, record: Record) -> str | None:
 def on_machine(statuses: Iterable[str]) -> str:
     """A machine's status for a figure or a claim, from its backends' statuses: the worst of those that ran,
     skipped where every one skipped, not yet verified where it has none."""
-    found = list(statuses)
-    ran = [s for s in found if s != Status.SKIPPED]
-    return shown_status(ran) if ran or not found else Status.SKIPPED
+    found = frozenset(statuses)
+    ran = found - {Status.SKIPPED}
+    return _worst(ran) if ran or not found else Status.SKIPPED
 
 
 def claim_status_on(per_backend: Mapping[str, Record], results: ResultsFile | None = None, claim_id: str = "") -> str:

@@ -4,16 +4,19 @@ the legend, the fleet's quiet machines, and plots that admit where their data co
 from __future__ import annotations
 
 import datetime as dt
+from random import Random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from claims import plots as site_plots
 from verified_book.engine import figure_status
 from verified_book.records.results import ResultsFile
 from verified_book.site import machines as site_machines
 from verified_book.site import render
-from verified_book.vocabulary import NOT_REPORTED, UNVERIFIED
+from verified_book.vocabulary import NOT_REPORTED, UNVERIFIED, Status
 
 DAY = "2026-11-28T10:00:00+00:00"
 
@@ -112,6 +115,29 @@ def test_a_status_the_site_does_not_know_shows_under_its_own_name() -> None:
     assert figure_status.shown_status(["provisional", "skipped"]) == "provisional"
     assert figure_status.shown_status(["reference", "outdated", "verified", "stale"]) == "stale"
     assert figure_status.shown_status(["skipped"]) == UNVERIFIED
+
+
+STATUS_NAMES = st.sampled_from([*figure_status.DISPLAY_ORDER, *Status, "provisional", "zz-newer"])
+
+
+@given(st.lists(STATUS_NAMES, max_size=6), st.randoms())
+def test_a_machine_s_status_depends_on_which_statuses_its_backends_have_not_their_order(
+    statuses: list[str], random: Random
+) -> None:
+    """What `on_machine` and `shown_status` answer is kept by the set of statuses asked about (they are asked at
+    every figure of every machine): the order, a repeat, or a status given as its vocabulary member or its plain
+    name changes nothing."""
+    shuffled = [*statuses, *statuses[:1]]
+    random.shuffle(shuffled)
+    plain = [str(s) for s in shuffled]
+    assert figure_status.on_machine(statuses) == figure_status.on_machine(shuffled) == figure_status.on_machine(plain)
+    assert figure_status.shown_status(statuses) == figure_status.shown_status(plain)
+    found = figure_status.on_machine(statuses)
+    ran = [s for s in statuses if s != Status.SKIPPED]
+    if statuses and not ran:
+        assert found == Status.SKIPPED
+    else:
+        assert found in {*ran, UNVERIFIED}
 
 
 def machine(slug: str, date: str, markers: list[str]) -> ResultsFile:
