@@ -191,8 +191,7 @@ def pytest_collect_file(parent, file_path):
 
 def interrupt_when_started(book: faults.SampleBook, proc: subprocess.Popen[Any]) -> str:
     """Ctrl-C to a run once it says it has started; its output."""
-    started = book.root / "started"
-    assert faults._wait_for(started, 120, proc), proc.communicate()[0]
+    assert faults._wait_for(book.started, 120, proc), proc.communicate()[0]
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     return str(output)

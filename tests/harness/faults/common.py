@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness import interrupt
 from harness.paths import ROOT
 
 SLUG = "sample"
@@ -290,19 +290,23 @@ class SampleBook:
             **popen,
         )
 
+    @property
+    def started(self) -> Path:
+        """The file a run started by `verify_apart` is told to make once it has started (`CLAIMS_STARTED`)."""
+        return self.root / "started"
+
     def verify_apart(self, *args: str, absent: Sequence[str] = ()) -> subprocess.Popen[str]:
         """Start `verified-book verify` of this book in a process of its own, told where to say it has started
-        (`CLAIMS_STARTED`, the file `started`) and reached by Ctrl-C as from a terminal (`interrupt.reachable`);
-        collect it with `finish`."""
+        (`started`) and reached by Ctrl-C as from a terminal (`_ctrl_c_reachable`); collect it with `finish`."""
         command = [sys.executable, "-c", "from verified_book.integration.cli import run; run()", "verify", *args]
         return subprocess.Popen(
             command,
             cwd=self.root,
-            env={**self.env(absent), "CLAIMS_STARTED": str(self.root / "started")},
+            env={**self.env(absent), "CLAIMS_STARTED": str(self.started)},
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=interrupt.reachable,
+            preexec_fn=_ctrl_c_reachable,
         )
 
     def finish(self, proc: subprocess.Popen[str], timeout: float = 120) -> Run:
@@ -311,6 +315,14 @@ class SampleBook:
 
     def run_apart(self, *args: str, absent: Sequence[str] = ()) -> Run:
         return self.finish(self.spawn(*args, absent=absent))
+
+
+def _ctrl_c_reachable() -> None:
+    """In a child about to start (`preexec_fn`): SIGINT at its default, so the child's Python turns it into
+    KeyboardInterrupt. A shell that starts a suite in the background starts it with SIGINT ignored, every child
+    inherits that, and Python then installs no handler: a test's Ctrl-C would never arrive, and the run it meant
+    to stop would run on to the test's timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 # ---------------------------------------------------------------- tallies

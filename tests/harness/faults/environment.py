@@ -204,9 +204,8 @@ def interrupted_whole_run(root: Path) -> Tally:
     book.page("z-late.md", "Reached last: [10](claim:late.item.1), [20](claim:late.item.2), [30](claim:late.item.3).\n")
     book.page("hardware.md", "The card holds [16](claim:late.vram) GB.\n")
     book.conftest(INTERRUPTED_CONFTEST)
-    started = book.root / "started"
     proc = book.verify_apart(absent=("torch", "mlx"))
-    reached = _wait_for(started, 120, proc)
+    reached = _wait_for(book.started, 120, proc)
     if reached:
         proc.send_signal(signal.SIGINT)
     run = book.finish(proc)
